@@ -1,0 +1,1 @@
+//! krec-batch: Kafka record batches (work in progress).

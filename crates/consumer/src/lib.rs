@@ -1,0 +1,1 @@
+//! krec-consumer (work in progress).

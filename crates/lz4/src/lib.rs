@@ -1,0 +1,1 @@
+//! krec-lz4: Kafka LZ4 frames (work in progress).
