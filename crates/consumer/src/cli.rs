@@ -1,0 +1,4 @@
+//! The `krec` subcommands.
+
+pub mod consume;
+pub mod decode;

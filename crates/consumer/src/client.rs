@@ -1,0 +1,1 @@
+//! Kafka wire client (owned by the consume work; placeholder).

@@ -1,0 +1,1 @@
+//! Fetch pipeline and async consumer API (owned by the consume work; placeholder).

@@ -1,0 +1,16 @@
+//! The crate's one error enum.
+
+/// Everything that can go wrong in krec-consumer, with the context needed to act on it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Reading or writing a file or stream failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done (e.g. the file path).
+        context: String,
+        /// The underlying I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+}

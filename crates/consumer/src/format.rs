@@ -1,0 +1,1 @@
+//! Output formats (owned by the formats work; placeholder).
