@@ -1,0 +1,435 @@
+#!/usr/bin/env bash
+# A real Apache Kafka 4.x broker (KRaft) on 127.0.0.1, assembled from the Maven Central jars.
+#
+#   scripts/kafka.sh fetch
+#   scripts/kafka.sh start      [--name N] [--brokers 1|3]     prints the bootstrap string
+#   scripts/kafka.sh stop       [--name N] [--clean]
+#   scripts/kafka.sh stop-node  [--name N] --node K            SIGTERM one node (leader change)
+#   scripts/kafka.sh start-node [--name N] --node K            restart it on its old data
+#   scripts/kafka.sh topic      [--name N] create TOPIC [--partitions P] [--replication-factor R]
+#                                                 [--config k=v ...]
+#   scripts/kafka.sh tool       [--name N] <java-main-class> [args...]
+#   scripts/kafka.sh datadir    [--name N] [--node K]          prints that node's log.dirs
+#   scripts/kafka.sh bootstrap  [--name N]                     prints the bootstrap string
+#   scripts/kafka.sh status     [--name N]                     exit 0 iff every node is running
+#
+# Each named instance keeps its state in target/kafka/<name>/ (default name: "default"), so
+# several brokers can run side by side; ports are picked free at start. In `tool` arguments
+# the literal word {bootstrap} is replaced by the instance's bootstrap string.
+#
+# Environment: KREC_KAFKA_HOME (default <repo>/target/kafka) moves all state and the jars;
+# KREC_KAFKA_HEAP (default 512m) is the heap of each broker JVM.
+set -euo pipefail
+
+SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO_ROOT="$(cd "$SCRIPT_DIR/.." && pwd)"
+KAFKA_CONF_DIR="$SCRIPT_DIR/kafka"
+KAFKA_HOME="${KREC_KAFKA_HOME:-$REPO_ROOT/target/kafka}"
+KAFKA_LIB="$KAFKA_HOME/lib"
+BROKER_HEAP="${KREC_KAFKA_HEAP:-512m}"
+# Seconds to wait for a node to serve, and for a node to exit after SIGTERM.
+START_TIMEOUT_S=120
+STOP_TIMEOUT_S=45
+
+die() {
+    echo "kafka.sh: $*" >&2
+    exit 1
+}
+log() { echo "kafka.sh: $*" >&2; }
+
+# --- jars -----------------------------------------------------------------------------------
+
+# The stamp names the pom's hash, so editing the pom (a version bump) refetches.
+fetch_stamp() {
+    echo "$KAFKA_LIB/.fetched-$(sha256sum "$KAFKA_CONF_DIR/pom.xml" | cut -c1-16)"
+}
+
+cmd_fetch() {
+    local stamp
+    stamp="$(fetch_stamp)"
+    [[ -f "$stamp" ]] && return 0
+    command -v mvn >/dev/null || die "mvn not found (Maven is needed once to fetch the Kafka jars)"
+    log "fetching Kafka jars into $KAFKA_LIB (first run only)"
+    local tmp="$KAFKA_LIB.tmp.$$"
+    rm -rf "$tmp"
+    mkdir -p "$KAFKA_HOME"
+    # A fresh directory, renamed into place, so an interrupted fetch never looks complete.
+    (cd "$KAFKA_CONF_DIR" && mvn -q -B dependency:copy-dependencies -DoutputDirectory="$tmp") >&2 \
+        || { rm -rf "$tmp"; die "mvn dependency:copy-dependencies failed"; }
+    local bindings
+    bindings="$(find "$tmp" -name 'log4j-slf4j*-impl-*.jar' -o -name 'slf4j-reload4j-*.jar' \
+        -o -name 'logback-classic-*.jar' | wc -l)"
+    [[ "$bindings" == 1 ]] || { rm -rf "$tmp"; die "expected exactly one SLF4J binding in the jars, found $bindings"; }
+    touch "$tmp/.fetched-$(sha256sum "$KAFKA_CONF_DIR/pom.xml" | cut -c1-16)"
+    rm -rf "$KAFKA_LIB"
+    mv "$tmp" "$KAFKA_LIB"
+}
+
+require_jars() {
+    [[ -f "$(fetch_stamp)" ]] || cmd_fetch
+}
+
+# Runs a Kafka Java tool with the tools' logging (WARN to stderr, stdout left to the tool).
+run_tool() {
+    require_jars
+    # C1 only: tools are short-lived, and this halves their start-up time.
+    java -Xmx512m -XX:TieredStopAtLevel=1 -Djava.awt.headless=true \
+        -Dlog4j2.configurationFile="$KAFKA_CONF_DIR/log4j2-tools.xml" \
+        -cp "$KAFKA_LIB/*" "$@"
+}
+
+# --- instance state -------------------------------------------------------------------------
+
+instance_dir() { echo "$KAFKA_HOME/$1"; }
+node_dir() { echo "$(instance_dir "$1")/node$2"; }
+
+node_count() {
+    local f
+    f="$(instance_dir "$1")/brokers"
+    [[ -f "$f" ]] || die "no instance named '$1' (run: scripts/kafka.sh start --name $1)"
+    cat "$f"
+}
+
+node_pid() {
+    local f
+    f="$(node_dir "$1" "$2")/pid"
+    [[ -f "$f" ]] && cat "$f"
+}
+
+node_running() {
+    local pid
+    pid="$(node_pid "$1" "$2")" || return 1
+    [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null
+}
+
+# Prints N distinct free TCP ports on 127.0.0.1. All sockets are held open until every port
+# is chosen, so the N ports differ; another process could still take one before the broker
+# binds it, which start reports as a failed start.
+free_ports() {
+    local n="$1" py
+    for py in /usr/bin/python3 python3; do
+        command -v "$py" >/dev/null && break
+    done
+    "$py" - "$n" <<'PY'
+import socket, sys
+socks = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    socks.append(s)
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+PY
+}
+
+write_server_properties() {
+    local name="$1" node="$2" nodes="$3" broker_port="$4" controller_port="$5" voters="$6"
+    local rf=1 min_isr=1
+    if ((nodes > 1)); then
+        rf=$nodes
+        min_isr=2
+    fi
+    cat >"$(node_dir "$name" "$node")/server.properties" <<EOF
+# Generated by scripts/kafka.sh for instance '$name', node $node of $nodes.
+process.roles=broker,controller
+node.id=$node
+# Static quorum: every node is a voter; formatted without --standalone.
+controller.quorum.voters=$voters
+listeners=PLAINTEXT://127.0.0.1:$broker_port,CONTROLLER://127.0.0.1:$controller_port
+advertised.listeners=PLAINTEXT://127.0.0.1:$broker_port
+inter.broker.listener.name=PLAINTEXT
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs=$(node_dir "$name" "$node")/data
+
+num.partitions=1
+default.replication.factor=$rf
+# Tests create their topics explicitly; a typo must not create a topic silently.
+auto.create.topics.enable=false
+
+offsets.topic.replication.factor=$rf
+offsets.topic.num.partitions=1
+transaction.state.log.replication.factor=$rf
+transaction.state.log.min.isr=$min_isr
+transaction.state.log.num.partitions=1
+share.coordinator.state.topic.replication.factor=$rf
+share.coordinator.state.topic.min.isr=$min_isr
+# A classic consumer group starts at once instead of after 3 s.
+group.initial.rebalance.delay.ms=0
+
+num.network.threads=3
+num.io.threads=8
+EOF
+}
+
+launch_node() {
+    local name="$1" node="$2" dir
+    dir="$(node_dir "$name" "$node")"
+    node_running "$name" "$node" && die "node $node of '$name' is already running (pid $(node_pid "$name" "$node"))"
+    : >"$dir/broker.log"
+    # setsid: a Ctrl-C in the terminal goes to the test script, whose trap stops the broker
+    # in order; the broker's output goes to a file so that $(kafka.sh start) returns.
+    setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' _ "$dir/pid" \
+        java -Xms256m -Xmx"$BROKER_HEAP" -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
+        -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent \
+        -XX:MaxInlineLevel=15 -Djava.awt.headless=true \
+        -Dlog4j2.configurationFile="$KAFKA_CONF_DIR/log4j2-broker.xml" \
+        -cp "$KAFKA_LIB/*" kafka.Kafka "$dir/server.properties" \
+        </dev/null >"$dir/broker.log" 2>&1 &
+    local i
+    for ((i = 0; i < 50; i++)); do
+        [[ -s "$dir/pid" ]] && return 0
+        sleep 0.1
+    done
+    die "node $node of '$name' did not start a process"
+}
+
+# Waits until the node has logged "Kafka Server started" (KafkaRaftServer.startup end).
+wait_node_started() {
+    local name="$1" node="$2" dir deadline
+    dir="$(node_dir "$name" "$node")"
+    deadline=$((SECONDS + START_TIMEOUT_S))
+    while ! grep -q 'Kafka Server started' "$dir/broker.log" 2>/dev/null; do
+        if ! node_running "$name" "$node"; then
+            tail -n 40 "$dir/broker.log" >&2
+            die "node $node of '$name' exited during start-up (log: $dir/broker.log)"
+        fi
+        ((SECONDS < deadline)) || { tail -n 40 "$dir/broker.log" >&2; die "node $node of '$name' not started after ${START_TIMEOUT_S}s"; }
+        sleep 0.3
+    done
+}
+
+# Waits until a metadata request through the bootstrap answers with `want` live brokers.
+wait_metadata() {
+    local bootstrap="$1" want="$2" deadline out
+    command -v kcat >/dev/null || die "kcat not found (scripts/install-deps.sh installs it)"
+    deadline=$((SECONDS + START_TIMEOUT_S))
+    while :; do
+        if out="$(kcat -L -b "$bootstrap" -m 5 2>/dev/null)" &&
+            grep -Eq "^ ${want} brokers:" <<<"$out"; then
+            return 0
+        fi
+        ((SECONDS < deadline)) || die "metadata from $bootstrap does not list $want brokers after ${START_TIMEOUT_S}s"
+        sleep 0.5
+    done
+}
+
+stop_nodes() {
+    local name="$1"
+    shift
+    local node pid deadline pids=()
+    # SIGTERM to all at once: a controlled shutdown needs the controller quorum, which a
+    # one-by-one stop would lose before the last node finishes.
+    for node in "$@"; do
+        if node_running "$name" "$node"; then
+            pid="$(node_pid "$name" "$node")"
+            kill -TERM "$pid" 2>/dev/null || true
+            pids+=("$node:$pid")
+        fi
+    done
+    deadline=$((SECONDS + STOP_TIMEOUT_S))
+    local entry
+    for entry in "${pids[@]}"; do
+        node="${entry%%:*}"
+        pid="${entry#*:}"
+        while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do
+            sleep 0.2
+        done
+        if kill -0 "$pid" 2>/dev/null; then
+            log "node $node of '$name' (pid $pid) ignored SIGTERM for ${STOP_TIMEOUT_S}s: SIGKILL"
+            kill -KILL "$pid" 2>/dev/null || true
+            while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+        fi
+        rm -f "$(node_dir "$name" "$node")/pid"
+    done
+}
+
+bootstrap_of() {
+    local f
+    f="$(instance_dir "$1")/bootstrap"
+    [[ -f "$f" ]] || die "no bootstrap for instance '$1' (not started?)"
+    cat "$f"
+}
+
+# --- commands -------------------------------------------------------------------------------
+
+cmd_start() {
+    local name="$1" nodes="$2"
+    [[ "$nodes" == 1 || "$nodes" == 3 ]] || die "--brokers must be 1 or 3, not '$nodes'"
+    require_jars
+    local dir
+    dir="$(instance_dir "$name")"
+    if [[ -f "$dir/brokers" ]]; then
+        local k
+        for ((k = 1; k <= $(cat "$dir/brokers"); k++)); do
+            node_running "$name" "$k" && die "instance '$name' is running; stop it first (scripts/kafka.sh stop --name $name)"
+        done
+    fi
+    rm -rf "$dir"
+    mkdir -p "$dir"
+
+    local ports
+    read -r -a ports <<<"$(free_ports $((2 * nodes)))"
+    local voters="" bootstrap="" k
+    for ((k = 1; k <= nodes; k++)); do
+        voters+="${voters:+,}$k@127.0.0.1:${ports[2 * k - 1]}"
+        bootstrap+="${bootstrap:+,}127.0.0.1:${ports[2 * k - 2]}"
+    done
+
+    local cluster_id
+    cluster_id="$(run_tool kafka.tools.StorageTool random-uuid)"
+    for ((k = 1; k <= nodes; k++)); do
+        mkdir -p "$(node_dir "$name" "$k")"
+        write_server_properties "$name" "$k" "$nodes" "${ports[2 * k - 2]}" "${ports[2 * k - 1]}" "$voters"
+        run_tool kafka.tools.StorageTool format -t "$cluster_id" \
+            -c "$(node_dir "$name" "$k")/server.properties" >"$(node_dir "$name" "$k")/format.log" 2>&1 \
+            || { cat "$(node_dir "$name" "$k")/format.log" >&2; die "formatting node $k failed"; }
+    done
+    echo "$nodes" >"$dir/brokers"
+    echo "$cluster_id" >"$dir/cluster-id"
+    echo "$bootstrap" >"$dir/bootstrap"
+
+    for ((k = 1; k <= nodes; k++)); do
+        launch_node "$name" "$k"
+    done
+    local ok=1
+    for ((k = 1; k <= nodes; k++)); do
+        (wait_node_started "$name" "$k") || { ok=0; break; }
+    done
+    ((ok)) && { (wait_metadata "$bootstrap" "$nodes") || ok=0; }
+    if ((!ok)); then
+        local all=()
+        for ((k = 1; k <= nodes; k++)); do all+=("$k"); done
+        stop_nodes "$name" "${all[@]}"
+        die "instance '$name' failed to start; logs in $dir/node*/broker.log"
+    fi
+    log "instance '$name' ($nodes node(s)) serving at $bootstrap"
+    echo "$bootstrap"
+}
+
+cmd_stop() {
+    local name="$1" clean="$2" dir n k
+    dir="$(instance_dir "$name")"
+    if [[ -f "$dir/brokers" ]]; then
+        n="$(cat "$dir/brokers")"
+        local all=()
+        for ((k = 1; k <= n; k++)); do all+=("$k"); done
+        stop_nodes "$name" "${all[@]}"
+    fi
+    ((clean)) && rm -rf "$dir"
+    return 0
+}
+
+check_node() {
+    local name="$1" node="$2" n
+    [[ -n "$node" ]] || die "--node K is required"
+    n="$(node_count "$name")"
+    [[ "$node" =~ ^[0-9]+$ ]] && ((node >= 1 && node <= n)) || die "--node must be 1..$n, not '$node'"
+}
+
+cmd_start_node() {
+    local name="$1" node="$2"
+    check_node "$name" "$node"
+    launch_node "$name" "$node"
+    if ! (wait_node_started "$name" "$node"); then
+        stop_nodes "$name" "$node"
+        die "node $node of '$name' failed to restart"
+    fi
+    wait_metadata "$(bootstrap_of "$name")" "$(node_count "$name")"
+}
+
+cmd_topic() {
+    local name="$1"
+    shift
+    [[ "${1:-}" == create ]] || die "usage: kafka.sh topic [--name N] create TOPIC [--partitions P] [--replication-factor R] [--config k=v ...]"
+    shift
+    local topic="${1:?topic name missing}"
+    shift
+    local partitions=1 rf
+    rf="$(node_count "$name")"
+    local configs=()
+    while (($#)); do
+        case "$1" in
+        --partitions) partitions="$2"; shift 2 ;;
+        --replication-factor) rf="$2"; shift 2 ;;
+        --config) configs+=(--config "$2"); shift 2 ;;
+        *) die "topic create: unknown option '$1'" ;;
+        esac
+    done
+    run_tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$(bootstrap_of "$name")" \
+        --create --topic "$topic" --partitions "$partitions" --replication-factor "$rf" \
+        "${configs[@]}" >&2
+}
+
+cmd_tool() {
+    local name="$1" named="$2"
+    shift 2
+    (($#)) || die "usage: kafka.sh tool [--name N] <java-main-class> [args...]"
+    local args=() a bootstrap=""
+    for a in "$@"; do
+        if [[ "$a" == *"{bootstrap}"* ]]; then
+            ((named)) || die "{bootstrap} in tool arguments needs --name"
+            [[ -n "$bootstrap" ]] || bootstrap="$(bootstrap_of "$name")"
+            a="${a//\{bootstrap\}/$bootstrap}"
+        fi
+        args+=("$a")
+    done
+    run_tool "${args[@]}"
+}
+
+cmd_status() {
+    local name="$1" n k rc=0
+    n="$(node_count "$name")"
+    for ((k = 1; k <= n; k++)); do
+        if node_running "$name" "$k"; then
+            echo "node $k: running (pid $(node_pid "$name" "$k"))"
+        else
+            echo "node $k: stopped"
+            rc=1
+        fi
+    done
+    return $rc
+}
+
+main() {
+    local cmd="${1:-}"
+    [[ -n "$cmd" ]] || die "usage: kafka.sh fetch|start|stop|stop-node|start-node|topic|tool|datadir|bootstrap|status [options]"
+    shift
+    local name=default named=0 brokers=1 node="" clean=0 rest=()
+    # Options common to all commands may come anywhere before the command's own arguments;
+    # `tool` passes everything after the main class through untouched.
+    while (($#)); do
+        case "$1" in
+        --name) name="${2:?--name needs a value}"; named=1; shift 2 ;;
+        --brokers) brokers="${2:?--brokers needs a value}"; shift 2 ;;
+        --node) node="${2:?--node needs a value}"; shift 2 ;;
+        --clean) clean=1; shift ;;
+        *)
+            rest=("$@")
+            break
+            ;;
+        esac
+    done
+    [[ "$name" =~ ^[A-Za-z0-9_-]+$ ]] || die "--name may use letters, digits, '_', '-' only"
+    [[ "$name" != lib ]] || die "--name lib is taken by the jars directory"
+    case "$cmd" in
+    fetch) cmd_fetch ;;
+    start) cmd_start "$name" "$brokers" ;;
+    stop) cmd_stop "$name" "$clean" ;;
+    stop-node)
+        check_node "$name" "$node"
+        stop_nodes "$name" "$node"
+        ;;
+    start-node) cmd_start_node "$name" "$node" ;;
+    topic) cmd_topic "$name" "${rest[@]}" ;;
+    tool) cmd_tool "$name" "$named" "${rest[@]}" ;;
+    datadir)
+        check_node "$name" "${node:-1}"
+        echo "$(node_dir "$name" "${node:-1}")/data"
+        ;;
+    bootstrap) bootstrap_of "$name" ;;
+    status) cmd_status "$name" ;;
+    *) die "unknown command '$cmd'" ;;
+    esac
+}
+
+main "$@"
