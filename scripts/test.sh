@@ -1,8 +1,100 @@
 #!/usr/bin/env bash
-# The whole test suite (placeholder until the broker scripts land).
+# The whole test suite: the README's test command, run by CI through .ci/run.
+#
+# Static checks, unit/integration tests and bench builds first; then the tests that need a
+# real Kafka broker (feature `broker-tests`) against a single-node broker started here; then,
+# only if a package declares a `cluster-tests` feature, those tests against a three-node
+# cluster. Every broker started here is stopped on exit, failure or Ctrl-C.
+#
+# Environment given to the broker tests:
+#   KREC_TEST_BOOTSTRAP          bootstrap string of the single broker (127.0.0.1:PORT)
+#   KREC_KAFKA_SH                absolute path of scripts/kafka.sh (topics, Java tools, datadir)
+#   KREC_KAFKA_NAME              kafka.sh instance name of that broker
+#   KREC_TEST_CLUSTER_BOOTSTRAP  bootstrap string of the three-node cluster (cluster-tests only)
+#   KREC_TEST_CLUSTER_NAME       kafka.sh instance name of the cluster (cluster-tests only)
+# KREC_TEST_INSTANCE (default "test") names the instances, so two checkouts sharing one
+# target directory can run the suite at once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+REPO_ROOT="$(pwd)"
+KAFKA_SH="$REPO_ROOT/scripts/kafka.sh"
+INSTANCE="${KREC_TEST_INSTANCE:-test}"
+CLUSTER_INSTANCE="${INSTANCE}-cluster"
+
+section() { printf '\n===== %s =====\n' "$*"; }
+
+started=()
+stop_brokers() {
+    local name
+    for name in "${started[@]}"; do
+        bash "$KAFKA_SH" stop --name "$name" || true
+    done
+    started=()
+}
+trap stop_brokers EXIT
+trap 'echo "test.sh: interrupted" >&2; exit 130' INT
+trap 'echo "test.sh: terminated" >&2; exit 143' TERM
+
+# Packages whose Cargo.toml declares feature $1, as `-p` package names.
+packages_with_feature() {
+    local feature="$1" manifest
+    for manifest in Cargo.toml crates/*/Cargo.toml; do
+        if sed -n '/^\[features\]/,/^\[/p' "$manifest" | grep -Eq "^${feature}[[:space:]]*="; then
+            sed -n 's/^name[[:space:]]*=[[:space:]]*"\(.*\)"/\1/p' "$manifest" | head -n 1
+        fi
+    done
+}
+
+# Not called in $(...): `started` must be updated in this shell for the trap to see it.
+start_instance() {
+    local name="$1" brokers="$2"
+    # Leftovers of an earlier run that was killed too hard to run its trap.
+    bash "$KAFKA_SH" stop --name "$name"
+    started+=("$name")
+    bash "$KAFKA_SH" start --name "$name" --brokers "$brokers" >/dev/null
+}
+
+section "install dependencies"
+bash scripts/install-deps.sh
+
+section "cargo fmt --check"
 cargo fmt --all -- --check
+
+section "cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings
+
+section "cargo test (no broker)"
 cargo test --workspace
+
+section "cargo bench --no-run"
 cargo bench --workspace --no-run
+
+mapfile -t broker_packages < <(packages_with_feature broker-tests)
+if ((${#broker_packages[@]})); then
+    section "broker tests against a single-node Kafka (${broker_packages[*]})"
+    start_instance "$INSTANCE" 1
+    KREC_TEST_BOOTSTRAP="$(bash "$KAFKA_SH" bootstrap --name "$INSTANCE")"
+    export KREC_TEST_BOOTSTRAP KREC_KAFKA_SH="$KAFKA_SH" KREC_KAFKA_NAME="$INSTANCE"
+    echo "broker: $KREC_TEST_BOOTSTRAP (instance $INSTANCE)"
+    for package in "${broker_packages[@]}"; do
+        cargo test -p "$package" --features broker-tests
+    done
+    stop_brokers
+else
+    section "broker tests: no package declares a broker-tests feature"
+fi
+
+mapfile -t cluster_packages < <(packages_with_feature cluster-tests)
+if ((${#cluster_packages[@]})); then
+    section "cluster tests against a three-node Kafka (${cluster_packages[*]})"
+    start_instance "$CLUSTER_INSTANCE" 3
+    KREC_TEST_CLUSTER_BOOTSTRAP="$(bash "$KAFKA_SH" bootstrap --name "$CLUSTER_INSTANCE")"
+    export KREC_TEST_CLUSTER_BOOTSTRAP KREC_TEST_CLUSTER_NAME="$CLUSTER_INSTANCE" KREC_KAFKA_SH="$KAFKA_SH"
+    echo "cluster: $KREC_TEST_CLUSTER_BOOTSTRAP (instance $CLUSTER_INSTANCE)"
+    for package in "${cluster_packages[@]}"; do
+        cargo test -p "$package" --features cluster-tests
+    done
+    stop_brokers
+fi
+
+section "all tests passed"

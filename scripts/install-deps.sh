@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs what the test suite needs and a fresh machine of this kind lacks: Debian packages
+# (kcat, Debian's Python Kafka clients and codecs), the rustfmt and clippy components, and
+# the Kafka jars. Idempotent: a second run installs nothing and takes well under a second
+# (plus one `dpkg -s` per package). Java 17 and Maven are assumed present.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(kcat python3-kafka python3-confluent-kafka python3-lz4 python3-snappy python3-zstandard)
+
+log() { echo "install-deps: $*" >&2; }
+
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+    # `dpkg -s` also succeeds for removed-but-configured packages; require "install ok installed".
+    if [[ "$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null)" != "install ok installed" ]]; then
+        missing+=("$pkg")
+    fi
+done
+if ((${#missing[@]})); then
+    log "installing Debian packages: ${missing[*]}"
+    sudo=()
+    ((EUID == 0)) || sudo=(sudo)
+    "${sudo[@]}" apt-get update -q
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+if command -v rustup >/dev/null; then
+    installed="$(rustup component list --installed 2>/dev/null || true)"
+    for component in rustfmt clippy; do
+        if ! grep -q "^${component}-" <<<"$installed"; then
+            log "installing rustup component $component"
+            rustup component add "$component"
+        fi
+    done
+else
+    for tool in rustfmt cargo-clippy; do
+        command -v "$tool" >/dev/null || { log "$tool missing and rustup not available"; exit 1; }
+    done
+fi
+
+for tool in java mvn; do
+    command -v "$tool" >/dev/null || { log "$tool not found: Java 17 and Maven must be installed"; exit 1; }
+done
+bash scripts/kafka.sh fetch
