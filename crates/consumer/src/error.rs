@@ -13,4 +13,17 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+
+    /// An output format option (`--format` template, delimiter) could not be parsed.
+    #[error("invalid {option} {text:?}: byte {position}: {reason}")]
+    InvalidFormat {
+        /// Which option held the text (e.g. `--format`).
+        option: &'static str,
+        /// The text as given.
+        text: String,
+        /// Byte position of the problem within `text`.
+        position: usize,
+        /// What is wrong there.
+        reason: String,
+    },
 }

@@ -1,1 +1,26 @@
-//! Output formats (owned by the formats work; placeholder).
+//! Output formats shared by `krec decode` and `krec consume`.
+//!
+//! One [`RecordWriter`] turns decoded records into bytes in one of three
+//! [`OutputFormat`]s:
+//! - JSON lines (one object per record, lossless for non-UTF-8 bytes, see [`json`]),
+//! - kcat-style templates such as `'%o %k %s\n'` (see [`template`]),
+//! - raw values with a delimiter (see [`raw`]).
+//!
+//! Records are rendered into one reused buffer that is written out in large
+//! chunks, so the hot path does no allocation and no formatting machinery per
+//! record. The JSON schema and the template tokens are a public interface,
+//! documented in `docs/output-formats.md`.
+
+mod args;
+mod base64;
+mod escape;
+pub mod json;
+pub mod raw;
+mod record;
+pub mod template;
+mod writer;
+
+pub use args::FormatArgs;
+pub use record::{ControlMarker, RecordContext, RecordFields};
+pub use template::Template;
+pub use writer::{OutputFormat, RecordWriter};

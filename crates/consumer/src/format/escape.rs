@@ -1,0 +1,165 @@
+//! JSON string escaping and the lossless encoding of byte strings.
+
+use super::base64;
+
+/// For each byte: 0 = copy as is, otherwise the character after the backslash
+/// (`u` meaning `\u00XX`). JSON requires escaping `"`, `\` and bytes below 0x20;
+/// everything else, including multi-byte UTF-8, is copied unchanged.
+static ESCAPE: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        table[i] = b'u';
+        i += 1;
+    }
+    table[0x08] = b'b';
+    table[0x09] = b't';
+    table[0x0a] = b'n';
+    table[0x0c] = b'f';
+    table[0x0d] = b'r';
+    table[b'"' as usize] = b'"';
+    table[b'\\' as usize] = b'\\';
+    table
+};
+
+const HEX_DIGITS: &[u8; 16] = b"0123456789abcdef";
+
+/// Appends `text` as a quoted JSON string.
+///
+/// Runs of bytes that need no escape are copied in one `extend_from_slice`, so
+/// plain ASCII and UTF-8 text costs one scan and one copy.
+pub(crate) fn push_json_str(out: &mut Vec<u8>, text: &str) {
+    let bytes = text.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    let mut run_start = 0;
+    for (i, &byte) in bytes.iter().enumerate() {
+        let escape = ESCAPE[byte as usize];
+        if escape == 0 {
+            continue;
+        }
+        out.extend_from_slice(&bytes[run_start..i]);
+        run_start = i + 1;
+        if escape == b'u' {
+            out.extend_from_slice(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX_DIGITS[(byte >> 4) as usize],
+                HEX_DIGITS[(byte & 0xf) as usize],
+            ]);
+        } else {
+            out.extend_from_slice(&[b'\\', escape]);
+        }
+    }
+    out.extend_from_slice(&bytes[run_start..]);
+    out.push(b'"');
+}
+
+/// Appends a key, value or header as JSON under krec's lossless scheme:
+/// `null` for a null field, a JSON string when the bytes are valid UTF-8, and
+/// otherwise an object `{"base64":"..."}` holding the exact bytes.
+pub(crate) fn push_json_bytes(out: &mut Vec<u8>, bytes: Option<&[u8]>) {
+    match bytes {
+        None => out.extend_from_slice(b"null"),
+        Some(bytes) => match std::str::from_utf8(bytes) {
+            Ok(text) => push_json_str(out, text),
+            Err(_) => {
+                out.extend_from_slice(b"{\"base64\":\"");
+                base64::encode_into(out, bytes);
+                out.extend_from_slice(b"\"}");
+            }
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{push_json_bytes, push_json_str};
+    use base64::Engine as _;
+
+    fn json_str(text: &str) -> String {
+        let mut out = Vec::new();
+        push_json_str(&mut out, text);
+        String::from_utf8(out).expect("escaped JSON is UTF-8")
+    }
+
+    fn json_bytes(bytes: Option<&[u8]>) -> String {
+        let mut out = Vec::new();
+        push_json_bytes(&mut out, bytes);
+        String::from_utf8(out).expect("JSON output is UTF-8")
+    }
+
+    #[test]
+    fn escapes_exactly_what_json_requires() {
+        let cases = [
+            ("", r#""""#),
+            ("plain ascii", r#""plain ascii""#),
+            ("say \"hi\"", r#""say \"hi\"""#),
+            ("back\\slash", r#""back\\slash""#),
+            ("a\nb\rc\td", r#""a\nb\rc\td""#),
+            ("\u{8}\u{c}", r#""\b\f""#),
+            ("\u{0}\u{1}\u{1f}", r#""\u0000\u0001\u001f""#),
+            ("\u{7f}", "\"\u{7f}\""),
+            ("/ stays", r#""/ stays""#),
+            ("héllo wörld ✓ 🦀", "\"héllo wörld ✓ 🦀\""),
+            ("\"", r#""\"""#),
+            ("end\\", r#""end\\""#),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(json_str(input), expected, "input {input:?}");
+        }
+    }
+
+    #[test]
+    fn every_single_char_round_trips_through_a_json_parser() {
+        for code in (0u32..0x800).chain([0xfffd, 0x10ffff]) {
+            let Some(c) = char::from_u32(code) else {
+                continue;
+            };
+            let text = format!("a{c}b{c}");
+            let parsed: String = serde_json::from_str(&json_str(&text)).expect("valid JSON");
+            assert_eq!(parsed, text, "code point {code:#x}");
+        }
+    }
+
+    #[test]
+    fn bytes_use_string_for_utf8_and_base64_object_otherwise() {
+        let cases: [(Option<&[u8]>, &str); 7] = [
+            (None, "null"),
+            (Some(b""), r#""""#),
+            (Some(b"key-1"), r#""key-1""#),
+            (Some("ünïcode".as_bytes()), "\"ünïcode\""),
+            (Some(b"\xff"), r#"{"base64":"/w=="}"#),
+            (Some(b"ok\xc3"), r#"{"base64":"b2vD"}"#),
+            (Some(b"\x00\x01"), r#""\u0000\u0001""#),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(json_bytes(input), expected, "input {input:?}");
+        }
+    }
+
+    #[test]
+    fn arbitrary_bytes_decode_back_exactly() {
+        let samples: [&[u8]; 5] = [
+            b"\x80\x81\x82",
+            b"text then \xfe",
+            &[0xed, 0xa0, 0x80],
+            b"\"\\\n",
+            &[0xf0, 0x9f, 0xa6, 0x80, 0xf0],
+        ];
+        for sample in samples {
+            let parsed: serde_json::Value =
+                serde_json::from_str(&json_bytes(Some(sample))).expect("valid JSON");
+            let decoded = match parsed {
+                serde_json::Value::String(s) => s.into_bytes(),
+                serde_json::Value::Object(map) => base64::engine::general_purpose::STANDARD
+                    .decode(map["base64"].as_str().expect("base64 string"))
+                    .expect("valid base64"),
+                other => panic!("unexpected JSON {other}"),
+            };
+            assert_eq!(decoded, sample);
+        }
+    }
+}

@@ -1,0 +1,217 @@
+//! JSON lines: one object per record per line.
+//!
+//! A data record:
+//! ```text
+//! {"topic":"orders","partition":3,"offset":42,"timestamp":1700000000000,
+//!  "timestamp_type":"create_time","key":"k1","value":"v1",
+//!  "headers":[["trace","abc"],["empty",""],["nil",null]]}
+//! ```
+//! (one line in the output). Fields always appear, in this order:
+//! - `topic`: string, or `null` when unknown (a segment file outside a `TOPIC-N/` directory);
+//! - `partition`: number, or `null` when unknown;
+//! - `offset`, `timestamp` (ms since the epoch, `-1` when the record has none): numbers;
+//! - `timestamp_type`: `"create_time"`, `"log_append_time"` or `"none"` (legacy magic 0);
+//! - `key`, `value`: see below;
+//! - `headers`: array of `[key, value]` pairs in wire order, duplicates kept.
+//!
+//! Keys, values, header keys and header values are written losslessly:
+//! `null` when null on the wire; a JSON string when the bytes are valid UTF-8;
+//! otherwise an object `{"base64":"..."}` with the standard base64 (RFC 4648,
+//! padded) of the exact bytes. A reader tells the cases apart by JSON type alone,
+//! and text stays readable as text.
+//!
+//! A control record (only with `--print-control`):
+//! ```text
+//! {"topic":"orders","partition":3,"offset":43,"timestamp":1700000000001,
+//!  "control":"commit","control_type":1,"version":0,"coordinator_epoch":5}
+//! ```
+//! `control` is `"abort"`, `"commit"` or `"unknown"` (with the number in
+//! `control_type`); `coordinator_epoch` is `null` when the marker carries none.
+
+use super::escape::{push_json_bytes, push_json_str};
+use super::record::{ControlMarker, RecordContext, RecordFields};
+
+/// Appends one data record as a JSON line (with the trailing `\n`).
+pub(crate) fn write_record<R: RecordFields + ?Sized>(
+    out: &mut Vec<u8>,
+    ctx: &RecordContext<'_>,
+    record: &R,
+) {
+    let mut numbers = itoa::Buffer::new();
+    push_context(out, ctx, &mut numbers);
+    out.extend_from_slice(b",\"offset\":");
+    out.extend_from_slice(numbers.format(record.offset()).as_bytes());
+    out.extend_from_slice(b",\"timestamp\":");
+    out.extend_from_slice(numbers.format(record.timestamp()).as_bytes());
+    out.extend_from_slice(b",\"timestamp_type\":\"");
+    out.extend_from_slice(record.timestamp_type_name().as_bytes());
+    out.extend_from_slice(b"\",\"key\":");
+    push_json_bytes(out, record.key());
+    out.extend_from_slice(b",\"value\":");
+    push_json_bytes(out, record.value());
+    out.extend_from_slice(b",\"headers\":[");
+    for (index, (key, value)) in record.header_pairs().enumerate() {
+        if index > 0 {
+            out.push(b',');
+        }
+        out.push(b'[');
+        push_json_bytes(out, Some(key));
+        out.push(b',');
+        push_json_bytes(out, value);
+        out.push(b']');
+    }
+    out.extend_from_slice(b"]}\n");
+}
+
+/// Appends one control record as a JSON line (with the trailing `\n`).
+pub(crate) fn write_control(out: &mut Vec<u8>, ctx: &RecordContext<'_>, control: &ControlMarker) {
+    let mut numbers = itoa::Buffer::new();
+    push_context(out, ctx, &mut numbers);
+    out.extend_from_slice(b",\"offset\":");
+    out.extend_from_slice(numbers.format(control.offset).as_bytes());
+    out.extend_from_slice(b",\"timestamp\":");
+    out.extend_from_slice(numbers.format(control.timestamp).as_bytes());
+    out.extend_from_slice(b",\"control\":\"");
+    out.extend_from_slice(control.kind.as_bytes());
+    out.extend_from_slice(b"\",\"control_type\":");
+    out.extend_from_slice(numbers.format(control.control_type).as_bytes());
+    out.extend_from_slice(b",\"version\":");
+    out.extend_from_slice(numbers.format(control.version).as_bytes());
+    out.extend_from_slice(b",\"coordinator_epoch\":");
+    match control.coordinator_epoch {
+        Some(epoch) => out.extend_from_slice(numbers.format(epoch).as_bytes()),
+        None => out.extend_from_slice(b"null"),
+    }
+    out.extend_from_slice(b"}\n");
+}
+
+/// Opens the object and writes `topic` and `partition`.
+fn push_context(out: &mut Vec<u8>, ctx: &RecordContext<'_>, numbers: &mut itoa::Buffer) {
+    out.extend_from_slice(b"{\"topic\":");
+    match ctx.topic {
+        Some(topic) => push_json_str(out, topic),
+        None => out.extend_from_slice(b"null"),
+    }
+    out.extend_from_slice(b",\"partition\":");
+    match ctx.partition {
+        Some(partition) => out.extend_from_slice(numbers.format(partition).as_bytes()),
+        None => out.extend_from_slice(b"null"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{write_control, write_record};
+    use crate::format::record::tests::TestRecord;
+    use crate::format::{ControlMarker, RecordContext};
+    use serde_json::{json, Value};
+
+    fn render(ctx: &RecordContext<'_>, record: &TestRecord) -> Value {
+        let mut out = Vec::new();
+        write_record(&mut out, ctx, record);
+        assert_eq!(out.last(), Some(&b'\n'), "each record ends its line");
+        assert_eq!(out.iter().filter(|&&b| b == b'\n').count(), 1, "one line");
+        serde_json::from_slice(&out).expect("valid JSON")
+    }
+
+    #[test]
+    fn data_record_has_every_field() {
+        let record = TestRecord {
+            offset: 42,
+            timestamp: 1_700_000_000_000,
+            timestamp_type: "create_time",
+            key: Some(b"k1".to_vec()),
+            value: Some(b"v\n1".to_vec()),
+            headers: vec![
+                (b"trace".to_vec(), Some(b"abc".to_vec())),
+                (b"empty".to_vec(), Some(Vec::new())),
+                (b"nil".to_vec(), None),
+                (b"trace".to_vec(), Some(b"\xff".to_vec())),
+            ],
+        };
+        let got = render(&RecordContext::new("orders", 3), &record);
+        assert_eq!(
+            got,
+            json!({
+                "topic": "orders", "partition": 3, "offset": 42,
+                "timestamp": 1_700_000_000_000i64, "timestamp_type": "create_time",
+                "key": "k1", "value": "v\n1",
+                "headers": [["trace", "abc"], ["empty", ""], ["nil", null],
+                            ["trace", {"base64": "/w=="}]],
+            })
+        );
+    }
+
+    #[test]
+    fn null_fields_unknown_context_and_extreme_numbers() {
+        let record = TestRecord {
+            offset: i64::MAX,
+            timestamp: -1,
+            timestamp_type: "none",
+            key: None,
+            value: None,
+            headers: vec![],
+        };
+        let got = render(&RecordContext::unknown(), &record);
+        assert_eq!(
+            got,
+            json!({
+                "topic": null, "partition": null, "offset": i64::MAX, "timestamp": -1,
+                "timestamp_type": "none", "key": null, "value": null, "headers": [],
+            })
+        );
+    }
+
+    #[test]
+    fn binary_key_and_topic_needing_escape() {
+        let record = TestRecord {
+            key: Some(vec![0xc3, 0x28]),
+            value: Some(b"\"quoted\"".to_vec()),
+            ..TestRecord::default()
+        };
+        let got = render(&RecordContext::new("we\"ird", -1), &record);
+        assert_eq!(got["topic"], "we\"ird");
+        assert_eq!(got["partition"], -1);
+        assert_eq!(got["key"], json!({"base64": "wyg="}));
+        assert_eq!(got["value"], "\"quoted\"");
+    }
+
+    #[test]
+    fn control_record_line() {
+        let cases = [
+            (
+                ControlMarker {
+                    offset: 7,
+                    timestamp: 99,
+                    kind: "commit",
+                    control_type: 1,
+                    version: 0,
+                    coordinator_epoch: Some(5),
+                },
+                json!({"topic": "t", "partition": 0, "offset": 7, "timestamp": 99,
+                       "control": "commit", "control_type": 1, "version": 0,
+                       "coordinator_epoch": 5}),
+            ),
+            (
+                ControlMarker {
+                    offset: 8,
+                    timestamp: -1,
+                    kind: "unknown",
+                    control_type: 9,
+                    version: 0,
+                    coordinator_epoch: None,
+                },
+                json!({"topic": "t", "partition": 0, "offset": 8, "timestamp": -1,
+                       "control": "unknown", "control_type": 9, "version": 0,
+                       "coordinator_epoch": null}),
+            ),
+        ];
+        for (marker, expected) in cases {
+            let mut out = Vec::new();
+            write_control(&mut out, &RecordContext::new("t", 0), &marker);
+            assert_eq!(out.last(), Some(&b'\n'));
+            let got: Value = serde_json::from_slice(&out).expect("valid JSON");
+            assert_eq!(got, expected);
+        }
+    }
+}
