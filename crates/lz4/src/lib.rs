@@ -1,1 +1,35 @@
-//! krec-lz4: Kafka LZ4 frames (work in progress).
+//! krec-lz4: Kafka's LZ4 frames decoded straight into per-thread pooled buffers.
+//!
+//! Kafka compresses a record batch body (and, in the legacy formats, a wrapper message's value)
+//! as one LZ4 *frame*. [`decode_frame`] parses the frame itself and decodes each block with
+//! `lz4_flex::block` directly into a [`PooledBuf`]: no `io::Read` stream, no intermediate block
+//! buffer, stored blocks copied once. Independent blocks (the Java client) and linked blocks (the
+//! lz4 library's default, e.g. librdkafka) both work; checksums are verified when present, and a
+//! caller-given limit bounds the decoded size before anything is allocated.
+//!
+//! ```
+//! use krec_lz4::{decode_frame, encode_frame, DecodeOptions, EncodeOptions};
+//!
+//! let frame = encode_frame(b"hello, kafka", &EncodeOptions::default());
+//! let decoded = decode_frame(&frame, &DecodeOptions::default()).unwrap();
+//! assert_eq!(&decoded[..], b"hello, kafka");
+//! ```
+//!
+//! Modules: [`frame`] (the format), [`pool`] (the buffers, shared with krec-batch's other
+//! codecs), and the [`Error`] type.
+
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+mod error;
+pub mod frame;
+pub mod pool;
+
+pub use error::Error;
+pub use frame::{
+    decode_frame, decode_frame_into, encode_frame, encode_frame_into, encode_frame_with_mode,
+    BlockMode, BlockSize, DecodeOptions, EncodeOptions, HeaderChecksum,
+};
+pub use pool::{
+    set_thread_pool_config, thread_pool_config, thread_pool_stats, PoolConfig, PoolStats, PooledBuf,
+};

@@ -1,0 +1,288 @@
+//! Decoding a whole frame from a slice straight into a pooled buffer.
+
+use super::checksum::xxh32;
+use super::header::{parse_header, FrameHeader, CONTENT_SIZE_POSITION};
+use super::{BlockMode, DecodeOptions};
+use crate::pool::PooledBuf;
+use crate::Error;
+
+const BLOCK_SIZE_LEN: usize = 4;
+const CHECKSUM_LEN: usize = 4;
+const STORED_BLOCK_FLAG: u32 = 1 << 31;
+/// How far back a linked block may reference (the LZ4 window).
+const WINDOW: usize = 64 * 1024;
+/// No LZ4 block decodes to more than 255 bytes per input byte: the longest a single length byte
+/// can extend a match is 255, and every other byte yields at most one output byte.
+const MAX_EXPANSION: usize = 255;
+
+/// Decodes a whole frame into a buffer taken from the calling thread's pool.
+pub fn decode_frame(input: &[u8], options: &DecodeOptions) -> Result<PooledBuf, Error> {
+    let mut out = PooledBuf::take();
+    decode_frame_into(input, options, &mut out)?;
+    Ok(out)
+}
+
+/// Appends the frame's content to `out`; returns the number of bytes appended.
+///
+/// Linked blocks may only reference this frame's own output, never bytes that were in `out`
+/// before. On error `out` is left as it was (its length; spare capacity may have grown, bounded
+/// by the limit).
+pub fn decode_frame_into(
+    input: &[u8],
+    options: &DecodeOptions,
+    out: &mut PooledBuf,
+) -> Result<usize, Error> {
+    let start = out.len();
+    let result = FrameDecoder {
+        input,
+        options,
+        out: &mut *out,
+        start,
+    }
+    .run();
+    if result.is_err() {
+        out.truncate(start);
+    }
+    result
+}
+
+struct FrameDecoder<'a> {
+    input: &'a [u8],
+    options: &'a DecodeOptions,
+    out: &'a mut PooledBuf,
+    /// `out.len()` before this frame: the frame's content is `out[start..]`.
+    start: usize,
+}
+
+impl FrameDecoder<'_> {
+    fn run(self) -> Result<usize, Error> {
+        let header = parse_header(self.input, self.options.header_checksum)?;
+        let limit = self.options.max_decompressed_size;
+        if let Some(declared) = header.content_size {
+            if declared > limit as u64 {
+                return Err(Error::LimitExceeded {
+                    position: CONTENT_SIZE_POSITION,
+                    at_least: declared,
+                    limit,
+                });
+            }
+            // Checked against the limit just above, so this cannot be made to over-allocate.
+            self.out.reserve(declared as usize);
+        }
+        let mut decoder = self;
+        let mut position = header.len;
+        loop {
+            let block_position = position;
+            let raw = decoder.read_u32(position, "block size")?;
+            position += BLOCK_SIZE_LEN;
+            if raw == 0 {
+                break;
+            }
+            position = decoder.block(&header, block_position, raw)?;
+        }
+        let end_mark_position = position - BLOCK_SIZE_LEN;
+        let decoded = decoder.out.len() - decoder.start;
+        if let Some(declared) = header.content_size {
+            if declared != decoded as u64 {
+                return Err(Error::ContentSizeMismatch {
+                    position: end_mark_position,
+                    declared,
+                    decoded: decoded as u64,
+                    at_least: false,
+                });
+            }
+        }
+        if header.content_checksum {
+            let stored = decoder.read_u32(position, "content checksum")?;
+            if decoder.options.verify_content_checksum {
+                let computed = xxh32(&decoder.out[decoder.start..]);
+                if computed != stored {
+                    return Err(Error::ContentChecksumMismatch {
+                        position,
+                        stored,
+                        computed,
+                    });
+                }
+            }
+            position += CHECKSUM_LEN;
+        }
+        if position != decoder.input.len() {
+            return Err(Error::TrailingBytes {
+                position,
+                count: decoder.input.len() - position,
+            });
+        }
+        Ok(decoded)
+    }
+
+    fn read_u32(&self, position: usize, part: &'static str) -> Result<u32, Error> {
+        match self.input.get(position..position + 4) {
+            Some(bytes) => Ok(u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])),
+            None => Err(Error::Truncated {
+                position,
+                part,
+                needed: 4,
+                available: self.input.len().saturating_sub(position),
+            }),
+        }
+    }
+
+    /// Decodes the block whose size field `raw` is at `position`; returns where the next starts.
+    fn block(&mut self, header: &FrameHeader, position: usize, raw: u32) -> Result<usize, Error> {
+        let stored = raw & STORED_BLOCK_FLAG != 0;
+        let size = (raw & !STORED_BLOCK_FLAG) as usize;
+        // Checked before the input length, so an oversized size reads as invalid, not truncated.
+        if size > header.max_block_size {
+            return Err(Error::InvalidBlockSize {
+                position,
+                size,
+                max_block_size: header.max_block_size,
+                kind: if stored { "stored" } else { "compressed" },
+            });
+        }
+        let data_start = position + BLOCK_SIZE_LEN;
+        let checksum_len = if header.block_checksums {
+            CHECKSUM_LEN
+        } else {
+            0
+        };
+        let available = self.input.len() - data_start;
+        if available < size + checksum_len {
+            return Err(Error::Truncated {
+                position: data_start,
+                part: if available < size {
+                    "block data"
+                } else {
+                    "block checksum"
+                },
+                needed: size + checksum_len,
+                available,
+            });
+        }
+        let data = &self.input[data_start..data_start + size];
+        if header.block_checksums && self.options.verify_block_checksums {
+            let stored_checksum = self.read_u32(data_start + size, "block checksum")?;
+            let computed = xxh32(data);
+            if computed != stored_checksum {
+                return Err(Error::BlockChecksumMismatch {
+                    position,
+                    stored: stored_checksum,
+                    computed,
+                });
+            }
+        }
+
+        let decoded = self.out.len() - self.start;
+        let limit_room = self.options.max_decompressed_size.saturating_sub(decoded);
+        let content_room = header
+            .content_size
+            .map(|declared| declared.saturating_sub(decoded as u64))
+            .map_or(usize::MAX, |room| {
+                usize::try_from(room).unwrap_or(usize::MAX)
+            });
+        if stored {
+            self.check_room(header, position, size, decoded, limit_room, content_room)?;
+            self.out.extend_from_slice(data);
+        } else {
+            self.decompress(header, position, data, decoded, limit_room, content_room)?;
+        }
+        Ok(data_start + size + checksum_len)
+    }
+
+    fn check_room(
+        &self,
+        header: &FrameHeader,
+        position: usize,
+        size: usize,
+        decoded: usize,
+        limit_room: usize,
+        content_room: usize,
+    ) -> Result<(), Error> {
+        if size > content_room {
+            return Err(content_overrun(header, position, decoded + size));
+        }
+        if size > limit_room {
+            return Err(Error::LimitExceeded {
+                position,
+                at_least: (decoded + size) as u64,
+                limit: self.options.max_decompressed_size,
+            });
+        }
+        Ok(())
+    }
+
+    fn decompress(
+        &mut self,
+        header: &FrameHeader,
+        position: usize,
+        data: &[u8],
+        decoded: usize,
+        limit_room: usize,
+        content_room: usize,
+    ) -> Result<(), Error> {
+        // The output region is the least of what the block may legally produce, so a block that
+        // would pass a bound fails inside the block decoder instead of growing the buffer.
+        let expansion_bound = data.len().saturating_mul(MAX_EXPANSION);
+        let region = header
+            .max_block_size
+            .min(expansion_bound)
+            .min(limit_room)
+            .min(content_room);
+        let result = match header.block_mode {
+            BlockMode::Independent => {
+                lz4_flex::block::decompress_into(data, self.out.writable(region))
+            }
+            BlockMode::Linked => {
+                let window_start = self.out.len().saturating_sub(WINDOW).max(self.start);
+                let (history, target) = self.out.history_and_writable(window_start, region);
+                lz4_flex::block::decompress_into_with_dict(data, target, history)
+            }
+        };
+        match result {
+            Ok(n) => {
+                self.out.commit(n);
+                Ok(())
+            }
+            Err(lz4_flex::block::DecompressError::OutputTooSmall { expected, .. }) => {
+                // `expected` counts from the region start: a lower bound of the block's size.
+                let block_at_least = expected.max(region + 1);
+                Err(if region == header.max_block_size {
+                    Error::BlockTooLarge {
+                        position,
+                        max_block_size: header.max_block_size,
+                    }
+                } else if region == content_room {
+                    content_overrun(header, position, decoded + block_at_least)
+                } else if region == limit_room {
+                    Error::LimitExceeded {
+                        position,
+                        at_least: (decoded + block_at_least) as u64,
+                        limit: self.options.max_decompressed_size,
+                    }
+                } else {
+                    Error::CorruptBlock {
+                        position,
+                        compressed_size: data.len(),
+                        detail: format!(
+                            "decodes past {region} bytes, more than {MAX_EXPANSION} per input byte"
+                        ),
+                    }
+                })
+            }
+            Err(other) => Err(Error::CorruptBlock {
+                position,
+                compressed_size: data.len(),
+                detail: other.to_string(),
+            }),
+        }
+    }
+}
+
+fn content_overrun(header: &FrameHeader, position: usize, at_least: usize) -> Error {
+    Error::ContentSizeMismatch {
+        position,
+        declared: header.content_size.unwrap_or(0),
+        decoded: at_least as u64,
+        at_least: true,
+    }
+}

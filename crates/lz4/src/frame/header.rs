@@ -1,0 +1,190 @@
+//! The frame header: magic number and frame descriptor.
+
+use super::checksum::header_checksum_byte;
+use super::{BlockMode, BlockSize, EncodeOptions, HeaderChecksum, MAGIC};
+use crate::Error;
+
+const MAGIC_LEN: usize = 4;
+const FLG_POSITION: usize = 4;
+const BD_POSITION: usize = 5;
+/// Where the optional content size field starts.
+pub(crate) const CONTENT_SIZE_POSITION: usize = 6;
+const CONTENT_SIZE_LEN: usize = 8;
+const DICT_ID_LEN: usize = 4;
+
+const FLG_VERSION_SHIFT: u8 = 6;
+const FLG_VERSION_1: u8 = 0b01;
+const FLG_INDEPENDENT_BLOCKS: u8 = 1 << 5;
+const FLG_BLOCK_CHECKSUMS: u8 = 1 << 4;
+const FLG_CONTENT_SIZE: u8 = 1 << 3;
+const FLG_CONTENT_CHECKSUM: u8 = 1 << 2;
+const FLG_RESERVED: u8 = 1 << 1;
+const FLG_DICT_ID: u8 = 1;
+
+const BD_BLOCK_SIZE_SHIFT: u8 = 4;
+const BD_BLOCK_SIZE_MASK: u8 = 0b111;
+const BD_RESERVED: u8 = 0b1000_1111;
+
+/// What the header says about the rest of the frame.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FrameHeader {
+    pub(crate) block_mode: BlockMode,
+    pub(crate) block_checksums: bool,
+    pub(crate) content_checksum: bool,
+    pub(crate) content_size: Option<u64>,
+    pub(crate) max_block_size: usize,
+    /// Bytes from the magic through the header checksum: where the first block starts.
+    pub(crate) len: usize,
+}
+
+fn need(input: &[u8], position: usize, needed: usize, part: &'static str) -> Result<(), Error> {
+    let available = input.len().saturating_sub(position);
+    if available < needed {
+        return Err(Error::Truncated {
+            position,
+            part,
+            needed,
+            available,
+        });
+    }
+    Ok(())
+}
+
+fn read_u32(input: &[u8], position: usize) -> u32 {
+    let mut le = [0u8; 4];
+    le.copy_from_slice(&input[position..position + 4]);
+    u32::from_le_bytes(le)
+}
+
+/// Parses and checks the header at the start of `input`.
+pub(crate) fn parse_header(input: &[u8], checksum: HeaderChecksum) -> Result<FrameHeader, Error> {
+    need(input, 0, MAGIC_LEN, "magic number")?;
+    let magic = read_u32(input, 0);
+    if magic != MAGIC {
+        return Err(Error::BadMagic {
+            position: 0,
+            found: magic,
+            expected: MAGIC,
+        });
+    }
+    need(input, FLG_POSITION, 2, "frame descriptor")?;
+    let flg = input[FLG_POSITION];
+    let bd = input[BD_POSITION];
+    let version = flg >> FLG_VERSION_SHIFT;
+    if version != FLG_VERSION_1 {
+        return Err(Error::UnsupportedVersion {
+            position: FLG_POSITION,
+            version,
+        });
+    }
+    if flg & FLG_RESERVED != 0 {
+        return Err(Error::ReservedBitsSet {
+            position: FLG_POSITION,
+            byte: flg,
+            bits: flg & FLG_RESERVED,
+        });
+    }
+    if bd & BD_RESERVED != 0 {
+        return Err(Error::ReservedBitsSet {
+            position: BD_POSITION,
+            byte: bd,
+            bits: bd & BD_RESERVED,
+        });
+    }
+    let code = (bd >> BD_BLOCK_SIZE_SHIFT) & BD_BLOCK_SIZE_MASK;
+    let block_size = BlockSize::from_code(code).ok_or(Error::UnsupportedBlockMaxSize {
+        position: BD_POSITION,
+        code,
+    })?;
+
+    let mut position = BD_POSITION + 1;
+    let content_size = if flg & FLG_CONTENT_SIZE != 0 {
+        need(input, position, CONTENT_SIZE_LEN, "content size")?;
+        let mut le = [0u8; 8];
+        le.copy_from_slice(&input[position..position + CONTENT_SIZE_LEN]);
+        position += CONTENT_SIZE_LEN;
+        Some(u64::from_le_bytes(le))
+    } else {
+        None
+    };
+    let dict_id = if flg & FLG_DICT_ID != 0 {
+        need(input, position, DICT_ID_LEN, "dictionary id")?;
+        let id = read_u32(input, position);
+        position += DICT_ID_LEN;
+        Some((position - DICT_ID_LEN, id))
+    } else {
+        None
+    };
+
+    need(input, position, 1, "header checksum")?;
+    let stored = input[position];
+    let standard = header_checksum_byte(&input[FLG_POSITION..position]);
+    let accepted = match checksum {
+        HeaderChecksum::Standard => stored == standard,
+        HeaderChecksum::KafkaLegacy => {
+            stored == standard || stored == header_checksum_byte(&input[..position])
+        }
+        HeaderChecksum::Ignore => true,
+    };
+    if !accepted {
+        let computed = match checksum {
+            HeaderChecksum::KafkaLegacy => header_checksum_byte(&input[..position]),
+            _ => standard,
+        };
+        return Err(Error::HeaderChecksumMismatch {
+            position,
+            stored,
+            computed,
+        });
+    }
+    if let Some((dict_position, dict_id)) = dict_id {
+        return Err(Error::DictionaryNotSupported {
+            position: dict_position,
+            dict_id,
+        });
+    }
+
+    Ok(FrameHeader {
+        block_mode: if flg & FLG_INDEPENDENT_BLOCKS != 0 {
+            BlockMode::Independent
+        } else {
+            BlockMode::Linked
+        },
+        block_checksums: flg & FLG_BLOCK_CHECKSUMS != 0,
+        content_checksum: flg & FLG_CONTENT_CHECKSUM != 0,
+        content_size,
+        max_block_size: block_size.bytes(),
+        len: position + 1,
+    })
+}
+
+/// Appends a header with a standard checksum.
+pub(crate) fn write_header(
+    out: &mut Vec<u8>,
+    options: &EncodeOptions,
+    mode: BlockMode,
+    content_len: usize,
+) {
+    let start = out.len();
+    out.extend_from_slice(&MAGIC.to_le_bytes());
+    let mut flg = FLG_VERSION_1 << FLG_VERSION_SHIFT;
+    if mode == BlockMode::Independent {
+        flg |= FLG_INDEPENDENT_BLOCKS;
+    }
+    if options.block_checksums {
+        flg |= FLG_BLOCK_CHECKSUMS;
+    }
+    if options.content_size {
+        flg |= FLG_CONTENT_SIZE;
+    }
+    if options.content_checksum {
+        flg |= FLG_CONTENT_CHECKSUM;
+    }
+    out.push(flg);
+    out.push(options.block_size.code() << BD_BLOCK_SIZE_SHIFT);
+    if options.content_size {
+        out.extend_from_slice(&(content_len as u64).to_le_bytes());
+    }
+    let checksum = header_checksum_byte(&out[start + FLG_POSITION..]);
+    out.push(checksum);
+}
