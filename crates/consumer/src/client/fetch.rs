@@ -1,0 +1,368 @@
+//! Fetch: building requests, splitting responses per partition, and the header-only scan that
+//! finds where the next fetch starts.
+//!
+//! The scan reads only the 12-byte entry prefix and the batch's last-offset field, so the fetch
+//! loop can send the next request before any CRC check or decompression happens; the full
+//! decode (on a worker) re-checks everything.
+
+use bytes::Bytes;
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::{FetchRequest, FetchResponse, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use uuid::Uuid;
+
+/// Fetch versions from this one on name topics by id (KIP-516).
+pub const FIRST_VERSION_WITH_TOPIC_IDS: i16 = 13;
+
+/// Request-wide fetch settings.
+#[derive(Clone, Copy, Debug)]
+pub struct FetchParams {
+    /// How long the broker may wait for `min_bytes` to accumulate.
+    pub max_wait_ms: i32,
+    /// Bytes the broker should wait for before answering.
+    pub min_bytes: i32,
+    /// Upper bound of record bytes in one response (the first batch is always returned whole).
+    pub max_bytes: i32,
+    /// Upper bound of record bytes per partition.
+    pub partition_max_bytes: i32,
+    /// Read only committed transactional data (isolation level 1).
+    pub read_committed: bool,
+}
+
+/// One partition to fetch.
+#[derive(Clone, Debug)]
+pub struct FetchTarget {
+    /// Topic name.
+    pub topic: String,
+    /// Topic id (used from Fetch v13 on).
+    pub topic_id: Uuid,
+    /// Partition id.
+    pub partition: i32,
+    /// Offset to fetch from.
+    pub offset: i64,
+    /// Leader epoch the client believes current (-1 when unknown).
+    pub leader_epoch: i32,
+}
+
+/// Builds a full (session-less) fetch request for `targets`, grouped by topic in order.
+pub fn build_request(targets: &[FetchTarget], params: &FetchParams, version: i16) -> FetchRequest {
+    let mut topics: Vec<FetchTopic> = Vec::new();
+    // Which topic name each entry of `topics` is for (the request holds only a name or an id).
+    let mut names: Vec<&str> = Vec::new();
+    for target in targets {
+        let partition = FetchPartition::default()
+            .with_partition(target.partition)
+            .with_fetch_offset(target.offset)
+            .with_current_leader_epoch(target.leader_epoch)
+            .with_partition_max_bytes(params.partition_max_bytes);
+        match names.iter().position(|name| *name == target.topic) {
+            Some(index) => topics[index].partitions.push(partition),
+            None => {
+                let mut topic = FetchTopic::default().with_partitions(vec![partition]);
+                if version >= FIRST_VERSION_WITH_TOPIC_IDS {
+                    topic.topic_id = target.topic_id;
+                } else {
+                    topic.topic = TopicName(StrBytes::from_string(target.topic.clone()));
+                }
+                topics.push(topic);
+                names.push(&target.topic);
+            }
+        }
+    }
+    FetchRequest::default()
+        .with_max_wait_ms(params.max_wait_ms)
+        .with_min_bytes(params.min_bytes)
+        .with_max_bytes(params.max_bytes)
+        .with_isolation_level(i8::from(params.read_committed))
+        .with_session_id(0)
+        .with_session_epoch(-1)
+        .with_topics(topics)
+}
+
+/// An aborted transaction listed in a fetch response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AbortedTransaction {
+    /// Producer id of the aborted transaction.
+    pub producer_id: i64,
+    /// First offset of the aborted transaction.
+    pub first_offset: i64,
+}
+
+/// One partition of a fetch response.
+#[derive(Clone, Debug)]
+pub struct PartitionResponse {
+    /// Topic name (resolved from the id for v13+).
+    pub topic: String,
+    /// Partition id.
+    pub partition: i32,
+    /// Kafka error code (0 when fine).
+    pub error_code: i16,
+    /// High watermark.
+    pub high_watermark: i64,
+    /// Last stable offset (-1 when the broker does not know it).
+    pub last_stable_offset: i64,
+    /// Log start offset (-1 when not sent).
+    pub log_start_offset: i64,
+    /// Aborted transactions overlapping the returned data (read_committed only).
+    pub aborted: Vec<AbortedTransaction>,
+    /// The record batches: a slice of the response frame, never copied.
+    pub records: Bytes,
+}
+
+/// Splits a fetch response into partitions. Topics that come back by id are named with
+/// `name_of`; an id it does not know yields an empty name, which no cursor matches.
+pub fn split_response(
+    response: FetchResponse,
+    version: i16,
+    name_of: impl Fn(&Uuid) -> Option<String>,
+) -> Vec<PartitionResponse> {
+    let mut partitions = Vec::new();
+    for topic in response.responses {
+        let name = if version >= FIRST_VERSION_WITH_TOPIC_IDS {
+            name_of(&topic.topic_id).unwrap_or_default()
+        } else {
+            topic.topic.0.as_str().to_owned()
+        };
+        for p in topic.partitions {
+            let aborted = p
+                .aborted_transactions
+                .unwrap_or_default()
+                .iter()
+                .map(|a| AbortedTransaction {
+                    producer_id: a.producer_id.0,
+                    first_offset: a.first_offset,
+                })
+                .collect();
+            partitions.push(PartitionResponse {
+                topic: name.clone(),
+                partition: p.partition_index,
+                error_code: p.error_code,
+                high_watermark: p.high_watermark,
+                last_stable_offset: p.last_stable_offset,
+                log_start_offset: p.log_start_offset,
+                aborted,
+                records: p.records.unwrap_or_default(),
+            });
+        }
+    }
+    partitions
+}
+
+/// What the header-only scan found in a partition's record bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Scan {
+    /// Bytes covered by complete batches (the rest is a partial trailing batch).
+    pub complete_bytes: usize,
+    /// Number of complete batches.
+    pub batches: usize,
+    /// Offset after the last complete batch, if there is one.
+    pub next_offset: Option<i64>,
+    /// A trailing batch that the response cut short: `(base offset, full size in bytes)`.
+    pub partial: Option<(i64, usize)>,
+}
+
+/// A batch header that cannot be valid (the full decode would reject it too).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScanError {
+    /// Byte position of the bad batch.
+    pub position: usize,
+    /// The batch's base offset field.
+    pub offset: i64,
+    /// The length field found.
+    pub length: i32,
+}
+
+/// Smallest length field of a v2 batch (header without records) and of a v0 message.
+const MIN_V2_LENGTH: i32 = 49;
+const MIN_LEGACY_LENGTH: i32 = 14;
+/// Entry prefix: base offset (8) + length (4).
+const ENTRY_PREFIX: usize = 12;
+/// Position of the magic byte in both v2 batches and legacy messages.
+const MAGIC_AT: usize = 16;
+/// Position of lastOffsetDelta in a v2 batch.
+const LAST_OFFSET_DELTA_AT: usize = 23;
+
+/// Walks batch headers only: where complete batches end and which offset comes next.
+pub fn scan_batches(records: &[u8]) -> Result<Scan, ScanError> {
+    let mut scan = Scan {
+        complete_bytes: 0,
+        batches: 0,
+        next_offset: None,
+        partial: None,
+    };
+    let mut position = 0usize;
+    while position < records.len() {
+        let rest = &records[position..];
+        if rest.len() < MAGIC_AT + 1 {
+            let offset = read_i64(rest).unwrap_or(-1);
+            scan.partial = Some((offset, 0));
+            break;
+        }
+        let offset = read_i64(rest).unwrap_or(-1);
+        let length = i32::from_be_bytes([rest[8], rest[9], rest[10], rest[11]]);
+        let magic = rest[MAGIC_AT];
+        let min_length = if magic >= 2 {
+            MIN_V2_LENGTH
+        } else {
+            MIN_LEGACY_LENGTH
+        };
+        if length < min_length || magic > 2 {
+            return Err(ScanError {
+                position,
+                offset,
+                length,
+            });
+        }
+        let size = ENTRY_PREFIX + length as usize;
+        if rest.len() < size {
+            scan.partial = Some((offset, size));
+            break;
+        }
+        let next = if magic == 2 {
+            let delta = i32::from_be_bytes([
+                rest[LAST_OFFSET_DELTA_AT],
+                rest[LAST_OFFSET_DELTA_AT + 1],
+                rest[LAST_OFFSET_DELTA_AT + 2],
+                rest[LAST_OFFSET_DELTA_AT + 3],
+            ]);
+            offset.saturating_add(i64::from(delta)).saturating_add(1)
+        } else {
+            // A legacy entry (even a compressed wrapper) carries the offset of its last message.
+            offset.saturating_add(1)
+        };
+        scan.next_offset = Some(next);
+        scan.batches += 1;
+        position += size;
+        scan.complete_bytes = position;
+    }
+    Ok(scan)
+}
+
+fn read_i64(bytes: &[u8]) -> Option<i64> {
+    Some(i64::from_be_bytes(bytes.get(..8)?.try_into().ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A v2 batch header with `records` bytes of body; only the fields the scan reads are real.
+    fn v2_batch(base: i64, last_delta: i32, body: usize) -> Vec<u8> {
+        let mut batch = Vec::new();
+        batch.extend_from_slice(&base.to_be_bytes());
+        batch.extend_from_slice(&(49 + body as i32).to_be_bytes());
+        batch.extend_from_slice(&0i32.to_be_bytes()); // partition leader epoch
+        batch.push(2); // magic
+        batch.extend_from_slice(&0u32.to_be_bytes()); // crc
+        batch.extend_from_slice(&0u16.to_be_bytes()); // attributes
+        batch.extend_from_slice(&last_delta.to_be_bytes());
+        batch.resize(ENTRY_PREFIX + 49 + body, 0);
+        batch
+    }
+
+    #[test]
+    fn complete_batches_give_the_next_offset() {
+        let mut input = v2_batch(10, 4, 7);
+        input.extend(v2_batch(15, 0, 3));
+        let scan = scan_batches(&input).unwrap();
+        assert_eq!(scan.batches, 2);
+        assert_eq!(scan.next_offset, Some(16));
+        assert_eq!(scan.complete_bytes, input.len());
+        assert_eq!(scan.partial, None);
+    }
+
+    #[test]
+    fn compacted_gap_advances_past_the_last_offset_delta() {
+        // A compacted batch can claim offsets 0..=99 while holding fewer records.
+        let scan = scan_batches(&v2_batch(0, 99, 10)).unwrap();
+        assert_eq!(scan.next_offset, Some(100));
+    }
+
+    #[test]
+    fn every_prefix_of_a_trailing_batch_is_partial() {
+        let first = v2_batch(0, 1, 5);
+        let second = v2_batch(2, 2, 20);
+        for cut in 1..second.len() {
+            let mut input = first.clone();
+            input.extend_from_slice(&second[..cut]);
+            let scan = scan_batches(&input).unwrap();
+            assert_eq!(scan.batches, 1, "cut {cut}");
+            assert_eq!(scan.next_offset, Some(2));
+            assert_eq!(scan.complete_bytes, first.len());
+            let (base, needed) = scan.partial.unwrap();
+            if cut >= 8 {
+                assert_eq!(base, 2);
+            }
+            if cut > MAGIC_AT {
+                assert_eq!(needed, second.len());
+            }
+        }
+    }
+
+    #[test]
+    fn legacy_entries_advance_by_their_own_offset() {
+        let mut message = Vec::new();
+        message.extend_from_slice(&41i64.to_be_bytes());
+        message.extend_from_slice(&20i32.to_be_bytes());
+        message.extend_from_slice(&[0, 0, 0, 0, 1]); // crc, magic 1
+        message.resize(ENTRY_PREFIX + 20, 0);
+        let scan = scan_batches(&message).unwrap();
+        assert_eq!(scan.next_offset, Some(42));
+    }
+
+    #[test]
+    fn hostile_lengths_are_errors_not_allocations() {
+        let mut input = v2_batch(5, 0, 0);
+        input[8..12].copy_from_slice(&(-1i32).to_be_bytes());
+        assert_eq!(
+            scan_batches(&input),
+            Err(ScanError {
+                position: 0,
+                offset: 5,
+                length: -1
+            })
+        );
+        let mut huge = v2_batch(5, 0, 0);
+        huge[8..12].copy_from_slice(&i32::MAX.to_be_bytes());
+        let scan = scan_batches(&huge).unwrap();
+        assert_eq!(scan.partial, Some((5, ENTRY_PREFIX + i32::MAX as usize)));
+        assert_eq!(scan.batches, 0);
+    }
+
+    #[test]
+    fn request_uses_names_before_v13_and_ids_after() {
+        let id = Uuid::from_u128(7);
+        let targets = [
+            FetchTarget {
+                topic: "t".into(),
+                topic_id: id,
+                partition: 0,
+                offset: 5,
+                leader_epoch: 3,
+            },
+            FetchTarget {
+                topic: "t".into(),
+                topic_id: id,
+                partition: 1,
+                offset: 9,
+                leader_epoch: -1,
+            },
+        ];
+        let params = FetchParams {
+            max_wait_ms: 100,
+            min_bytes: 1,
+            max_bytes: 1000,
+            partition_max_bytes: 500,
+            read_committed: true,
+        };
+        let old = build_request(&targets, &params, 12);
+        assert_eq!(old.topics.len(), 1);
+        assert_eq!(old.topics[0].topic.0.as_str(), "t");
+        assert_eq!(old.topics[0].partitions[1].fetch_offset, 9);
+        assert_eq!(old.isolation_level, 1);
+        let new = build_request(&targets, &params, 13);
+        assert_eq!(new.topics[0].topic_id, id);
+        assert_eq!(new.topics[0].topic.0.as_str(), "");
+        assert_eq!(new.topics[0].partitions[0].current_leader_epoch, 3);
+    }
+}

@@ -1,0 +1,188 @@
+//! Metadata: brokers, topics (with their ids), partition leaders and leader epochs.
+
+use std::collections::HashMap;
+
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::{MetadataRequest, MetadataResponse, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use uuid::Uuid;
+
+use super::{codes, error_name, Connection};
+use crate::Error;
+
+/// What the cluster said about its brokers and the topics asked for.
+#[derive(Clone, Debug, Default)]
+pub struct ClusterMetadata {
+    /// `host:port` of each broker, by node id.
+    pub brokers: HashMap<i32, String>,
+    /// The topics asked for, by name.
+    pub topics: HashMap<String, TopicMetadata>,
+}
+
+/// One topic's metadata.
+#[derive(Clone, Debug)]
+pub struct TopicMetadata {
+    /// Topic name.
+    pub name: String,
+    /// Topic id (nil when the broker is too old to send it).
+    pub topic_id: Uuid,
+    /// Kafka error code for the topic (0 when fine).
+    pub error_code: i16,
+    /// Partitions, sorted by partition id.
+    pub partitions: Vec<PartitionMetadata>,
+}
+
+/// One partition's leader.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PartitionMetadata {
+    /// Partition id.
+    pub partition: i32,
+    /// Node id of the leader (-1 while there is none).
+    pub leader: i32,
+    /// Leader epoch (-1 when the broker does not send it).
+    pub leader_epoch: i32,
+    /// Kafka error code for the partition (0 when fine).
+    pub error_code: i16,
+}
+
+impl ClusterMetadata {
+    /// The topic, or [`Error::UnknownTopic`] when the cluster does not have it.
+    pub fn topic(&self, name: &str) -> Result<&TopicMetadata, Error> {
+        match self.topics.get(name) {
+            Some(topic) if topic.error_code == codes::UNKNOWN_TOPIC_OR_PARTITION => {
+                Err(Error::UnknownTopic {
+                    topic: name.to_owned(),
+                })
+            }
+            Some(topic) => Ok(topic),
+            None => Err(Error::UnknownTopic {
+                topic: name.to_owned(),
+            }),
+        }
+    }
+
+    /// The leader of a partition, if it has one.
+    pub fn partition(&self, topic: &str, partition: i32) -> Option<PartitionMetadata> {
+        let topic = self.topics.get(topic)?;
+        topic
+            .partitions
+            .iter()
+            .find(|p| p.partition == partition)
+            .copied()
+    }
+}
+
+/// Asks a broker for the metadata of `topics`.
+pub async fn fetch_metadata(
+    connection: &mut Connection,
+    topics: &[String],
+) -> Result<ClusterMetadata, Error> {
+    let request = MetadataRequest::default()
+        .with_topics(Some(
+            topics
+                .iter()
+                .map(|name| {
+                    MetadataRequestTopic::default()
+                        .with_name(Some(TopicName(StrBytes::from_string(name.clone()))))
+                })
+                .collect(),
+        ))
+        .with_allow_auto_topic_creation(false);
+    let (_, response) = connection.request(&request).await?;
+    Ok(from_response(response))
+}
+
+fn from_response(response: MetadataResponse) -> ClusterMetadata {
+    let brokers = response
+        .brokers
+        .iter()
+        .map(|b| (b.node_id.0, format!("{}:{}", b.host.as_str(), b.port)))
+        .collect();
+    let topics = response
+        .topics
+        .into_iter()
+        .filter_map(|topic| {
+            let name = topic.name?.0.as_str().to_owned();
+            let mut partitions: Vec<PartitionMetadata> = topic
+                .partitions
+                .iter()
+                .map(|p| PartitionMetadata {
+                    partition: p.partition_index,
+                    leader: p.leader_id.0,
+                    leader_epoch: p.leader_epoch,
+                    error_code: p.error_code,
+                })
+                .collect();
+            partitions.sort_by_key(|p| p.partition);
+            if topic.error_code != 0 {
+                tracing::debug!(topic = %name, error = %error_name(topic.error_code), "metadata error");
+            }
+            Some((
+                name.clone(),
+                TopicMetadata {
+                    name,
+                    topic_id: topic.topic_id,
+                    error_code: topic.error_code,
+                    partitions,
+                },
+            ))
+        })
+        .collect();
+    ClusterMetadata { brokers, topics }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kafka_protocol::messages::metadata_response::{
+        MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+    };
+    use kafka_protocol::messages::BrokerId;
+
+    #[test]
+    fn reads_leaders_and_reports_unknown_topics() {
+        let response = MetadataResponse::default()
+            .with_brokers(vec![MetadataResponseBroker::default()
+                .with_node_id(BrokerId(7))
+                .with_host(StrBytes::from_static_str("h"))
+                .with_port(9)])
+            .with_topics(vec![
+                MetadataResponseTopic::default()
+                    .with_name(Some(TopicName(StrBytes::from_static_str("a"))))
+                    .with_partitions(vec![
+                        MetadataResponsePartition::default()
+                            .with_partition_index(1)
+                            .with_leader_id(BrokerId(7))
+                            .with_leader_epoch(4),
+                        MetadataResponsePartition::default()
+                            .with_partition_index(0)
+                            .with_leader_id(BrokerId(-1))
+                            .with_error_code(codes::LEADER_NOT_AVAILABLE),
+                    ]),
+                MetadataResponseTopic::default()
+                    .with_name(Some(TopicName(StrBytes::from_static_str("gone"))))
+                    .with_error_code(codes::UNKNOWN_TOPIC_OR_PARTITION),
+            ]);
+        let metadata = from_response(response);
+        assert_eq!(metadata.brokers[&7], "h:9");
+        let a = metadata.topic("a").unwrap();
+        assert_eq!(a.partitions[0].partition, 0);
+        assert_eq!(a.partitions[0].leader, -1);
+        assert_eq!(
+            metadata.partition("a", 1),
+            Some(PartitionMetadata {
+                partition: 1,
+                leader: 7,
+                leader_epoch: 4,
+                error_code: 0
+            })
+        );
+        assert!(
+            matches!(metadata.topic("gone"), Err(Error::UnknownTopic { topic }) if topic == "gone")
+        );
+        assert!(matches!(
+            metadata.topic("never"),
+            Err(Error::UnknownTopic { .. })
+        ));
+    }
+}
