@@ -202,6 +202,20 @@ impl PooledBuf {
             .reserve(wanted.saturating_sub(self.storage.len()));
     }
 
+    /// Makes room for `additional` more bytes, growing geometrically but never past `ceiling`
+    /// total bytes (unless `len() + additional` itself is larger), so that a caller-given size
+    /// limit also bounds the allocation, not only the content.
+    pub(crate) fn reserve_within(&mut self, additional: usize, ceiling: usize) {
+        let needed = self.len.saturating_add(additional);
+        let capacity = self.storage.capacity();
+        if needed <= capacity {
+            return;
+        }
+        let target = capacity.saturating_mul(2).min(ceiling).max(needed);
+        self.storage
+            .reserve_exact(target.saturating_sub(self.storage.len()));
+    }
+
     /// Appends `data`.
     pub fn extend_from_slice(&mut self, data: &[u8]) {
         let end = self.len + data.len();

@@ -182,11 +182,18 @@ impl FrameDecoder<'_> {
             });
         if stored {
             self.check_room(header, position, size, decoded, limit_room, content_room)?;
+            self.out.reserve_within(size, self.ceiling());
             self.out.extend_from_slice(data);
         } else {
             self.decompress(header, position, data, decoded, limit_room, content_room)?;
         }
         Ok(data_start + size + checksum_len)
+    }
+
+    /// The buffer length this frame may reach: growth is capped here so the limit bounds memory.
+    fn ceiling(&self) -> usize {
+        self.start
+            .saturating_add(self.options.max_decompressed_size)
     }
 
     fn check_room(
@@ -228,6 +235,7 @@ impl FrameDecoder<'_> {
             .min(expansion_bound)
             .min(limit_room)
             .min(content_room);
+        self.out.reserve_within(region, self.ceiling());
         let result = match header.block_mode {
             BlockMode::Independent => {
                 lz4_flex::block::decompress_into(data, self.out.writable(region))
