@@ -1,1 +1,95 @@
-//! krec-batch: Kafka record batches (work in progress).
+//! krec-batch turns the bytes of a Kafka fetch response (a partition's `records` field) or of
+//! a Kafka log segment file into records, checking every byte.
+//!
+//! ```text
+//! BatchWalk ──> Batch ──> Records ──> Record ──> Headers (indexed once, on first use)
+//!                     └─> ControlRecords ──> ControlRecord
+//! ```
+//!
+//! * [`BatchWalk`] walks concatenated RecordBatch v2 batches and legacy v0/v1 messages. A
+//!   batch cut off at the end of the input ends the walk cleanly ([`WalkEnd::Partial`]).
+//! * [`Batch`] reads the batch header in place, checks the CRC and decompresses (gzip,
+//!   snappy, lz4, zstd) into a per-thread pooled buffer, bounded by [`DecodeConfig`].
+//! * [`Record`] is a borrowed view; the record iterator checks every record uses exactly its
+//!   declared bytes and that the batch holds exactly its declared count.
+//!
+//! Steady-state decoding allocates nothing per batch: buffers are pooled, decompressor state
+//! lives in thread locals and the header index is inline.
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+mod batch;
+mod buffer;
+mod codec;
+mod config;
+mod control;
+mod error;
+mod headers;
+mod legacy;
+mod record;
+mod v2;
+mod varint;
+mod walk;
+
+#[cfg(feature = "encode")]
+pub mod encode;
+
+pub use batch::Batch;
+pub use config::DecodeConfig;
+pub use control::{ControlKind, ControlRecord, ControlRecords};
+pub use error::{Error, Field};
+pub use headers::{Header, Headers};
+pub use record::{Record, Records};
+pub use walk::{BatchWalk, WalkEnd};
+
+/// Compression codec of a batch, from the low three bits of its attributes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Compression {
+    /// Codec 0.
+    None,
+    /// Codec 1: gzip (RFC 1952).
+    Gzip,
+    /// Codec 2: snappy, raw or in the xerial framing.
+    Snappy,
+    /// Codec 3: LZ4 frames (Kafka's legacy header-checksum quirk handled for magic 0).
+    Lz4,
+    /// Codec 4: zstd (v2 batches only).
+    Zstd,
+}
+
+impl Compression {
+    /// The codec for the attributes' codec bits, `None` if Kafka defines no such codec.
+    pub fn from_id(id: u8) -> Option<Compression> {
+        Some(match id {
+            0 => Compression::None,
+            1 => Compression::Gzip,
+            2 => Compression::Snappy,
+            3 => Compression::Lz4,
+            4 => Compression::Zstd,
+            _ => return None,
+        })
+    }
+
+    /// The codec number written in the attributes.
+    pub fn id(self) -> u8 {
+        match self {
+            Compression::None => 0,
+            Compression::Gzip => 1,
+            Compression::Snappy => 2,
+            Compression::Lz4 => 3,
+            Compression::Zstd => 4,
+        }
+    }
+}
+
+/// What a record's timestamp means.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimestampType {
+    /// Set by the producer.
+    CreateTime,
+    /// Set by the broker when it appended the batch (every record gets the batch max timestamp).
+    LogAppendTime,
+    /// Magic 0 messages carry no timestamp.
+    NoTimestamp,
+}

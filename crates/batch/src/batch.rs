@@ -1,0 +1,198 @@
+//! One batch (v2) or one top-level legacy message, with its records' bytes.
+
+use bytes::Bytes;
+
+use crate::buffer::PooledBuf;
+use crate::control::ControlRecords;
+use crate::legacy::LegacyRecords;
+use crate::record::Records;
+use crate::v2::V2Records;
+use crate::{Compression, TimestampType};
+
+/// Where the records' bytes live.
+pub(crate) enum Body<'a> {
+    /// Uncompressed: a slice of the walked input.
+    Borrowed(&'a [u8]),
+    /// Decompressed into a pooled buffer, returned to the thread's pool on drop.
+    Pooled(PooledBuf),
+}
+
+impl Body<'_> {
+    #[inline(always)]
+    pub(crate) fn bytes(&self) -> &[u8] {
+        match self {
+            Body::Borrowed(bytes) => bytes,
+            Body::Pooled(buf) => buf,
+        }
+    }
+}
+
+/// How to read the records of a batch.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Layout {
+    /// RecordBatch v2 records.
+    V2,
+    /// One uncompressed legacy message: the body is the whole message (log overhead included).
+    LegacySingle,
+    /// A decompressed legacy inner message set; absolute offset = `offset_base` + inner offset.
+    LegacyWrapper {
+        /// Added to each inner message's offset (0 for magic 0, whose inner offsets are absolute).
+        offset_base: i64,
+    },
+}
+
+/// Header fields of a batch, read once.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Header {
+    pub(crate) base_offset: i64,
+    pub(crate) last_offset_delta: i32,
+    pub(crate) partition_leader_epoch: i32,
+    pub(crate) magic: u8,
+    pub(crate) attributes: i16,
+    pub(crate) compression: Compression,
+    pub(crate) timestamp_type: TimestampType,
+    pub(crate) base_timestamp: i64,
+    pub(crate) max_timestamp: i64,
+    pub(crate) producer_id: i64,
+    pub(crate) producer_epoch: i16,
+    pub(crate) base_sequence: i32,
+    pub(crate) record_count: u32,
+    pub(crate) position: usize,
+    pub(crate) size: usize,
+}
+
+/// Attribute bits of a v2 batch.
+pub(crate) mod attributes {
+    pub(crate) const CODEC_MASK: i16 = 0x07;
+    pub(crate) const LOG_APPEND_TIME: i16 = 0x08;
+    pub(crate) const TRANSACTIONAL: i16 = 0x10;
+    pub(crate) const CONTROL: i16 = 0x20;
+    pub(crate) const DELETE_HORIZON: i16 = 0x40;
+}
+
+/// One batch (v2) or one top-level legacy message (v0/v1, possibly a compressed wrapper).
+/// Owns its decompression buffer (a pooled buffer) when compressed.
+pub struct Batch<'a> {
+    pub(crate) header: Header,
+    pub(crate) layout: Layout,
+    pub(crate) body: Body<'a>,
+    /// Set when the walk was given shared `Bytes` and the body borrows from them.
+    pub(crate) shared: Option<&'a Bytes>,
+}
+
+impl<'a> Batch<'a> {
+    /// First offset of the batch.
+    pub fn base_offset(&self) -> i64 {
+        self.header.base_offset
+    }
+    /// `base_offset + lastOffsetDelta`: the last offset the batch covers (even if compaction
+    /// removed that record).
+    pub fn last_offset(&self) -> i64 {
+        self.header.base_offset + self.header.last_offset_delta as i64
+    }
+    /// `last_offset + 1`: where the next fetch starts.
+    pub fn next_offset(&self) -> i64 {
+        self.last_offset() + 1
+    }
+    /// 2 for RecordBatch v2, 0 or 1 for legacy messages.
+    pub fn magic(&self) -> u8 {
+        self.header.magic
+    }
+    /// Compression codec of the batch.
+    pub fn compression(&self) -> Compression {
+        self.header.compression
+    }
+    /// What the timestamps mean.
+    pub fn timestamp_type(&self) -> TimestampType {
+        self.header.timestamp_type
+    }
+    /// Written by a transactional producer.
+    pub fn is_transactional(&self) -> bool {
+        self.header.attributes & attributes::TRANSACTIONAL != 0
+    }
+    /// Holds control records (transaction markers) rather than data.
+    pub fn is_control(&self) -> bool {
+        self.header.attributes & attributes::CONTROL != 0
+    }
+    /// The log cleaner set a delete horizon (stored in the base timestamp field).
+    pub fn delete_horizon(&self) -> Option<i64> {
+        (self.header.attributes & attributes::DELETE_HORIZON != 0)
+            .then_some(self.header.base_timestamp)
+    }
+    /// Raw attributes (v2: 16 bits; legacy: the message's 8 bits).
+    pub fn attributes(&self) -> i16 {
+        self.header.attributes
+    }
+    /// Producer id, -1 when none or legacy.
+    pub fn producer_id(&self) -> i64 {
+        self.header.producer_id
+    }
+    /// Producer epoch, -1 when none or legacy.
+    pub fn producer_epoch(&self) -> i16 {
+        self.header.producer_epoch
+    }
+    /// Sequence number of the first record, -1 when none or legacy.
+    pub fn base_sequence(&self) -> i32 {
+        self.header.base_sequence
+    }
+    /// Leader epoch stamped by the broker, -1 when none or legacy.
+    pub fn partition_leader_epoch(&self) -> i32 {
+        self.header.partition_leader_epoch
+    }
+    /// Base timestamp (legacy v1: the message timestamp; v0: -1).
+    pub fn base_timestamp(&self) -> i64 {
+        self.header.base_timestamp
+    }
+    /// Max timestamp (legacy v1: the message timestamp; v0: -1).
+    pub fn max_timestamp(&self) -> i64 {
+        self.header.max_timestamp
+    }
+    /// Declared record count (the record iterator checks it against the records present).
+    pub fn record_count(&self) -> u32 {
+        self.header.record_count
+    }
+    /// Byte position of the batch in the walked input.
+    pub fn position(&self) -> usize {
+        self.header.position
+    }
+    /// Total bytes of the batch in the input (log overhead included).
+    pub fn size(&self) -> usize {
+        self.header.size
+    }
+    /// The bytes the records are read from (decompressed when the batch is compressed).
+    pub fn records_bytes(&self) -> &[u8] {
+        self.body.bytes()
+    }
+
+    /// Data records, in order. Empty for control batches (never yields a control record).
+    pub fn records(&self) -> Records<'_> {
+        if self.is_control() {
+            return Records::empty();
+        }
+        match self.layout {
+            Layout::V2 => Records::v2(V2Records::new(self)),
+            Layout::LegacySingle | Layout::LegacyWrapper { .. } => {
+                Records::legacy(LegacyRecords::new(self))
+            }
+        }
+    }
+
+    /// Control records (transaction markers). Empty for data batches.
+    pub fn control_records(&self) -> ControlRecords<'_> {
+        if self.is_control() && matches!(self.layout, Layout::V2) {
+            ControlRecords::new(V2Records::new(self))
+        } else {
+            ControlRecords::empty()
+        }
+    }
+}
+
+impl std::fmt::Debug for Batch<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Batch")
+            .field("header", &self.header)
+            .field("layout", &self.layout)
+            .field("records_bytes", &self.body.bytes().len())
+            .finish()
+    }
+}

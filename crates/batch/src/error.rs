@@ -1,0 +1,351 @@
+//! The one error type of krec-batch.
+
+use crate::Compression;
+
+/// Which length-prefixed field of a record or message a length error is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Field {
+    /// The record's own length prefix.
+    RecordLength,
+    /// The record's timestamp delta varlong.
+    TimestampDelta,
+    /// The record's offset delta varint.
+    OffsetDelta,
+    /// The record key.
+    Key,
+    /// The record value.
+    Value,
+    /// The number of headers of a record.
+    HeaderCount,
+    /// A header key.
+    HeaderKey,
+    /// A header value.
+    HeaderValue,
+}
+
+impl std::fmt::Display for Field {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Field::RecordLength => "record length",
+            Field::TimestampDelta => "timestamp delta",
+            Field::OffsetDelta => "offset delta",
+            Field::Key => "key",
+            Field::Value => "value",
+            Field::HeaderCount => "header count",
+            Field::HeaderKey => "header key",
+            Field::HeaderValue => "header value",
+        })
+    }
+}
+
+/// Everything that can be wrong with the bytes krec-batch is given.
+///
+/// `position` is always a byte position from the start of the walked input: the start of the
+/// batch (or legacy message) the error is in. `offset` is the batch base offset (or legacy
+/// message offset) when it could be read, and `record` the index of the record inside the
+/// batch, in wire order, when the error is about one record.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The input ends inside a batch where a whole batch was required (a segment file).
+    #[error("truncated batch at byte {position} (base offset {offset:?}): {available} bytes present, {needed:?} needed")]
+    Truncated {
+        /// Start of the truncated batch.
+        position: usize,
+        /// Its base offset, if the first 8 bytes were present.
+        offset: Option<i64>,
+        /// Bytes present from `position` to the end of the input.
+        available: usize,
+        /// Total size of the batch, if its length field was present.
+        needed: Option<usize>,
+    },
+    /// The batch length field is below the smallest possible batch.
+    #[error("batch at byte {position} (base offset {offset}) declares length {length}, below the minimum {minimum}")]
+    BatchTooSmall {
+        /// Start of the batch.
+        position: usize,
+        /// Base offset.
+        offset: i64,
+        /// Declared length (bytes after the length field).
+        length: i32,
+        /// Smallest valid length for this magic.
+        minimum: usize,
+    },
+    /// The batch is larger than [`DecodeConfig::max_batch_bytes`](crate::DecodeConfig).
+    #[error("batch at byte {position} (base offset {offset}) is {size} bytes, over the limit of {limit}")]
+    BatchTooLarge {
+        /// Start of the batch.
+        position: usize,
+        /// Base offset.
+        offset: i64,
+        /// Total batch size in bytes.
+        size: usize,
+        /// Configured limit.
+        limit: usize,
+    },
+    /// The magic byte is not 0, 1 or 2.
+    #[error("batch at byte {position} (base offset {offset}) has unsupported magic {magic}")]
+    UnsupportedMagic {
+        /// Start of the batch.
+        position: usize,
+        /// Base offset.
+        offset: i64,
+        /// The magic byte found.
+        magic: i8,
+    },
+    /// The stored checksum does not match the bytes (CRC32C for v2, CRC32 for v0/v1).
+    #[error("checksum mismatch in batch at byte {position} (base offset {offset}): stored {stored:#010x}, computed {computed:#010x}")]
+    ChecksumMismatch {
+        /// Start of the batch or message.
+        position: usize,
+        /// Base offset.
+        offset: i64,
+        /// Checksum found in the header.
+        stored: u32,
+        /// Checksum computed over the bytes.
+        computed: u32,
+    },
+    /// The attributes name a compression codec Kafka does not define.
+    #[error(
+        "batch at byte {position} (base offset {offset}) uses unknown compression codec {codec}"
+    )]
+    UnknownCompression {
+        /// Start of the batch.
+        position: usize,
+        /// Base offset.
+        offset: i64,
+        /// Codec number from the attributes.
+        codec: u8,
+    },
+    /// A header field of the batch is impossible (negative count, offset overflow...).
+    #[error("batch at byte {position} (base offset {offset}): invalid {field} {value}")]
+    InvalidBatchField {
+        /// Start of the batch.
+        position: usize,
+        /// Base offset.
+        offset: i64,
+        /// Name of the field.
+        field: &'static str,
+        /// Its value.
+        value: i64,
+    },
+    /// The declared record count is above the configured limit or above what the bytes can hold.
+    #[error("batch at byte {position} (base offset {offset}) declares {count} records; at most {limit} possible")]
+    TooManyRecords {
+        /// Start of the batch.
+        position: usize,
+        /// Base offset.
+        offset: i64,
+        /// Declared count.
+        count: i64,
+        /// Limit (configured, or implied by the byte length).
+        limit: u64,
+    },
+    /// Decompression would produce more than [`DecodeConfig::max_decompressed_bytes`](crate::DecodeConfig).
+    #[error("batch at byte {position} (base offset {offset}) decompresses ({codec:?}) past the limit of {limit} bytes")]
+    DecompressedTooLarge {
+        /// Start of the batch.
+        position: usize,
+        /// Base offset.
+        offset: i64,
+        /// Codec.
+        codec: Compression,
+        /// Configured limit.
+        limit: usize,
+    },
+    /// The compressed payload is malformed.
+    #[error(
+        "batch at byte {position} (base offset {offset}): {codec:?} payload is corrupt: {reason}"
+    )]
+    Decompression {
+        /// Start of the batch.
+        position: usize,
+        /// Base offset.
+        offset: i64,
+        /// Codec.
+        codec: Compression,
+        /// What the decompressor reported.
+        reason: String,
+    },
+    /// A record ends before one of its fields does.
+    #[error("record {record} of batch at byte {position} (base offset {offset}): {field} runs past the end ({needed} bytes needed at record byte {at}, {available} left)")]
+    RecordTruncated {
+        /// Start of the batch.
+        position: usize,
+        /// Base offset.
+        offset: i64,
+        /// Record index in the batch.
+        record: u32,
+        /// The field being read.
+        field: Field,
+        /// Byte position inside the records section (decompressed when compressed).
+        at: usize,
+        /// Bytes the field needs.
+        needed: u64,
+        /// Bytes left.
+        available: usize,
+    },
+    /// A varint runs past 5 (varint) or 10 (varlong) bytes, or past the end of the data.
+    #[error("record {record} of batch at byte {position} (base offset {offset}): malformed varint at record byte {at}")]
+    BadVarint {
+        /// Start of the batch.
+        position: usize,
+        /// Base offset.
+        offset: i64,
+        /// Record index in the batch.
+        record: u32,
+        /// Byte position inside the records section.
+        at: usize,
+    },
+    /// A length is negative other than the -1 that means null, or null where not allowed.
+    #[error("record {record} of batch at byte {position} (base offset {offset}): invalid {field} length {length}")]
+    InvalidLength {
+        /// Start of the batch.
+        position: usize,
+        /// Base offset.
+        offset: i64,
+        /// Record index in the batch.
+        record: u32,
+        /// The field.
+        field: Field,
+        /// The length found.
+        length: i64,
+    },
+    /// A record's fields do not use exactly the bytes its length prefix declares.
+    #[error("record {record} of batch at byte {position} (base offset {offset}) declares {declared} bytes but its fields use {used}")]
+    RecordLengthMismatch {
+        /// Start of the batch.
+        position: usize,
+        /// Base offset.
+        offset: i64,
+        /// Record index in the batch.
+        record: u32,
+        /// Declared length.
+        declared: u64,
+        /// Bytes the fields used.
+        used: u64,
+    },
+    /// Records end before the declared count, or bytes remain after it.
+    #[error("batch at byte {position} (base offset {offset}) declares {declared} records but holds {found} ({trailing} trailing bytes)")]
+    RecordCountMismatch {
+        /// Start of the batch.
+        position: usize,
+        /// Base offset.
+        offset: i64,
+        /// Declared count.
+        declared: u32,
+        /// Records actually read.
+        found: u32,
+        /// Bytes left after the last record read.
+        trailing: usize,
+    },
+    /// A record's offset is outside the batch range or not after the previous one.
+    #[error("record {record} of batch at byte {position} (base offset {offset}) has offset delta {delta}, expected in {min}..={max}")]
+    OffsetOutOfOrder {
+        /// Start of the batch.
+        position: usize,
+        /// Base offset.
+        offset: i64,
+        /// Record index in the batch.
+        record: u32,
+        /// Offset delta found.
+        delta: i64,
+        /// Smallest allowed delta.
+        min: i64,
+        /// Largest allowed delta (the batch's last offset delta).
+        max: i64,
+    },
+    /// A control record's key or value is malformed.
+    #[error(
+        "control record {record} of batch at byte {position} (base offset {offset}): {reason}"
+    )]
+    InvalidControlRecord {
+        /// Start of the batch.
+        position: usize,
+        /// Base offset.
+        offset: i64,
+        /// Record index.
+        record: u32,
+        /// What is wrong.
+        reason: &'static str,
+    },
+    /// A legacy (v0/v1) message set is malformed.
+    #[error(
+        "legacy message at byte {position} (offset {offset}), inner message {record:?}: {reason}"
+    )]
+    InvalidLegacyMessage {
+        /// Start of the top-level message.
+        position: usize,
+        /// Offset of the top-level message.
+        offset: i64,
+        /// Index of the inner message, when inside a compressed wrapper.
+        record: Option<u32>,
+        /// What is wrong.
+        reason: &'static str,
+    },
+}
+
+impl Error {
+    /// Byte position (from the start of the walked input) of the batch the error is in.
+    pub fn position(&self) -> Option<usize> {
+        Some(match self {
+            Error::Truncated { position, .. }
+            | Error::BatchTooSmall { position, .. }
+            | Error::BatchTooLarge { position, .. }
+            | Error::UnsupportedMagic { position, .. }
+            | Error::ChecksumMismatch { position, .. }
+            | Error::UnknownCompression { position, .. }
+            | Error::InvalidBatchField { position, .. }
+            | Error::TooManyRecords { position, .. }
+            | Error::DecompressedTooLarge { position, .. }
+            | Error::Decompression { position, .. }
+            | Error::RecordTruncated { position, .. }
+            | Error::BadVarint { position, .. }
+            | Error::InvalidLength { position, .. }
+            | Error::RecordLengthMismatch { position, .. }
+            | Error::RecordCountMismatch { position, .. }
+            | Error::OffsetOutOfOrder { position, .. }
+            | Error::InvalidControlRecord { position, .. }
+            | Error::InvalidLegacyMessage { position, .. } => *position,
+        })
+    }
+
+    /// Base offset of the batch the error is in, when it could be read.
+    pub fn offset(&self) -> Option<i64> {
+        match self {
+            Error::Truncated { offset, .. } => *offset,
+            Error::BatchTooSmall { offset, .. }
+            | Error::BatchTooLarge { offset, .. }
+            | Error::UnsupportedMagic { offset, .. }
+            | Error::ChecksumMismatch { offset, .. }
+            | Error::UnknownCompression { offset, .. }
+            | Error::InvalidBatchField { offset, .. }
+            | Error::TooManyRecords { offset, .. }
+            | Error::DecompressedTooLarge { offset, .. }
+            | Error::Decompression { offset, .. }
+            | Error::RecordTruncated { offset, .. }
+            | Error::BadVarint { offset, .. }
+            | Error::InvalidLength { offset, .. }
+            | Error::RecordLengthMismatch { offset, .. }
+            | Error::RecordCountMismatch { offset, .. }
+            | Error::OffsetOutOfOrder { offset, .. }
+            | Error::InvalidControlRecord { offset, .. }
+            | Error::InvalidLegacyMessage { offset, .. } => Some(*offset),
+        }
+    }
+
+    /// Index of the record inside its batch, when the error is about one record.
+    pub fn record_index(&self) -> Option<u32> {
+        match self {
+            Error::RecordTruncated { record, .. }
+            | Error::BadVarint { record, .. }
+            | Error::InvalidLength { record, .. }
+            | Error::RecordLengthMismatch { record, .. }
+            | Error::OffsetOutOfOrder { record, .. }
+            | Error::InvalidControlRecord { record, .. } => Some(*record),
+            Error::InvalidLegacyMessage { record, .. } => *record,
+            _ => None,
+        }
+    }
+}

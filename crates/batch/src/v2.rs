@@ -1,0 +1,476 @@
+//! RecordBatch v2 (magic 2): the header, and the records inside.
+
+use bytes::Bytes;
+
+use crate::batch::{attributes, Batch, Body, Header, Layout};
+use crate::codec;
+use crate::error::Field;
+use crate::headers::Headers;
+use crate::record::Record;
+use crate::varint::{read_varint, read_varlong, VarintError};
+use crate::{Compression, DecodeConfig, Error, TimestampType};
+
+/// Size of the v2 batch header, up to and including the record count.
+pub(crate) const HEADER_SIZE: usize = 61;
+const CRC_AT: usize = 17;
+const ATTRIBUTES_AT: usize = 21;
+/// The smallest possible record: a one-byte length, attributes, timestamp delta, offset
+/// delta, key length, value length and header count.
+pub(crate) const MIN_RECORD_SIZE: usize = 7;
+
+#[inline(always)]
+fn be_i16(b: &[u8], at: usize) -> i16 {
+    i16::from_be_bytes([b[at], b[at + 1]])
+}
+#[inline(always)]
+fn be_i32(b: &[u8], at: usize) -> i32 {
+    i32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+#[inline(always)]
+fn be_i64(b: &[u8], at: usize) -> i64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[at..at + 8]);
+    i64::from_be_bytes(a)
+}
+
+/// Parses one whole v2 batch (`bytes` is exactly the batch, log overhead included).
+pub(crate) fn parse<'a>(
+    bytes: &'a [u8],
+    position: usize,
+    config: &DecodeConfig,
+    shared: Option<&'a Bytes>,
+) -> Result<Batch<'a>, Error> {
+    let base_offset = be_i64(bytes, 0);
+    if bytes.len() < HEADER_SIZE {
+        return Err(Error::BatchTooSmall {
+            position,
+            offset: base_offset,
+            length: be_i32(bytes, 8),
+            minimum: HEADER_SIZE - crate::walk::LOG_OVERHEAD,
+        });
+    }
+    let invalid = |field: &'static str, value: i64| Error::InvalidBatchField {
+        position,
+        offset: base_offset,
+        field,
+        value,
+    };
+    if config.verify_crc {
+        let stored = be_i32(bytes, CRC_AT) as u32;
+        let computed = crc32c::crc32c(&bytes[ATTRIBUTES_AT..]);
+        if stored != computed {
+            return Err(Error::ChecksumMismatch {
+                position,
+                offset: base_offset,
+                stored,
+                computed,
+            });
+        }
+    }
+    let attrs = be_i16(bytes, ATTRIBUTES_AT);
+    let codec_id = (attrs & attributes::CODEC_MASK) as u8;
+    let compression = Compression::from_id(codec_id).ok_or(Error::UnknownCompression {
+        position,
+        offset: base_offset,
+        codec: codec_id,
+    })?;
+    let last_offset_delta = be_i32(bytes, 23);
+    if last_offset_delta < 0 {
+        return Err(invalid("last offset delta", last_offset_delta as i64));
+    }
+    if base_offset < 0
+        || base_offset
+            .checked_add(last_offset_delta as i64 + 1)
+            .is_none()
+    {
+        return Err(invalid("base offset", base_offset));
+    }
+    let count = be_i32(bytes, 57);
+    if count < 0 {
+        return Err(invalid("record count", count as i64));
+    }
+    if count as usize > config.max_records_per_batch {
+        return Err(Error::TooManyRecords {
+            position,
+            offset: base_offset,
+            count: count as i64,
+            limit: config.max_records_per_batch as u64,
+        });
+    }
+    let header = Header {
+        base_offset,
+        last_offset_delta,
+        partition_leader_epoch: be_i32(bytes, 12),
+        magic: 2,
+        attributes: attrs,
+        compression,
+        timestamp_type: if attrs & attributes::LOG_APPEND_TIME != 0 {
+            TimestampType::LogAppendTime
+        } else {
+            TimestampType::CreateTime
+        },
+        base_timestamp: be_i64(bytes, 27),
+        max_timestamp: be_i64(bytes, 35),
+        producer_id: be_i64(bytes, 43),
+        producer_epoch: be_i16(bytes, 51),
+        base_sequence: be_i32(bytes, 53),
+        record_count: count as u32,
+        position,
+        size: bytes.len(),
+    };
+    let payload = &bytes[HEADER_SIZE..];
+    // The log cleaner writes empty batches with no payload whatever the codec; there is
+    // nothing to decompress.
+    let (body, shared) = if compression == Compression::None || (count == 0 && payload.is_empty()) {
+        (Body::Borrowed(payload), shared)
+    } else {
+        let buf = codec::decompress(compression, payload, config.max_decompressed_bytes, 2)
+            .map_err(|e| e.into_error(position, base_offset, compression, config))?;
+        (Body::Pooled(buf), None)
+    };
+    let room = body.bytes().len() / MIN_RECORD_SIZE;
+    if count as usize > room {
+        return Err(Error::TooManyRecords {
+            position,
+            offset: base_offset,
+            count: count as i64,
+            limit: room as u64,
+        });
+    }
+    Ok(Batch {
+        header,
+        layout: Layout::V2,
+        body,
+        shared,
+    })
+}
+
+/// Iterates the v2 records of a batch, checking each as it is yielded.
+pub(crate) struct V2Records<'b> {
+    data: &'b [u8],
+    shared: Option<&'b Bytes>,
+    header: &'b Header,
+    pos: usize,
+    index: u32,
+    /// Smallest offset delta the next record may have.
+    min_delta: i64,
+    done: bool,
+}
+
+/// What went wrong reading a field, before the batch context is added.
+enum FieldError {
+    Truncated {
+        field: Field,
+        at: usize,
+        needed: u64,
+        available: usize,
+    },
+    Varint {
+        at: usize,
+    },
+    Length {
+        field: Field,
+        length: i64,
+    },
+    Mismatch {
+        declared: u64,
+        used: u64,
+    },
+}
+
+#[inline(always)]
+fn varint(data: &[u8], pos: &mut usize, field: Field) -> Result<i32, FieldError> {
+    let at = *pos;
+    read_varint(data, pos).map_err(|e| match e {
+        VarintError::Truncated => FieldError::Truncated {
+            field,
+            at,
+            needed: 1,
+            available: 0,
+        },
+        VarintError::TooLong => FieldError::Varint { at },
+    })
+}
+
+#[inline(always)]
+fn varlong(data: &[u8], pos: &mut usize, field: Field) -> Result<i64, FieldError> {
+    let at = *pos;
+    read_varlong(data, pos).map_err(|e| match e {
+        VarintError::Truncated => FieldError::Truncated {
+            field,
+            at,
+            needed: 1,
+            available: 0,
+        },
+        VarintError::TooLong => FieldError::Varint { at },
+    })
+}
+
+/// Reads a varint length then that many bytes; -1 is null when `nullable`.
+#[inline(always)]
+fn bytes_field<'d>(
+    data: &'d [u8],
+    pos: &mut usize,
+    field: Field,
+    nullable: bool,
+) -> Result<Option<&'d [u8]>, FieldError> {
+    let len = varint(data, pos, field)?;
+    if len < 0 {
+        if len == -1 && nullable {
+            return Ok(None);
+        }
+        return Err(FieldError::Length {
+            field,
+            length: len as i64,
+        });
+    }
+    let start = *pos;
+    let available = data.len() - start;
+    if len as usize > available {
+        return Err(FieldError::Truncated {
+            field,
+            at: start,
+            needed: len as u64,
+            available,
+        });
+    }
+    *pos = start + len as usize;
+    Ok(Some(&data[start..*pos]))
+}
+
+/// Walks the headers section starting at `*pos`, calling `each(key, value)` for every header.
+#[inline(always)]
+pub(crate) fn walk_headers<'d>(
+    data: &'d [u8],
+    pos: &mut usize,
+    count: usize,
+    mut each: impl FnMut(usize, &'d [u8], Option<&'d [u8]>),
+) -> Result<(), ()> {
+    for i in 0..count {
+        let key = bytes_field(data, pos, Field::HeaderKey, false).map_err(|_| ())?;
+        let value = bytes_field(data, pos, Field::HeaderValue, true).map_err(|_| ())?;
+        each(i, key.unwrap_or_default(), value);
+    }
+    Ok(())
+}
+
+/// A record's fields as read from the wire.
+pub(crate) struct RawRecord<'d> {
+    pub(crate) timestamp_delta: i64,
+    pub(crate) offset_delta: i32,
+    pub(crate) key: Option<&'d [u8]>,
+    pub(crate) value: Option<&'d [u8]>,
+    pub(crate) headers: &'d [u8],
+    pub(crate) header_count: u32,
+}
+
+/// Reads one record at `*pos` and checks it uses exactly its declared length.
+#[inline(always)]
+fn read_record<'d>(data: &'d [u8], pos: &mut usize) -> Result<RawRecord<'d>, FieldError> {
+    let length = varint(data, pos, Field::RecordLength)?;
+    if length < 0 {
+        return Err(FieldError::Length {
+            field: Field::RecordLength,
+            length: length as i64,
+        });
+    }
+    let start = *pos;
+    let available = data.len() - start;
+    if length as usize > available {
+        return Err(FieldError::Truncated {
+            field: Field::RecordLength,
+            at: start,
+            needed: length as u64,
+            available,
+        });
+    }
+    let end = start + length as usize;
+    // Fields are read within the record only, so none can run into the next record.
+    let rec = &data[..end];
+    let mut p = start;
+    if p >= end {
+        return Err(FieldError::Mismatch {
+            declared: length as u64,
+            used: 1,
+        });
+    }
+    p += 1; // attributes: unused by every record version so far
+    let timestamp_delta = varlong(rec, &mut p, Field::TimestampDelta)?;
+    let offset_delta = varint(rec, &mut p, Field::OffsetDelta)?;
+    let key = bytes_field(rec, &mut p, Field::Key, true)?;
+    let value = bytes_field(rec, &mut p, Field::Value, true)?;
+    let header_count = varint(rec, &mut p, Field::HeaderCount)?;
+    // Each header takes at least two bytes, so a larger count cannot fit.
+    if header_count < 0 || header_count as usize > (end - p) / 2 {
+        return Err(FieldError::Length {
+            field: Field::HeaderCount,
+            length: header_count as i64,
+        });
+    }
+    let headers_start = p;
+    for _ in 0..header_count {
+        bytes_field(rec, &mut p, Field::HeaderKey, false)?;
+        bytes_field(rec, &mut p, Field::HeaderValue, true)?;
+    }
+    if p != end {
+        return Err(FieldError::Mismatch {
+            declared: length as u64,
+            used: (p - start) as u64,
+        });
+    }
+    *pos = end;
+    Ok(RawRecord {
+        timestamp_delta,
+        offset_delta,
+        key,
+        value,
+        headers: &data[headers_start..end],
+        header_count: header_count as u32,
+    })
+}
+
+impl<'b> V2Records<'b> {
+    pub(crate) fn new(batch: &'b Batch<'_>) -> Self {
+        V2Records {
+            data: batch.body.bytes(),
+            shared: batch.shared,
+            header: &batch.header,
+            pos: 0,
+            index: 0,
+            min_delta: 0,
+            done: false,
+        }
+    }
+
+    /// Records left to yield, as declared.
+    pub(crate) fn remaining(&self) -> usize {
+        if self.done {
+            0
+        } else {
+            (self.header.record_count - self.index) as usize
+        }
+    }
+
+    pub(crate) fn header(&self) -> &'b Header {
+        self.header
+    }
+
+    fn error(&self, e: FieldError) -> Error {
+        let (position, offset, record) =
+            (self.header.position, self.header.base_offset, self.index);
+        match e {
+            FieldError::Truncated {
+                field,
+                at,
+                needed,
+                available,
+            } => Error::RecordTruncated {
+                position,
+                offset,
+                record,
+                field,
+                at,
+                needed,
+                available,
+            },
+            FieldError::Varint { at } => Error::BadVarint {
+                position,
+                offset,
+                record,
+                at,
+            },
+            FieldError::Length { field, length } => Error::InvalidLength {
+                position,
+                offset,
+                record,
+                field,
+                length,
+            },
+            FieldError::Mismatch { declared, used } => Error::RecordLengthMismatch {
+                position,
+                offset,
+                record,
+                declared,
+                used,
+            },
+        }
+    }
+
+    /// The next raw record with its index, or the end-of-batch check.
+    #[inline]
+    pub(crate) fn next_raw(&mut self) -> Option<Result<(u32, RawRecord<'b>), Error>> {
+        if self.done {
+            return None;
+        }
+        if self.index == self.header.record_count {
+            self.done = true;
+            if self.pos != self.data.len() {
+                return Some(Err(Error::RecordCountMismatch {
+                    position: self.header.position,
+                    offset: self.header.base_offset,
+                    declared: self.header.record_count,
+                    found: self.index,
+                    trailing: self.data.len() - self.pos,
+                }));
+            }
+            return None;
+        }
+        if self.pos == self.data.len() {
+            self.done = true;
+            return Some(Err(Error::RecordCountMismatch {
+                position: self.header.position,
+                offset: self.header.base_offset,
+                declared: self.header.record_count,
+                found: self.index,
+                trailing: 0,
+            }));
+        }
+        let raw = match read_record(self.data, &mut self.pos) {
+            Ok(raw) => raw,
+            Err(e) => {
+                self.done = true;
+                return Some(Err(self.error(e)));
+            }
+        };
+        let delta = raw.offset_delta as i64;
+        let max = self.header.last_offset_delta as i64;
+        if delta < self.min_delta || delta > max {
+            self.done = true;
+            return Some(Err(Error::OffsetOutOfOrder {
+                position: self.header.position,
+                offset: self.header.base_offset,
+                record: self.index,
+                delta,
+                min: self.min_delta,
+                max,
+            }));
+        }
+        self.min_delta = delta + 1;
+        let index = self.index;
+        self.index += 1;
+        Some(Ok((index, raw)))
+    }
+
+    /// The next data record.
+    #[inline]
+    pub(crate) fn next_record(&mut self) -> Option<Result<Record<'b>, Error>> {
+        let (_, raw) = match self.next_raw()? {
+            Ok(r) => r,
+            Err(e) => return Some(Err(e)),
+        };
+        let header = self.header;
+        let timestamp = match header.timestamp_type {
+            TimestampType::LogAppendTime => header.max_timestamp,
+            _ => header.base_timestamp.wrapping_add(raw.timestamp_delta),
+        };
+        Some(Ok(Record::new(
+            header.base_offset + raw.offset_delta as i64,
+            timestamp,
+            header.timestamp_type,
+            raw.key,
+            raw.value,
+            Headers::new(raw.headers, raw.header_count),
+            self.shared,
+        )))
+    }
+}

@@ -1,0 +1,143 @@
+//! Zigzag varints, read exactly as the Java client's `ByteUtils.readVarint`/`readVarlong` do.
+
+/// Why a varint could not be read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum VarintError {
+    /// The data ends before the last byte of the varint.
+    Truncated,
+    /// More continuation bytes than the type allows (5 for varint, 10 for varlong).
+    TooLong,
+}
+
+/// Reads a zigzag varint (i32) at `*pos`, advancing it.
+///
+/// Like Java, a fifth byte's bits above bit 31 are dropped rather than rejected: real
+/// producers never set them, and rejecting would make us stricter than the broker.
+#[inline(always)]
+pub(crate) fn read_varint(buf: &[u8], pos: &mut usize) -> Result<i32, VarintError> {
+    let first = *buf.get(*pos).ok_or(VarintError::Truncated)?;
+    if first < 0x80 {
+        *pos += 1;
+        return Ok(zigzag32(first as u32));
+    }
+    read_varint_slow(buf, pos)
+}
+
+#[inline(never)]
+fn read_varint_slow(buf: &[u8], pos: &mut usize) -> Result<i32, VarintError> {
+    let mut value: u32 = 0;
+    let mut shift = 0u32;
+    let mut at = *pos;
+    loop {
+        let byte = *buf.get(at).ok_or(VarintError::Truncated)?;
+        at += 1;
+        if byte & 0x80 == 0 {
+            value |= (byte as u32).wrapping_shl(shift);
+            *pos = at;
+            return Ok(zigzag32(value));
+        }
+        value |= ((byte & 0x7f) as u32).wrapping_shl(shift);
+        shift += 7;
+        if shift > 28 {
+            return Err(VarintError::TooLong);
+        }
+    }
+}
+
+/// Reads a zigzag varlong (i64) at `*pos`, advancing it.
+#[inline(always)]
+pub(crate) fn read_varlong(buf: &[u8], pos: &mut usize) -> Result<i64, VarintError> {
+    let first = *buf.get(*pos).ok_or(VarintError::Truncated)?;
+    if first < 0x80 {
+        *pos += 1;
+        return Ok(zigzag64(first as u64));
+    }
+    read_varlong_slow(buf, pos)
+}
+
+#[inline(never)]
+fn read_varlong_slow(buf: &[u8], pos: &mut usize) -> Result<i64, VarintError> {
+    let mut value: u64 = 0;
+    let mut shift = 0u32;
+    let mut at = *pos;
+    loop {
+        let byte = *buf.get(at).ok_or(VarintError::Truncated)?;
+        at += 1;
+        if byte & 0x80 == 0 {
+            value |= (byte as u64).wrapping_shl(shift);
+            *pos = at;
+            return Ok(zigzag64(value));
+        }
+        value |= ((byte & 0x7f) as u64).wrapping_shl(shift);
+        shift += 7;
+        if shift > 63 {
+            return Err(VarintError::TooLong);
+        }
+    }
+}
+
+#[inline(always)]
+fn zigzag32(v: u32) -> i32 {
+    ((v >> 1) as i32) ^ -((v & 1) as i32)
+}
+
+#[inline(always)]
+fn zigzag64(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn encode(v: i64) -> Vec<u8> {
+        let mut z = ((v << 1) ^ (v >> 63)) as u64;
+        let mut out = Vec::new();
+        while z >= 0x80 {
+            out.push((z as u8) | 0x80);
+            z >>= 7;
+        }
+        out.push(z as u8);
+        out
+    }
+
+    #[test]
+    fn round_trips_edge_values() {
+        for v in [
+            0i64,
+            1,
+            -1,
+            63,
+            -64,
+            64,
+            300,
+            i32::MAX as i64,
+            i32::MIN as i64,
+        ] {
+            let bytes = encode(v);
+            let mut pos = 0;
+            assert_eq!(read_varint(&bytes, &mut pos), Ok(v as i32), "{v}");
+            assert_eq!(pos, bytes.len());
+        }
+        for v in [i64::MAX, i64::MIN, 1 << 40, -(1 << 40)] {
+            let bytes = encode(v);
+            let mut pos = 0;
+            assert_eq!(read_varlong(&bytes, &mut pos), Ok(v), "{v}");
+            assert_eq!(pos, bytes.len());
+        }
+    }
+
+    #[test]
+    fn rejects_endless_and_truncated() {
+        let endless = [0xffu8; 11];
+        let mut pos = 0;
+        assert_eq!(read_varint(&endless, &mut pos), Err(VarintError::TooLong));
+        assert_eq!(read_varlong(&endless, &mut pos), Err(VarintError::TooLong));
+        assert_eq!(pos, 0, "failed reads must not move the cursor");
+        assert_eq!(
+            read_varint(&[0x80, 0x80], &mut pos),
+            Err(VarintError::Truncated)
+        );
+        assert_eq!(read_varlong(&[], &mut pos), Err(VarintError::Truncated));
+    }
+}

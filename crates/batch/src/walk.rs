@@ -1,0 +1,181 @@
+//! Walking the concatenated batches of one buffer.
+
+use bytes::Bytes;
+
+use crate::batch::Batch;
+use crate::{legacy, v2, DecodeConfig, Error};
+
+/// Bytes before the magic byte that every batch and legacy message shares: offset (8),
+/// length (4), then partition leader epoch (v2) or CRC (v0/v1) (4).
+pub(crate) const LOG_OVERHEAD: usize = 12;
+const MAGIC_AT: usize = 16;
+/// The smallest legacy message (v0: crc, magic, attributes, key length, value length); no
+/// batch of any magic is smaller, so smaller lengths are corrupt before we even see the magic.
+const MIN_LENGTH: usize = 14;
+
+/// How a walk ended, once the iterator has returned `None`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WalkEnd {
+    /// Every byte of the input was consumed by whole batches.
+    Complete,
+    /// A batch starts at `position` but the input ends inside it: normal at the end of a fetch
+    /// response (fetch again from `base_offset`), truncation in a file.
+    Partial {
+        /// Byte position of the cut batch.
+        position: usize,
+        /// Its base offset, if its first 8 bytes are present.
+        base_offset: Option<i64>,
+        /// Its total size in bytes (log overhead included), if its length field is present.
+        needed: Option<usize>,
+    },
+}
+
+/// Walks the concatenated batches (v2 batches or legacy v0/v1 messages) in one buffer: a fetch
+/// response's `records` field, or a whole segment file.
+///
+/// Yields one [`Batch`] per v2 batch or top-level legacy message. After an error the walk
+/// stops (the next batch boundary cannot be trusted) and [`BatchWalk::end`] stays `None`.
+pub struct BatchWalk<'a> {
+    input: &'a [u8],
+    shared: Option<&'a Bytes>,
+    config: &'a DecodeConfig,
+    position: usize,
+    end: Option<WalkEnd>,
+    failed: bool,
+}
+
+impl<'a> BatchWalk<'a> {
+    /// Walks `input`; records borrow from it (or from a batch's decompression buffer).
+    pub fn new(input: &'a [u8], config: &'a DecodeConfig) -> Self {
+        BatchWalk {
+            input,
+            shared: None,
+            config,
+            position: 0,
+            end: None,
+            failed: false,
+        }
+    }
+
+    /// Same as [`BatchWalk::new`], but records of uncompressed batches can also be handed out
+    /// as owned [`Bytes`] without a copy ([`Record::key_bytes`](crate::Record::key_bytes)).
+    pub fn new_shared(input: &'a Bytes, config: &'a DecodeConfig) -> Self {
+        BatchWalk {
+            shared: Some(input),
+            ..BatchWalk::new(input.as_ref(), config)
+        }
+    }
+
+    /// Byte position (from the start of input) of the next unread batch.
+    pub fn position(&self) -> usize {
+        self.position
+    }
+
+    /// After the iterator returned `None`: how the walk ended. `None` while walking, or if the
+    /// walk stopped on an error.
+    pub fn end(&self) -> Option<WalkEnd> {
+        self.end
+    }
+
+    /// For segment files, where every batch must be whole: `Ok` if the walk consumed the
+    /// whole input, [`Error::Truncated`] if it ended on a partial batch. Call after `None`.
+    pub fn end_of_file(&self) -> Result<(), Error> {
+        match self.end {
+            Some(WalkEnd::Partial {
+                position,
+                base_offset,
+                needed,
+            }) => Err(Error::Truncated {
+                position,
+                offset: base_offset,
+                available: self.input.len() - position,
+                needed,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    fn next_batch(&mut self) -> Option<Result<Batch<'a>, Error>> {
+        let position = self.position;
+        let rest = &self.input[position..];
+        if rest.is_empty() {
+            self.end = Some(WalkEnd::Complete);
+            return None;
+        }
+        let base_offset = read_i64(rest, 0);
+        if rest.len() < LOG_OVERHEAD {
+            self.end = Some(WalkEnd::Partial {
+                position,
+                base_offset,
+                needed: None,
+            });
+            return None;
+        }
+        let offset = base_offset.unwrap_or_default();
+        let length = i32::from_be_bytes([rest[8], rest[9], rest[10], rest[11]]);
+        if length < MIN_LENGTH as i32 {
+            return Some(Err(Error::BatchTooSmall {
+                position,
+                offset,
+                length,
+                minimum: MIN_LENGTH,
+            }));
+        }
+        let size = LOG_OVERHEAD + length as usize;
+        if size > self.config.max_batch_bytes {
+            return Some(Err(Error::BatchTooLarge {
+                position,
+                offset,
+                size,
+                limit: self.config.max_batch_bytes,
+            }));
+        }
+        if rest.len() < size {
+            self.end = Some(WalkEnd::Partial {
+                position,
+                base_offset,
+                needed: Some(size),
+            });
+            return None;
+        }
+        let bytes = &rest[..size];
+        let shared = self.shared;
+        let result = match bytes[MAGIC_AT] as i8 {
+            2 => v2::parse(bytes, position, self.config, shared),
+            0 | 1 => legacy::parse(bytes, position, self.config, shared),
+            magic => Err(Error::UnsupportedMagic {
+                position,
+                offset,
+                magic,
+            }),
+        };
+        if result.is_ok() {
+            self.position = position + size;
+        }
+        Some(result)
+    }
+}
+
+impl<'a> Iterator for BatchWalk<'a> {
+    type Item = Result<Batch<'a>, Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed || self.end.is_some() {
+            return None;
+        }
+        let item = self.next_batch();
+        if matches!(item, Some(Err(_))) {
+            self.failed = true;
+        }
+        item
+    }
+}
+
+impl std::iter::FusedIterator for BatchWalk<'_> {}
+
+/// Big-endian i64 at `at`, if present.
+#[inline(always)]
+pub(crate) fn read_i64(buf: &[u8], at: usize) -> Option<i64> {
+    let bytes = buf.get(at..at + 8)?;
+    Some(i64::from_be_bytes(bytes.try_into().ok()?))
+}

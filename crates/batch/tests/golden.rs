@@ -1,0 +1,153 @@
+//! Golden vectors: every `tests/data/*.bin` (written by independent producers: kafka-python,
+//! librdkafka, the Java client) decodes to exactly the records in its `.expected.jsonl`,
+//! which the producing side wrote.
+
+use std::path::{Path, PathBuf};
+
+use krec_batch::{BatchWalk, DecodeConfig, TimestampType, WalkEnd};
+use serde_json::Value;
+
+fn data_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data")
+}
+
+fn hex(s: &str) -> Vec<u8> {
+    assert!(s.len() % 2 == 0, "odd hex length: {s}");
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex digit"))
+        .collect()
+}
+
+fn opt_hex(v: &Value) -> Option<Vec<u8>> {
+    match v {
+        Value::Null => None,
+        Value::String(s) => Some(hex(s)),
+        other => panic!("expected hex string or null, got {other}"),
+    }
+}
+
+/// One expected record, as the producer described it.
+#[derive(Debug, PartialEq)]
+struct Expected {
+    offset: i64,
+    timestamp: i64,
+    timestamp_type: &'static str,
+    key: Option<Vec<u8>>,
+    value: Option<Vec<u8>>,
+    headers: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+}
+
+fn parse_expected(line: &str) -> Expected {
+    let v: Value = serde_json::from_str(line).expect("valid JSON line");
+    let timestamp_type = match v["timestamp_type"].as_str().expect("timestamp_type") {
+        "create" => "create",
+        "log_append" => "log_append",
+        "none" => "none",
+        other => panic!("unknown timestamp_type {other}"),
+    };
+    Expected {
+        offset: v["offset"].as_i64().expect("offset"),
+        timestamp: v["timestamp"].as_i64().expect("timestamp"),
+        timestamp_type,
+        key: opt_hex(&v["key"]),
+        value: opt_hex(&v["value"]),
+        headers: v["headers"]
+            .as_array()
+            .expect("headers array")
+            .iter()
+            .map(|h| {
+                let pair = h.as_array().expect("header pair");
+                (
+                    hex(pair[0].as_str().expect("header key is a string")),
+                    opt_hex(&pair[1]),
+                )
+            })
+            .collect(),
+    }
+}
+
+fn decode(bytes: &[u8]) -> Vec<Expected> {
+    let config = DecodeConfig::default();
+    let mut walk = BatchWalk::new(bytes, &config);
+    let mut out = Vec::new();
+    for batch in walk.by_ref() {
+        let batch = batch.expect("batch decodes");
+        for record in batch.records() {
+            let record = record.expect("record decodes");
+            out.push(Expected {
+                offset: record.offset(),
+                timestamp: record.timestamp(),
+                timestamp_type: match record.timestamp_type() {
+                    TimestampType::CreateTime => "create",
+                    TimestampType::LogAppendTime => "log_append",
+                    TimestampType::NoTimestamp => "none",
+                },
+                key: record.key().map(<[u8]>::to_vec),
+                value: record.value().map(<[u8]>::to_vec),
+                headers: record
+                    .headers()
+                    .iter()
+                    .map(|h| (h.key.to_vec(), h.value.map(<[u8]>::to_vec)))
+                    .collect(),
+            });
+        }
+    }
+    assert_eq!(
+        walk.end(),
+        Some(WalkEnd::Complete),
+        "fixture files hold whole batches"
+    );
+    out
+}
+
+#[test]
+fn every_fixture_decodes_to_the_producers_records() {
+    let mut fixtures: Vec<PathBuf> = std::fs::read_dir(data_dir())
+        .expect("tests/data exists")
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "bin"))
+        .collect();
+    fixtures.sort();
+    assert!(
+        !fixtures.is_empty(),
+        "no golden fixtures in {:?}",
+        data_dir()
+    );
+    let mut failures = Vec::new();
+    for bin in &fixtures {
+        let expected_path = bin.with_extension("expected.jsonl");
+        let expected_text = std::fs::read_to_string(&expected_path)
+            .unwrap_or_else(|e| panic!("{expected_path:?}: {e}"));
+        let expected: Vec<Expected> = expected_text
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(parse_expected)
+            .collect();
+        let bytes = std::fs::read(bin).expect("read fixture");
+        let decoded = std::panic::catch_unwind(|| decode(&bytes));
+        match decoded {
+            Ok(decoded) if decoded == expected => {}
+            Ok(decoded) => {
+                let first_diff = decoded
+                    .iter()
+                    .zip(&expected)
+                    .position(|(a, b)| a != b)
+                    .unwrap_or(decoded.len().min(expected.len()));
+                failures.push(format!(
+                    "{}: {} records decoded, {} expected; first difference at record {first_diff}: decoded {:?} expected {:?}",
+                    bin.display(),
+                    decoded.len(),
+                    expected.len(),
+                    decoded.get(first_diff),
+                    expected.get(first_diff)
+                ));
+            }
+            Err(_) => failures.push(format!(
+                "{}: decoding failed (see panic above)",
+                bin.display()
+            )),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
