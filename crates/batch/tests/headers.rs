@@ -1,0 +1,92 @@
+//! The header index: lookups, duplicates, nulls, non-UTF-8 keys, spilling past the inline size.
+
+use krec_batch::encode::BatchBuilder;
+use krec_batch::{BatchWalk, DecodeConfig, Header};
+
+fn with_headers(headers: &[(&[u8], Option<&[u8]>)], check: impl FnOnce(&krec_batch::Headers<'_>)) {
+    let bytes = BatchBuilder::new(0)
+        .record(Some(b"k"), Some(b"v"), headers)
+        .build();
+    let config = DecodeConfig::default();
+    let batch = BatchWalk::new(&bytes, &config).next().unwrap().unwrap();
+    let record = batch.records().next().unwrap().unwrap();
+    check(record.headers());
+}
+
+#[test]
+fn get_returns_the_first_match_and_get_all_every_match_in_wire_order() {
+    let headers: &[(&[u8], Option<&[u8]>)] = &[
+        (b"trace", Some(b"a")),
+        (b"other", Some(b"x")),
+        (b"trace", None),
+        (b"trace", Some(b"c")),
+    ];
+    with_headers(headers, |h| {
+        assert_eq!(h.len(), 4);
+        assert!(!h.is_empty());
+        assert_eq!(h.get(b"trace").unwrap().value, Some(&b"a"[..]));
+        let all: Vec<Option<&[u8]>> = h.get_all(b"trace").map(|x| x.value).collect();
+        assert_eq!(all, vec![Some(&b"a"[..]), None, Some(&b"c"[..])]);
+        assert_eq!(h.get(b"missing"), None);
+        assert_eq!(h.get(b"trac"), None, "prefixes do not match");
+        let keys: Vec<&[u8]> = h.iter().map(|x| x.key).collect();
+        assert_eq!(keys, vec![&b"trace"[..], b"other", b"trace", b"trace"]);
+    });
+}
+
+#[test]
+fn empty_keys_and_values_are_not_null() {
+    with_headers(&[(b"", Some(b"")), (b"n", None)], |h| {
+        assert_eq!(
+            h.get(b""),
+            Some(Header {
+                key: b"",
+                value: Some(b"")
+            })
+        );
+        assert_eq!(h.get(b"n").unwrap().value, None);
+    });
+}
+
+#[test]
+fn non_utf8_keys_are_reported_not_lost() {
+    with_headers(&[(b"\xc3\x28", Some(b"v")), (b"ok", None)], |h| {
+        let first = h.iter().next().unwrap();
+        assert_eq!(first.key, b"\xc3\x28");
+        assert!(first.key_str().is_err());
+        assert_eq!(h.iter().nth(1).unwrap().key_str(), Ok("ok"));
+        assert_eq!(h.get(b"\xc3\x28").unwrap().value, Some(&b"v"[..]));
+    });
+}
+
+#[test]
+fn many_headers_spill_past_the_inline_index_and_keep_order() {
+    let keys: Vec<Vec<u8>> = (0..100).map(|i| format!("key-{i}").into_bytes()).collect();
+    let values: Vec<Vec<u8>> = (0..100)
+        .map(|i| format!("value-{i}").into_bytes())
+        .collect();
+    let headers: Vec<(&[u8], Option<&[u8]>)> = keys
+        .iter()
+        .zip(&values)
+        .map(|(k, v)| (k.as_slice(), Some(v.as_slice())))
+        .collect();
+    with_headers(&headers, |h| {
+        assert_eq!(h.len(), 100);
+        assert_eq!(h.get(b"key-99").unwrap().value, Some(&b"value-99"[..]));
+        assert_eq!(h.get(b"key-16").unwrap().value, Some(&b"value-16"[..]));
+        let collected: Vec<Header<'_>> = h.iter().collect();
+        assert_eq!(collected.len(), 100);
+        for (i, header) in collected.iter().enumerate() {
+            assert_eq!(header.key, keys[i].as_slice());
+        }
+    });
+}
+
+#[test]
+fn no_headers() {
+    with_headers(&[], |h| {
+        assert!(h.is_empty());
+        assert_eq!(h.iter().count(), 0);
+        assert_eq!(h.get(b"x"), None);
+    });
+}
