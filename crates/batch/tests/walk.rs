@@ -1,0 +1,105 @@
+//! Walking many batches: partial trailing batches end the walk cleanly and say where to resume.
+
+use krec_batch::encode::{BatchBuilder, LegacyBuilder, LegacyMessage};
+use krec_batch::{BatchWalk, Compression, DecodeConfig, Error, WalkEnd};
+
+fn three_batches() -> (Vec<u8>, Vec<usize>) {
+    let batches = [
+        BatchBuilder::new(0).record(None, Some(b"a"), &[]).build(),
+        BatchBuilder::new(1)
+            .compression(Compression::Lz4)
+            .record(Some(b"k"), Some(b"b"), &[(b"h", None)])
+            .build(),
+        LegacyBuilder::new(1)
+            .message(LegacyMessage {
+                offset: 2,
+                timestamp: 5,
+                key: None,
+                value: Some(b"c".to_vec()),
+            })
+            .build(0),
+    ];
+    let mut starts = Vec::new();
+    let mut input = Vec::new();
+    for b in &batches {
+        starts.push(input.len());
+        input.extend_from_slice(b);
+    }
+    (input, starts)
+}
+
+#[test]
+fn every_cut_point_is_reported_as_partial_with_the_resume_point() {
+    let (input, starts) = three_batches();
+    let config = DecodeConfig::default();
+    for cut in 0..input.len() {
+        let mut walk = BatchWalk::new(&input[..cut], &config);
+        let whole: Vec<_> = walk
+            .by_ref()
+            .map(|b| b.expect("whole batches decode").base_offset())
+            .collect();
+        let in_batch = starts.iter().rposition(|&s| s <= cut).unwrap();
+        let position = starts[in_batch];
+        assert_eq!(whole, (0..in_batch as i64).collect::<Vec<_>>(), "cut {cut}");
+        assert_eq!(walk.position(), position, "cut {cut}");
+        let end = walk.end().expect("walk ended");
+        if cut == position {
+            assert_eq!(end, WalkEnd::Complete, "cut {cut} is on a boundary");
+            continue;
+        }
+        let WalkEnd::Partial {
+            position: p,
+            base_offset,
+            needed,
+        } = end
+        else {
+            panic!("cut {cut}: expected partial, got {end:?}");
+        };
+        assert_eq!(p, position);
+        let have = cut - position;
+        assert_eq!(
+            base_offset,
+            (have >= 8).then_some(in_batch as i64),
+            "cut {cut}"
+        );
+        let size = starts.get(in_batch + 1).copied().unwrap_or(input.len()) - position;
+        assert_eq!(needed, (have >= 12).then_some(size), "cut {cut}");
+        // A file must hold whole batches.
+        assert!(
+            matches!(walk.end_of_file(), Err(Error::Truncated { position: p2, available, .. }) if p2 == position && available == have)
+        );
+    }
+}
+
+#[test]
+fn a_whole_input_ends_complete() {
+    let (input, _) = three_batches();
+    let config = DecodeConfig::default();
+    let mut walk = BatchWalk::new(&input, &config);
+    assert_eq!(walk.by_ref().count(), 3);
+    assert_eq!(walk.end(), Some(WalkEnd::Complete));
+    assert_eq!(walk.position(), input.len());
+    assert!(walk.end_of_file().is_ok());
+    let empty = BatchWalk::new(&[], &config).count();
+    assert_eq!(empty, 0);
+}
+
+#[test]
+fn the_walk_stops_after_an_error() {
+    let (mut input, starts) = three_batches();
+    input[starts[1] + 16] = 9; // bad magic in the second batch
+    let config = DecodeConfig::default();
+    let mut walk = BatchWalk::new(&input, &config);
+    assert!(walk.next().unwrap().is_ok());
+    assert!(matches!(
+        walk.next(),
+        Some(Err(Error::UnsupportedMagic { magic: 9, .. }))
+    ));
+    assert!(walk.next().is_none());
+    assert_eq!(walk.end(), None);
+    assert_eq!(
+        walk.position(),
+        starts[1],
+        "position stays on the bad batch"
+    );
+}
