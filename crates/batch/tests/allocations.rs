@@ -1,0 +1,105 @@
+//! Decoding a warm batch performs zero heap allocations (counted by a counting allocator).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use krec_batch::encode::BatchBuilder;
+use krec_batch::{BatchWalk, Compression, DecodeConfig};
+
+struct Counting;
+
+thread_local! {
+    // Const-initialised so reading it never allocates.
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+// SAFETY: forwards every call unchanged to the system allocator; counting touches only a
+// thread-local Cell, which neither allocates nor reenters the allocator.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.with(|c| c.set(c.get() + 1));
+        // SAFETY: same layout contract as our caller's.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: ptr came from System.alloc with this layout.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.with(|c| c.set(c.get() + 1));
+        // SAFETY: ptr came from System with this layout.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn allocations() -> u64 {
+    ALLOCATIONS.with(Cell::get)
+}
+
+/// Reads everything a consumer would: every record's key, value and two header lookups.
+fn decode(input: &[u8], config: &DecodeConfig) -> usize {
+    let mut sum = 0;
+    for batch in BatchWalk::new(input, config) {
+        let batch = batch.unwrap();
+        for record in batch.records() {
+            let record = record.unwrap();
+            sum += record.key().map_or(0, <[u8]>::len) + record.value().map_or(0, <[u8]>::len);
+            sum += record.headers().get(b"trace-id").map_or(0, |h| h.key.len());
+            sum += record.headers().get(b"missing").map_or(0, |h| h.key.len());
+            sum += record.offset() as usize;
+        }
+    }
+    sum
+}
+
+fn batch(codec: Compression, records: usize) -> Vec<u8> {
+    let value = [b'v'; 100];
+    let mut builder = BatchBuilder::new(0).compression(codec);
+    for i in 0..records {
+        let key = (i as u32).to_be_bytes();
+        builder = builder.record(
+            Some(&key),
+            Some(&value),
+            &[
+                (b"trace-id", Some(b"0123456789")),
+                (b"source", Some(b"bench")),
+                (b"type", None),
+                (b"seq", Some(&key)),
+            ],
+        );
+    }
+    builder.build()
+}
+
+#[test]
+fn warm_batches_decode_without_allocating() {
+    let before = allocations();
+    let probe: Vec<u8> = std::hint::black_box(Vec::with_capacity(64));
+    assert!(allocations() > before, "the counting allocator counts");
+    drop(probe);
+    let config = DecodeConfig::default();
+    for codec in [
+        Compression::None,
+        Compression::Lz4,
+        Compression::Zstd,
+        Compression::Snappy,
+        Compression::Gzip,
+    ] {
+        for records in [1, 100, 1000] {
+            let input = batch(codec, records);
+            let cold = decode(&input, &config);
+            let before = allocations();
+            let warm = decode(&input, &config);
+            let after = allocations();
+            assert_eq!(cold, warm);
+            assert_eq!(
+                after - before,
+                0,
+                "{codec:?} x {records}: allocations on a warm batch"
+            );
+        }
+    }
+}
