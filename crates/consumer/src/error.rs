@@ -212,4 +212,34 @@ pub enum Error {
         /// What is wrong there.
         reason: String,
     },
+
+    /// An input file holds bytes that are not valid Kafka batches (or ends inside one).
+    #[error("{file}: byte {position}: offset {}: {source}", offset_text(*.offset))]
+    DecodeInput {
+        /// The file (`-` for standard input).
+        file: String,
+        /// Byte position in the file of the batch where decoding failed.
+        position: usize,
+        /// Base offset of that batch, when it could be read.
+        offset: Option<i64>,
+        /// What krec-batch found wrong.
+        #[source]
+        source: krec_batch::Error,
+    },
+
+    /// An input file is larger than the configured bound on what is read into memory.
+    #[error("{file}: {size} bytes, over the limit of {limit} (raise --max-file-bytes)")]
+    InputTooLarge {
+        /// The file (`-` for standard input).
+        file: String,
+        /// Its size, or the bytes read before stopping.
+        size: u64,
+        /// The bound.
+        limit: u64,
+    },
+}
+
+/// Shows an offset that may be unknown.
+fn offset_text(offset: Option<i64>) -> String {
+    offset.map_or_else(|| "unknown".to_owned(), |offset| offset.to_string())
 }

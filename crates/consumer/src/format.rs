@@ -13,6 +13,7 @@
 
 mod args;
 mod base64;
+mod batch_record;
 mod escape;
 pub mod json;
 pub mod raw;

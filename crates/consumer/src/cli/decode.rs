@@ -1,17 +1,355 @@
-//! `krec decode FILE...`: decode Kafka log segment files.
+//! `krec decode FILE...`: decode Kafka log segment files and write their records out.
+//!
+//! Each file is read whole (bounded by `--max-file-bytes`), walked batch by
+//! batch, and every record is written in the chosen format. Control records are
+//! checked but only printed with `--print-control`. The first malformed byte
+//! stops everything: the records before it are flushed, then one line on stderr
+//! names file, byte position and offset, and the exit code is 1.
 
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+use krec_batch::{BatchWalk, DecodeConfig};
+
+use crate::format::{FormatArgs, RecordContext, RecordWriter};
+use crate::Error;
+
+/// Largest file read by default: Kafka caps a segment at `log.segment.bytes`,
+/// an int32, so no real segment is bigger.
+const DEFAULT_MAX_FILE_BYTES: u64 = i32::MAX as u64;
 
 /// Arguments of `krec decode`.
 #[derive(Debug, clap::Args)]
 pub struct DecodeArgs {
-    /// Log segment files (`.log`) to decode.
-    #[arg(required = true)]
-    pub files: Vec<std::path::PathBuf>,
+    /// Log segment files (`.log`) to decode, in order; `-` reads standard input.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+
+    /// Output options.
+    #[command(flatten)]
+    pub format: FormatArgs,
+
+    /// Skip the CRC check of each batch (to read past a known-corrupt checksum).
+    #[arg(long = "no-crc")]
+    pub no_crc: bool,
+
+    /// Largest batch accepted, in bytes (suffixes K, M, G: powers of 1024).
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "64M")]
+    pub max_batch_bytes: u64,
+
+    /// Largest decompressed size of one batch, in bytes (suffixes K, M, G).
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "64M")]
+    pub max_decompressed_bytes: u64,
+
+    /// Largest file read into memory, in bytes (suffixes K, M, G).
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value_t = DEFAULT_MAX_FILE_BYTES)]
+    pub max_file_bytes: u64,
+
+    /// Topic name to print (default: from a `TOPIC-PARTITION` parent directory, else unknown).
+    #[arg(long, value_name = "TOPIC")]
+    pub topic: Option<String>,
+
+    /// Partition to print (default: from a `TOPIC-PARTITION` parent directory, else unknown).
+    #[arg(long, value_name = "N")]
+    pub partition: Option<i32>,
 }
 
-/// Runs `krec decode`.
-pub fn run(_args: DecodeArgs) -> ExitCode {
-    eprintln!("krec decode: not implemented yet");
-    ExitCode::FAILURE
+impl DecodeArgs {
+    /// The krec-batch limits these arguments ask for.
+    pub fn decode_config(&self) -> DecodeConfig {
+        DecodeConfig {
+            verify_crc: !self.no_crc,
+            max_batch_bytes: usize::try_from(self.max_batch_bytes).unwrap_or(usize::MAX),
+            max_decompressed_bytes: usize::try_from(self.max_decompressed_bytes)
+                .unwrap_or(usize::MAX),
+            ..DecodeConfig::default()
+        }
+    }
+}
+
+/// Counts of what one decode wrote.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DecodeSummary {
+    /// Batches (or top-level legacy messages) walked.
+    pub batches: u64,
+    /// Data records written.
+    pub records: u64,
+    /// Control records seen (written only with `--print-control`).
+    pub control_records: u64,
+}
+
+/// Runs `krec decode`. Exit codes: 0 success, 1 malformed input or I/O error,
+/// 2 bad options.
+pub fn run(args: DecodeArgs) -> ExitCode {
+    let stdout = io::stdout().lock();
+    let mut writer = match args.format.writer(stdout) {
+        Ok(writer) => writer,
+        Err(error) => {
+            eprintln!("krec decode: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let config = args.decode_config();
+    for file in &args.files {
+        let context = ContextFromPath::new(file, args.topic.as_deref(), args.partition);
+        if let Err(error) = decode_file(file, &config, &context, args.max_file_bytes, &mut writer) {
+            // Everything before the bad spot goes out before the message.
+            let flushed = writer.flush();
+            if is_broken_pipe(&error)
+                || flushed
+                    .as_ref()
+                    .is_err_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+            {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("krec decode: {error}");
+            return ExitCode::FAILURE;
+        }
+    }
+    match writer.flush() {
+        Ok(()) => ExitCode::SUCCESS,
+        // The reader went away (`krec decode f.log | head`): it asked for no more.
+        Err(error) if error.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("krec decode: writing output: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn is_broken_pipe(error: &Error) -> bool {
+    matches!(error, Error::Io { source, .. } if source.kind() == io::ErrorKind::BrokenPipe)
+}
+
+/// Reads one file (or stdin for `-`) and writes its records.
+fn decode_file<W: Write>(
+    path: &Path,
+    config: &DecodeConfig,
+    context: &ContextFromPath,
+    max_file_bytes: u64,
+    writer: &mut RecordWriter<W>,
+) -> Result<DecodeSummary, Error> {
+    let data = read_input(path, max_file_bytes)?;
+    decode_bytes(&data, config, &context.as_context(), writer).map_err(|failure| match failure {
+        DecodeFailure::Input(source) => Error::DecodeInput {
+            file: path.display().to_string(),
+            position: source.position().unwrap_or(0),
+            offset: source.offset(),
+            source,
+        },
+        DecodeFailure::Output(source) => Error::Io {
+            context: "writing output".into(),
+            source,
+        },
+    })
+}
+
+/// Why [`decode_bytes`] stopped.
+#[derive(Debug)]
+pub enum DecodeFailure {
+    /// The input is malformed or truncated at the error's position.
+    Input(krec_batch::Error),
+    /// Writing the output failed.
+    Output(io::Error),
+}
+
+/// Decodes one whole segment image: every complete batch, records in order. A
+/// partial batch at the end is an error ([`krec_batch::Error::Truncated`]), as a
+/// segment file only ever holds whole batches. Control records are always walked
+/// (so a malformed one is reported) and handed to the writer, which prints them
+/// only if asked to.
+pub fn decode_bytes<W: Write>(
+    data: &[u8],
+    config: &DecodeConfig,
+    context: &RecordContext<'_>,
+    writer: &mut RecordWriter<W>,
+) -> Result<DecodeSummary, DecodeFailure> {
+    let mut summary = DecodeSummary::default();
+    let mut walk = BatchWalk::new(data, config);
+    for batch in &mut walk {
+        let batch = batch.map_err(DecodeFailure::Input)?;
+        summary.batches += 1;
+        if batch.is_control() {
+            for control in batch.control_records() {
+                let control = control.map_err(DecodeFailure::Input)?;
+                writer
+                    .write_control(context, &control)
+                    .map_err(DecodeFailure::Output)?;
+                summary.control_records += 1;
+            }
+        } else {
+            for record in batch.records() {
+                let record = record.map_err(DecodeFailure::Input)?;
+                writer
+                    .write_record(context, &record)
+                    .map_err(DecodeFailure::Output)?;
+                summary.records += 1;
+            }
+        }
+    }
+    walk.end_of_file().map_err(DecodeFailure::Input)?;
+    Ok(summary)
+}
+
+/// Reads a file (or stdin for `-`) whole, refusing more than `max_bytes`.
+fn read_input(path: &Path, max_bytes: u64) -> Result<Vec<u8>, Error> {
+    let shown = path.display().to_string();
+    let io_error = |source| Error::Io {
+        context: format!("reading {shown}"),
+        source,
+    };
+    let mut data = Vec::new();
+    // One byte past the limit tells "exactly at the limit" from "over it",
+    // also for stdin and files that grow while being read.
+    let read_limit = max_bytes.saturating_add(1);
+    if path == Path::new("-") {
+        io::stdin()
+            .lock()
+            .take(read_limit)
+            .read_to_end(&mut data)
+            .map_err(io_error)?;
+    } else {
+        let file = std::fs::File::open(path).map_err(io_error)?;
+        let size = file.metadata().map_err(io_error)?.len();
+        if size > max_bytes {
+            return Err(Error::InputTooLarge {
+                file: shown,
+                size,
+                limit: max_bytes,
+            });
+        }
+        data.reserve_exact(usize::try_from(size).unwrap_or(0));
+        file.take(read_limit)
+            .read_to_end(&mut data)
+            .map_err(io_error)?;
+    }
+    let size = data.len() as u64;
+    if size > max_bytes {
+        return Err(Error::InputTooLarge {
+            file: shown,
+            size,
+            limit: max_bytes,
+        });
+    }
+    Ok(data)
+}
+
+/// Topic and partition for a file: given on the command line, else parsed from
+/// the parent directory when it is named like a broker's `TOPIC-PARTITION` directory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct ContextFromPath {
+    topic: Option<String>,
+    partition: Option<i32>,
+}
+
+impl ContextFromPath {
+    fn new(path: &Path, topic: Option<&str>, partition: Option<i32>) -> Self {
+        let from_dir = path.canonicalize().ok().and_then(|full| {
+            full.parent()
+                .and_then(|dir| dir.file_name())
+                .and_then(|name| name.to_str())
+                .and_then(topic_partition)
+                .map(|(t, p)| (t.to_owned(), p))
+        });
+        ContextFromPath {
+            topic: topic
+                .map(str::to_owned)
+                .or_else(|| from_dir.as_ref().map(|(t, _)| t.clone())),
+            partition: partition.or(from_dir.map(|(_, p)| p)),
+        }
+    }
+
+    fn as_context(&self) -> RecordContext<'_> {
+        RecordContext {
+            topic: self.topic.as_deref(),
+            partition: self.partition,
+        }
+    }
+}
+
+/// Splits a broker partition directory name `TOPIC-N` (topic of Kafka's legal
+/// characters `[A-Za-z0-9._-]`, N a non-negative int32).
+fn topic_partition(dir_name: &str) -> Option<(&str, i32)> {
+    let (topic, partition) = dir_name.rsplit_once('-')?;
+    let legal = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+    if topic.is_empty() || topic.len() > 249 || !topic.chars().all(legal) {
+        return None;
+    }
+    if partition.is_empty() || !partition.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some((topic, partition.parse().ok()?))
+}
+
+/// Parses a byte count with an optional binary suffix: `4096`, `64K`, `64M`, `1G`, `64MiB`.
+fn parse_size(text: &str) -> Result<u64, String> {
+    let trimmed = text.trim();
+    let digits_end = trimmed
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(trimmed.len());
+    let (digits, suffix) = trimmed.split_at(digits_end);
+    let number: u64 = digits
+        .parse()
+        .map_err(|_| format!("`{text}` is not a byte count (e.g. 4096, 64K, 64M, 1G)"))?;
+    let shift = match suffix.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        _ => {
+            return Err(format!(
+                "`{text}`: unknown size suffix `{suffix}` (K, M or G)"
+            ))
+        }
+    };
+    number
+        .checked_mul(1 << shift)
+        .ok_or_else(|| format!("`{text}` is too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{parse_size, topic_partition};
+
+    #[test]
+    fn sizes() {
+        let cases = [
+            ("0", Ok(0)),
+            ("4096", Ok(4096)),
+            ("64K", Ok(64 << 10)),
+            ("64M", Ok(64 << 20)),
+            ("64MiB", Ok(64 << 20)),
+            ("1g", Ok(1 << 30)),
+            ("12x", Err(())),
+            ("", Err(())),
+            ("M", Err(())),
+            ("-1", Err(())),
+            ("99999999999999999999", Err(())),
+            ("17179869184G", Err(())),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(parse_size(text).map_err(|_| ()), expected, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn broker_directory_names() {
+        let cases = [
+            ("orders-0", Some(("orders", 0))),
+            ("my-topic-12", Some(("my-topic", 12))),
+            ("__consumer_offsets-49", Some(("__consumer_offsets", 49))),
+            ("a.b_c-2147483647", Some(("a.b_c", i32::MAX))),
+            ("orders-2147483648", None),
+            ("orders", None),
+            ("orders-", None),
+            ("-3", None),
+            ("orders-+3", None),
+            ("ord ers-1", None),
+            ("orders-1.delete", None),
+        ];
+        for (name, expected) in cases {
+            assert_eq!(topic_partition(name), expected, "{name:?}");
+        }
+    }
 }
