@@ -1,1 +1,285 @@
-//! Fetch pipeline and async consumer API (owned by the consume work; placeholder).
+//! Fetch pipeline and the embeddable async consumer.
+//!
+//! Layout:
+//! - [`config`]: settings, start offsets, reset policy.
+//! - [`cursor`]: per-partition positions and what one fetch response does to them.
+//! - [`chunk`]: fetched data and its decoding (aborted transactions hidden, borrowed records).
+//! - `coordinator`: Metadata and ListOffsets lookups; starts one fetch loop per leader.
+//! - `fetch_loop`: one fetch in flight per broker, the next sent before decoding.
+//! - [`workers`]: decode threads with per-partition ordering, for programs that print.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), krec_consumer::Error> {
+//! use krec_consumer::consumer::{Consumer, ConsumerConfig, Fetched, StartOffset};
+//! let config = ConsumerConfig::new(vec!["127.0.0.1:9092".into()]);
+//! let mut consumer = Consumer::connect(config.clone()).await?;
+//! let partitions = consumer.partitions("events").await?;
+//! consumer.assign("events", &partitions, StartOffset::Beginning).await?;
+//! loop {
+//!     if let Fetched::Chunk(chunk) = consumer.poll().await? {
+//!         for batch in chunk.batches(&config.decode) {
+//!             for record in batch?.records() {
+//!                 let record = record?;
+//!                 println!("{} {:?}", record.offset(), record.value());
+//!             }
+//!         }
+//!     }
+//! }
+//! # }
+//! ```
+
+pub mod chunk;
+pub mod config;
+mod coordinator;
+pub mod cursor;
+mod fetch_loop;
+mod shared;
+pub mod workers;
+
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, Mutex as AsyncMutex};
+
+pub use chunk::{ChunkBatch, ChunkBatches, PartitionChunk};
+pub use config::{ConsumerConfig, OffsetReset, StartOffset};
+
+use crate::client::metadata::MetadataClient;
+use crate::Error;
+use cursor::{Cursor, CursorState};
+use shared::{Event, Shared};
+
+/// What [`Consumer::poll`] returns.
+#[derive(Debug)]
+pub enum Fetched {
+    /// Fetched record batches of one partition.
+    Chunk(PartitionChunk),
+    /// A partition reached its end offset (high watermark, or last stable offset when reading
+    /// committed data) as observed by the fetch that got there.
+    EndOfPartition {
+        /// Topic name.
+        topic: Arc<str>,
+        /// Partition id.
+        partition: i32,
+        /// The end offset.
+        offset: i64,
+    },
+}
+
+/// Where one assigned partition stands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartitionPosition {
+    /// Topic name.
+    pub topic: Arc<str>,
+    /// Partition id.
+    pub partition: i32,
+    /// Next offset to fetch (-1 while the start offset is being looked up).
+    pub offset: i64,
+    /// Last high watermark seen (-1 before the first fetch).
+    pub high_watermark: i64,
+    /// Last stable offset seen (-1 before the first fetch).
+    pub last_stable_offset: i64,
+}
+
+impl PartitionPosition {
+    /// Records between the position and the end the consumer reads to (0 when unknown).
+    pub fn lag(&self, read_committed: bool) -> i64 {
+        let end = if read_committed && self.last_stable_offset >= 0 {
+            self.last_stable_offset
+        } else {
+            self.high_watermark
+        };
+        if end < 0 || self.offset < 0 {
+            0
+        } else {
+            (end - self.offset).max(0)
+        }
+    }
+}
+
+/// An async Kafka consumer of assigned partitions (no consumer group).
+///
+/// Background tasks fetch from every leader with one request in flight per broker; fetched
+/// data waits in a queue bounded by [`ConsumerConfig::buffer_bytes`] until [`Consumer::poll`]
+/// hands it out. Dropping the consumer stops the tasks.
+#[derive(Debug)]
+pub struct Consumer {
+    shared: Arc<Shared>,
+    events: mpsc::UnboundedReceiver<Event>,
+    metadata: Arc<AsyncMutex<MetadataClient>>,
+}
+
+impl Consumer {
+    /// Connects to the first bootstrap broker that answers and starts the background tasks.
+    /// Must be called inside a tokio runtime.
+    pub async fn connect(config: ConsumerConfig) -> Result<Self, Error> {
+        let mut metadata = MetadataClient::new(config.bootstrap.clone(), config.connection.clone());
+        metadata.fetch(&[]).await?;
+        let metadata = Arc::new(AsyncMutex::new(metadata));
+        let (sender, events) = mpsc::unbounded_channel();
+        let shared = Shared::new(config, sender);
+        let task = tokio::spawn(coordinator::run(shared.clone(), metadata.clone()));
+        shared.track(task);
+        Ok(Self {
+            shared,
+            events,
+            metadata,
+        })
+    }
+
+    /// The settings the consumer runs with.
+    pub fn config(&self) -> &ConsumerConfig {
+        &self.shared.config
+    }
+
+    /// The partition ids of `topic`, or [`Error::UnknownTopic`].
+    pub async fn partitions(&self, topic: &str) -> Result<Vec<i32>, Error> {
+        let metadata = self
+            .metadata
+            .lock()
+            .await
+            .fetch(&[topic.to_owned()])
+            .await?;
+        let topic = metadata.topic(topic)?;
+        Ok(topic.partitions.iter().map(|p| p.partition).collect())
+    }
+
+    /// Adds partitions of `topic`, each starting at `start` (already assigned ones seek).
+    pub async fn assign(
+        &mut self,
+        topic: &str,
+        partitions: &[i32],
+        start: StartOffset,
+    ) -> Result<(), Error> {
+        let existing = self.partitions(topic).await?;
+        if let Some(missing) = partitions.iter().find(|p| !existing.contains(p)) {
+            return Err(Error::UnknownPartition {
+                topic: topic.to_owned(),
+                partition: *missing,
+                count: existing.len(),
+            });
+        }
+        let topic: Arc<str> = Arc::from(topic);
+        {
+            let mut state = self.shared.state();
+            for &partition in partitions {
+                let key = (topic.clone(), partition);
+                match state.cursors.get_mut(&key) {
+                    Some(cursor) => seek_cursor(cursor, start),
+                    None => {
+                        state
+                            .cursors
+                            .insert(key, Cursor::new(topic.clone(), partition, start));
+                    }
+                }
+            }
+            state.metadata_stale = true;
+        }
+        self.shared.coordinator_wakeup.notify_one();
+        Ok(())
+    }
+
+    /// Moves an assigned partition to `start`; data fetched for the old position is dropped.
+    pub fn seek(&mut self, topic: &str, partition: i32, start: StartOffset) -> Result<(), Error> {
+        {
+            let mut state = self.shared.state();
+            let cursor = state
+                .cursors
+                .iter_mut()
+                .find(|((t, p), _)| &**t == topic && *p == partition)
+                .map(|(_, cursor)| cursor)
+                .ok_or_else(|| Error::InvalidArgument {
+                    what: "partition",
+                    detail: format!("{topic}/{partition} is not assigned"),
+                })?;
+            seek_cursor(cursor, start);
+        }
+        self.shared.coordinator_wakeup.notify_one();
+        self.shared.fetch_wakeup.notify_waiters();
+        Ok(())
+    }
+
+    /// The next chunk or end-of-partition notice, in fetch order per partition.
+    ///
+    /// Errors are final: after one, the consumer has stopped fetching.
+    pub async fn poll(&mut self) -> Result<Fetched, Error> {
+        loop {
+            let event = self.events.recv().await.ok_or(Error::Stopped)?;
+            match event {
+                Event::Chunk(chunk) => {
+                    if self.is_current(chunk.topic(), chunk.partition(), chunk.generation()) {
+                        return Ok(Fetched::Chunk(chunk));
+                    }
+                }
+                Event::EndOfPartition {
+                    topic,
+                    partition,
+                    offset,
+                    generation,
+                } => {
+                    if self.is_current(&topic, partition, generation) {
+                        return Ok(Fetched::EndOfPartition {
+                            topic,
+                            partition,
+                            offset,
+                        });
+                    }
+                }
+                Event::Failed(error) => {
+                    self.shared.stop();
+                    return Err(error);
+                }
+            }
+        }
+    }
+
+    /// Where every assigned partition stands.
+    pub fn positions(&self) -> Vec<PartitionPosition> {
+        let state = self.shared.state();
+        state
+            .cursors
+            .values()
+            .map(|c| PartitionPosition {
+                topic: c.topic.clone(),
+                partition: c.partition,
+                offset: match c.state {
+                    CursorState::NeedsOffset(_) => -1,
+                    _ => c.offset,
+                },
+                high_watermark: c.high_watermark,
+                last_stable_offset: c.last_stable_offset,
+            })
+            .collect()
+    }
+
+    fn is_current(&self, topic: &str, partition: i32, generation: u64) -> bool {
+        let state = self.shared.state();
+        state
+            .cursors
+            .iter()
+            .find(|((t, p), _)| &**t == topic && *p == partition)
+            .is_some_and(|(_, cursor)| cursor.generation == generation)
+    }
+}
+
+impl Drop for Consumer {
+    fn drop(&mut self) {
+        self.shared.stop();
+    }
+}
+
+fn seek_cursor(cursor: &mut Cursor, start: StartOffset) {
+    cursor.generation += 1;
+    cursor.at_end = false;
+    cursor.stalled_fetches = 0;
+    match start {
+        StartOffset::Offset(offset) => {
+            cursor.offset = offset;
+            cursor.state = if cursor.leader >= 0 {
+                CursorState::Ready
+            } else {
+                CursorState::NeedsLeader
+            };
+        }
+        other => cursor.state = CursorState::NeedsOffset(other),
+    }
+}

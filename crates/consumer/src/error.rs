@@ -136,7 +136,7 @@ pub enum Error {
     },
 
     /// A partition's records could not be decoded.
-    #[error("{topic}/{partition} at fetch offset {fetch_offset}: {detail}")]
+    #[error("{topic}/{partition} at fetch offset {fetch_offset}: {source}")]
     Decode {
         /// The topic.
         topic: String,
@@ -145,7 +145,25 @@ pub enum Error {
         /// The offset the fetch started at.
         fetch_offset: i64,
         /// What krec-batch found wrong.
-        detail: String,
+        #[source]
+        source: krec_batch::Error,
+    },
+
+    /// A fetched batch header announces a length no batch can have.
+    #[error("{topic}/{partition} at fetch offset {fetch_offset}: batch at byte {position} (offset {offset}) has an impossible length {length}")]
+    MalformedBatch {
+        /// The topic.
+        topic: String,
+        /// The partition.
+        partition: i32,
+        /// The offset the fetch started at.
+        fetch_offset: i64,
+        /// Byte position of the batch in the partition's record bytes.
+        position: usize,
+        /// The batch's base offset field.
+        offset: i64,
+        /// The length field.
+        length: i32,
     },
 
     /// Offsets did not follow each other: records would be lost or duplicated.

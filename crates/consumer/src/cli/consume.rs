@@ -1,17 +1,337 @@
-//! `krec consume`: read topics from a Kafka cluster.
+//! `krec consume`: read a topic from a Kafka cluster and write its records out.
+//!
+//! The network side runs on one tokio thread (the consumer's fetch loops); decoding and
+//! formatting run on decode threads, one per core by default, each owning whole partitions so
+//! that output is in offset order per partition.
 
+use std::io::Write;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-/// Arguments of `krec consume`.
+use krec_batch::DecodeConfig;
+
+use crate::consumer::workers::DecodePool;
+use crate::consumer::{
+    Consumer, ConsumerConfig, Fetched, OffsetReset, PartitionChunk, StartOffset,
+};
+use crate::format::{FormatArgs, RecordContext, RecordWriter};
+use crate::Error;
+
+/// Arguments of `krec consume` (kcat's names where they exist).
 #[derive(Debug, clap::Args)]
 pub struct ConsumeArgs {
     /// Bootstrap brokers, `HOST:PORT[,HOST:PORT...]`.
-    #[arg(short = 'b', long = "brokers")]
+    #[arg(short = 'b', long = "brokers", value_name = "HOST:PORT,...")]
     pub brokers: String,
+
+    /// Topic to consume.
+    #[arg(short = 't', long = "topic")]
+    pub topic: String,
+
+    /// Partitions to consume, comma-separated (default: all).
+    #[arg(
+        short = 'p',
+        long = "partitions",
+        value_delimiter = ',',
+        value_name = "N,..."
+    )]
+    pub partitions: Vec<i32>,
+
+    /// Where to start: `beginning`, `end`, an absolute `OFFSET`, `-N` (N before the end),
+    /// or `@TIMESTAMP_MS` (first record at or after that time).
+    #[arg(
+        short = 'o',
+        long = "offset",
+        default_value = "beginning",
+        value_name = "WHERE"
+    )]
+    pub offset: String,
+
+    /// Exit once every partition has reached its end offset (like kcat's `-e`).
+    #[arg(short = 'e', long = "exit")]
+    pub exit_at_end: bool,
+
+    /// Exit after writing this many records.
+    #[arg(short = 'c', long = "count", value_name = "N")]
+    pub count: Option<u64>,
+
+    /// `read_uncommitted` (default, like kcat) or `read_committed` (hides aborted transactions).
+    #[arg(long = "isolation", default_value = "read_uncommitted", value_parser = ["read_uncommitted", "read_committed"])]
+    pub isolation: String,
+
+    /// When a fetch offset is out of range: `earliest`, `latest` or `fail`.
+    #[arg(long = "reset", default_value = "earliest", value_name = "POLICY")]
+    pub reset: String,
+
+    /// Print records/s, MB/s and lag per partition to stderr every SECONDS (default 1).
+    #[arg(long = "stats", value_name = "SECONDS", num_args = 0..=1, default_missing_value = "1")]
+    pub stats: Option<f64>,
+
+    /// Decode threads (default: one per core).
+    #[arg(long = "threads", value_name = "N")]
+    pub threads: Option<usize>,
+
+    /// Record bytes per fetch response.
+    #[arg(long = "max-bytes", value_name = "BYTES", default_value_t = 50 << 20)]
+    pub max_bytes: i32,
+
+    /// Record bytes per partition in a fetch response.
+    #[arg(long = "partition-max-bytes", value_name = "BYTES", default_value_t = 1 << 20)]
+    pub partition_max_bytes: i32,
+
+    /// Fetched bytes buffered before fetching pauses.
+    #[arg(long = "buffer-bytes", value_name = "BYTES", default_value_t = 256 << 20)]
+    pub buffer_bytes: usize,
+
+    /// How long the broker may wait for data before answering a fetch, in milliseconds.
+    #[arg(long = "max-wait-ms", value_name = "MS", default_value_t = 500)]
+    pub max_wait_ms: u64,
+
+    /// Skip the CRC check of each batch.
+    #[arg(long = "no-crc")]
+    pub no_crc: bool,
+
+    /// Output options.
+    #[command(flatten)]
+    pub format: FormatArgs,
+}
+
+impl ConsumeArgs {
+    /// The consumer settings these arguments describe.
+    pub fn consumer_config(&self) -> Result<ConsumerConfig, Error> {
+        let mut config = ConsumerConfig::new(ConsumerConfig::parse_bootstrap(&self.brokers)?);
+        config.read_committed = self.isolation == "read_committed";
+        config.offset_reset = self.reset.parse::<OffsetReset>()?;
+        if self.max_bytes <= 0 || self.partition_max_bytes <= 0 {
+            return Err(Error::InvalidArgument {
+                what: "fetch size",
+                detail: "--max-bytes and --partition-max-bytes must be positive".to_owned(),
+            });
+        }
+        config.max_bytes = self.max_bytes;
+        config.partition_max_bytes = self.partition_max_bytes;
+        config.connection.max_frame_bytes = self.max_bytes as usize + (16 << 20);
+        config.buffer_bytes = self.buffer_bytes.max(1);
+        config.max_wait = Duration::from_millis(self.max_wait_ms);
+        config.decode = DecodeConfig {
+            verify_crc: !self.no_crc,
+            ..DecodeConfig::default()
+        };
+        Ok(config)
+    }
 }
 
 /// Runs `krec consume`.
-pub fn run(_args: ConsumeArgs) -> ExitCode {
-    eprintln!("krec consume: not implemented yet");
+pub fn run(args: ConsumeArgs) -> ExitCode {
+    init_logging();
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(source) => {
+            return report(&Error::Io {
+                context: "starting the async runtime".to_owned(),
+                source,
+            })
+        }
+    };
+    match runtime.block_on(consume(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => report(&error),
+    }
+}
+
+fn report(error: &Error) -> ExitCode {
+    let _ = std::io::stdout().flush();
+    eprintln!("krec consume: {error}");
     ExitCode::FAILURE
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// Counters shared by the decode threads and the stats printer.
+#[derive(Debug, Default)]
+struct Progress {
+    records: AtomicU64,
+    bytes: AtomicU64,
+    /// Records claimed for output, for `-c`.
+    claimed: AtomicU64,
+    /// Set once `-c` is satisfied.
+    count_reached: AtomicBool,
+}
+
+async fn consume(args: ConsumeArgs) -> Result<(), Error> {
+    let config = args.consumer_config()?;
+    let start = args.offset.parse::<StartOffset>()?;
+    // Check the format before touching the network.
+    args.format.output_format()?;
+    if args.count == Some(0) {
+        return Ok(());
+    }
+    let read_committed = config.read_committed;
+    let mut consumer = Consumer::connect(config.clone()).await?;
+    let partitions = if args.partitions.is_empty() {
+        consumer.partitions(&args.topic).await?
+    } else {
+        args.partitions.clone()
+    };
+    consumer.assign(&args.topic, &partitions, start).await?;
+
+    let progress = Arc::new(Progress::default());
+    let (count_done, mut count_reached) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let threads = args.threads.unwrap_or_else(DecodePool::default_threads);
+    let mut pool = DecodePool::start(threads, |_| {
+        let writer = args.format.writer(std::io::stdout());
+        let decode = config.decode.clone();
+        let progress = progress.clone();
+        let count_done = count_done.clone();
+        let limit = args.count;
+        let mut writer = writer.ok();
+        move |chunk: PartitionChunk| {
+            let Some(writer) = writer.as_mut() else {
+                return Ok(());
+            };
+            let reached = write_chunk(&chunk, writer, &decode, &progress, limit)?;
+            if reached {
+                let _ = count_done.send(());
+            }
+            Ok(())
+        }
+    })?;
+
+    let mut remaining: std::collections::BTreeSet<i32> = partitions.iter().copied().collect();
+    let stats_every = args.stats.map(|s| Duration::from_secs_f64(s.max(0.05)));
+    let mut stats_timer = tokio::time::interval(stats_every.unwrap_or(Duration::from_secs(3600)));
+    stats_timer.tick().await;
+    let mut last_stats = (Instant::now(), 0u64, 0u64);
+    let outcome = loop {
+        tokio::select! {
+            fetched = consumer.poll() => match fetched {
+                Ok(Fetched::Chunk(chunk)) => {
+                    if let Err(error) = pool.submit(chunk) {
+                        break Err(error);
+                    }
+                }
+                Ok(Fetched::EndOfPartition { partition, offset, .. }) => {
+                    tracing::debug!(partition, offset, "reached the end of the partition");
+                    remaining.remove(&partition);
+                    if args.exit_at_end && remaining.is_empty() {
+                        break Ok(());
+                    }
+                }
+                Err(error) => break Err(error),
+            },
+            error = pool.failure() => break Err(error),
+            _ = count_reached.recv() => break Ok(()),
+            _ = stats_timer.tick(), if stats_every.is_some() => {
+                print_stats(&consumer, &progress, &mut last_stats, read_committed);
+            }
+        }
+    };
+    drop(consumer);
+    let finished = tokio::task::spawn_blocking(move || pool.finish())
+        .await
+        .unwrap_or(Err(Error::Stopped));
+    if stats_every.is_some() {
+        eprintln!(
+            "krec consume: {} records, {} bytes",
+            progress.records.load(Ordering::Relaxed),
+            progress.bytes.load(Ordering::Relaxed)
+        );
+    }
+    outcome.and(finished)
+}
+
+/// Decodes one chunk and writes its records; returns true when this chunk satisfied `-c`.
+fn write_chunk<W: Write>(
+    chunk: &PartitionChunk,
+    writer: &mut RecordWriter<W>,
+    decode: &DecodeConfig,
+    progress: &Progress,
+    limit: Option<u64>,
+) -> Result<bool, Error> {
+    if progress.count_reached.load(Ordering::Relaxed) {
+        return Ok(false);
+    }
+    let context = RecordContext::new(chunk.topic(), chunk.partition());
+    let output_error = |source| Error::Io {
+        context: "writing records".to_owned(),
+        source,
+    };
+    let mut written = 0u64;
+    let mut reached = false;
+    'batches: for batch in chunk.batches(decode) {
+        let batch = batch?;
+        if batch.batch().is_control() {
+            if writer.prints_control() {
+                for control in batch.control_records() {
+                    writer
+                        .write_control(&context, &control?)
+                        .map_err(output_error)?;
+                }
+            }
+            continue;
+        }
+        for record in batch.records() {
+            let record = record?;
+            if let Some(limit) = limit {
+                let slot = progress.claimed.fetch_add(1, Ordering::Relaxed);
+                if slot >= limit {
+                    break 'batches;
+                }
+                if slot + 1 == limit {
+                    progress.count_reached.store(true, Ordering::Relaxed);
+                    reached = true;
+                }
+            }
+            writer
+                .write_record(&context, &record)
+                .map_err(output_error)?;
+            written += 1;
+            if reached {
+                break 'batches;
+            }
+        }
+    }
+    writer.flush().map_err(output_error)?;
+    progress.records.fetch_add(written, Ordering::Relaxed);
+    progress
+        .bytes
+        .fetch_add(chunk.records_bytes().len() as u64, Ordering::Relaxed);
+    Ok(reached)
+}
+
+fn print_stats(
+    consumer: &Consumer,
+    progress: &Progress,
+    last: &mut (Instant, u64, u64),
+    read_committed: bool,
+) {
+    let now = Instant::now();
+    let records = progress.records.load(Ordering::Relaxed);
+    let bytes = progress.bytes.load(Ordering::Relaxed);
+    let seconds = now.duration_since(last.0).as_secs_f64().max(1e-9);
+    let rate = (records - last.1) as f64 / seconds;
+    let mb_rate = (bytes - last.2) as f64 / seconds / 1e6;
+    *last = (now, records, bytes);
+    let mut line = format!("krec stats: {rate:.0} records/s {mb_rate:.2} MB/s lag");
+    for position in consumer.positions() {
+        line.push_str(&format!(
+            " {}/{}={}",
+            position.topic,
+            position.partition,
+            position.lag(read_committed)
+        ));
+    }
+    eprintln!("{line}");
 }

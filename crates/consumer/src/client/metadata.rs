@@ -7,7 +7,7 @@ use kafka_protocol::messages::{MetadataRequest, MetadataResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use uuid::Uuid;
 
-use super::{codes, error_name, Connection};
+use super::{codes, error_name, Connection, ConnectionSettings};
 use crate::Error;
 
 /// What the cluster said about its brokers and the topics asked for.
@@ -90,6 +90,80 @@ pub async fn fetch_metadata(
         .with_allow_auto_topic_creation(false);
     let (_, response) = connection.request(&request).await?;
     Ok(from_response(response))
+}
+
+/// Keeps one connection for metadata requests, falling back over every known broker and then
+/// the bootstrap list when it breaks.
+#[derive(Debug)]
+pub struct MetadataClient {
+    connection: Option<Connection>,
+    bootstrap: Vec<String>,
+    known: Vec<String>,
+    settings: ConnectionSettings,
+}
+
+impl MetadataClient {
+    /// A client that will connect to `bootstrap` on first use.
+    pub fn new(bootstrap: Vec<String>, settings: ConnectionSettings) -> Self {
+        Self {
+            connection: None,
+            bootstrap,
+            known: Vec::new(),
+            settings,
+        }
+    }
+
+    /// Metadata for `topics` from whichever broker answers first.
+    pub async fn fetch(&mut self, topics: &[String]) -> Result<ClusterMetadata, Error> {
+        let mut last = None;
+        if let Some(connection) = self.connection.as_mut() {
+            match fetch_metadata(connection, topics).await {
+                Ok(metadata) => return Ok(self.remember(metadata)),
+                Err(error) => {
+                    tracing::debug!(%error, "metadata connection failed; trying other brokers");
+                    self.connection = None;
+                    last = Some(error);
+                }
+            }
+        }
+        let mut candidates = self.known.clone();
+        for address in &self.bootstrap {
+            if !candidates.contains(address) {
+                candidates.push(address.clone());
+            }
+        }
+        for address in candidates {
+            let attempt = async {
+                let mut connection = Connection::connect(&address, &self.settings).await?;
+                let metadata = fetch_metadata(&mut connection, topics).await?;
+                Ok::<_, Error>((connection, metadata))
+            };
+            match attempt.await {
+                Ok((connection, metadata)) => {
+                    self.connection = Some(connection);
+                    return Ok(self.remember(metadata));
+                }
+                Err(error) => {
+                    tracing::debug!(broker = %address, %error, "metadata attempt failed");
+                    last = Some(error);
+                }
+            }
+        }
+        Err(Error::NoBroker {
+            brokers: self.bootstrap.join(","),
+            last: Box::new(last.unwrap_or(Error::InvalidArgument {
+                what: "brokers",
+                detail: "the bootstrap list is empty".to_owned(),
+            })),
+        })
+    }
+
+    fn remember(&mut self, metadata: ClusterMetadata) -> ClusterMetadata {
+        let mut known: Vec<String> = metadata.brokers.values().cloned().collect();
+        known.sort();
+        self.known = known;
+        metadata
+    }
 }
 
 fn from_response(response: MetadataResponse) -> ClusterMetadata {

@@ -1,0 +1,412 @@
+//! A fetched partition chunk and its decoding: complete batches in order, records before the
+//! fetch offset skipped, aborted transactions hidden under `read_committed`.
+
+use std::sync::Arc;
+
+use krec_batch::{Batch, BatchWalk, ControlKind, ControlRecord, DecodeConfig, Record, WalkEnd};
+use tokio::sync::OwnedSemaphorePermit;
+
+use super::cursor::ChunkData;
+use crate::client::fetch::AbortedTransaction;
+use crate::Error;
+
+/// The complete batches one fetch returned for one partition.
+///
+/// The record bytes are a slice of the response frame (no copy). While the chunk is alive it
+/// counts against the consumer's buffer budget; dropping it lets fetching go on.
+#[derive(Debug)]
+pub struct PartitionChunk {
+    topic: Arc<str>,
+    partition: i32,
+    generation: u64,
+    data: ChunkData,
+    read_committed: bool,
+    _budget: Option<OwnedSemaphorePermit>,
+}
+
+impl PartitionChunk {
+    pub(crate) fn new(
+        topic: Arc<str>,
+        partition: i32,
+        generation: u64,
+        data: ChunkData,
+        read_committed: bool,
+        budget: Option<OwnedSemaphorePermit>,
+    ) -> Self {
+        Self {
+            topic,
+            partition,
+            generation,
+            data,
+            read_committed,
+            _budget: budget,
+        }
+    }
+
+    /// Topic name.
+    pub fn topic(&self) -> &str {
+        &self.topic
+    }
+
+    /// Partition id.
+    pub fn partition(&self) -> i32 {
+        self.partition
+    }
+
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The first offset this chunk delivers.
+    pub fn fetch_offset(&self) -> i64 {
+        self.data.fetch_offset
+    }
+
+    /// The offset after the chunk's last batch: the next chunk of the partition starts here.
+    pub fn next_offset(&self) -> i64 {
+        self.data.next_offset
+    }
+
+    /// High watermark when the chunk was fetched.
+    pub fn high_watermark(&self) -> i64 {
+        self.data.high_watermark
+    }
+
+    /// Last stable offset when the chunk was fetched.
+    pub fn last_stable_offset(&self) -> i64 {
+        self.data.last_stable_offset
+    }
+
+    /// The raw record batches.
+    pub fn records_bytes(&self) -> &bytes::Bytes {
+        &self.data.records
+    }
+
+    /// Decodes the chunk's batches in order. Control batches are yielded (their markers can be
+    /// printed); aborted transactional batches are not when reading committed data.
+    pub fn batches<'a>(&'a self, config: &'a DecodeConfig) -> ChunkBatches<'a> {
+        let mut aborted = self.data.aborted.clone();
+        // Popped from the back in first-offset order.
+        aborted.sort_by_key(|a| std::cmp::Reverse(a.first_offset));
+        ChunkBatches {
+            chunk: self,
+            walk: BatchWalk::new_shared(&self.data.records, config),
+            pending_aborts: aborted,
+            aborted_producers: Vec::new(),
+            last_next_offset: None,
+            finished: false,
+            aborted_records: 0,
+        }
+    }
+
+    fn decode_error(&self, source: krec_batch::Error) -> Error {
+        Error::Decode {
+            topic: self.topic.to_string(),
+            partition: self.partition,
+            fetch_offset: self.data.fetch_offset,
+            source,
+        }
+    }
+}
+
+/// Iterator over a chunk's decoded batches (see [`PartitionChunk::batches`]).
+pub struct ChunkBatches<'a> {
+    chunk: &'a PartitionChunk,
+    walk: BatchWalk<'a>,
+    pending_aborts: Vec<AbortedTransaction>,
+    aborted_producers: Vec<i64>,
+    last_next_offset: Option<i64>,
+    finished: bool,
+    aborted_records: u64,
+}
+
+impl<'a> ChunkBatches<'a> {
+    /// Records hidden so far because their transaction was aborted.
+    pub fn aborted_records(&self) -> u64 {
+        self.aborted_records
+    }
+
+    /// Whether `batch` belongs to an aborted transaction, following the fetch response's
+    /// aborted list the way Kafka's Java consumer does: a producer becomes aborted once the
+    /// walk passes the first offset of one of its aborted transactions, and stops being
+    /// aborted at its ABORT marker.
+    fn is_aborted(&mut self, batch: &Batch<'a>) -> Result<bool, Error> {
+        let producer_id = batch.producer_id();
+        if !self.chunk.read_committed || producer_id < 0 {
+            return Ok(false);
+        }
+        while let Some(next) = self.pending_aborts.last() {
+            if next.first_offset > batch.last_offset() {
+                break;
+            }
+            if !self.aborted_producers.contains(&next.producer_id) {
+                self.aborted_producers.push(next.producer_id);
+            }
+            self.pending_aborts.pop();
+        }
+        if batch.is_control() {
+            for control in batch.control_records() {
+                let control = control.map_err(|e| self.chunk.decode_error(e))?;
+                if control.kind == ControlKind::Abort {
+                    self.aborted_producers.retain(|p| *p != producer_id);
+                }
+            }
+            return Ok(false);
+        }
+        Ok(batch.is_transactional() && self.aborted_producers.contains(&producer_id))
+    }
+
+    fn finish(&mut self) -> Option<Result<ChunkBatch<'a>, Error>> {
+        self.finished = true;
+        let chunk = self.chunk;
+        if let Some(WalkEnd::Partial { position, .. }) = self.walk.end() {
+            // The fetch loop only hands out complete batches; a cut here means the two disagree.
+            return Some(Err(Error::MalformedBatch {
+                topic: chunk.topic.to_string(),
+                partition: chunk.partition,
+                fetch_offset: chunk.data.fetch_offset,
+                position,
+                offset: self.last_next_offset.unwrap_or(-1),
+                length: -1,
+            }));
+        }
+        match self.last_next_offset {
+            Some(next) if next == chunk.data.next_offset => None,
+            other => Some(Err(Error::OffsetGap {
+                topic: chunk.topic.to_string(),
+                partition: chunk.partition,
+                expected: chunk.data.next_offset,
+                actual: other.unwrap_or(chunk.data.fetch_offset),
+            })),
+        }
+    }
+}
+
+impl<'a> Iterator for ChunkBatches<'a> {
+    type Item = Result<ChunkBatch<'a>, Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while !self.finished {
+            let batch = match self.walk.next() {
+                None => return self.finish(),
+                Some(Err(source)) => {
+                    self.finished = true;
+                    return Some(Err(self.chunk.decode_error(source)));
+                }
+                Some(Ok(batch)) => batch,
+            };
+            self.last_next_offset = Some(batch.next_offset());
+            match self.is_aborted(&batch) {
+                Err(error) => {
+                    self.finished = true;
+                    return Some(Err(error));
+                }
+                Ok(true) => {
+                    self.aborted_records += u64::from(batch.record_count());
+                    continue;
+                }
+                Ok(false) => {}
+            }
+            if batch.next_offset() <= self.chunk.data.fetch_offset {
+                continue;
+            }
+            return Some(Ok(ChunkBatch {
+                chunk: self.chunk,
+                batch,
+            }));
+        }
+        None
+    }
+}
+
+/// One decoded batch of a chunk.
+pub struct ChunkBatch<'a> {
+    chunk: &'a PartitionChunk,
+    batch: Batch<'a>,
+}
+
+impl<'a> ChunkBatch<'a> {
+    /// The batch with all its header fields.
+    pub fn batch(&self) -> &Batch<'a> {
+        &self.batch
+    }
+
+    /// The data records to deliver: those at or after the chunk's fetch offset (a fetch that
+    /// starts inside a batch gets the whole batch from the broker).
+    pub fn records(&self) -> impl Iterator<Item = Result<Record<'_>, Error>> + '_ {
+        let first = self.chunk.data.fetch_offset;
+        self.batch.records().filter_map(move |record| match record {
+            Ok(record) if record.offset() < first => None,
+            Ok(record) => Some(Ok(record)),
+            Err(source) => Some(Err(self.chunk.decode_error(source))),
+        })
+    }
+
+    /// The control records (transaction markers) at or after the fetch offset.
+    pub fn control_records(&self) -> impl Iterator<Item = Result<ControlRecord, Error>> + '_ {
+        let first = self.chunk.data.fetch_offset;
+        self.batch
+            .control_records()
+            .filter_map(move |control| match control {
+                Ok(control) if control.offset < first => None,
+                Ok(control) => Some(Ok(control)),
+                Err(source) => Some(Err(self.chunk.decode_error(source))),
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+    use krec_batch::encode::BatchBuilder;
+
+    fn data_batch(base: i64, producer: i64, transactional: bool, values: &[&str]) -> Vec<u8> {
+        let mut builder = BatchBuilder::new(base)
+            .producer(producer, 0, 0)
+            .transactional(transactional);
+        for value in values {
+            builder = builder.record(Some(b"k"), Some(value.as_bytes()), &[]);
+        }
+        builder.build()
+    }
+
+    fn marker(offset: i64, producer: i64, kind: ControlKind) -> Vec<u8> {
+        BatchBuilder::new(offset)
+            .producer(producer, 0, -1)
+            .transactional(true)
+            .control_marker(kind, 0)
+            .build()
+    }
+
+    fn chunk(
+        batches: &[Vec<u8>],
+        fetch_offset: i64,
+        next_offset: i64,
+        aborted: &[(i64, i64)],
+        read_committed: bool,
+    ) -> PartitionChunk {
+        let data = ChunkData {
+            fetch_offset,
+            next_offset,
+            high_watermark: next_offset,
+            last_stable_offset: next_offset,
+            aborted: aborted
+                .iter()
+                .map(|&(producer_id, first_offset)| AbortedTransaction {
+                    producer_id,
+                    first_offset,
+                })
+                .collect(),
+            records: Bytes::from(batches.concat()),
+        };
+        PartitionChunk::new(Arc::from("t"), 0, 0, data, read_committed, None)
+    }
+
+    fn values(chunk: &PartitionChunk) -> Result<Vec<(i64, String)>, Error> {
+        let config = DecodeConfig::default();
+        let mut out = Vec::new();
+        for batch in chunk.batches(&config) {
+            let batch = batch?;
+            for record in batch.records() {
+                let record = record?;
+                let value = String::from_utf8(record.value().unwrap().to_vec()).unwrap();
+                out.push((record.offset(), value));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Producer 1 commits offsets 0-1, producer 2 aborts 2-3 (marker at 5), producer 1's second
+    /// transaction 4 commits at 6, with producer 2's abort interleaved.
+    fn interleaved() -> Vec<Vec<u8>> {
+        vec![
+            data_batch(0, 1, true, &["a0", "a1"]),
+            data_batch(2, 2, true, &["x2", "x3"]),
+            data_batch(4, 1, true, &["a4"]),
+            marker(5, 2, ControlKind::Abort),
+            marker(6, 1, ControlKind::Commit),
+            data_batch(7, 3, false, &["plain7"]),
+        ]
+    }
+
+    #[test]
+    fn read_committed_hides_exactly_the_aborted_transaction() {
+        let c = chunk(&interleaved(), 0, 8, &[(2, 2)], true);
+        let got = values(&c).unwrap();
+        let offsets: Vec<i64> = got.iter().map(|(o, _)| *o).collect();
+        assert_eq!(offsets, vec![0, 1, 4, 7]);
+        let config = DecodeConfig::default();
+        let mut walk = c.batches(&config);
+        for batch in walk.by_ref() {
+            batch.unwrap();
+        }
+        assert_eq!(walk.aborted_records(), 2);
+    }
+
+    #[test]
+    fn read_uncommitted_shows_everything() {
+        let c = chunk(&interleaved(), 0, 8, &[(2, 2)], false);
+        let offsets: Vec<i64> = values(&c).unwrap().iter().map(|(o, _)| *o).collect();
+        assert_eq!(offsets, vec![0, 1, 2, 3, 4, 7]);
+    }
+
+    #[test]
+    fn a_producer_is_aborted_only_from_its_first_offset_until_its_marker() {
+        // Producer 2 commits 0, then aborts 2 (marker 3), then commits 4 (marker 5).
+        let batches = vec![
+            data_batch(0, 2, true, &["c0"]),
+            marker(1, 2, ControlKind::Commit),
+            data_batch(2, 2, true, &["x2"]),
+            marker(3, 2, ControlKind::Abort),
+            data_batch(4, 2, true, &["c4"]),
+            marker(5, 2, ControlKind::Commit),
+        ];
+        let c = chunk(&batches, 0, 6, &[(2, 2)], true);
+        let offsets: Vec<i64> = values(&c).unwrap().iter().map(|(o, _)| *o).collect();
+        assert_eq!(offsets, vec![0, 4]);
+    }
+
+    #[test]
+    fn records_before_the_fetch_offset_are_not_delivered() {
+        let c = chunk(
+            &[data_batch(10, -1, false, &["a", "b", "c", "d"])],
+            12,
+            14,
+            &[],
+            false,
+        );
+        let got = values(&c).unwrap();
+        assert_eq!(got, vec![(12, "c".to_owned()), (13, "d".to_owned())]);
+    }
+
+    #[test]
+    fn a_chunk_that_ends_before_its_next_offset_is_a_gap() {
+        let c = chunk(&[data_batch(0, -1, false, &["a"])], 0, 5, &[], false);
+        let error = values(&c).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::OffsetGap {
+                    expected: 5,
+                    actual: 1,
+                    ..
+                }
+            ),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_corrupt_batch_names_topic_partition_and_offset() {
+        let mut batch = data_batch(0, -1, false, &["a"]);
+        let last = batch.len() - 1;
+        batch[last] ^= 0xff; // breaks the CRC
+        let c = chunk(&[batch], 0, 1, &[], false);
+        let error = values(&c).unwrap_err();
+        assert!(
+            matches!(&error, Error::Decode { topic, partition: 0, fetch_offset: 0, .. } if topic == "t"),
+            "{error}"
+        );
+    }
+}

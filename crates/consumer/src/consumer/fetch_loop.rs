@@ -1,0 +1,248 @@
+//! The per-broker fetch loop: one fetch in flight per broker, the next one sent as soon as a
+//! response is applied to the cursors (before anything is decoded).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kafka_protocol::messages::FetchRequest;
+use tokio::sync::OwnedSemaphorePermit;
+
+use super::chunk::PartitionChunk;
+use super::cursor::{apply_response, CursorState};
+use super::shared::{Backoff, Event, Shared};
+use crate::client::fetch::{build_request, split_response, FetchParams, FetchTarget};
+use crate::client::{error_name, Connection};
+use crate::Error;
+
+/// How long an idle loop sleeps when no wake-up comes.
+const IDLE_POLL: Duration = Duration::from_millis(200);
+
+/// One partition in the fetch in flight, with the cursor generation it was planned under.
+struct Planned {
+    target: FetchTarget,
+    topic: Arc<str>,
+    generation: u64,
+}
+
+/// Fetches for every ready partition led by `node` until the consumer stops.
+pub async fn run(shared: Arc<Shared>, node: i32) {
+    let mut connection: Option<Connection> = None;
+    let mut backoff = Backoff::new(shared.config.backoff, shared.config.max_backoff);
+    let mut failing_since: Option<Instant> = None;
+    let params = FetchParams {
+        max_wait_ms: shared.config.max_wait.as_millis().min(i32::MAX as u128) as i32,
+        min_bytes: shared.config.min_bytes,
+        max_bytes: shared.config.max_bytes,
+        partition_max_bytes: shared.config.partition_max_bytes,
+        read_committed: shared.config.read_committed,
+    };
+    while !shared.is_stopping() {
+        let (planned, address) = plan(&shared, node);
+        let Some(address) = address.filter(|_| !planned.is_empty()) else {
+            tokio::select! {
+                _ = shared.fetch_wakeup.notified() => {}
+                _ = tokio::time::sleep(IDLE_POLL) => {}
+            }
+            continue;
+        };
+        if connection.as_ref().is_none_or(|c| c.address() != address) {
+            match Connection::connect(&address, &shared.config.connection).await {
+                Ok(connected) => connection = Some(connected),
+                Err(error) => {
+                    if retry_or_give_up(&shared, &mut failing_since, &mut backoff, error).await {
+                        continue;
+                    }
+                    return;
+                }
+            }
+        }
+        let Some(connected) = connection.as_mut() else {
+            continue;
+        };
+        let version = match connected.versions().negotiate::<FetchRequest>(&address) {
+            Ok(version) => version,
+            Err(error) => return shared.fail(error),
+        };
+        let targets: Vec<FetchTarget> = planned.iter().map(|p| p.target.clone()).collect();
+        let request = build_request(&targets, &params, version);
+        let timeout = shared.config.connection.request_timeout + shared.config.max_wait;
+        let response = match connected.request_at(&request, version, timeout).await {
+            Ok(response) => response,
+            Err(error) => {
+                connection = None;
+                if retry_or_give_up(&shared, &mut failing_since, &mut backoff, error).await {
+                    continue;
+                }
+                return;
+            }
+        };
+        failing_since = None;
+        backoff.reset();
+        if response.error_code != 0 {
+            // A whole-request error (sessions are not used, so this is rare): retry after a pause.
+            tracing::warn!(broker = %address, error = %error_name(response.error_code), "fetch failed");
+            mark_stale(&shared);
+            tokio::time::sleep(backoff.next_delay()).await;
+            continue;
+        }
+        let throttle = Duration::from_millis(response.throttle_time_ms.max(0) as u64);
+        let names = shared.state().topic_names.clone();
+        let partitions = split_response(response, version, |id| {
+            names.get(id).map(|name| name.to_string())
+        });
+        let fetched: usize = partitions.iter().map(|p| p.records.len()).sum();
+        let mut budget = acquire_budget(&shared, fetched).await;
+        let mut events = Vec::new();
+        let mut fatal = None;
+        let mut wake_coordinator = false;
+        {
+            let mut state = shared.state();
+            for partition in partitions {
+                let Some(plan) = planned.iter().find(|p| {
+                    *p.topic == *partition.topic && p.target.partition == partition.partition
+                }) else {
+                    continue;
+                };
+                let key = (plan.topic.clone(), plan.target.partition);
+                let Some(cursor) = state.cursors.get_mut(&key) else {
+                    continue;
+                };
+                // A seek, a leader change or a reset since planning makes this data stale.
+                if cursor.generation != plan.generation
+                    || cursor.offset != plan.target.offset
+                    || cursor.leader != node
+                    || cursor.state != CursorState::Ready
+                {
+                    continue;
+                }
+                let read_committed = shared.config.read_committed;
+                match apply_response(
+                    cursor,
+                    partition,
+                    read_committed,
+                    shared.config.offset_reset,
+                    &address,
+                ) {
+                    Ok(applied) => {
+                        wake_coordinator |= applied.refresh_metadata || applied.reset_offset;
+                        if let Some(data) = applied.data {
+                            let permit = take_budget(&mut budget, data.records.len());
+                            events.push(Event::Chunk(PartitionChunk::new(
+                                plan.topic.clone(),
+                                plan.target.partition,
+                                plan.generation,
+                                data,
+                                read_committed,
+                                permit,
+                            )));
+                        }
+                        if applied.reached_end {
+                            events.push(Event::EndOfPartition {
+                                topic: plan.topic.clone(),
+                                partition: plan.target.partition,
+                                offset: cursor.offset,
+                                generation: plan.generation,
+                            });
+                        }
+                        if applied.refresh_metadata {
+                            state.metadata_stale = true;
+                        }
+                    }
+                    Err(error) => {
+                        fatal = Some(error);
+                        break;
+                    }
+                }
+            }
+        }
+        for event in events {
+            let _ = shared.events.send(event);
+        }
+        if let Some(error) = fatal {
+            return shared.fail(error);
+        }
+        if wake_coordinator {
+            shared.coordinator_wakeup.notify_one();
+        }
+        if !throttle.is_zero() {
+            tracing::debug!(broker = %address, ?throttle, "throttled by the broker");
+            tokio::time::sleep(throttle).await;
+        }
+    }
+}
+
+/// The ready partitions led by `node`, and the node's address.
+fn plan(shared: &Shared, node: i32) -> (Vec<Planned>, Option<String>) {
+    let state = shared.state();
+    let planned = state
+        .cursors
+        .values()
+        .filter(|c| c.state == CursorState::Ready && c.leader == node)
+        .map(|c| Planned {
+            target: FetchTarget {
+                topic: c.topic.to_string(),
+                topic_id: c.topic_id,
+                partition: c.partition,
+                offset: c.offset,
+                leader_epoch: c.leader_epoch,
+            },
+            topic: c.topic.clone(),
+            generation: c.generation,
+        })
+        .collect();
+    (planned, state.metadata.brokers.get(&node).cloned())
+}
+
+fn mark_stale(shared: &Shared) {
+    shared.state().metadata_stale = true;
+    shared.coordinator_wakeup.notify_one();
+}
+
+/// After a connection failure: asks for fresh metadata (the leader may have moved), waits,
+/// and returns false once failures have lasted longer than the configured limit.
+async fn retry_or_give_up(
+    shared: &Shared,
+    failing_since: &mut Option<Instant>,
+    backoff: &mut Backoff,
+    error: Error,
+) -> bool {
+    let since = *failing_since.get_or_insert_with(Instant::now);
+    if since.elapsed() > shared.config.give_up_after {
+        shared.fail(Error::RetriesExhausted {
+            what: "fetching".to_owned(),
+            attempts: 0,
+            last: Box::new(error),
+        });
+        return false;
+    }
+    let delay = backoff.next_delay();
+    tracing::warn!(%error, ?delay, "fetch connection failed; reconnecting");
+    mark_stale(shared);
+    tokio::time::sleep(delay).await;
+    true
+}
+
+/// Waits until `bytes` of fetched data fit in the buffer budget (back-pressure).
+async fn acquire_budget(shared: &Shared, bytes: usize) -> Option<OwnedSemaphorePermit> {
+    if bytes == 0 {
+        return None;
+    }
+    // A response larger than the whole budget waits for the budget to be empty, no longer.
+    let wanted = bytes
+        .min(shared.config.buffer_bytes)
+        .clamp(1, u32::MAX as usize) as u32;
+    shared.budget.clone().acquire_many_owned(wanted).await.ok()
+}
+
+/// Moves `bytes` of the response's permit into one chunk's permit.
+fn take_budget(
+    budget: &mut Option<OwnedSemaphorePermit>,
+    bytes: usize,
+) -> Option<OwnedSemaphorePermit> {
+    let whole = budget.as_mut()?;
+    if bytes < whole.num_permits() {
+        whole.split(bytes)
+    } else {
+        budget.take()
+    }
+}
