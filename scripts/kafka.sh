@@ -145,6 +145,9 @@ num.partitions=1
 default.replication.factor=$rf
 # Tests create their topics explicitly; a typo must not create a topic silently.
 auto.create.topics.enable=false
+# Time retention compares record timestamps with the clock: tests that produce records with
+# fixed old timestamps would see them deleted a few minutes later. Instances are short-lived.
+log.retention.ms=-1
 
 offsets.topic.replication.factor=$rf
 offsets.topic.num.partitions=1
