@@ -45,7 +45,8 @@ pub struct ConsumeArgs {
         short = 'o',
         long = "offset",
         default_value = "beginning",
-        value_name = "WHERE"
+        value_name = "WHERE",
+        allow_hyphen_values = true
     )]
     pub offset: String,
 
