@@ -2,7 +2,9 @@
 # A real Apache Kafka 4.x broker (KRaft) on 127.0.0.1, assembled from the Maven Central jars.
 #
 #   scripts/kafka.sh fetch
-#   scripts/kafka.sh start      [--name N] [--brokers 1|3]     prints the bootstrap string
+#   scripts/kafka.sh start      [--name N] [--brokers 1|3] [--owner-pid P]
+#                                                           prints the bootstrap string; with
+#                                                           --owner-pid, stops itself when P exits
 #   scripts/kafka.sh stop       [--name N] [--clean]
 #   scripts/kafka.sh stop-node  [--name N] --node K            SIGTERM one node (leader change)
 #   scripts/kafka.sh start-node [--name N] --node K            restart it on its old data
@@ -255,18 +257,11 @@ bootstrap_of() {
 
 # --- commands -------------------------------------------------------------------------------
 
-cmd_start() {
-    local name="$1" nodes="$2"
-    [[ "$nodes" == 1 || "$nodes" == 3 ]] || die "--brokers must be 1 or 3, not '$nodes'"
-    require_jars
-    local dir
+# One try at formatting and starting an instance on freshly picked ports. Returns 2 when a
+# port was taken between picking and binding (worth another try), 1 on any other failure.
+try_start() {
+    local name="$1" nodes="$2" dir
     dir="$(instance_dir "$name")"
-    if [[ -f "$dir/brokers" ]]; then
-        local k
-        for ((k = 1; k <= $(cat "$dir/brokers"); k++)); do
-            node_running "$name" "$k" && die "instance '$name' is running; stop it first (scripts/kafka.sh stop --name $name)"
-        done
-    fi
     rm -rf "$dir"
     mkdir -p "$dir"
 
@@ -283,16 +278,19 @@ cmd_start() {
     for ((k = 1; k <= nodes; k++)); do
         mkdir -p "$(node_dir "$name" "$k")"
         write_server_properties "$name" "$k" "$nodes" "${ports[2 * k - 2]}" "${ports[2 * k - 1]}" "$voters"
-        run_tool kafka.tools.StorageTool format -t "$cluster_id" \
-            -c "$(node_dir "$name" "$k")/server.properties" >"$(node_dir "$name" "$k")/format.log" 2>&1 \
-            || { cat "$(node_dir "$name" "$k")/format.log" >&2; die "formatting node $k failed"; }
+        if ! run_tool kafka.tools.StorageTool format -t "$cluster_id" \
+            -c "$(node_dir "$name" "$k")/server.properties" >"$(node_dir "$name" "$k")/format.log" 2>&1; then
+            cat "$(node_dir "$name" "$k")/format.log" >&2
+            log "formatting node $k of '$name' failed"
+            return 1
+        fi
     done
     echo "$nodes" >"$dir/brokers"
     echo "$cluster_id" >"$dir/cluster-id"
     echo "$bootstrap" >"$dir/bootstrap"
 
     for ((k = 1; k <= nodes; k++)); do
-        launch_node "$name" "$k"
+        (launch_node "$name" "$k") || return 1
     done
     local ok=1
     for ((k = 1; k <= nodes; k++)); do
@@ -303,8 +301,65 @@ cmd_start() {
         local all=()
         for ((k = 1; k <= nodes; k++)); do all+=("$k"); done
         stop_nodes "$name" "${all[@]}"
-        die "instance '$name' failed to start; logs in $dir/node*/broker.log"
+        if grep -qs 'Address already in use' "$dir"/node*/broker.log; then
+            return 2
+        fi
+        return 1
     fi
+    return 0
+}
+
+# Stops the instance when the process `owner` is gone, even if it died by SIGKILL and
+# never ran its trap: brokers must not outlive the test run that started them.
+start_watcher() {
+    local name="$1" owner="$2" dir
+    dir="$(instance_dir "$name")"
+    kill -0 "$owner" 2>/dev/null || die "--owner-pid $owner is not a running process"
+    setsid bash -c 'echo $$ >"$4"; while kill -0 "$1" 2>/dev/null; do sleep 2; done; exec bash "$2" stop --name "$3"' \
+        _ "$owner" "$SCRIPT_DIR/kafka.sh" "$name" "$dir/watcher.pid" </dev/null >"$dir/watcher.log" 2>&1 &
+    local i
+    for ((i = 0; i < 50; i++)); do
+        [[ -s "$dir/watcher.pid" ]] && return 0
+        sleep 0.1
+    done
+    die "the watcher of '$name' did not start"
+}
+
+stop_watcher() {
+    local f pid
+    f="$(instance_dir "$1")/watcher.pid"
+    [[ -f "$f" ]] || return 0
+    pid="$(cat "$f")"
+    rm -f "$f"
+    # The watcher itself ends by exec-ing `kafka.sh stop`: do not signal ourselves.
+    [[ "$pid" != "$$" ]] && kill -TERM "$pid" 2>/dev/null
+    return 0
+}
+
+cmd_start() {
+    local name="$1" nodes="$2" owner="$3"
+    [[ "$nodes" == 1 || "$nodes" == 3 ]] || die "--brokers must be 1 or 3, not '$nodes'"
+    require_jars
+    local dir
+    dir="$(instance_dir "$name")"
+    if [[ -f "$dir/brokers" ]]; then
+        local k
+        for ((k = 1; k <= $(cat "$dir/brokers"); k++)); do
+            node_running "$name" "$k" && die "instance '$name' is running; stop it first (scripts/kafka.sh stop --name $name)"
+        done
+    fi
+    stop_watcher "$name"
+    local attempt rc
+    for attempt in 1 2 3; do
+        rc=0
+        try_start "$name" "$nodes" || rc=$?
+        ((rc == 2)) || break
+        log "a port picked for '$name' was taken meanwhile; retrying with new ports"
+    done
+    ((rc == 0)) || die "instance '$name' failed to start; logs in $dir/node*/broker.log"
+    [[ -z "$owner" ]] || start_watcher "$name" "$owner"
+    local bootstrap
+    bootstrap="$(cat "$dir/bootstrap")"
     log "instance '$name' ($nodes node(s)) serving at $bootstrap"
     echo "$bootstrap"
 }
@@ -312,6 +367,7 @@ cmd_start() {
 cmd_stop() {
     local name="$1" clean="$2" dir n k
     dir="$(instance_dir "$name")"
+    stop_watcher "$name"
     if [[ -f "$dir/brokers" ]]; then
         n="$(cat "$dir/brokers")"
         local all=()
@@ -397,7 +453,7 @@ main() {
     local cmd="${1:-}"
     [[ -n "$cmd" ]] || die "usage: kafka.sh fetch|start|stop|stop-node|start-node|topic|tool|datadir|bootstrap|status [options]"
     shift
-    local name=default named=0 brokers=1 node="" clean=0 rest=()
+    local name=default named=0 brokers=1 node="" clean=0 owner="" rest=()
     # Options common to all commands may come anywhere before the command's own arguments;
     # `tool` passes everything after the main class through untouched.
     while (($#)); do
@@ -406,6 +462,7 @@ main() {
         --brokers) brokers="${2:?--brokers needs a value}"; shift 2 ;;
         --node) node="${2:?--node needs a value}"; shift 2 ;;
         --clean) clean=1; shift ;;
+        --owner-pid) owner="${2:?--owner-pid needs a value}"; shift 2 ;;
         *)
             rest=("$@")
             break
@@ -416,7 +473,7 @@ main() {
     [[ "$name" != lib ]] || die "--name lib is taken by the jars directory"
     case "$cmd" in
     fetch) cmd_fetch ;;
-    start) cmd_start "$name" "$brokers" ;;
+    start) cmd_start "$name" "$brokers" "$owner" ;;
     stop) cmd_stop "$name" "$clean" ;;
     stop-node)
         check_node "$name" "$node"

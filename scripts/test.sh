@@ -51,7 +51,7 @@ start_instance() {
     # Leftovers of an earlier run that was killed too hard to run its trap.
     bash "$KAFKA_SH" stop --name "$name"
     started+=("$name")
-    bash "$KAFKA_SH" start --name "$name" --brokers "$brokers" >/dev/null
+    bash "$KAFKA_SH" start --name "$name" --brokers "$brokers" --owner-pid $$ >/dev/null
 }
 
 section "install dependencies"
