@@ -67,7 +67,7 @@ impl FrameDecoder<'_> {
                 });
             }
             // Checked against the limit just above, so this cannot be made to over-allocate.
-            self.out.reserve(declared as usize);
+            self.out.reserve_within(declared as usize, self.ceiling());
         }
         let mut decoder = self;
         let mut position = header.len;
