@@ -192,23 +192,13 @@ pub struct Produced {
 }
 
 impl Produced {
-    /// The fields krec must reproduce exactly.
-    pub fn content(
-        &self,
-    ) -> (
-        i32,
-        i64,
-        &Option<Vec<u8>>,
-        &Option<Vec<u8>>,
-        &[(Vec<u8>, Option<Vec<u8>>)],
-    ) {
-        (
-            self.partition,
-            self.offset,
-            &self.key,
-            &self.value,
-            &self.headers,
-        )
+    /// The fields krec must reproduce exactly (timestamp and commit state left out).
+    pub fn content(&self) -> Produced {
+        Produced {
+            timestamp: None,
+            committed: true,
+            ..self.clone()
+        }
     }
 }
 
@@ -434,3 +424,64 @@ for step in plan["steps"]:
             "committed": committed}))
 p.flush(30)
 "#;
+
+impl Broker {
+    /// Runs `kafka.sh tool --name N <args>` with `input` on stdin; returns stdout.
+    pub fn tool_with_input(&self, args: &[&str], input: &[u8]) -> String {
+        let mut child = Command::new("bash")
+            .arg(&self.kafka_sh)
+            .arg("tool")
+            .args(["--name", &self.name])
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run kafka.sh tool");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input)
+            .expect("write tool input");
+        let output = child.wait_with_output().expect("kafka.sh tool");
+        assert!(
+            output.status.success(),
+            "kafka.sh tool {args:?} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+}
+
+/// `count` plain records `value-<from + i>` keyed `key-<from + i>`, spread over `partitions`.
+pub fn simple_records(from: usize, count: usize, partitions: i32) -> Vec<PlannedRecord> {
+    (from..from + count)
+        .map(|i| PlannedRecord {
+            partition: (i % partitions as usize) as i32,
+            key: Some(format!("key-{i}").into_bytes()),
+            value: Some(format!("value-{i}").into_bytes()),
+            headers: vec![(b"n".to_vec(), Some(i.to_string().into_bytes()))],
+            timestamp: None,
+        })
+        .collect()
+}
+
+/// Waits for a child for at most `timeout`, killing it after that.
+pub fn wait_with_timeout(
+    child: &mut std::process::Child,
+    timeout: std::time::Duration,
+) -> Option<std::process::ExitStatus> {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return Some(status);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
