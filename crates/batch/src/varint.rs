@@ -20,6 +20,13 @@ pub(crate) fn read_varint(buf: &[u8], pos: &mut usize) -> Result<i32, VarintErro
         *pos += 1;
         return Ok(zigzag32(first as u32));
     }
+    // Two bytes cover lengths up to 8 KiB, the common case for values.
+    if let Some(&second) = buf.get(*pos + 1) {
+        if second < 0x80 {
+            *pos += 2;
+            return Ok(zigzag32((first & 0x7f) as u32 | (second as u32) << 7));
+        }
+    }
     read_varint_slow(buf, pos)
 }
 

@@ -141,7 +141,8 @@ fn lengths_past_the_end_are_truncation_errors() {
 
 #[test]
 fn negative_lengths_other_than_minus_one_are_rejected() {
-    let cases: [(Field, Box<dyn Fn(&mut Vec<u8>)>); 4] = [
+    type WriteFields = Box<dyn Fn(&mut Vec<u8>)>;
+    let cases: [(Field, WriteFields); 4] = [
         (Field::Key, Box::new(|b: &mut Vec<u8>| put_varint(b, -2))),
         (
             Field::Value,

@@ -1,0 +1,303 @@
+//! krec-batch vs kafka-protocol's `RecordBatchDecoder`, side by side on the same bytes, with
+//! the floor for each shape: CRC32C of the batch + raw block decompression + a bare walk that
+//! reads every record's fields into no output structure.
+//!
+//! ```text
+//! cargo bench -p krec-batch --bench decode
+//! python3 crates/batch/benches/report.py   # markdown table from target/criterion
+//! ```
+//!
+//! Every implementation reads every record's key and value and does two header lookups.
+//! Allocations per warm batch are counted by a counting global allocator and printed at the end.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use criterion::{Criterion, Throughput};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::records::RecordBatchDecoder;
+use krec_batch::encode::BatchBuilder;
+use krec_batch::{BatchWalk, Compression, DecodeConfig};
+
+struct Counting;
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+// SAFETY: forwards every call unchanged to the system allocator; the counter is an atomic.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: same layout contract as our caller's.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: ptr came from System.alloc with this layout.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: ptr came from System with this layout.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+const LOOKUP_A: &[u8] = b"trace-id";
+const LOOKUP_B: &[u8] = b"content-type";
+
+/// Text-like values so compression behaves like real payloads.
+fn value(i: usize, size: usize) -> Vec<u8> {
+    let words = [
+        "order", "created", "customer", "id", "amount", "EUR", "status", "pending", "sku",
+    ];
+    let mut v = Vec::with_capacity(size);
+    let mut n = i;
+    while v.len() < size {
+        v.extend_from_slice(words[n % words.len()].as_bytes());
+        v.push(b' ');
+        v.extend_from_slice((n % 1000).to_string().as_bytes());
+        v.push(b',');
+        n = n.wrapping_mul(31).wrapping_add(7);
+    }
+    v.truncate(size);
+    v
+}
+
+fn make_batch(records: usize, size: usize, headers: usize, codec: Compression) -> Bytes {
+    let mut b = BatchBuilder::new(1_000_000)
+        .compression(codec)
+        .base_timestamp(1_764_460_800_000);
+    for i in 0..records {
+        let key = format!("key-{i:08}");
+        let trace = format!("{:016x}", i * 7919);
+        let seq = (i as u32).to_be_bytes();
+        let all: [(&[u8], Option<&[u8]>); 4] = [
+            (b"trace-id", Some(trace.as_bytes())),
+            (b"source", Some(b"svc-orders")),
+            (b"content-type", Some(b"application/json")),
+            (b"seq", Some(&seq)),
+        ];
+        b = b.record(Some(key.as_bytes()), Some(&value(i, size)), &all[..headers]);
+    }
+    Bytes::from(b.build())
+}
+
+fn krec(input: &Bytes, config: &DecodeConfig) -> usize {
+    let mut sum = 0;
+    for batch in BatchWalk::new_shared(input, config) {
+        let batch = batch.unwrap();
+        for r in batch.records() {
+            let r = r.unwrap();
+            sum += r.key().map_or(0, <[u8]>::len) + r.value().map_or(0, <[u8]>::len);
+            let h = r.headers();
+            sum += h.get(LOOKUP_A).and_then(|h| h.value).map_or(0, <[u8]>::len);
+            sum += h.get(LOOKUP_B).and_then(|h| h.value).map_or(0, <[u8]>::len);
+        }
+    }
+    sum
+}
+
+fn kafka_protocol(input: &Bytes) -> usize {
+    let (a, b) = (
+        StrBytes::from_static_str("trace-id"),
+        StrBytes::from_static_str("content-type"),
+    );
+    let mut buf = input.clone();
+    let set = RecordBatchDecoder::decode(&mut buf).unwrap();
+    let mut sum = 0;
+    for r in &set.records {
+        sum += r.key.as_ref().map_or(0, Bytes::len) + r.value.as_ref().map_or(0, Bytes::len);
+        sum += r
+            .headers
+            .get(&a)
+            .and_then(Option::as_ref)
+            .map_or(0, Bytes::len);
+        sum += r
+            .headers
+            .get(&b)
+            .and_then(Option::as_ref)
+            .map_or(0, Bytes::len);
+    }
+    sum
+}
+
+/// The floor: what any decoder must do, with no output structure, reusing every buffer.
+mod floor {
+    use super::{LOOKUP_A, LOOKUP_B};
+    use std::cell::RefCell;
+
+    thread_local! {
+        static OUT: RefCell<Vec<u8>> = RefCell::new(vec![0; 1 << 20]);
+        static ZSTD: RefCell<zstd::zstd_safe::DCtx<'static>> = RefCell::new(zstd::zstd_safe::DCtx::create());
+    }
+
+    fn varint(b: &[u8], p: &mut usize) -> i64 {
+        let mut v: u64 = 0;
+        let mut shift = 0;
+        loop {
+            let byte = b[*p];
+            *p += 1;
+            v |= ((byte & 0x7f) as u64) << shift;
+            if byte < 0x80 {
+                return ((v >> 1) as i64) ^ -((v & 1) as i64);
+            }
+            shift += 7;
+        }
+    }
+
+    fn bytes<'a>(b: &'a [u8], p: &mut usize) -> Option<&'a [u8]> {
+        let len = varint(b, p);
+        if len < 0 {
+            return None;
+        }
+        let s = &b[*p..*p + len as usize];
+        *p += len as usize;
+        Some(s)
+    }
+
+    fn walk(records: &[u8], count: usize) -> usize {
+        let mut sum = 0;
+        let mut p = 0;
+        for _ in 0..count {
+            let _len = varint(records, &mut p);
+            p += 1;
+            sum += varint(records, &mut p) as usize;
+            sum += varint(records, &mut p) as usize;
+            sum += bytes(records, &mut p).map_or(0, <[u8]>::len);
+            sum += bytes(records, &mut p).map_or(0, <[u8]>::len);
+            let headers = varint(records, &mut p);
+            let (mut a, mut b) = (None, None);
+            for _ in 0..headers {
+                let k = bytes(records, &mut p).unwrap_or_default();
+                let v = bytes(records, &mut p);
+                if a.is_none() && k == LOOKUP_A {
+                    a = Some(v);
+                } else if b.is_none() && k == LOOKUP_B {
+                    b = Some(v);
+                }
+            }
+            sum += a.flatten().map_or(0, <[u8]>::len) + b.flatten().map_or(0, <[u8]>::len);
+        }
+        sum
+    }
+
+    pub(super) fn decode(batch: &[u8]) -> usize {
+        let crc = crc32c::crc32c(&batch[21..]);
+        assert_eq!(crc, u32::from_be_bytes(batch[17..21].try_into().unwrap()));
+        let codec = batch[22] & 7;
+        let count = i32::from_be_bytes(batch[57..61].try_into().unwrap()) as usize;
+        let payload = &batch[61..];
+        match codec {
+            0 => walk(payload, count),
+            3 => OUT.with(|out| {
+                let mut out = out.borrow_mut();
+                // Java-style frame: 7-byte header (no content size), blocks, zero end mark.
+                let mut p = 7;
+                let mut len = 0;
+                loop {
+                    let size = u32::from_le_bytes(payload[p..p + 4].try_into().unwrap());
+                    p += 4;
+                    if size == 0 {
+                        break;
+                    }
+                    let n = (size & 0x7fff_ffff) as usize;
+                    if size & 0x8000_0000 != 0 {
+                        out[len..len + n].copy_from_slice(&payload[p..p + n]);
+                        len += n;
+                    } else {
+                        len +=
+                            lz4_flex::block::decompress_into(&payload[p..p + n], &mut out[len..])
+                                .unwrap();
+                    }
+                    p += n;
+                }
+                walk(&out[..len], count)
+            }),
+            4 => OUT.with(|out| {
+                let mut out = out.borrow_mut();
+                let len = ZSTD
+                    .with(|z| z.borrow_mut().decompress(&mut out[..], payload))
+                    .unwrap();
+                walk(&out[..len], count)
+            }),
+            _ => unreachable!("floor covers none, lz4, zstd"),
+        }
+    }
+}
+
+struct Shape {
+    records: usize,
+    size: usize,
+    headers: usize,
+    codec: Compression,
+}
+
+fn shapes() -> Vec<Shape> {
+    let mut out = Vec::new();
+    for (records, size) in [(1, 100), (10, 100), (100, 1024), (1000, 100)] {
+        for headers in [0, 4] {
+            for codec in [Compression::None, Compression::Lz4, Compression::Zstd] {
+                out.push(Shape {
+                    records,
+                    size,
+                    headers,
+                    codec,
+                });
+            }
+        }
+    }
+    out
+}
+
+fn name(s: &Shape) -> String {
+    format!("{}x{}B-{}h-{:?}", s.records, s.size, s.headers, s.codec).to_lowercase()
+}
+
+fn allocations_per_batch(f: impl Fn() -> usize) -> f64 {
+    black_box(f());
+    let runs = 50;
+    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    for _ in 0..runs {
+        black_box(f());
+    }
+    (ALLOCATIONS.load(Ordering::Relaxed) - before) as f64 / runs as f64
+}
+
+fn main() {
+    let mut c = Criterion::default()
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_millis(800))
+        .sample_size(20)
+        .configure_from_args();
+    let config = DecodeConfig::default();
+    let mut alloc_rows = Vec::new();
+    for shape in shapes() {
+        let input = make_batch(shape.records, shape.size, shape.headers, shape.codec);
+        let expected = krec(&input, &config);
+        assert_eq!(kafka_protocol(&input), expected, "{}", name(&shape));
+        assert_eq!(floor::decode(&input) > 0, expected > 0);
+        let mut group = c.benchmark_group(name(&shape));
+        group.throughput(Throughput::Elements(shape.records as u64));
+        group.bench_function("krec", |b| b.iter(|| krec(black_box(&input), &config)));
+        group.bench_function("kafka-protocol", |b| {
+            b.iter(|| kafka_protocol(black_box(&input)))
+        });
+        group.bench_function("floor", |b| b.iter(|| floor::decode(black_box(&input))));
+        group.finish();
+        alloc_rows.push((
+            name(&shape),
+            input.len(),
+            allocations_per_batch(|| krec(&input, &config)),
+            allocations_per_batch(|| kafka_protocol(&input)),
+        ));
+    }
+    c.final_summary();
+    println!("\nallocations per batch (warm): shape, batch bytes, krec, kafka-protocol");
+    for (name, bytes, k, kp) in alloc_rows {
+        println!("ALLOC {name} {bytes} {k:.1} {kp:.1}");
+    }
+}
