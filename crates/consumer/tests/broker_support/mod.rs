@@ -136,30 +136,35 @@ impl Broker {
             "python producer failed: {}",
             String::from_utf8_lossy(&output.stderr)
         );
-        let mut produced: Vec<Produced> = String::from_utf8(output.stdout)
-            .expect("UTF-8")
-            .lines()
-            .map(|line| {
-                let v: serde_json::Value = serde_json::from_str(line).expect("producer JSON");
-                Produced {
-                    partition: v["partition"].as_i64().expect("partition") as i32,
-                    offset: v["offset"].as_i64().expect("offset"),
-                    key: hex_field(&v["key"]),
-                    value: hex_field(&v["value"]),
-                    headers: v["headers"]
-                        .as_array()
-                        .expect("headers")
-                        .iter()
-                        .map(|h| (hex_field(&h[0]).expect("header key"), hex_field(&h[1])))
-                        .collect(),
-                    timestamp: v["timestamp"].as_i64(),
-                    committed: v["committed"].as_bool().unwrap_or(true),
-                }
-            })
-            .collect();
-        produced.sort_by_key(|r| (r.partition, r.offset));
-        produced
+        parse_produced_lines(&String::from_utf8(output.stdout).expect("UTF-8"))
     }
+}
+
+/// Parses the producer's report: one JSON object per record, bytes in hex, sorted by
+/// partition and offset.
+pub fn parse_produced_lines(text: &str) -> Vec<Produced> {
+    let mut produced: Vec<Produced> = text
+        .lines()
+        .map(|line| {
+            let v: serde_json::Value = serde_json::from_str(line).expect("producer JSON");
+            Produced {
+                partition: v["partition"].as_i64().expect("partition") as i32,
+                offset: v["offset"].as_i64().expect("offset"),
+                key: hex_field(&v["key"]),
+                value: hex_field(&v["value"]),
+                headers: v["headers"]
+                    .as_array()
+                    .expect("headers")
+                    .iter()
+                    .map(|h| (hex_field(&h[0]).expect("header key"), hex_field(&h[1])))
+                    .collect(),
+                timestamp: v["timestamp"].as_i64(),
+                committed: v["committed"].as_bool().unwrap_or(true),
+            }
+        })
+        .collect();
+    produced.sort_by_key(|r| (r.partition, r.offset));
+    produced
 }
 
 /// `krec consume -b BOOTSTRAP -t TOPIC <args>` as a command.
