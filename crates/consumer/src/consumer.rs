@@ -106,6 +106,8 @@ pub struct Consumer {
     shared: Arc<Shared>,
     events: mpsc::UnboundedReceiver<Event>,
     metadata: Arc<AsyncMutex<MetadataClient>>,
+    /// Set by the first fatal error: later polls fail at once instead of waiting forever.
+    stopped: bool,
 }
 
 impl Consumer {
@@ -123,6 +125,7 @@ impl Consumer {
             shared,
             events,
             metadata,
+            stopped: false,
         })
     }
 
@@ -202,6 +205,9 @@ impl Consumer {
     ///
     /// Errors are final: after one, the consumer has stopped fetching.
     pub async fn poll(&mut self) -> Result<Fetched, Error> {
+        if self.stopped {
+            return Err(Error::Stopped);
+        }
         loop {
             let event = self.events.recv().await.ok_or(Error::Stopped)?;
             match event {
@@ -225,6 +231,7 @@ impl Consumer {
                     }
                 }
                 Event::Failed(error) => {
+                    self.stopped = true;
                     self.shared.stop();
                     return Err(error);
                 }

@@ -203,3 +203,46 @@ fn unreachable_bootstrap_is_a_clear_error() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("no bootstrap broker reachable"), "{stderr}");
 }
+
+#[test]
+fn batches_larger_than_the_fetch_limits_still_come_through_on_every_partition() {
+    let broker = broker();
+    let topic = unique_topic("big");
+    broker.create_topic(&topic, 3, 1);
+    // Incompressible 100 KiB values: every batch is far above --partition-max-bytes. Only the
+    // first non-empty partition of a fetch gets a whole oversized batch (KIP-74); the broker
+    // answers the others with nothing, so they must wait their turn without being taken
+    // for stuck.
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut record = |i: i32| {
+        let value = (0..100 * 1024)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state as u8
+            })
+            .collect();
+        PlannedRecord {
+            partition: i % 3,
+            key: Some(format!("big-{i}").into_bytes()),
+            value: Some(value),
+            headers: Vec::new(),
+            timestamp: None,
+        }
+    };
+    // One step per round: each flush closes the batches, so every partition holds ten
+    // oversized batches.
+    let steps = (0..10)
+        .map(|round| (None, (0..3).map(|p| record(round * 3 + p)).collect()))
+        .collect();
+    let expected = broker.produce_python(&ProducePlan {
+        topic: topic.clone(),
+        compression: "none".into(),
+        steps,
+        ..ProducePlan::default()
+    });
+    assert_eq!(expected.len(), 30);
+    let printed = broker.consume_records(&topic, &["-e", "--partition-max-bytes", "1000"]);
+    assert_same_records(&printed, &expected);
+}

@@ -141,6 +141,10 @@ pub fn run(args: ConsumeArgs) -> ExitCode {
     };
     match runtime.block_on(consume(args)) {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader went away (`krec consume ... | head`): stopping is what it asked for.
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::BrokenPipe => {
+            ExitCode::SUCCESS
+        }
         Err(error) => report(&error),
     }
 }

@@ -122,14 +122,33 @@ pub struct Applied {
     pub reset_offset: bool,
 }
 
+/// How a response is to be read.
+#[derive(Clone, Copy, Debug)]
+pub struct ResponseContext<'a> {
+    /// The consumer reads committed data only (ends at the last stable offset).
+    pub read_committed: bool,
+    /// What to do on OFFSET_OUT_OF_RANGE.
+    pub reset: OffsetReset,
+    /// The broker that answered, for errors and logs.
+    pub broker: &'a str,
+    /// The partition came first in the request. Only the first partition of a fetch is
+    /// guaranteed a whole batch however large (KIP-74); later ones may get a cut batch or
+    /// nothing until their turn to be first, which is normal, not a stall.
+    pub first_in_request: bool,
+}
+
 /// Applies a partition's fetch response to its cursor (the response is for `cursor.offset`).
 pub fn apply_response(
     cursor: &mut Cursor,
     response: PartitionResponse,
-    read_committed: bool,
-    reset: OffsetReset,
-    broker: &str,
+    context: &ResponseContext<'_>,
 ) -> Result<Applied, Error> {
+    let ResponseContext {
+        read_committed,
+        reset,
+        broker,
+        first_in_request,
+    } = *context;
     let mut applied = Applied::default();
     match response.error_code {
         0 => {}
@@ -200,7 +219,7 @@ pub fn apply_response(
             cursor.stalled_fetches = 0;
             cursor.at_end = false;
         }
-        _ if scan.partial.is_some() || scan.next_offset.is_some() => {
+        _ if first_in_request && (scan.partial.is_some() || scan.next_offset.is_some()) => {
             // Only a cut batch, or batches wholly before the fetch offset: nothing to deliver.
             cursor.stalled_fetches += 1;
             if cursor.stalled_fetches >= MAX_STALLED_FETCHES {
@@ -227,6 +246,15 @@ pub fn apply_response(
 mod tests {
     use super::*;
     use krec_batch::encode::BatchBuilder;
+
+    fn context(read_committed: bool, reset: OffsetReset) -> ResponseContext<'static> {
+        ResponseContext {
+            read_committed,
+            reset,
+            broker: "b:1",
+            first_in_request: true,
+        }
+    }
 
     fn cursor_at(offset: i64) -> Cursor {
         let mut cursor = Cursor::new(Arc::from("t"), 0, StartOffset::Offset(offset));
@@ -265,9 +293,7 @@ mod tests {
         let applied = apply_response(
             &mut cursor,
             response(bytes, 5, 0),
-            false,
-            OffsetReset::Fail,
-            "b",
+            &context(false, OffsetReset::Fail),
         )
         .unwrap();
         let data = applied.data.unwrap();
@@ -286,9 +312,7 @@ mod tests {
         let applied = apply_response(
             &mut cursor,
             response(second, 5, 0),
-            false,
-            OffsetReset::Fail,
-            "b",
+            &context(false, OffsetReset::Fail),
         )
         .unwrap();
         assert_eq!(applied.data.unwrap().fetch_offset, 3);
@@ -303,9 +327,7 @@ mod tests {
         let applied = apply_response(
             &mut cursor,
             response(empty, 30, 0),
-            false,
-            OffsetReset::Fail,
-            "b",
+            &context(false, OffsetReset::Fail),
         )
         .unwrap();
         assert_eq!(applied.data.unwrap().next_offset, 20);
@@ -318,13 +340,15 @@ mod tests {
         let whole = batch(0, 4);
         for attempt in 1..MAX_STALLED_FETCHES {
             let cut = response(whole[..whole.len() / 2].to_vec(), 4, 0);
-            let applied = apply_response(&mut cursor, cut, false, OffsetReset::Fail, "b").unwrap();
+            let applied =
+                apply_response(&mut cursor, cut, &context(false, OffsetReset::Fail)).unwrap();
             assert!(applied.data.is_none());
             assert_eq!(cursor.stalled_fetches, attempt);
             assert_eq!(cursor.offset, 0);
         }
         let cut = response(whole[..whole.len() / 2].to_vec(), 4, 0);
-        let error = apply_response(&mut cursor, cut, false, OffsetReset::Fail, "b").unwrap_err();
+        let error =
+            apply_response(&mut cursor, cut, &context(false, OffsetReset::Fail)).unwrap_err();
         assert!(
             matches!(error, Error::NoProgress { offset: 0, needed: Some(n), .. } if n == whole.len())
         );
@@ -342,9 +366,7 @@ mod tests {
             let applied = apply_response(
                 &mut cursor,
                 response(Vec::new(), 9, code),
-                false,
-                OffsetReset::Fail,
-                "b",
+                &context(false, OffsetReset::Fail),
             )
             .unwrap();
             assert!(applied.refresh_metadata, "{code}");
@@ -357,16 +379,17 @@ mod tests {
     fn out_of_range_follows_the_reset_policy() {
         let mut cursor = cursor_at(100);
         let out = || response(Vec::new(), 50, codes::OFFSET_OUT_OF_RANGE);
-        apply_response(&mut cursor, out(), false, OffsetReset::Earliest, "b").unwrap();
+        apply_response(&mut cursor, out(), &context(false, OffsetReset::Earliest)).unwrap();
         assert_eq!(
             cursor.state,
             CursorState::NeedsOffset(StartOffset::Beginning)
         );
         let mut cursor = cursor_at(100);
-        apply_response(&mut cursor, out(), false, OffsetReset::Latest, "b").unwrap();
+        apply_response(&mut cursor, out(), &context(false, OffsetReset::Latest)).unwrap();
         assert_eq!(cursor.state, CursorState::NeedsOffset(StartOffset::End));
         let mut cursor = cursor_at(100);
-        let error = apply_response(&mut cursor, out(), false, OffsetReset::Fail, "b").unwrap_err();
+        let error =
+            apply_response(&mut cursor, out(), &context(false, OffsetReset::Fail)).unwrap_err();
         assert!(matches!(
             error,
             Error::OffsetOutOfRange {
@@ -383,9 +406,7 @@ mod tests {
         let error = apply_response(
             &mut cursor,
             response(Vec::new(), 0, 29),
-            false,
-            OffsetReset::Fail,
-            "b:1",
+            &context(false, OffsetReset::Fail),
         )
         .unwrap_err();
         assert!(
@@ -399,11 +420,16 @@ mod tests {
         let mut cursor = cursor_at(0);
         let mut partial = response(batch(0, 2), 10, 0);
         partial.last_stable_offset = 2;
-        let applied =
-            apply_response(&mut cursor, partial.clone(), true, OffsetReset::Fail, "b").unwrap();
+        let applied = apply_response(
+            &mut cursor,
+            partial.clone(),
+            &context(true, OffsetReset::Fail),
+        )
+        .unwrap();
         assert!(applied.reached_end, "read_committed stops at the LSO");
         let mut cursor = cursor_at(0);
-        let applied = apply_response(&mut cursor, partial, false, OffsetReset::Fail, "b").unwrap();
+        let applied =
+            apply_response(&mut cursor, partial, &context(false, OffsetReset::Fail)).unwrap();
         assert!(
             !applied.reached_end,
             "read_uncommitted goes on to the high watermark"
@@ -416,18 +442,14 @@ mod tests {
         let applied = apply_response(
             &mut cursor,
             response(Vec::new(), 0, 0),
-            false,
-            OffsetReset::Fail,
-            "b",
+            &context(false, OffsetReset::Fail),
         )
         .unwrap();
         assert!(applied.reached_end);
         let again = apply_response(
             &mut cursor,
             response(Vec::new(), 0, 0),
-            false,
-            OffsetReset::Fail,
-            "b",
+            &context(false, OffsetReset::Fail),
         )
         .unwrap();
         assert!(!again.reached_end);

@@ -8,7 +8,7 @@ use kafka_protocol::messages::FetchRequest;
 use tokio::sync::OwnedSemaphorePermit;
 
 use super::chunk::PartitionChunk;
-use super::cursor::{apply_response, CursorState};
+use super::cursor::{apply_response, CursorState, ResponseContext};
 use super::shared::{Backoff, Event, Shared};
 use crate::client::fetch::{build_request, split_response, FetchParams, FetchTarget};
 use crate::client::{error_name, Connection};
@@ -22,6 +22,7 @@ struct Planned {
     target: FetchTarget,
     topic: Arc<str>,
     generation: u64,
+    first: bool,
 }
 
 /// Fetches for every ready partition led by `node` until the consumer stops.
@@ -36,9 +37,20 @@ pub async fn run(shared: Arc<Shared>, node: i32) {
         partition_max_bytes: shared.config.partition_max_bytes,
         read_committed: shared.config.read_committed,
     };
+    let mut rotation = 0usize;
     while !shared.is_stopping() {
-        let (planned, address) = plan(&shared, node);
+        let (mut planned, address) = plan(&shared, node);
+        // Each partition takes its turn at the head of the request, the one place where the
+        // broker returns a batch larger than the size limits (KIP-74).
+        if !planned.is_empty() {
+            let len = planned.len();
+            planned.rotate_left(rotation % len);
+            planned[0].first = true;
+            rotation = rotation.wrapping_add(1);
+        }
         let Some(address) = address.filter(|_| !planned.is_empty()) else {
+            // Nothing led by this node: past connection failures no longer count.
+            failing_since = None;
             tokio::select! {
                 _ = shared.fetch_wakeup.notified() => {}
                 _ = tokio::time::sleep(IDLE_POLL) => {}
@@ -116,13 +128,13 @@ pub async fn run(shared: Arc<Shared>, node: i32) {
                     continue;
                 }
                 let read_committed = shared.config.read_committed;
-                match apply_response(
-                    cursor,
-                    partition,
+                let context = ResponseContext {
                     read_committed,
-                    shared.config.offset_reset,
-                    &address,
-                ) {
+                    reset: shared.config.offset_reset,
+                    broker: &address,
+                    first_in_request: plan.first,
+                };
+                match apply_response(cursor, partition, &context) {
                     Ok(applied) => {
                         wake_coordinator |= applied.refresh_metadata || applied.reset_offset;
                         if let Some(data) = applied.data {
@@ -188,6 +200,7 @@ fn plan(shared: &Shared, node: i32) -> (Vec<Planned>, Option<String>) {
             },
             topic: c.topic.clone(),
             generation: c.generation,
+            first: false,
         })
         .collect();
     (planned, state.metadata.brokers.get(&node).cloned())
