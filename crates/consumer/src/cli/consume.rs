@@ -90,6 +90,10 @@ pub struct ConsumeArgs {
     #[arg(long = "max-wait-ms", value_name = "MS", default_value_t = 500)]
     pub max_wait_ms: u64,
 
+    /// Highest Fetch request version to use (default: the highest both sides speak).
+    #[arg(long = "fetch-version", value_name = "N")]
+    pub fetch_version: Option<i16>,
+
     /// Skip the CRC check of each batch.
     #[arg(long = "no-crc")]
     pub no_crc: bool,
@@ -116,6 +120,7 @@ impl ConsumeArgs {
         config.connection.max_frame_bytes = self.max_bytes as usize + (16 << 20);
         config.buffer_bytes = self.buffer_bytes.max(1);
         config.max_wait = Duration::from_millis(self.max_wait_ms);
+        config.max_fetch_version = self.fetch_version;
         config.decode = DecodeConfig {
             verify_crc: !self.no_crc,
             ..DecodeConfig::default()

@@ -87,6 +87,13 @@ impl Connection {
             versions: ApiVersions::default(),
         };
         connection.versions = connection.negotiate_versions().await?;
+        tracing::debug!(
+            broker = address,
+            fetch = ?connection.versions.range(1),
+            metadata = ?connection.versions.range(3),
+            list_offsets = ?connection.versions.range(2),
+            "connected"
+        );
         Ok(connection)
     }
 

@@ -115,6 +115,10 @@ pub struct ConsumerConfig {
     pub max_backoff: Duration,
     /// How long a partition may stay without a reachable leader before the consumer gives up.
     pub give_up_after: Duration,
+    /// Highest Fetch version to use even if both sides speak a newer one (`None`: the
+    /// highest common version). Lets older protocol paths, such as topic names instead of
+    /// topic ids before v13, be exercised against a new broker.
+    pub max_fetch_version: Option<i16>,
     /// Limits for decoding batches.
     pub decode: DecodeConfig,
 }
@@ -139,6 +143,7 @@ impl ConsumerConfig {
             backoff: Duration::from_millis(100),
             max_backoff: Duration::from_secs(2),
             give_up_after: Duration::from_secs(300),
+            max_fetch_version: None,
             decode: DecodeConfig::default(),
         }
     }

@@ -72,7 +72,7 @@ pub async fn run(shared: Arc<Shared>, node: i32) {
             continue;
         };
         let version = match connected.versions().negotiate::<FetchRequest>(&address) {
-            Ok(version) => version,
+            Ok(version) => cap_version(version, shared.config.max_fetch_version, connected),
             Err(error) => return shared.fail(error),
         };
         let targets: Vec<FetchTarget> = planned.iter().map(|p| p.target.clone()).collect();
@@ -181,6 +181,17 @@ pub async fn run(shared: Arc<Shared>, node: i32) {
             tokio::time::sleep(throttle).await;
         }
     }
+}
+
+/// The negotiated Fetch version, lowered to `cap` when one is configured (never below what
+/// the broker or kafka-protocol accept).
+fn cap_version(negotiated: i16, cap: Option<i16>, connection: &Connection) -> i16 {
+    let Some(cap) = cap else {
+        return negotiated;
+    };
+    let broker_min = connection.versions().range(1).map_or(0, |(min, _)| min);
+    let ours_min = <FetchRequest as kafka_protocol::protocol::Message>::VERSIONS.min;
+    cap.clamp(broker_min.max(ours_min), negotiated)
 }
 
 /// The ready partitions led by `node`, and the node's address.
