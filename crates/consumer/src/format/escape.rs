@@ -26,20 +26,19 @@ const HEX_DIGITS: &[u8; 16] = b"0123456789abcdef";
 
 /// Appends `text` as a quoted JSON string.
 ///
-/// Runs of bytes that need no escape are copied in one `extend_from_slice`, so
-/// plain ASCII and UTF-8 text costs one scan and one copy.
+/// Runs of bytes that need no escape are copied in one `extend_from_slice`;
+/// the search for the next byte to escape looks at eight bytes per step, so
+/// plain text costs about one pass and one copy.
 pub(crate) fn push_json_str(out: &mut Vec<u8>, text: &str) {
     let bytes = text.as_bytes();
     out.reserve(bytes.len() + 2);
     out.push(b'"');
     let mut run_start = 0;
-    for (i, &byte) in bytes.iter().enumerate() {
+    let mut at = 0;
+    while let Some(found) = find_escape(bytes, at) {
+        let byte = bytes[found];
+        out.extend_from_slice(&bytes[run_start..found]);
         let escape = ESCAPE[byte as usize];
-        if escape == 0 {
-            continue;
-        }
-        out.extend_from_slice(&bytes[run_start..i]);
-        run_start = i + 1;
         if escape == b'u' {
             out.extend_from_slice(&[
                 b'\\',
@@ -52,9 +51,50 @@ pub(crate) fn push_json_str(out: &mut Vec<u8>, text: &str) {
         } else {
             out.extend_from_slice(&[b'\\', escape]);
         }
+        run_start = found + 1;
+        at = found + 1;
     }
     out.extend_from_slice(&bytes[run_start..]);
     out.push(b'"');
+}
+
+const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+const HIGH_BITS: u64 = u64::from_ne_bytes([0x80; 8]);
+
+/// True when some byte of `word` is zero (exact: borrows only propagate above
+/// a zero byte, so a word without zero bytes never reports one).
+#[inline(always)]
+fn has_zero_byte(word: u64) -> bool {
+    word.wrapping_sub(ONES) & !word & HIGH_BITS != 0
+}
+
+/// True when some byte of `word` needs a JSON escape: below 0x20, `"` or `\`.
+#[inline(always)]
+fn needs_escape(word: u64) -> bool {
+    // Bytes below 0x20: the same borrow trick with 0x20 instead of 0x01; bytes
+    // with the high bit set are excluded by `!word`.
+    let control = word.wrapping_sub(ONES * 0x20) & !word & HIGH_BITS != 0;
+    control
+        || has_zero_byte(word ^ (ONES * u64::from(b'"')))
+        || has_zero_byte(word ^ (ONES * u64::from(b'\\')))
+}
+
+/// Position of the first byte at or after `from` that needs an escape.
+#[inline]
+fn find_escape(bytes: &[u8], from: usize) -> Option<usize> {
+    let mut at = from;
+    while let Some(chunk) = bytes.get(at..at + 8) {
+        let word = u64::from_ne_bytes(chunk.try_into().expect("8-byte chunk"));
+        if needs_escape(word) {
+            break;
+        }
+        at += 8;
+    }
+    // Within the flagged word (or the tail), find the exact byte.
+    bytes[at..]
+        .iter()
+        .position(|&byte| ESCAPE[byte as usize] != 0)
+        .map(|offset| at + offset)
 }
 
 /// Appends a key, value or header as JSON under krec's lossless scheme:
@@ -121,6 +161,54 @@ mod tests {
             let text = format!("a{c}b{c}");
             let parsed: String = serde_json::from_str(&json_str(&text)).expect("valid JSON");
             assert_eq!(parsed, text, "code point {code:#x}");
+        }
+    }
+
+    #[test]
+    fn an_escape_is_found_at_every_position_of_a_long_string() {
+        for special in [b'"', b'\\', b'\n', 0x00, 0x1f] {
+            for position in 0..40 {
+                let mut bytes = vec![b'a'; 40];
+                bytes[position] = special;
+                // Non-ASCII and 0x7f neighbours must not be mistaken for escapes.
+                let text = format!("\u{7f}é{}", String::from_utf8(bytes).expect("ASCII"));
+                let escaped = json_str(&text);
+                let parsed: String = serde_json::from_str(&escaped).expect("valid JSON");
+                assert_eq!(parsed, text, "byte {special:#x} at {position}");
+                let extra = if special < 0x20 && special != b'\n' {
+                    5
+                } else {
+                    1
+                };
+                assert_eq!(
+                    escaped.len(),
+                    text.len() + 2 + extra,
+                    "byte {special:#x} at {position}"
+                );
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_string_round_trips_through_a_json_parser(text in "(?s).{0,80}") {
+            let parsed: String = serde_json::from_str(&json_str(&text)).expect("valid JSON");
+            proptest::prop_assert_eq!(parsed, text);
+        }
+
+        #[test]
+        fn ascii_with_escapes_round_trips(bytes in proptest::collection::vec(0u8..0x80, 0..80)) {
+            let text = String::from_utf8(bytes).expect("ASCII");
+            let escaped = json_str(&text);
+            let parsed: String = serde_json::from_str(&escaped).expect("valid JSON");
+            proptest::prop_assert_eq!(&parsed, &text);
+            // Only what must be escaped is: printable ASCII other than `"` and `\` stays.
+            let expected_len: usize = text.bytes().map(|b| match b {
+                b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
+                0..=0x1f => 6,
+                _ => 1,
+            }).sum::<usize>() + 2;
+            proptest::prop_assert_eq!(escaped.len(), expected_len);
         }
     }
 

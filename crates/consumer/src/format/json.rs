@@ -25,8 +25,11 @@
 //! {"topic":"orders","partition":3,"offset":43,"timestamp":1700000000001,
 //!  "control":"commit","control_type":1,"version":0,"coordinator_epoch":5}
 //! ```
-//! `control` is `"abort"`, `"commit"` or `"unknown"` (with the number in
-//! `control_type`); `coordinator_epoch` is `null` when the marker carries none.
+//! `control` is Kafka's name for the control type: `"abort"` (0), `"commit"` (1),
+//! and in KRaft metadata logs `"leader_change"`, `"snapshot_header"`,
+//! `"snapshot_footer"`, `"kraft_version"`, `"kraft_voters"` (2 to 6); any other
+//! type is `"unknown"`. `control_type` always holds the number.
+//! `coordinator_epoch` is `null` when the marker carries none.
 
 use super::escape::{push_json_bytes, push_json_str};
 use super::record::{ControlMarker, RecordContext, RecordFields};

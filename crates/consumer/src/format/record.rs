@@ -58,7 +58,7 @@ pub struct ControlMarker {
     pub offset: i64,
     /// The marker's timestamp in milliseconds since the epoch.
     pub timestamp: i64,
-    /// The control type as a word: `"abort"`, `"commit"`, or `"unknown"`.
+    /// The control type as a word: `"abort"`, `"commit"`, a KRaft marker name, or `"unknown"`.
     pub kind: &'static str,
     /// The control type number from the record key (0 = abort, 1 = commit).
     pub control_type: i16,
