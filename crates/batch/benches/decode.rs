@@ -267,7 +267,44 @@ fn allocations_per_batch(f: impl Fn() -> usize) -> f64 {
     (ALLOCATIONS.load(Ordering::Relaxed) - before) as f64 / runs as f64
 }
 
+/// Best-of-rounds ns per batch for each implementation, measured interleaved so that load
+/// from other processes hits all three alike (the machine is shared).
+fn interleaved(shape: &Shape, config: &DecodeConfig) -> [f64; 3] {
+    let input = make_batch(shape.records, shape.size, shape.headers, shape.codec);
+    let iterations = (200_000 / (shape.records * shape.size / 100).max(1)).clamp(20, 20_000);
+    let mut best = [f64::MAX; 3];
+    for _ in 0..25 {
+        for (slot, best) in best.iter_mut().enumerate() {
+            let start = std::time::Instant::now();
+            for _ in 0..iterations {
+                black_box(match slot {
+                    0 => krec(black_box(&input), config),
+                    1 => kafka_protocol(black_box(&input)),
+                    _ => floor::decode(black_box(&input)),
+                });
+            }
+            let ns = start.elapsed().as_nanos() as f64 / iterations as f64;
+            *best = best.min(ns);
+        }
+    }
+    best
+}
+
 fn main() {
+    if std::env::var_os("KREC_BENCH_INTERLEAVED").is_some() {
+        let config = DecodeConfig::default();
+        println!("shape | krec ns | kafka-protocol ns | floor ns | krec/floor | kafka-protocol/krec");
+        for shape in shapes() {
+            let [k, kp, fl] = interleaved(&shape, &config);
+            println!(
+                "INTERLEAVED {} | {k:.0} | {kp:.0} | {fl:.0} | {:.2} | {:.1}",
+                name(&shape),
+                k / fl,
+                kp / k
+            );
+        }
+        return;
+    }
     let mut c = Criterion::default()
         .warm_up_time(Duration::from_millis(300))
         .measurement_time(Duration::from_millis(800))

@@ -1,26 +1,34 @@
-//! Record headers, indexed in one pass on first use.
+//! Record headers and their index.
+//!
+//! The record iterator must parse every header anyway to check that a record uses exactly its
+//! declared length, so that same pass writes each header's key and value span into an inline
+//! index (16-bit positions, 16 headers, 128 bytes, no heap). Lookups only read the index and
+//! never re-scan the record. Records with more than 16 headers, or a headers section of 64 KiB
+//! or more, get a 32-bit index built on the heap on first use instead.
 
 use std::cell::OnceCell;
 
 use crate::v2::walk_headers;
 
-/// Headers indexed inline before the index spills to the heap.
-const INLINE_HEADERS: usize = 16;
-/// Marks a null header value in a [`Span`].
-const NULL: u16 = u16::MAX;
+/// Headers indexed inline; beyond this the index spills to the heap.
+pub(crate) const INLINE_HEADERS: usize = 16;
+/// Marks a null header value in a [`Span`]; also bounds the section size the inline index covers.
+pub(crate) const NULL: u16 = u16::MAX;
 
-/// Where one header's key and value lie inside the record's headers section, as 16-bit
-/// positions: the inline index stays at 128 bytes, cheap to carry in every record. Sections
-/// of 64 KiB or more, or more than 16 headers, use the 32-bit spilled index instead.
+/// Where one header's key and value lie inside the record's headers section.
 #[derive(Clone, Copy, Debug, Default)]
-struct Span {
-    key_start: u16,
-    key_len: u16,
-    value_start: u16,
-    value_len: u16,
+pub(crate) struct Span {
+    pub(crate) key_start: u16,
+    pub(crate) key_len: u16,
+    pub(crate) value_start: u16,
+    /// [`NULL`] when the value is null.
+    pub(crate) value_len: u16,
 }
 
-/// A header's key and value positions for large sections.
+/// The inline index, filled while the record is checked.
+pub(crate) type InlineIndex = [Span; INLINE_HEADERS];
+
+/// A header's key and value positions, for records the inline index cannot cover.
 #[derive(Clone, Copy, Debug)]
 struct WideSpan {
     key_start: u32,
@@ -28,16 +36,6 @@ struct WideSpan {
     value_start: u32,
     /// `u32::MAX` when the value is null.
     value_len: u32,
-}
-
-/// The index of one record's headers.
-#[derive(Clone, Debug)]
-enum Index {
-    Inline {
-        len: u8,
-        spans: [Span; INLINE_HEADERS],
-    },
-    Spilled(Vec<WideSpan>),
 }
 
 /// One record header. The key is a non-null byte string (usually UTF-8, but Kafka does not
@@ -57,31 +55,39 @@ impl<'r> Header<'r> {
     }
 }
 
-/// A record's headers. The first lookup indexes every header's key and value span in one
-/// pass (inline up to 16 headers, on the heap beyond); later lookups only read the index.
+/// A record's headers, with the index of every key and value span.
 ///
 /// The record iterator already checked the bytes, so lookups cannot fail.
 #[derive(Clone)]
 pub struct Headers<'r> {
     bytes: &'r [u8],
     count: u32,
-    index: OnceCell<Index>,
+    inline: InlineIndex,
+    spilled: OnceCell<Vec<WideSpan>>,
+}
+
+/// Whether the inline index covers a section of `len` bytes holding `count` headers.
+#[inline(always)]
+pub(crate) fn fits_inline(count: usize, len: usize) -> bool {
+    count <= INLINE_HEADERS && len < NULL as usize
 }
 
 impl<'r> Headers<'r> {
-    /// `bytes` is the checked headers section (after the header count), holding `count` headers.
+    /// `bytes` is the checked headers section (after the header count), holding `count`
+    /// headers; `inline` was filled while checking it (ignored unless [`fits_inline`]).
     #[inline(always)]
-    pub(crate) fn new(bytes: &'r [u8], count: u32) -> Self {
+    pub(crate) fn new(bytes: &'r [u8], count: u32, inline: InlineIndex) -> Self {
         Headers {
             bytes,
             count,
-            index: OnceCell::new(),
+            inline,
+            spilled: OnceCell::new(),
         }
     }
 
     /// No headers.
     pub(crate) fn none() -> Self {
-        Headers::new(&[], 0)
+        Headers::new(&[], 0, [Span::default(); INLINE_HEADERS])
     }
 
     /// Number of headers, duplicates included.
@@ -92,12 +98,6 @@ impl<'r> Headers<'r> {
     /// True when the record has no headers.
     pub fn is_empty(&self) -> bool {
         self.count == 0
-    }
-
-    #[inline]
-    fn index(&self) -> &Index {
-        self.index
-            .get_or_init(|| build_index(self.bytes, self.count))
     }
 
     /// The first header with this key.
@@ -115,13 +115,11 @@ impl<'r> Headers<'r> {
     #[inline]
     pub fn iter(&self) -> impl Iterator<Item = Header<'r>> + '_ {
         let bytes = self.bytes;
-        let (inline, spilled): (&[Span], &[WideSpan]) = if self.count == 0 {
-            (&[], &[])
+        let count = self.count as usize;
+        let (inline, spilled): (&[Span], &[WideSpan]) = if fits_inline(count, bytes.len()) {
+            (&self.inline[..count], &[])
         } else {
-            match self.index() {
-                Index::Inline { len, spans } => (&spans[..*len as usize], &[]),
-                Index::Spilled(spans) => (&[], spans),
-            }
+            (&[], self.spilled.get_or_init(|| spill(bytes, count)))
         };
         inline
             .iter()
@@ -130,12 +128,10 @@ impl<'r> Headers<'r> {
                 value: (s.value_len != NULL)
                     .then(|| slice(bytes, s.value_start as usize, s.value_len as usize)),
             })
-            .chain(spilled.iter().map(move |s| {
-                Header {
-                    key: slice(bytes, s.key_start as usize, s.key_len as usize),
-                    value: (s.value_len != u32::MAX)
-                        .then(|| slice(bytes, s.value_start as usize, s.value_len as usize)),
-                }
+            .chain(spilled.iter().map(move |s| Header {
+                key: slice(bytes, s.key_start as usize, s.key_len as usize),
+                value: (s.value_len != u32::MAX)
+                    .then(|| slice(bytes, s.value_start as usize, s.value_len as usize)),
             }))
     }
 }
@@ -146,39 +142,25 @@ fn slice(bytes: &[u8], start: usize, len: usize) -> &[u8] {
     bytes.get(start..start + len).unwrap_or_default()
 }
 
-/// Indexes every header of a checked headers section in one pass.
+/// Indexes every header of a checked section too big for the inline index, in one pass.
 #[cold]
-fn build_index(bytes: &[u8], count: u32) -> Index {
+fn spill(bytes: &[u8], count: usize) -> Vec<WideSpan> {
     let base = bytes.as_ptr() as usize;
-    let position = |s: &[u8]| s.as_ptr() as usize - base;
+    let position = |s: &[u8]| (s.as_ptr() as usize - base) as u32;
+    // The count is bounded by the section length (each header takes at least two bytes).
+    let mut spans = Vec::with_capacity(count.min(bytes.len() / 2));
     let mut pos = 0;
-    if count as usize <= INLINE_HEADERS && bytes.len() < NULL as usize {
-        let mut spans = [Span::default(); INLINE_HEADERS];
-        let mut len = 0u8;
-        // The record iterator checked these bytes: an error is impossible here and would only
-        // shorten the index, never panic.
-        let _ = walk_headers(bytes, &mut pos, count as usize, |i, k, v| {
-            spans[i] = Span {
-                key_start: position(k) as u16,
-                key_len: k.len() as u16,
-                value_start: v.map_or(0, |v| position(v) as u16),
-                value_len: v.map_or(NULL, |v| v.len() as u16),
-            };
-            len = i as u8 + 1;
+    // The record iterator checked these bytes: an error is impossible here and would only
+    // shorten the index, never panic.
+    let _ = walk_headers(bytes, &mut pos, count, |k, v| {
+        spans.push(WideSpan {
+            key_start: position(k),
+            key_len: k.len() as u32,
+            value_start: v.map_or(0, position),
+            value_len: v.map_or(u32::MAX, |v| v.len() as u32),
         });
-        Index::Inline { len, spans }
-    } else {
-        let mut spans = Vec::with_capacity(count as usize);
-        let _ = walk_headers(bytes, &mut pos, count as usize, |_, k, v| {
-            spans.push(WideSpan {
-                key_start: position(k) as u32,
-                key_len: k.len() as u32,
-                value_start: v.map_or(0, |v| position(v) as u32),
-                value_len: v.map_or(u32::MAX, |v| v.len() as u32),
-            });
-        });
-        Index::Spilled(spans)
-    }
+    });
+    spans
 }
 
 impl std::fmt::Debug for Headers<'_> {

@@ -5,7 +5,7 @@ use bytes::Bytes;
 use crate::batch::{attributes, Batch, Body, Header, Layout};
 use crate::codec;
 use crate::error::Field;
-use crate::headers::Headers;
+use crate::headers::{fits_inline, Headers, InlineIndex, Span, INLINE_HEADERS, NULL};
 use crate::record::Record;
 use crate::varint::{read_varint, read_varlong, VarintError};
 use crate::{Compression, DecodeConfig, Error, TimestampType};
@@ -244,12 +244,12 @@ pub(crate) fn walk_headers<'d>(
     data: &'d [u8],
     pos: &mut usize,
     count: usize,
-    mut each: impl FnMut(usize, &'d [u8], Option<&'d [u8]>),
+    mut each: impl FnMut(&'d [u8], Option<&'d [u8]>),
 ) -> Result<(), ()> {
-    for i in 0..count {
+    for _ in 0..count {
         let key = bytes_field(data, pos, Field::HeaderKey, false).map_err(|_| ())?;
         let value = bytes_field(data, pos, Field::HeaderValue, true).map_err(|_| ())?;
-        each(i, key.unwrap_or_default(), value);
+        each(key.unwrap_or_default(), value);
     }
     Ok(())
 }
@@ -262,6 +262,8 @@ pub(crate) struct RawRecord<'d> {
     pub(crate) value: Option<&'d [u8]>,
     pub(crate) headers: &'d [u8],
     pub(crate) header_count: u32,
+    /// Header spans, filled while checking when the section fits the inline index.
+    pub(crate) index: InlineIndex,
 }
 
 /// Reads one record at `*pos` and checks it uses exactly its declared length.
@@ -308,9 +310,25 @@ fn read_record<'d>(data: &'d [u8], pos: &mut usize) -> Result<RawRecord<'d>, Fie
         });
     }
     let headers_start = p;
-    for _ in 0..header_count {
-        bytes_field(rec, &mut p, Field::HeaderKey, false)?;
-        bytes_field(rec, &mut p, Field::HeaderValue, true)?;
+    let mut index = [Span::default(); INLINE_HEADERS];
+    if fits_inline(header_count as usize, end - headers_start) {
+        // Positions fit in 16 bits: the section is shorter than 64 KiB.
+        for span in &mut index[..header_count as usize] {
+            let key = bytes_field(rec, &mut p, Field::HeaderKey, false)?.unwrap_or_default();
+            let key_start = p - key.len() - headers_start;
+            let value = bytes_field(rec, &mut p, Field::HeaderValue, true)?;
+            *span = Span {
+                key_start: key_start as u16,
+                key_len: key.len() as u16,
+                value_start: value.map_or(0, |v| (p - v.len() - headers_start) as u16),
+                value_len: value.map_or(NULL, |v| v.len() as u16),
+            };
+        }
+    } else {
+        for _ in 0..header_count {
+            bytes_field(rec, &mut p, Field::HeaderKey, false)?;
+            bytes_field(rec, &mut p, Field::HeaderValue, true)?;
+        }
     }
     if p != end {
         return Err(FieldError::Mismatch {
@@ -326,6 +344,7 @@ fn read_record<'d>(data: &'d [u8], pos: &mut usize) -> Result<RawRecord<'d>, Fie
         value,
         headers: &data[headers_start..end],
         header_count: header_count as u32,
+        index,
     })
 }
 
@@ -469,7 +488,7 @@ impl<'b> V2Records<'b> {
             header.timestamp_type,
             raw.key,
             raw.value,
-            Headers::new(raw.headers, raw.header_count),
+            Headers::new(raw.headers, raw.header_count, raw.index),
             self.shared,
         )))
     }
