@@ -223,3 +223,55 @@ fn binary_header_keys_and_log_append_time() {
         b"bin|1|\xc3=bin,dup=1,dup=NULL,\xc3=second\n"
     );
 }
+
+#[test]
+fn real_transaction_markers_from_librdkafka() {
+    let dir = support::data_dir();
+    let bin = dir.join("librdkafka-transactional.bin");
+    let data_expected =
+        support::read_expected(&dir.join("librdkafka-transactional.expected.jsonl"));
+    let controls: Vec<(i64, String)> =
+        std::fs::read_to_string(dir.join("librdkafka-transactional.control.jsonl"))
+            .expect("control fixture")
+            .lines()
+            .map(|line| {
+                let v: Value = serde_json::from_str(line).expect("JSON");
+                (
+                    v["offset"].as_i64().expect("offset"),
+                    v["type"].as_str().expect("type").to_owned(),
+                )
+            })
+            .collect();
+    assert!(!controls.is_empty());
+
+    let hidden = krec(&["decode", path_str(&bin)]);
+    assert!(hidden.status.success(), "{}", stderr_text(&hidden));
+    assert_eq!(parse_krec_json(&hidden.stdout), data_expected);
+
+    let shown = krec(&["decode", "--print-control", path_str(&bin)]);
+    assert!(shown.status.success(), "{}", stderr_text(&shown));
+    let lines = json_lines(&shown.stdout);
+    let got_controls: Vec<(i64, String)> = lines
+        .iter()
+        .filter(|l| l.get("control").is_some())
+        .map(|l| {
+            assert!(
+                l["coordinator_epoch"].is_i64(),
+                "markers carry an epoch: {l}"
+            );
+            (
+                l["offset"].as_i64().expect("offset"),
+                l["control"].as_str().expect("control").to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(got_controls, controls);
+    let offsets: Vec<i64> = lines
+        .iter()
+        .map(|l| l["offset"].as_i64().expect("offset"))
+        .collect();
+    let mut sorted = offsets.clone();
+    sorted.sort_unstable();
+    assert_eq!(offsets, sorted, "markers interleave in offset order");
+    assert_eq!(lines.len(), data_expected.len() + controls.len());
+}

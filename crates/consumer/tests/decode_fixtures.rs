@@ -233,3 +233,26 @@ fn dash_reads_standard_input() {
     assert!(output.status.success(), "{}", stderr_text(&output));
     assert_eq!(parse_krec_json(&output.stdout), expected);
 }
+
+#[test]
+fn a_reader_that_goes_away_ends_the_decode_quietly() {
+    let one = std::fs::read(data_dir().join("kafka-python-v2-none.bin")).expect("fixture");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let big = dir.path().join("big.log");
+    // Far more output than a pipe buffers, so krec is still writing when the reader leaves.
+    std::fs::write(&big, one.repeat(2000)).expect("write");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_krec"))
+        .args(["decode", path_str(&big)])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("krec runs");
+    let mut stdout = child.stdout.take().expect("stdout");
+    let mut first = [0u8; 16];
+    std::io::Read::read_exact(&mut stdout, &mut first).expect("some output");
+    assert_eq!(&first[..10], b"{\"topic\":n");
+    drop(stdout);
+    let output = child.wait_with_output().expect("krec exits");
+    assert!(output.status.success(), "{:?}", output.status);
+    assert!(output.stderr.is_empty(), "{}", stderr_text(&output));
+}
