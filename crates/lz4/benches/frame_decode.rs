@@ -10,7 +10,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use krec_lz4::{
@@ -263,6 +263,68 @@ fn frame_decode(c: &mut Criterion) {
     }
 }
 
+/// Median over rounds of (time of `a`) / (time of `b`), the two run alternately in short
+/// batches so that load from other processes hits both alike: on a shared, noisy machine this
+/// ratio is steadier than two criterion medians taken minutes apart.
+fn paired_ratio(mut a: impl FnMut(), mut b: impl FnMut()) -> f64 {
+    let once = Instant::now();
+    a();
+    b();
+    let per_pair = once.elapsed().as_nanos().max(1);
+    let batch = (100_000 / per_pair).clamp(1, 10_000) as usize;
+    let mut ratios: Vec<f64> = (0..301)
+        .map(|_| {
+            let start = Instant::now();
+            for _ in 0..batch {
+                a();
+            }
+            let a_time = start.elapsed().as_nanos();
+            let start = Instant::now();
+            for _ in 0..batch {
+                b();
+            }
+            a_time as f64 / start.elapsed().as_nanos().max(1) as f64
+        })
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    ratios[ratios.len() / 2]
+}
+
+fn record_ratio(case: &Case, comparison: &str, ratio: f64) {
+    let line = format!("{}\t{}\t{:.3}\n", case.name, comparison, ratio);
+    eprint!("paired ratio: {line}");
+    if let Ok(path) = std::env::var("KREC_BENCH_RATIOS") {
+        if let Ok(mut file) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            let _ = file.write_all(line.as_bytes());
+        }
+    }
+}
+
+/// The targets' ratios, measured pairwise (not through criterion).
+fn paired_ratios(_: &mut Criterion) {
+    set_thread_pool_config(PoolConfig::default());
+    for case in cases() {
+        let frame = &case.frame[..];
+        let mut out = Vec::with_capacity(case.content_len);
+        let ratio = paired_ratio(|| lz4_c_frame(frame, &mut out), || krec_pooled(frame));
+        record_ratio(&case, "lz4_c/krec_pooled", ratio);
+        let ratio = paired_ratio(|| lz4_flex_frame(frame, &mut out), || krec_pooled(frame));
+        record_ratio(&case, "lz4_flex/krec_pooled", ratio);
+        if let Some(blocks) = &case.blocks {
+            let mut raw_out = vec![0u8; case.content_len];
+            let ratio = paired_ratio(
+                || krec_pooled(frame),
+                || raw_blocks(frame, blocks, &mut raw_out),
+            );
+            record_ratio(&case, "krec_pooled/raw", ratio);
+        }
+    }
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default()
@@ -270,6 +332,6 @@ criterion_group! {
         .measurement_time(Duration::from_secs(2))
         .sample_size(30)
         .without_plots();
-    targets = frame_decode
+    targets = paired_ratios, frame_decode
 }
 criterion_main!(benches);

@@ -54,7 +54,6 @@ pub struct PoolStats {
     pub freed: u64,
 }
 
-#[derive(Default)]
 struct ThreadPool {
     config: PoolConfig,
     buffers: Vec<Vec<u8>>,
@@ -62,6 +61,19 @@ struct ThreadPool {
 }
 
 impl ThreadPool {
+    const EMPTY: ThreadPool = ThreadPool {
+        config: PoolConfig::DEFAULT,
+        buffers: Vec::new(),
+        stats: PoolStats {
+            buffers_kept: 0,
+            retained_capacity: 0,
+            reused: 0,
+            started_empty: 0,
+            returned: 0,
+            freed: 0,
+        },
+    };
+
     fn take(&mut self) -> Vec<u8> {
         match self.buffers.pop() {
             Some(buf) => {
@@ -113,7 +125,8 @@ impl ThreadPool {
 }
 
 thread_local! {
-    static POOL: RefCell<ThreadPool> = RefCell::new(ThreadPool::default());
+    // A const initializer spares every access the lazy-initialization check.
+    static POOL: RefCell<ThreadPool> = const { RefCell::new(ThreadPool::EMPTY) };
 }
 
 /// Sets the bounds of the calling thread's pool; kept buffers that no longer fit are freed now.
