@@ -20,7 +20,8 @@
 # the literal word {bootstrap} is replaced by the instance's bootstrap string.
 #
 # Environment: KREC_KAFKA_HOME (default <repo>/target/kafka) moves all state and the jars;
-# KREC_KAFKA_HEAP (default 512m) is the heap of each broker JVM.
+# KREC_KAFKA_HEAP (default 512m) is the heap of each broker JVM; KREC_KAFKA_TOOL_OPTS replaces
+# the JVM options of `tool` (default -Xmx512m, plus C1-only JIT except for *Performance tools).
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -74,8 +75,18 @@ require_jars() {
 # Runs a Kafka Java tool with the tools' logging (WARN to stderr, stdout left to the tool).
 run_tool() {
     require_jars
-    # C1 only: tools are short-lived, and this halves their start-up time.
-    java -Xmx512m -XX:TieredStopAtLevel=1 -Djava.awt.headless=true \
+    local opts
+    if [[ -n "${KREC_KAFKA_TOOL_OPTS:-}" ]]; then
+        read -r -a opts <<<"$KREC_KAFKA_TOOL_OPTS"
+    elif [[ "$1" == *Performance ]]; then
+        # Throughput tools (ProducerPerformance, ConsumerPerformance) get the full JIT, as
+        # in Kafka's own kafka-*-perf-test.sh.
+        opts=(-Xmx512m)
+    else
+        # C1 only: most tools live a second or two, and this cuts their start-up time.
+        opts=(-Xmx512m -XX:TieredStopAtLevel=1)
+    fi
+    java "${opts[@]}" -Djava.awt.headless=true \
         -Dlog4j2.configurationFile="$KAFKA_CONF_DIR/log4j2-tools.xml" \
         -cp "$KAFKA_LIB/*" "$@"
 }
