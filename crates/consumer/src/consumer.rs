@@ -212,7 +212,7 @@ impl Consumer {
             let event = self.events.recv().await.ok_or(Error::Stopped)?;
             match event {
                 Event::Chunk(chunk) => {
-                    if self.is_current(chunk.topic(), chunk.partition(), chunk.generation()) {
+                    if self.is_current(chunk.topic_arc(), chunk.partition(), chunk.generation()) {
                         return Ok(Fetched::Chunk(chunk));
                     }
                 }
@@ -258,13 +258,12 @@ impl Consumer {
             .collect()
     }
 
-    fn is_current(&self, topic: &str, partition: i32, generation: u64) -> bool {
+    fn is_current(&self, topic: &Arc<str>, partition: i32, generation: u64) -> bool {
         let state = self.shared.state();
         state
             .cursors
-            .iter()
-            .find(|((t, p), _)| &**t == topic && *p == partition)
-            .is_some_and(|(_, cursor)| cursor.generation == generation)
+            .get(&(topic.clone(), partition))
+            .is_some_and(|cursor| cursor.generation == generation)
     }
 }
 

@@ -53,6 +53,10 @@ impl PartitionChunk {
         self.partition
     }
 
+    pub(crate) fn topic_arc(&self) -> &Arc<str> {
+        &self.topic
+    }
+
     pub(crate) fn generation(&self) -> u64 {
         self.generation
     }

@@ -1,6 +1,7 @@
 //! The per-broker fetch loop: one fetch in flight per broker, the next one sent as soon as a
 //! response is applied to the cursors (before anything is decoded).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -107,12 +108,17 @@ pub async fn run(shared: Arc<Shared>, node: i32) {
         let mut events = Vec::new();
         let mut fatal = None;
         let mut wake_coordinator = false;
+        let by_partition: HashMap<(&str, i32), &Planned> = planned
+            .iter()
+            .map(|p| ((&*p.topic, p.target.partition), p))
+            .collect();
         {
             let mut state = shared.state();
             for partition in partitions {
-                let Some(plan) = planned.iter().find(|p| {
-                    *p.topic == *partition.topic && p.target.partition == partition.partition
-                }) else {
+                let Some(plan) = by_partition
+                    .get(&(partition.topic.as_str(), partition.partition))
+                    .copied()
+                else {
                     continue;
                 };
                 let key = (plan.topic.clone(), plan.target.partition);
