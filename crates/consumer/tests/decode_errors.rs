@@ -311,9 +311,13 @@ fn every_prefix_prints_exactly_the_whole_batches_it_holds() {
         let at_boundary = cut == 0 || spans.iter().any(|s| s.end == cut);
         match result {
             Ok(()) => assert!(at_boundary, "cut {cut} should be truncation"),
-            Err(DecodeFailure::Input(krec_batch::Error::Truncated { position, .. })) => {
+            Err(DecodeFailure::Input {
+                error: krec_batch::Error::Truncated { position, .. },
+                position: reported,
+            }) => {
                 assert!(!at_boundary, "cut {cut} is whole batches");
                 assert_eq!(position, spans[whole].start, "cut {cut}");
+                assert_eq!(reported, position, "cut {cut}");
             }
             Err(other) => panic!("cut {cut}: {other:?}"),
         }

@@ -132,11 +132,11 @@ fn decode_file<W: Write>(
 ) -> Result<DecodeSummary, Error> {
     let data = read_input(path, max_file_bytes)?;
     decode_bytes(&data, config, &context.as_context(), writer).map_err(|failure| match failure {
-        DecodeFailure::Input(source) => Error::DecodeInput {
+        DecodeFailure::Input { error, position } => Error::DecodeInput {
             file: path.display().to_string(),
-            position: source.position().unwrap_or(0),
-            offset: source.offset(),
-            source,
+            position,
+            offset: error.offset(),
+            source: error,
         },
         DecodeFailure::Output(source) => Error::Io {
             context: "writing output".into(),
@@ -148,8 +148,13 @@ fn decode_file<W: Write>(
 /// Why [`decode_bytes`] stopped.
 #[derive(Debug)]
 pub enum DecodeFailure {
-    /// The input is malformed or truncated at the error's position.
-    Input(krec_batch::Error),
+    /// The input is malformed, or ends inside a batch.
+    Input {
+        /// What is wrong.
+        error: krec_batch::Error,
+        /// Byte position of the batch at fault: the error's own, else where the walk stood.
+        position: usize,
+    },
     /// Writing the output failed.
     Output(io::Error),
 }
@@ -167,12 +172,13 @@ pub fn decode_bytes<W: Write>(
 ) -> Result<DecodeSummary, DecodeFailure> {
     let mut summary = DecodeSummary::default();
     let mut walk = BatchWalk::new(data, config);
-    for batch in &mut walk {
-        let batch = batch.map_err(DecodeFailure::Input)?;
+    while let Some(batch) = walk.next() {
+        // The walk only moves past a batch it accepted, so here it still points at this one.
+        let batch = batch.map_err(|error| input_failure(error, walk.position()))?;
         summary.batches += 1;
         if batch.is_control() {
             for control in batch.control_records() {
-                let control = control.map_err(DecodeFailure::Input)?;
+                let control = control.map_err(|e| input_failure(e, batch.position()))?;
                 writer
                     .write_control(context, &control)
                     .map_err(DecodeFailure::Output)?;
@@ -180,7 +186,7 @@ pub fn decode_bytes<W: Write>(
             }
         } else {
             for record in batch.records() {
-                let record = record.map_err(DecodeFailure::Input)?;
+                let record = record.map_err(|e| input_failure(e, batch.position()))?;
                 writer
                     .write_record(context, &record)
                     .map_err(DecodeFailure::Output)?;
@@ -188,8 +194,16 @@ pub fn decode_bytes<W: Write>(
             }
         }
     }
-    walk.end_of_file().map_err(DecodeFailure::Input)?;
+    walk.end_of_file()
+        .map_err(|error| input_failure(error, walk.position()))?;
     Ok(summary)
+}
+
+fn input_failure(error: krec_batch::Error, fallback_position: usize) -> DecodeFailure {
+    DecodeFailure::Input {
+        position: error.position().unwrap_or(fallback_position),
+        error,
+    }
 }
 
 /// Reads a file (or stdin for `-`) whole, refusing more than `max_bytes`.
