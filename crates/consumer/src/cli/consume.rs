@@ -66,7 +66,8 @@ pub struct ConsumeArgs {
     #[arg(long = "reset", default_value = "earliest", value_name = "POLICY")]
     pub reset: String,
 
-    /// Print records/s, MB/s and lag per partition to stderr every SECONDS (default 1).
+    /// Print records/s, fetched MB/s (record bytes as on the wire) and lag per partition to
+    /// stderr every SECONDS (default 1).
     #[arg(long = "stats", value_name = "SECONDS", num_args = 0..=1, default_missing_value = "1")]
     pub stats: Option<f64>,
 
