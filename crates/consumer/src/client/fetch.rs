@@ -329,6 +329,38 @@ mod tests {
         assert_eq!(scan.batches, 0);
     }
 
+    proptest::proptest! {
+        #[test]
+        fn scan_never_panics_and_stays_inside_the_input(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..512)) {
+            if let Ok(scan) = scan_batches(&bytes) {
+                proptest::prop_assert!(scan.complete_bytes <= bytes.len());
+                proptest::prop_assert_eq!(scan.batches == 0, scan.next_offset.is_none());
+            }
+        }
+
+        #[test]
+        fn cutting_valid_batches_anywhere_keeps_whole_batches_only(
+            sizes in proptest::collection::vec(0usize..40, 1..6),
+            cut_fraction in 0.0f64..1.0,
+        ) {
+            let mut input = Vec::new();
+            let mut ends = Vec::new();
+            let mut base = 0i64;
+            for size in &sizes {
+                input.extend(v2_batch(base, 2, *size));
+                base += 3;
+                ends.push((input.len(), base));
+            }
+            let cut = (input.len() as f64 * cut_fraction) as usize;
+            let scan = scan_batches(&input[..cut]).unwrap();
+            let whole: Vec<_> = ends.iter().filter(|(end, _)| *end <= cut).collect();
+            proptest::prop_assert_eq!(scan.batches, whole.len());
+            proptest::prop_assert_eq!(scan.complete_bytes, whole.last().map_or(0, |(end, _)| *end));
+            proptest::prop_assert_eq!(scan.next_offset, whole.last().map(|(_, next)| *next));
+            proptest::prop_assert_eq!(scan.partial.is_some(), cut > scan.complete_bytes);
+        }
+    }
+
     #[test]
     fn request_uses_names_before_v13_and_ids_after() {
         let id = Uuid::from_u128(7);
