@@ -306,6 +306,9 @@ fn record_ratio(case: &Case, comparison: &str, ratio: f64) {
 
 /// The targets' ratios, measured pairwise (not through criterion).
 fn paired_ratios(_: &mut Criterion) {
+    if std::env::var_os("KREC_BENCH_SKIP_PAIRED").is_some() {
+        return;
+    }
     set_thread_pool_config(PoolConfig::default());
     for case in cases() {
         let frame = &case.frame[..];

@@ -5,7 +5,10 @@ Usage (from anywhere in the repository):
     python3 crates/lz4/benches/report.py            # run the bench, then print
     python3 crates/lz4/benches/report.py --no-run   # print from the last run's results
 
-Times are criterion's median per frame; GB/s is decoded bytes per second (10^9).
+Times are criterion's median per frame; GB/s is decoded bytes per second (10^9) at that median.
+The ratio columns come from the bench's paired measurement (the two decoders alternate in short
+batches, median of 301 rounds), which is steadier on a shared machine than dividing two medians
+taken minutes apart.
 """
 import json
 import os
@@ -47,10 +50,12 @@ def main():
     root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
     target = target_dir(root)
     allocs_path = os.path.join(target, "krec-lz4-bench-allocations.tsv")
+    ratios_path = os.path.join(target, "krec-lz4-bench-ratios.tsv")
     if "--no-run" not in sys.argv:
-        if os.path.exists(allocs_path):
-            os.remove(allocs_path)
-        env = dict(os.environ, KREC_BENCH_ALLOCS=allocs_path)
+        for path in (allocs_path, ratios_path):
+            if os.path.exists(path):
+                os.remove(path)
+        env = dict(os.environ, KREC_BENCH_ALLOCS=allocs_path, KREC_BENCH_RATIOS=ratios_path)
         subprocess.run(
             ["cargo", "bench", "-p", "krec-lz4", "--bench", "frame_decode"],
             cwd=root, env=env, check=True,
@@ -61,13 +66,19 @@ def main():
             for line in f:
                 case, decoder, per_frame = line.rstrip("\n").split("\t")
                 allocs[(case, decoder)] = float(per_frame)
+    ratios = {}
+    if os.path.exists(ratios_path):
+        with open(ratios_path) as f:
+            for line in f:
+                case, comparison, ratio = line.rstrip("\n").split("\t")
+                ratios[(case, comparison)] = float(ratio)
     criterion_dir = os.path.join(target, "criterion")
 
     for row, title in [("java", "Java-client frames (independent 64 KiB blocks, no checksums)"),
                        ("checksums", "Same frames with block and content checksums")]:
         print(f"\n#### {title}\n")
         print("| frame | krec pooled | GB/s | krec fresh buffer | lz4_flex FrameDecoder | lz4 (C) frame "
-              "| raw lz4_flex blocks | C ÷ krec | lz4_flex ÷ krec | krec ÷ raw "
+              "| raw lz4_flex blocks | C ÷ krec (paired) | lz4_flex ÷ krec (paired) | krec ÷ raw (paired) "
               "| allocs/frame: pooled, fresh, lz4_flex, C |")
         print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
         for kind in ["text", "random"]:
@@ -79,15 +90,16 @@ def main():
                     continue
                 gbps = size / pooled
 
-                def ratio(a, b):
-                    return "–" if a is None or b is None else f"{a / b:.2f}x"
+                def ratio(comparison):
+                    value = ratios.get((case, comparison))
+                    return "–" if value is None else f"{value:.2f}x"
 
                 a = [allocs.get((case, d)) for d in DECODERS[:4]]
                 a_text = ", ".join("–" if x is None else f"{x:g}" for x in a)
                 print(f"| {kind} {size_name} | {fmt_ns(pooled)} | {gbps:.2f} | {fmt_ns(t['krec_fresh'])} "
                       f"| {fmt_ns(t['lz4_flex_frame'])} | {fmt_ns(t['lz4_c_frame'])} | {fmt_ns(t['raw_block'])} "
-                      f"| {ratio(t['lz4_c_frame'], pooled)} | {ratio(t['lz4_flex_frame'], pooled)} "
-                      f"| {ratio(pooled, t['raw_block'])} | {a_text} |")
+                      f"| {ratio('lz4_c/krec_pooled')} | {ratio('lz4_flex/krec_pooled')} "
+                      f"| {ratio('krec_pooled/raw')} | {a_text} |")
 
 
 if __name__ == "__main__":
