@@ -443,6 +443,20 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #[test]
+        fn any_text_parses_or_is_refused_without_panicking(text in "[%\\\\{}hnrtxksSRKpoTc:0-9a-fé ]{0,24}") {
+            if let Ok(template) = Template::parse(&text) {
+                let mut out = Vec::new();
+                template.render_record(&mut out, &RecordContext::new("t", 1), &sample(), b"");
+                // Literal text without `%` or `\\` comes out as given.
+                if !text.contains(['%', '\\']) {
+                    proptest::prop_assert_eq!(out, text.as_bytes());
+                }
+            }
+        }
+    }
+
     #[test]
     fn delimiter_unescape() {
         assert_eq!(unescape("-D", "\\n").expect("valid"), b"\n");
