@@ -6,7 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(kcat python3-kafka python3-confluent-kafka python3-lz4 python3-snappy python3-zstandard)
+# kcat: kafka.sh's readiness check. Debian's python3 clients and codecs: the broker tests'
+# producers and scripts/fixtures/ (python3-xxhash only for the magic-0 lz4 fixture).
+APT_PACKAGES=(kcat python3-kafka python3-confluent-kafka python3-lz4 python3-snappy python3-zstandard python3-xxhash)
 
 log() { echo "install-deps: $*" >&2; }
 

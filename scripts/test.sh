@@ -21,7 +21,7 @@ KAFKA_SH="$REPO_ROOT/scripts/kafka.sh"
 INSTANCE="${KREC_TEST_INSTANCE:-test}"
 CLUSTER_INSTANCE="${INSTANCE}-cluster"
 
-section() { printf '\n===== %s =====\n' "$*"; }
+section() { printf '\n===== %s (at %dm%02ds) =====\n' "$*" $((SECONDS / 60)) $((SECONDS % 60)); }
 
 started=()
 stop_brokers() {
