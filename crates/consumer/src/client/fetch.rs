@@ -362,6 +362,34 @@ mod tests {
     }
 
     #[test]
+    fn split_records_are_slices_of_the_response_frame() {
+        use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+        use kafka_protocol::protocol::{Decodable, Encodable};
+        let records = v2_batch(0, 4, 100);
+        let response =
+            FetchResponse::default().with_responses(vec![FetchableTopicResponse::default()
+                .with_topic(TopicName(StrBytes::from_static_str("t")))
+                .with_partitions(vec![PartitionData::default()
+                    .with_partition_index(3)
+                    .with_high_watermark(5)
+                    .with_records(Some(Bytes::from(records.clone())))])]);
+        let mut encoded = bytes::BytesMut::new();
+        response.encode(&mut encoded, 12).unwrap();
+        let frame = encoded.freeze();
+        let decoded = FetchResponse::decode(&mut frame.clone(), 12).unwrap();
+        let split = split_response(decoded, 12, |_| None);
+        assert_eq!(split.len(), 1);
+        assert_eq!((split[0].topic.as_str(), split[0].partition), ("t", 3));
+        assert_eq!(&split[0].records[..], &records[..]);
+        let inside = frame.as_ptr_range();
+        let slice = split[0].records.as_ptr_range();
+        assert!(
+            inside.start <= slice.start && slice.end <= inside.end,
+            "the records must point into the frame, not into a copy"
+        );
+    }
+
+    #[test]
     fn request_uses_names_before_v13_and_ids_after() {
         let id = Uuid::from_u128(7);
         let targets = [
