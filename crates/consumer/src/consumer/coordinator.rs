@@ -20,6 +20,7 @@ use crate::Error;
 const IDLE_POLL: Duration = Duration::from_millis(500);
 
 /// Runs until the consumer stops or a fatal error is reported.
+#[tracing::instrument(name = "coordinator", skip_all)]
 pub async fn run(shared: Arc<Shared>, metadata: Arc<AsyncMutex<MetadataClient>>) {
     let mut backoff = Backoff::new(shared.config.backoff, shared.config.max_backoff);
     let mut connections: HashMap<i32, Connection> = HashMap::new();

@@ -27,6 +27,7 @@ struct Planned {
 }
 
 /// Fetches for every ready partition led by `node` until the consumer stops.
+#[tracing::instrument(name = "fetch_loop", skip(shared))]
 pub async fn run(shared: Arc<Shared>, node: i32) {
     let mut connection: Option<Connection> = None;
     let mut backoff = Backoff::new(shared.config.backoff, shared.config.max_backoff);
