@@ -16,6 +16,9 @@ use crate::client::offsets::{list_offsets, ListedOffset, OffsetQuery};
 use crate::client::{codes, error_name, Connection};
 use crate::Error;
 
+/// Metadata answers in a row without an assigned topic before it is reported unknown.
+const UNKNOWN_TOPIC_ANSWERS: u32 = 10;
+
 /// How often the coordinator looks at the cursors when nothing wakes it.
 const IDLE_POLL: Duration = Duration::from_millis(500);
 
@@ -25,6 +28,8 @@ pub async fn run(shared: Arc<Shared>, metadata: Arc<AsyncMutex<MetadataClient>>)
     let mut backoff = Backoff::new(shared.config.backoff, shared.config.max_backoff);
     let mut connections: HashMap<i32, Connection> = HashMap::new();
     let mut failing_since: Option<Instant> = None;
+    let mut failed_attempts = 0u32;
+    let mut unknown_topic_answers = 0u32;
     while !shared.is_stopping() {
         let work = pending_work(&shared);
         if !work.metadata && !work.offsets {
@@ -43,13 +48,22 @@ pub async fn run(shared: Arc<Shared>, metadata: Arc<AsyncMutex<MetadataClient>>)
         }
         .await;
         match result {
-            Ok(()) => {}
+            Ok(()) => unknown_topic_answers = 0,
+            // A broker that has just restarted can answer from metadata that is not caught up
+            // yet: a topic that was there is believed gone only if the answer persists.
+            Err(error @ Error::UnknownTopic { .. })
+                if unknown_topic_answers < UNKNOWN_TOPIC_ANSWERS =>
+            {
+                unknown_topic_answers += 1;
+                tracing::warn!(%error, "topic missing from metadata; asking again");
+            }
             Err(error) if is_retriable(&error) => {
+                failed_attempts += 1;
                 let since = *failing_since.get_or_insert_with(Instant::now);
                 if since.elapsed() > shared.config.give_up_after {
                     return shared.fail(Error::RetriesExhausted {
                         what: "looking up leaders and offsets".to_owned(),
-                        attempts: 0,
+                        attempts: failed_attempts,
                         last: Box::new(error),
                     });
                 }
@@ -65,6 +79,7 @@ pub async fn run(shared: Arc<Shared>, metadata: Arc<AsyncMutex<MetadataClient>>)
         } else {
             backoff.reset();
             failing_since = None;
+            failed_attempts = 0;
         }
     }
 }

@@ -31,7 +31,7 @@ struct Planned {
 pub async fn run(shared: Arc<Shared>, node: i32) {
     let mut connection: Option<Connection> = None;
     let mut backoff = Backoff::new(shared.config.backoff, shared.config.max_backoff);
-    let mut failing_since: Option<Instant> = None;
+    let mut failing = Failing::default();
     let params = FetchParams {
         max_wait_ms: shared.config.max_wait.as_millis().min(i32::MAX as u128) as i32,
         min_bytes: shared.config.min_bytes,
@@ -52,7 +52,7 @@ pub async fn run(shared: Arc<Shared>, node: i32) {
         }
         let Some(address) = address.filter(|_| !planned.is_empty()) else {
             // Nothing led by this node: past connection failures no longer count.
-            failing_since = None;
+            failing = Failing::default();
             tokio::select! {
                 _ = shared.fetch_wakeup.notified() => {}
                 _ = tokio::time::sleep(IDLE_POLL) => {}
@@ -63,7 +63,7 @@ pub async fn run(shared: Arc<Shared>, node: i32) {
             match Connection::connect(&address, &shared.config.connection).await {
                 Ok(connected) => connection = Some(connected),
                 Err(error) => {
-                    if retry_or_give_up(&shared, &mut failing_since, &mut backoff, error).await {
+                    if retry_or_give_up(&shared, &mut failing, &mut backoff, error).await {
                         continue;
                     }
                     return;
@@ -84,13 +84,13 @@ pub async fn run(shared: Arc<Shared>, node: i32) {
             Ok(response) => response,
             Err(error) => {
                 connection = None;
-                if retry_or_give_up(&shared, &mut failing_since, &mut backoff, error).await {
+                if retry_or_give_up(&shared, &mut failing, &mut backoff, error).await {
                     continue;
                 }
                 return;
             }
         };
-        failing_since = None;
+        failing = Failing::default();
         backoff.reset();
         if response.error_code != 0 {
             // A whole-request error (sessions are not used, so this is rare): retry after a pause.
@@ -229,19 +229,27 @@ fn mark_stale(shared: &Shared) {
     shared.coordinator_wakeup.notify_one();
 }
 
+/// Connection failures in a row: since when, and how many.
+#[derive(Debug, Default)]
+struct Failing {
+    since: Option<Instant>,
+    attempts: u32,
+}
+
 /// After a connection failure: asks for fresh metadata (the leader may have moved), waits,
 /// and returns false once failures have lasted longer than the configured limit.
 async fn retry_or_give_up(
     shared: &Shared,
-    failing_since: &mut Option<Instant>,
+    failing: &mut Failing,
     backoff: &mut Backoff,
     error: Error,
 ) -> bool {
-    let since = *failing_since.get_or_insert_with(Instant::now);
+    failing.attempts += 1;
+    let since = *failing.since.get_or_insert_with(Instant::now);
     if since.elapsed() > shared.config.give_up_after {
         shared.fail(Error::RetriesExhausted {
             what: "fetching".to_owned(),
-            attempts: 0,
+            attempts: failing.attempts,
             last: Box::new(error),
         });
         return false;
