@@ -52,12 +52,17 @@ cmd_fetch() {
     stamp="$(fetch_stamp)"
     [[ -f "$stamp" ]] && return 0
     command -v mvn >/dev/null || die "mvn not found (Maven is needed once to fetch the Kafka jars)"
+    mkdir -p "$KAFKA_HOME"
+    # Two test runs starting at once on a fresh tree: one fetches, the other waits for it.
+    exec 9>"$KAFKA_HOME/.fetch.lock"
+    flock 9
+    [[ -f "$stamp" ]] && { exec 9>&-; return 0; }
     log "fetching Kafka jars into $KAFKA_LIB (first run only)"
     local tmp="$KAFKA_LIB.tmp.$$"
     rm -rf "$tmp"
     mkdir -p "$KAFKA_HOME"
     # A fresh directory, renamed into place, so an interrupted fetch never looks complete.
-    (cd "$KAFKA_CONF_DIR" && mvn -q -B dependency:copy-dependencies -DoutputDirectory="$tmp") >&2 \
+    (cd "$KAFKA_CONF_DIR" && mvn -q -B -Dstyle.color=never dependency:copy-dependencies -DoutputDirectory="$tmp") >&2 \
         || { rm -rf "$tmp"; die "mvn dependency:copy-dependencies failed"; }
     local bindings
     bindings="$(find "$tmp" -name 'log4j-slf4j*-impl-*.jar' -o -name 'slf4j-reload4j-*.jar' \
@@ -66,6 +71,7 @@ cmd_fetch() {
     touch "$tmp/.fetched-$(sha256sum "$KAFKA_CONF_DIR/pom.xml" | cut -c1-16)"
     rm -rf "$KAFKA_LIB"
     mv "$tmp" "$KAFKA_LIB"
+    exec 9>&-
 }
 
 require_jars() {
