@@ -115,10 +115,20 @@ node_pid() {
     [[ -f "$f" ]] && cat "$f"
 }
 
+# True while the process exists and is not a zombie (an exited broker whose parent, init
+# here, has not reaped it yet still answers kill -0).
+pid_alive() {
+    local state
+    kill -0 "$1" 2>/dev/null || return 1
+    # The state follows the command name, which is in parentheses and may hold spaces.
+    state="$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1)" || return 1
+    [[ -n "$state" && "$state" != Z ]]
+}
+
 node_running() {
     local pid
     pid="$(node_pid "$1" "$2")" || return 1
-    [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null
+    [[ -n "$pid" ]] && pid_alive "$pid"
 }
 
 # Prints N distinct free TCP ports on 127.0.0.1. All sockets are held open until every port
@@ -187,7 +197,8 @@ launch_node() {
     local name="$1" node="$2" dir
     dir="$(node_dir "$name" "$node")"
     node_running "$name" "$node" && die "node $node of '$name' is already running (pid $(node_pid "$name" "$node"))"
-    : >"$dir/broker.log"
+    # A stale pid file (a node that crashed) must not pass for the new process.
+    rm -f "$dir/pid"
     # setsid: a Ctrl-C in the terminal goes to the test script, whose trap stops the broker
     # in order; the broker's output goes to a file so that $(kafka.sh start) returns.
     setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' _ "$dir/pid" \
@@ -253,13 +264,17 @@ stop_nodes() {
     for entry in "${pids[@]}"; do
         node="${entry%%:*}"
         pid="${entry#*:}"
-        while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do
+        while pid_alive "$pid" && ((SECONDS < deadline)); do
             sleep 0.2
         done
-        if kill -0 "$pid" 2>/dev/null; then
+        if pid_alive "$pid"; then
             log "node $node of '$name' (pid $pid) ignored SIGTERM for ${STOP_TIMEOUT_S}s: SIGKILL"
             kill -KILL "$pid" 2>/dev/null || true
-            while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+            local waited
+            for ((waited = 0; waited < 100; waited++)); do
+                pid_alive "$pid" || break
+                sleep 0.1
+            done
         fi
         rm -f "$(node_dir "$name" "$node")/pid"
     done
@@ -332,7 +347,11 @@ start_watcher() {
     local name="$1" owner="$2" dir
     dir="$(instance_dir "$name")"
     kill -0 "$owner" 2>/dev/null || die "--owner-pid $owner is not a running process"
-    setsid bash -c 'echo $$ >"$4"; while kill -0 "$1" 2>/dev/null; do sleep 2; done; exec bash "$2" stop --name "$3"' \
+    setsid bash -c 'echo $$ >"$4"
+        while st="$(sed "s/.*) //" "/proc/$1/stat" 2>/dev/null | cut -c1)" && [[ -n "$st" && "$st" != Z ]]; do
+            sleep 2
+        done
+        exec bash "$2" stop --name "$3"' \
         _ "$owner" "$SCRIPT_DIR/kafka.sh" "$name" "$dir/watcher.pid" </dev/null >"$dir/watcher.log" 2>&1 &
     local i
     for ((i = 0; i < 50; i++)); do
