@@ -416,3 +416,40 @@ async fn garbage_records_are_an_error_not_a_panic() {
         "{error}"
     );
 }
+
+#[tokio::test]
+async fn fetching_pauses_while_the_buffer_is_full() {
+    let batches: Vec<(i64, Vec<u8>)> = (0..10).map(|i| batch(i * 10, 10)).collect();
+    let one_batch = batches.iter().map(|(_, b)| b.len()).max().unwrap();
+    let (address, script) = start(Script {
+        batches,
+        log_start: 0,
+        // About one batch per fetch.
+        replies: vec![Reply::Serve(one_batch)],
+        fetches: 0,
+        metadata_requests: 0,
+        fetch_offsets: Vec::new(),
+    })
+    .await;
+    let mut config = fast_config(&address);
+    config.buffer_bytes = one_batch + one_batch / 2;
+    let mut consumer = Consumer::connect(config.clone()).await.unwrap();
+    consumer
+        .assign(TOPIC, &[0], StartOffset::Beginning)
+        .await
+        .unwrap();
+    let fetches = || script.lock().unwrap().fetches;
+    for _ in 0..500 {
+        if fetches() >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The first chunk holds the budget; the second response waits for room, so no third
+    // fetch is sent while nobody polls.
+    assert_eq!(fetches(), 2);
+    let seen = read_to_end(&mut consumer, &config.decode).await.unwrap();
+    assert_eq!(seen, expected(0..100));
+    assert!(fetches() >= 10);
+}
