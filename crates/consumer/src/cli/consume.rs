@@ -244,6 +244,8 @@ async fn consume(args: ConsumeArgs) -> Result<(), Error> {
             },
             error = pool.failure() => break Err(error),
             _ = count_reached.recv() => break Ok(()),
+            // Ctrl-C: stop fetching, but write out what was already fetched.
+            _ = tokio::signal::ctrl_c() => break Ok(()),
             _ = stats_timer.tick(), if stats_every.is_some() => {
                 print_stats(&consumer, &progress, &mut last_stats, read_committed);
             }
