@@ -78,8 +78,6 @@ impl ThreadPool {
         match self.buffers.pop() {
             Some(buf) => {
                 self.stats.reused += 1;
-                self.stats.buffers_kept -= 1;
-                self.stats.retained_capacity -= buf.capacity();
                 buf
             }
             None => {
@@ -94,8 +92,6 @@ impl ThreadPool {
             && self.buffers.len() < self.config.max_buffers;
         if fits {
             self.stats.returned += 1;
-            self.stats.buffers_kept += 1;
-            self.stats.retained_capacity += buf.capacity();
             self.buffers.push(buf);
         } else {
             self.stats.freed += 1;
@@ -104,22 +100,20 @@ impl ThreadPool {
 
     fn set_config(&mut self, config: PoolConfig) {
         self.config = config;
-        let before = std::mem::take(&mut self.buffers);
-        self.stats.buffers_kept = 0;
-        self.stats.retained_capacity = 0;
-        for buf in before {
-            self.give_back_trimmed(buf);
-        }
+        // Re-filing kept buffers under a new config is not a "return", so the counters stay put.
+        let max_retained_capacity = config.max_retained_capacity;
+        self.buffers
+            .retain(|buf| buf.capacity() <= max_retained_capacity);
+        self.buffers.truncate(config.max_buffers);
     }
 
-    // Re-filing kept buffers under a new config is not a "return", so the counters stay put.
-    fn give_back_trimmed(&mut self, buf: Vec<u8>) {
-        if buf.capacity() <= self.config.max_retained_capacity
-            && self.buffers.len() < self.config.max_buffers
-        {
-            self.stats.buffers_kept += 1;
-            self.stats.retained_capacity += buf.capacity();
-            self.buffers.push(buf);
+    // The kept-buffer figures are computed here rather than tracked, keeping take and give-back
+    // (the per-batch path) to one counter increment each.
+    fn stats(&self) -> PoolStats {
+        PoolStats {
+            buffers_kept: self.buffers.len(),
+            retained_capacity: self.buffers.iter().map(Vec::capacity).sum(),
+            ..self.stats
         }
     }
 }
@@ -146,7 +140,7 @@ pub fn thread_pool_config() -> PoolConfig {
 
 /// A snapshot of the calling thread's pool: what it keeps now and what it has done so far.
 pub fn thread_pool_stats() -> PoolStats {
-    POOL.try_with(|pool| pool.borrow().stats)
+    POOL.try_with(|pool| pool.borrow().stats())
         .unwrap_or_default()
 }
 
