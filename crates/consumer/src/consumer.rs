@@ -289,3 +289,29 @@ fn seek_cursor(cursor: &mut Cursor, start: StartOffset) {
         other => cursor.state = CursorState::NeedsOffset(other),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::PartitionPosition;
+    use std::sync::Arc;
+
+    fn position(offset: i64, high_watermark: i64, last_stable_offset: i64) -> PartitionPosition {
+        PartitionPosition {
+            topic: Arc::from("t"),
+            partition: 0,
+            offset,
+            high_watermark,
+            last_stable_offset,
+        }
+    }
+
+    #[test]
+    fn lag_counts_to_the_end_the_consumer_reads_to() {
+        assert_eq!(position(10, 50, 40).lag(false), 40);
+        assert_eq!(position(10, 50, 40).lag(true), 30);
+        // Unknown positions or ends report no lag rather than a made-up one.
+        assert_eq!(position(-1, 50, 40).lag(false), 0);
+        assert_eq!(position(10, -1, -1).lag(true), 0);
+        assert_eq!(position(60, 50, 50).lag(false), 0);
+    }
+}

@@ -151,3 +151,18 @@ impl Backoff {
         self.next = self.first;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Backoff;
+    use std::time::Duration;
+
+    #[test]
+    fn backoff_doubles_up_to_its_cap_and_resets() {
+        let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_millis(350));
+        let delays: Vec<u128> = (0..5).map(|_| backoff.next_delay().as_millis()).collect();
+        assert_eq!(delays, vec![100, 200, 350, 350, 350]);
+        backoff.reset();
+        assert_eq!(backoff.next_delay(), Duration::from_millis(100));
+    }
+}
