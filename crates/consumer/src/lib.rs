@@ -1,7 +1,7 @@
 //! krec-consumer: the async Kafka consumer, the output formats, and the `krec` command.
 //!
 //! Layout (each module has one job):
-//! - [`format`]: turning decoded records into output bytes (JSON lines, kcat-style templates, raw).
+//! - [`format`](mod@format): turning decoded records into output bytes (JSON lines, kcat-style templates, raw).
 //! - [`client`]: the Kafka wire client (connections, ApiVersions, Metadata, ListOffsets, Fetch).
 //! - [`consumer`]: the fetch pipeline and the embeddable async consumer API.
 //! - [`cli`]: the `krec decode` and `krec consume` subcommands.
