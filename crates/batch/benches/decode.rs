@@ -273,8 +273,15 @@ fn interleaved(shape: &Shape, config: &DecodeConfig) -> [f64; 3] {
     let input = make_batch(shape.records, shape.size, shape.headers, shape.codec);
     let iterations = (200_000 / (shape.records * shape.size / 100).max(1)).clamp(20, 20_000);
     let mut best = [f64::MAX; 3];
+    // For `perf stat`: time only one implementation (0 krec, 1 kafka-protocol, 2 floor).
+    let only: Option<usize> = std::env::var("KREC_BENCH_ONLY")
+        .ok()
+        .and_then(|v| v.parse().ok());
     for _ in 0..25 {
         for (slot, best) in best.iter_mut().enumerate() {
+            if only.is_some_and(|o| o != slot) {
+                continue;
+            }
             let start = std::time::Instant::now();
             for _ in 0..iterations {
                 black_box(match slot {
@@ -291,10 +298,33 @@ fn interleaved(shape: &Shape, config: &DecodeConfig) -> [f64; 3] {
 }
 
 fn main() {
-    if std::env::var_os("KREC_BENCH_INTERLEAVED").is_some() {
+    // For `valgrind --tool=callgrind`: run one implementation a fixed number of times.
+    if let (Ok(filter), Ok(only), Ok(count)) = (
+        std::env::var("KREC_BENCH_INTERLEAVED"),
+        std::env::var("KREC_BENCH_ONLY"),
+        std::env::var("KREC_BENCH_COUNT"),
+    ) {
         let config = DecodeConfig::default();
-        println!("shape | krec ns | kafka-protocol ns | floor ns | krec/floor | kafka-protocol/krec");
-        for shape in shapes() {
+        let count: usize = count.parse().unwrap();
+        for shape in shapes().into_iter().filter(|s| name(s).contains(&filter)) {
+            let input = make_batch(shape.records, shape.size, shape.headers, shape.codec);
+            for _ in 0..count {
+                black_box(match only.as_str() {
+                    "0" => krec(black_box(&input), &config),
+                    "1" => kafka_protocol(black_box(&input)),
+                    _ => floor::decode(black_box(&input)),
+                });
+            }
+        }
+        return;
+    }
+    if let Some(filter) = std::env::var_os("KREC_BENCH_INTERLEAVED") {
+        let filter = filter.to_string_lossy().into_owned();
+        let config = DecodeConfig::default();
+        println!(
+            "shape | krec ns | kafka-protocol ns | floor ns | krec/floor | kafka-protocol/krec"
+        );
+        for shape in shapes().into_iter().filter(|s| name(s).contains(&filter)) {
             let [k, kp, fl] = interleaved(&shape, &config);
             println!(
                 "INTERLEAVED {} | {k:.0} | {kp:.0} | {fl:.0} | {:.2} | {:.1}",

@@ -1,5 +1,6 @@
 //! Control records: the transaction markers of control batches.
 
+use crate::headers::{Span, INLINE_HEADERS};
 use crate::v2::V2Records;
 use crate::Error;
 
@@ -52,7 +53,8 @@ impl Iterator for ControlRecords<'_> {
     fn next(&mut self) -> Option<Self::Item> {
         let records = self.inner.as_mut()?;
         let header = *records.header();
-        let (index, raw) = match records.next_raw()? {
+        let mut scratch = [Span::default(); INLINE_HEADERS];
+        let (index, raw) = match records.next_raw(&mut scratch)? {
             Ok(r) => r,
             Err(e) => return Some(Err(e)),
         };

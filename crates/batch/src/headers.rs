@@ -85,6 +85,17 @@ impl<'r> Headers<'r> {
         }
     }
 
+    #[inline(always)]
+    pub(crate) fn inline_index_mut(&mut self) -> &mut InlineIndex {
+        &mut self.inline
+    }
+
+    #[inline(always)]
+    pub(crate) fn set_section(&mut self, bytes: &'r [u8], count: u32) {
+        self.bytes = bytes;
+        self.count = count;
+    }
+
     /// No headers.
     pub(crate) fn none() -> Self {
         Headers::new(&[], 0, [Span::default(); INLINE_HEADERS])
@@ -103,6 +114,9 @@ impl<'r> Headers<'r> {
     /// The first header with this key.
     #[inline]
     pub fn get(&self, key: &[u8]) -> Option<Header<'r>> {
+        if self.count == 0 {
+            return None;
+        }
         self.iter().find(|h| h.key == key)
     }
 
@@ -128,10 +142,12 @@ impl<'r> Headers<'r> {
                 value: (s.value_len != NULL)
                     .then(|| slice(bytes, s.value_start as usize, s.value_len as usize)),
             })
-            .chain(spilled.iter().map(move |s| Header {
-                key: slice(bytes, s.key_start as usize, s.key_len as usize),
-                value: (s.value_len != u32::MAX)
-                    .then(|| slice(bytes, s.value_start as usize, s.value_len as usize)),
+            .chain(spilled.iter().map(move |s| {
+                Header {
+                    key: slice(bytes, s.key_start as usize, s.key_len as usize),
+                    value: (s.value_len != u32::MAX)
+                        .then(|| slice(bytes, s.value_start as usize, s.value_len as usize)),
+                }
             }))
     }
 }

@@ -41,6 +41,30 @@ impl<'r> Record<'r> {
         }
     }
 
+    /// The header index, for the record iterator to fill in place.
+    #[inline(always)]
+    pub(crate) fn inline_index_mut(&mut self) -> &mut crate::headers::InlineIndex {
+        self.headers.inline_index_mut()
+    }
+
+    /// Sets the fields read from the wire (the index was filled in place).
+    #[inline(always)]
+    pub(crate) fn set_fields(
+        &mut self,
+        offset: i64,
+        timestamp: i64,
+        key: Option<&'r [u8]>,
+        value: Option<&'r [u8]>,
+        headers: &'r [u8],
+        header_count: u32,
+    ) {
+        self.offset = offset;
+        self.timestamp = timestamp;
+        self.key = key;
+        self.value = value;
+        self.headers.set_section(headers, header_count);
+    }
+
     /// Absolute offset.
     pub fn offset(&self) -> i64 {
         self.offset

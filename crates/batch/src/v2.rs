@@ -262,13 +262,16 @@ pub(crate) struct RawRecord<'d> {
     pub(crate) value: Option<&'d [u8]>,
     pub(crate) headers: &'d [u8],
     pub(crate) header_count: u32,
-    /// Header spans, filled while checking when the section fits the inline index.
-    pub(crate) index: InlineIndex,
 }
 
-/// Reads one record at `*pos` and checks it uses exactly its declared length.
+/// Reads one record at `*pos` and checks it uses exactly its declared length. Header spans
+/// go into `index` when the section fits the inline index.
 #[inline(always)]
-fn read_record<'d>(data: &'d [u8], pos: &mut usize) -> Result<RawRecord<'d>, FieldError> {
+fn read_record<'d>(
+    data: &'d [u8],
+    pos: &mut usize,
+    index: &mut InlineIndex,
+) -> Result<RawRecord<'d>, FieldError> {
     let length = varint(data, pos, Field::RecordLength)?;
     if length < 0 {
         return Err(FieldError::Length {
@@ -310,7 +313,6 @@ fn read_record<'d>(data: &'d [u8], pos: &mut usize) -> Result<RawRecord<'d>, Fie
         });
     }
     let headers_start = p;
-    let mut index = [Span::default(); INLINE_HEADERS];
     if fits_inline(header_count as usize, end - headers_start) {
         // Positions fit in 16 bits: the section is shorter than 64 KiB.
         for span in &mut index[..header_count as usize] {
@@ -344,7 +346,6 @@ fn read_record<'d>(data: &'d [u8], pos: &mut usize) -> Result<RawRecord<'d>, Fie
         value,
         headers: &data[headers_start..end],
         header_count: header_count as u32,
-        index,
     })
 }
 
@@ -417,7 +418,10 @@ impl<'b> V2Records<'b> {
 
     /// The next raw record with its index, or the end-of-batch check.
     #[inline]
-    pub(crate) fn next_raw(&mut self) -> Option<Result<(u32, RawRecord<'b>), Error>> {
+    pub(crate) fn next_raw(
+        &mut self,
+        index: &mut InlineIndex,
+    ) -> Option<Result<(u32, RawRecord<'b>), Error>> {
         if self.done {
             return None;
         }
@@ -444,7 +448,7 @@ impl<'b> V2Records<'b> {
                 trailing: 0,
             }));
         }
-        let raw = match read_record(self.data, &mut self.pos) {
+        let raw = match read_record(self.data, &mut self.pos, index) {
             Ok(raw) => raw,
             Err(e) => {
                 self.done = true;
@@ -470,10 +474,20 @@ impl<'b> V2Records<'b> {
         Some(Ok((index, raw)))
     }
 
-    /// The next data record.
+    /// The next data record. The record is built where it is returned and the header
+    /// index written straight into it, so nothing large is copied per record.
     #[inline]
     pub(crate) fn next_record(&mut self) -> Option<Result<Record<'b>, Error>> {
-        let (_, raw) = match self.next_raw()? {
+        let mut record = Record::new(
+            0,
+            0,
+            self.header.timestamp_type,
+            None,
+            None,
+            Headers::new(&[], 0, [Span::default(); INLINE_HEADERS]),
+            self.shared,
+        );
+        let (_, raw) = match self.next_raw(record.inline_index_mut())? {
             Ok(r) => r,
             Err(e) => return Some(Err(e)),
         };
@@ -482,14 +496,14 @@ impl<'b> V2Records<'b> {
             TimestampType::LogAppendTime => header.max_timestamp,
             _ => header.base_timestamp.wrapping_add(raw.timestamp_delta),
         };
-        Some(Ok(Record::new(
+        record.set_fields(
             header.base_offset + raw.offset_delta as i64,
             timestamp,
-            header.timestamp_type,
             raw.key,
             raw.value,
-            Headers::new(raw.headers, raw.header_count, raw.index),
-            self.shared,
-        )))
+            raw.headers,
+            raw.header_count,
+        );
+        Some(Ok(record))
     }
 }

@@ -95,7 +95,11 @@ fn no_headers() {
 fn a_headers_section_past_64_kib_uses_the_wide_index() {
     let big = vec![0xabu8; 70_000];
     with_headers(
-        &[(b"big", Some(&big)), (b"after", Some(b"tail")), (b"null", None)],
+        &[
+            (b"big", Some(&big)),
+            (b"after", Some(b"tail")),
+            (b"null", None),
+        ],
         |h| {
             assert_eq!(h.len(), 3);
             assert_eq!(h.get(b"big").unwrap().value.map(<[u8]>::len), Some(70_000));
