@@ -5,8 +5,17 @@
 //! checked but only printed with `--print-control`. The first malformed byte
 //! stops everything: the records before it are flushed, then one line on stderr
 //! names file, byte position and offset, and the exit code is 1.
+//!
+//! With `--threads N` (default: one per core) a file is decoded on N threads in runs
+//! of whole batches and written in input order, byte for byte what one thread writes
+//! (see [`parallel`]).
+
+mod parallel;
+
+pub use parallel::{decode_bytes_parallel, Parallelism, DEFAULT_RUN_BYTES};
 
 use std::io::{self, Read, Write};
+use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -53,6 +62,15 @@ pub struct DecodeArgs {
     /// Partition to print (default: from a `TOPIC-PARTITION` parent directory, else unknown).
     #[arg(long, value_name = "N")]
     pub partition: Option<i32>,
+
+    /// Decode threads (default: one per core; 1 decodes on the main thread).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<NonZeroUsize>,
+
+    /// With several threads: input bytes per unit of work handed to a thread (whole batches,
+    /// so a unit can be larger). Smaller means less memory, more hand-overs.
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "1M")]
+    pub run_bytes: u64,
 }
 
 impl DecodeArgs {
@@ -64,6 +82,15 @@ impl DecodeArgs {
             max_decompressed_bytes: usize::try_from(self.max_decompressed_bytes)
                 .unwrap_or(usize::MAX),
             ..DecodeConfig::default()
+        }
+    }
+
+    /// The threads and run size these arguments ask for.
+    pub fn parallelism(&self) -> Parallelism {
+        let cores = std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN);
+        Parallelism {
+            threads: self.threads.unwrap_or(cores),
+            run_bytes: usize::try_from(self.run_bytes).unwrap_or(usize::MAX),
         }
     }
 }
@@ -79,23 +106,42 @@ pub struct DecodeSummary {
     pub control_records: u64,
 }
 
+impl DecodeSummary {
+    /// Adds the counts of another part of the same input.
+    pub fn add(&mut self, other: DecodeSummary) {
+        self.batches += other.batches;
+        self.records += other.records;
+        self.control_records += other.control_records;
+    }
+}
+
 /// Runs `krec decode`. Exit codes: 0 success, 1 malformed input or I/O error,
 /// 2 bad options.
 pub fn run(args: DecodeArgs) -> ExitCode {
-    let stdout = io::stdout().lock();
-    let mut writer = match args.format.writer(stdout) {
-        Ok(writer) => writer,
-        Err(error) => {
-            eprintln!("krec decode: {error}");
-            return ExitCode::from(2);
-        }
-    };
+    // Checked once here, so a bad format is a usage error (exit 2) before any file is read.
+    if let Err(error) = args.format.writer(io::sink()) {
+        eprintln!("krec decode: {error}");
+        return ExitCode::from(2);
+    }
+    let mut out = io::stdout().lock();
     let config = args.decode_config();
+    let parallelism = args.parallelism();
     for file in &args.files {
         let context = ContextFromPath::new(file, args.topic.as_deref(), args.partition);
-        if let Err(error) = decode_file(file, &config, &context, args.max_file_bytes, &mut writer) {
-            // Everything before the bad spot goes out before the message.
-            let flushed = writer.flush();
+        let source = FileSource {
+            path: file,
+            max_bytes: args.max_file_bytes,
+        };
+        // Each file's records, up to any bad spot, are written and flushed before a message.
+        if let Err(error) = decode_file(
+            source,
+            &config,
+            &context,
+            &args.format,
+            parallelism,
+            &mut out,
+        ) {
+            let flushed = out.flush();
             if is_broken_pipe(&error)
                 || flushed
                     .as_ref()
@@ -107,7 +153,7 @@ pub fn run(args: DecodeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
-    match writer.flush() {
+    match out.flush() {
         Ok(()) => ExitCode::SUCCESS,
         // The reader went away (`krec decode f.log | head`): it asked for no more.
         Err(error) if error.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
@@ -122,26 +168,38 @@ fn is_broken_pipe(error: &Error) -> bool {
     matches!(error, Error::Io { source, .. } if source.kind() == io::ErrorKind::BrokenPipe)
 }
 
+/// A file to decode and the most of it read into memory.
+#[derive(Clone, Copy)]
+struct FileSource<'a> {
+    path: &'a Path,
+    max_bytes: u64,
+}
+
 /// Reads one file (or stdin for `-`) and writes its records.
 fn decode_file<W: Write>(
-    path: &Path,
+    source: FileSource<'_>,
     config: &DecodeConfig,
     context: &ContextFromPath,
-    max_file_bytes: u64,
-    writer: &mut RecordWriter<W>,
+    format: &FormatArgs,
+    parallelism: Parallelism,
+    out: &mut W,
 ) -> Result<DecodeSummary, Error> {
-    let data = read_input(path, max_file_bytes)?;
-    decode_bytes(&data, config, &context.as_context(), writer).map_err(|failure| match failure {
-        DecodeFailure::Input { error, position } => Error::DecodeInput {
-            file: path.display().to_string(),
-            position,
-            offset: error.offset(),
-            source: error,
-        },
-        DecodeFailure::Output(source) => Error::Io {
-            context: "writing output".into(),
-            source,
-        },
+    let path = source.path;
+    let data = read_input(path, source.max_bytes)?;
+    let context = context.as_context();
+    decode_bytes_parallel(&data, config, &context, format, parallelism, out).map_err(|failure| {
+        match failure {
+            DecodeFailure::Input { error, position } => Error::DecodeInput {
+                file: path.display().to_string(),
+                position,
+                offset: error.offset(),
+                source: error,
+            },
+            DecodeFailure::Output(source) => Error::Io {
+                context: "writing output".into(),
+                source,
+            },
+        }
     })
 }
 
@@ -170,8 +228,16 @@ pub fn decode_bytes<W: Write>(
     context: &RecordContext<'_>,
     writer: &mut RecordWriter<W>,
 ) -> Result<DecodeSummary, DecodeFailure> {
+    decode_walk(BatchWalk::new(data, config), context, writer)
+}
+
+/// Decodes the batches left in `walk`, records in order, as [`decode_bytes`] describes.
+fn decode_walk<W: Write>(
+    mut walk: BatchWalk<'_>,
+    context: &RecordContext<'_>,
+    writer: &mut RecordWriter<W>,
+) -> Result<DecodeSummary, DecodeFailure> {
     let mut summary = DecodeSummary::default();
-    let mut walk = BatchWalk::new(data, config);
     while let Some(batch) = walk.next() {
         // The walk only moves past a batch it accepted, so here it still points at this one.
         let batch = batch.map_err(|error| input_failure(error, walk.position()))?;

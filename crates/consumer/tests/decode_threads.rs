@@ -1,0 +1,333 @@
+//! `krec decode --threads N`: output byte-identical to `--threads 1` on every fixture and
+//! on a large encoder-built segment, and the same error behaviour (records before the bad
+//! spot, then the one message naming file, byte and offset, exit 1) whatever the thread count.
+
+#[path = "decode_support.rs"]
+mod support;
+
+use std::num::NonZeroUsize;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use krec_batch::encode::BatchBuilder;
+use krec_batch::{Compression, ControlKind, DecodeConfig};
+use krec_consumer::cli::decode::{
+    decode_bytes, decode_bytes_parallel, DecodeFailure, Parallelism, DEFAULT_RUN_BYTES,
+};
+use krec_consumer::format::{FormatArgs, RecordContext};
+use support::{batch_spans, fixtures, krec, parse_krec_json, stderr_text};
+
+const BATCHES: usize = 2000;
+const RECORDS_PER_BATCH: usize = 25;
+const PRODUCER: i64 = 77;
+
+/// A segment of `BATCHES` batches in turn uncompressed, lz4, zstd, gzip and snappy, with a
+/// committed transaction marker every 100 batches; over 2 MiB, so the default 1 MiB runs
+/// split it several ways.
+fn large_segment() -> Vec<u8> {
+    let codecs = [
+        Compression::None,
+        Compression::Lz4,
+        Compression::Zstd,
+        Compression::Gzip,
+        Compression::Snappy,
+    ];
+    let mut data = Vec::new();
+    let mut offset = 0i64;
+    for batch in 0..BATCHES {
+        if batch % 100 == 99 {
+            data.extend(
+                BatchBuilder::new(offset)
+                    .producer(PRODUCER, 0, -1)
+                    .control_marker(ControlKind::Commit, 3)
+                    .build(),
+            );
+            offset += 1;
+            continue;
+        }
+        let mut builder = BatchBuilder::new(offset)
+            .compression(codecs[batch % codecs.len()])
+            .base_timestamp(1_764_460_800_000 + batch as i64);
+        for i in 0..RECORDS_PER_BATCH {
+            let n = batch * RECORDS_PER_BATCH + i;
+            let key = format!("key-{n}");
+            let value = format!("value {n} {}", "lorem ipsum dolor ".repeat(1 + n % 13));
+            builder = builder.record(
+                Some(key.as_bytes()),
+                (n % 11 != 0).then_some(value.as_bytes()),
+                &[(b"trace", Some(format!("t{n}").as_bytes())), (b"src", None)],
+            );
+        }
+        data.extend(builder.build());
+        offset += RECORDS_PER_BATCH as i64;
+    }
+    data
+}
+
+fn data_records() -> usize {
+    (BATCHES - BATCHES / 100) * RECORDS_PER_BATCH
+}
+
+fn write_temp(dir: &tempfile::TempDir, name: &str, data: &[u8]) -> PathBuf {
+    let path = dir.path().join(name);
+    std::fs::write(&path, data).expect("write temp file");
+    path
+}
+
+fn path_str(path: &Path) -> &str {
+    path.to_str().expect("UTF-8 path")
+}
+
+/// `krec decode` of one file with the given thread options and format options.
+fn decode(file: &Path, thread_args: &[&str], format_args: &[&str]) -> Output {
+    let mut args = vec!["decode"];
+    args.extend_from_slice(thread_args);
+    args.extend_from_slice(format_args);
+    args.push(path_str(file));
+    krec(&args)
+}
+
+/// Thread settings compared with `--threads 1`: the default run size, and one batch per run
+/// on more threads than cores (the most hand-overs and out-of-order finishes).
+const THREADED: [&[&str]; 3] = [
+    &["--threads", "2"],
+    &["--threads", "4", "--run-bytes", "1"],
+    &["--threads", "3", "--run-bytes", "64K"],
+];
+
+const FORMATS: [&[&str]; 4] = [
+    &[],
+    &["--print-control"],
+    &["-f", "raw"],
+    &["-f", "%o %k %S %h\\n"],
+];
+
+fn assert_same_as_one_thread(file: &Path, format_args: &[&str]) -> Output {
+    let single = decode(file, &["--threads", "1"], format_args);
+    for thread_args in THREADED {
+        let threaded = decode(file, thread_args, format_args);
+        assert_eq!(
+            threaded.status.code(),
+            single.status.code(),
+            "{file:?} {thread_args:?} {format_args:?}: exit code"
+        );
+        assert!(
+            threaded.stdout == single.stdout,
+            "{file:?} {thread_args:?} {format_args:?}: output differs from --threads 1 ({} vs {} bytes)",
+            threaded.stdout.len(),
+            single.stdout.len()
+        );
+        assert_eq!(
+            stderr_text(&threaded),
+            stderr_text(&single),
+            "{file:?} {thread_args:?} {format_args:?}: stderr"
+        );
+    }
+    single
+}
+
+#[test]
+fn every_fixture_decodes_the_same_on_several_threads() {
+    let pairs = fixtures();
+    assert!(pairs.len() >= 5, "fixtures found: {}", pairs.len());
+    for (bin, _) in pairs {
+        let single = assert_same_as_one_thread(&bin, &[]);
+        assert!(single.status.success(), "{bin:?}: {}", stderr_text(&single));
+        assert!(!single.stdout.is_empty(), "{bin:?}: no records written");
+    }
+}
+
+#[test]
+fn a_large_segment_decodes_the_same_on_several_threads() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = large_segment();
+    assert!(
+        data.len() > 2 * DEFAULT_RUN_BYTES,
+        "segment is {} bytes",
+        data.len()
+    );
+    let file = write_temp(&dir, "large.log", &data);
+    for format_args in FORMATS {
+        let single = assert_same_as_one_thread(&file, format_args);
+        assert!(single.status.success(), "{}", stderr_text(&single));
+    }
+    let json = decode(&file, &["--threads", "2"], &[]);
+    let records = parse_krec_json(&json.stdout);
+    assert_eq!(records.len(), data_records());
+    // Input order: offsets strictly increase across the whole file.
+    assert!(records.windows(2).all(|w| w[0].offset < w[1].offset));
+    let with_markers = decode(
+        &file,
+        &["--threads", "4", "--run-bytes", "1"],
+        &["--print-control"],
+    );
+    let lines = with_markers
+        .stdout
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .count();
+    assert_eq!(lines, data_records() + BATCHES / 100);
+}
+
+/// The last line of stderr, and the stdout records, must match `--threads 1` exactly, and
+/// name the byte of the batch at fault.
+fn assert_fails_the_same(data: &[u8], bad_batch_position: usize) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = write_temp(&dir, "bad.log", data);
+    let single = assert_same_as_one_thread(&file, &[]);
+    assert_eq!(single.status.code(), Some(1), "{}", stderr_text(&single));
+    let message = stderr_text(&single);
+    assert!(
+        message.contains(&format!(": byte {bad_batch_position}: ")),
+        "message names the batch position {bad_batch_position}: {message}"
+    );
+}
+
+#[test]
+fn a_checksum_error_mid_file_prints_the_records_before_it_on_any_thread_count() {
+    let mut data = large_segment();
+    let spans = batch_spans(&data);
+    let bad = spans[spans.len() / 2 + 3].clone();
+    // The last byte of the batch body: covered by the CRC, so the checksum fails.
+    data[bad.end - 1] ^= 0x5a;
+    assert_fails_the_same(&data, bad.start);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = write_temp(&dir, "bad.log", &data);
+    let output = decode(&file, &["--threads", "2"], &[]);
+    let first_bad_offset = i64::from_be_bytes(data[bad.start..bad.start + 8].try_into().unwrap());
+    let records = parse_krec_json(&output.stdout);
+    assert!(!records.is_empty());
+    assert!(records.iter().all(|r| r.offset < first_bad_offset));
+    assert_eq!(
+        records.last().map(|r| r.offset),
+        Some(first_bad_offset - 1),
+        "every record before the bad batch is printed"
+    );
+}
+
+#[test]
+fn a_bad_length_mid_file_fails_the_same_on_any_thread_count() {
+    let mut data = large_segment();
+    let spans = batch_spans(&data);
+    let bad = spans[spans.len() / 3].clone();
+    data[bad.start + 8..bad.start + 12].copy_from_slice(&(-1i32).to_be_bytes());
+    assert_fails_the_same(&data, bad.start);
+}
+
+#[test]
+fn a_truncated_last_batch_fails_the_same_on_any_thread_count() {
+    let mut data = large_segment();
+    let last = batch_spans(&data).pop().expect("batches");
+    data.truncate(last.start + (last.end - last.start) / 2);
+    assert_fails_the_same(&data, last.start);
+}
+
+#[test]
+fn a_bad_record_inside_a_batch_prints_that_batchs_earlier_records() {
+    // An uncompressed data batch declaring one record more than it holds, CRC unchecked: the
+    // records before it in the same batch are written, then the error.
+    let mut data = large_segment();
+    let spans = batch_spans(&data);
+    let bad = spans
+        .iter()
+        .skip(spans.len() / 2)
+        .find(|span| data[span.start + 22] & 0x27 == 0)
+        .expect("an uncompressed data batch")
+        .clone();
+    // The records count field (last 4 bytes of the 61-byte header) says one more than is there.
+    let count_at = bad.start + 57;
+    let count = i32::from_be_bytes(data[count_at..count_at + 4].try_into().unwrap());
+    data[count_at..count_at + 4].copy_from_slice(&(count + 1).to_be_bytes());
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = write_temp(&dir, "bad.log", &data);
+    let single = decode(&file, &["--threads", "1", "--no-crc"], &[]);
+    assert_eq!(single.status.code(), Some(1), "{}", stderr_text(&single));
+    for thread_args in [
+        &["--threads", "2", "--no-crc"][..],
+        &["--threads", "4", "--run-bytes", "1", "--no-crc"],
+    ] {
+        let threaded = decode(&file, thread_args, &[]);
+        assert_eq!(threaded.status.code(), Some(1));
+        assert!(
+            threaded.stdout == single.stdout,
+            "{thread_args:?}: output differs"
+        );
+        assert_eq!(
+            stderr_text(&threaded),
+            stderr_text(&single),
+            "{thread_args:?}"
+        );
+    }
+}
+
+fn format_args(format: Option<&str>) -> FormatArgs {
+    FormatArgs {
+        format: format.map(str::to_owned),
+        json: false,
+        print_control: false,
+        delimiter: None,
+        key_delimiter: None,
+        null_as_text: false,
+    }
+}
+
+#[test]
+fn the_library_call_matches_decode_bytes_and_counts_the_same() {
+    let data = large_segment();
+    let config = DecodeConfig::default();
+    let format = format_args(Some("%o %s\\n"));
+    let context = RecordContext::unknown();
+    let mut writer = format.writer(Vec::new()).expect("valid format");
+    let single = decode_bytes(&data, &config, &context, &mut writer).expect("decodes");
+    let expected = writer.into_inner().expect("flush");
+    for (threads, run_bytes) in [(2, 1 << 20), (5, 1), (3, 100_000)] {
+        let mut out = Vec::new();
+        let parallelism = Parallelism {
+            threads: NonZeroUsize::new(threads).expect("non-zero"),
+            run_bytes,
+        };
+        let summary =
+            decode_bytes_parallel(&data, &config, &context, &format, parallelism, &mut out)
+                .expect("decodes");
+        assert_eq!(summary, single, "threads {threads}, run {run_bytes}");
+        assert!(
+            out == expected,
+            "threads {threads}, run {run_bytes}: output differs"
+        );
+    }
+    assert_eq!(single.records as usize, data_records());
+    assert_eq!(single.batches as usize, BATCHES);
+}
+
+#[test]
+fn the_library_call_reports_the_files_byte_position() {
+    let mut data = large_segment();
+    let spans = batch_spans(&data);
+    let bad = spans[spans.len() - 10].clone();
+    data[bad.end - 1] ^= 1;
+    let config = DecodeConfig::default();
+    let format = format_args(None);
+    let parallelism = Parallelism {
+        threads: NonZeroUsize::new(3).expect("non-zero"),
+        run_bytes: 4096,
+    };
+    let mut out = Vec::new();
+    let result = decode_bytes_parallel(
+        &data,
+        &config,
+        &RecordContext::unknown(),
+        &format,
+        parallelism,
+        &mut out,
+    );
+    match result {
+        Err(DecodeFailure::Input { error, position }) => {
+            assert_eq!(position, bad.start);
+            assert_eq!(error.position(), Some(bad.start), "{error}");
+        }
+        other => panic!("expected an input failure, got {other:?}"),
+    }
+    let first_bad_offset = i64::from_be_bytes(data[bad.start..bad.start + 8].try_into().unwrap());
+    let printed = parse_krec_json(&out);
+    assert_eq!(printed.last().map(|r| r.offset), Some(first_bad_offset - 1));
+}
