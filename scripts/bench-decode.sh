@@ -78,7 +78,7 @@ fi
 # --- build -------------------------------------------------------------------------------------
 command -v mvn >/dev/null || { log "mvn not found (Maven builds the JMH jar)"; exit 1; }
 log "building the JMH jar (benches/java)"
-mvn -q -B -f benches/java/pom.xml package -DskipTests >&2
+mvn -q -B -Dstyle.color=never -f benches/java/pom.xml package -DskipTests >&2
 JAR="$REPO_ROOT/benches/java/target/krec-java-decode-bench.jar"
 [[ -f "$JAR" ]] || { log "Maven did not produce $JAR"; exit 1; }
 
@@ -122,7 +122,10 @@ CRITERION_HOME="$CRITERION_HOME" KREC_BENCH_SEGMENTS="$SEGMENTS" \
     || { tail -n 40 "$OUT/criterion.log" >&2; log "criterion bench failed (full log: $OUT/criterion.log)"; exit 1; }
 
 # --- report ------------------------------------------------------------------------------------
-MACHINE="$(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(java -version 2>&1 | head -n1), $(rustc --version)"
+# The crates under test move fast: name the commit, and say when the tree differed from it.
+REVISION="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+git diff --quiet HEAD -- crates 2>/dev/null || REVISION="$REVISION + uncommitted changes in crates/"
+MACHINE="krec $REVISION; $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(java -version 2>&1 | head -n1), $(rustc --version)"
 "$PYTHON" - "$SEGMENTS/manifest.tsv" "$JMH_JSON" "$CRITERION_HOME" "$OUT/table.md" "$CHART" "$MACHINE" "${SHAPE_LIST[@]}" <<'PY'
 import json
 import os
