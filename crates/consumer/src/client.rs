@@ -6,6 +6,7 @@
 
 pub mod connection;
 pub mod fetch;
+pub mod group;
 pub mod metadata;
 pub mod offsets;
 pub mod versions;

@@ -33,6 +33,7 @@ pub mod config;
 mod coordinator;
 pub mod cursor;
 mod fetch_loop;
+pub mod group;
 mod shared;
 pub mod workers;
 
@@ -108,6 +109,9 @@ pub struct Consumer {
     metadata: Arc<AsyncMutex<MetadataClient>>,
     /// Set by the first fatal error: later polls fail at once instead of waiting forever.
     stopped: bool,
+    /// Counts [`Consumer::assign_at`] calls: a partition assigned again starts a generation no
+    /// chunk of its earlier assignment, still queued, can carry.
+    assignments: u64,
 }
 
 impl Consumer {
@@ -126,6 +130,7 @@ impl Consumer {
             events,
             metadata,
             stopped: false,
+            assignments: 0,
         })
     }
 
@@ -179,6 +184,42 @@ impl Consumer {
         }
         self.shared.coordinator_wakeup.notify_one();
         Ok(())
+    }
+
+    /// Adds partitions, each with its own start, without checking them against the metadata
+    /// first (a group coordinator's assignment names partitions that exist; one that does not
+    /// fails when the leaders are looked up). Already assigned ones seek.
+    pub fn assign_at(&mut self, starts: &[(String, i32, StartOffset)]) {
+        self.assignments += 1;
+        let generation = self.assignments << 32;
+        {
+            let mut state = self.shared.state();
+            for (topic, partition, start) in starts {
+                let topic: Arc<str> = Arc::from(topic.as_str());
+                let key = (topic.clone(), *partition);
+                match state.cursors.get_mut(&key) {
+                    Some(cursor) => seek_cursor(cursor, *start),
+                    None => {
+                        let mut cursor = Cursor::new(topic, *partition, *start);
+                        cursor.generation = generation;
+                        state.cursors.insert(key, cursor);
+                    }
+                }
+            }
+            state.metadata_stale = true;
+        }
+        self.shared.coordinator_wakeup.notify_one();
+        self.shared.fetch_wakeup.notify_waiters();
+    }
+
+    /// Removes partitions: nothing fetched for them is handed out after this returns (data
+    /// already in flight is dropped when it arrives).
+    pub fn unassign(&mut self, partitions: &[(String, i32)]) {
+        let mut state = self.shared.state();
+        for (topic, partition) in partitions {
+            let key = (Arc::<str>::from(topic.as_str()), *partition);
+            state.cursors.remove(&key);
+        }
     }
 
     /// Moves an assigned partition to `start`; data fetched for the old position is dropped.

@@ -214,6 +214,31 @@ pub enum Error {
         detail: String,
     },
 
+    /// The group coordinator answered a group request with an error krec cannot recover from
+    /// (or kept answering with one past the retry limit).
+    #[error("group {group}: {api} on broker {broker}: {name} (error code {code})")]
+    Group {
+        /// Group id.
+        group: String,
+        /// `host:port` of the coordinator (empty when none was found).
+        broker: String,
+        /// The request (`JoinGroup`, `OffsetCommit`, ...).
+        api: &'static str,
+        /// Kafka error code.
+        code: i16,
+        /// Kafka's name for the code.
+        name: String,
+    },
+
+    /// Group membership data (a member's subscription or an assignment) could not be read.
+    #[error("group {group}: {what}")]
+    GroupProtocol {
+        /// Group id.
+        group: String,
+        /// What was wrong, with the member and version.
+        what: String,
+    },
+
     /// The consumer's background task stopped (it failed earlier or was shut down).
     #[error("the consumer's fetch task has stopped")]
     Stopped,

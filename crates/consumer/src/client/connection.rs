@@ -119,6 +119,22 @@ impl Connection {
         Ok((version, response))
     }
 
+    /// Like [`Connection::request`] at no more than `max_version` (for request layouts this
+    /// client only reads up to some version), waiting at most `timeout`.
+    pub async fn request_capped<R: ApiRequest>(
+        &mut self,
+        request: &R,
+        max_version: i16,
+        timeout: Duration,
+    ) -> Result<(i16, R::Response), Error> {
+        let version = self
+            .versions
+            .negotiate::<R>(&self.address)?
+            .min(max_version);
+        let response = self.request_at(request, version, timeout).await?;
+        Ok((version, response))
+    }
+
     /// Like [`Connection::request`] with extra time on top of the request timeout (a fetch's
     /// `max_wait_ms` is spent by the broker on purpose).
     pub async fn request_with_wait<R: ApiRequest>(

@@ -3,8 +3,13 @@
 use std::collections::HashMap;
 
 use kafka_protocol::messages::{
-    ApiVersionsRequest, ApiVersionsResponse, FetchRequest, FetchResponse, ListOffsetsRequest,
-    ListOffsetsResponse, MetadataRequest, MetadataResponse,
+    ApiVersionsRequest, ApiVersionsResponse, ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse, FetchRequest, FetchResponse, FindCoordinatorRequest,
+    FindCoordinatorResponse, HeartbeatRequest, HeartbeatResponse, JoinGroupRequest,
+    JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse, ListOffsetsRequest,
+    ListOffsetsResponse, MetadataRequest, MetadataResponse, OffsetCommitRequest,
+    OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse, SyncGroupRequest,
+    SyncGroupResponse,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Message};
 
@@ -34,6 +39,18 @@ api_request!(FetchRequest, FetchResponse, 1);
 api_request!(ListOffsetsRequest, ListOffsetsResponse, 2);
 api_request!(MetadataRequest, MetadataResponse, 3);
 api_request!(ApiVersionsRequest, ApiVersionsResponse, 18);
+api_request!(OffsetCommitRequest, OffsetCommitResponse, 8);
+api_request!(OffsetFetchRequest, OffsetFetchResponse, 9);
+api_request!(FindCoordinatorRequest, FindCoordinatorResponse, 10);
+api_request!(JoinGroupRequest, JoinGroupResponse, 11);
+api_request!(HeartbeatRequest, HeartbeatResponse, 12);
+api_request!(LeaveGroupRequest, LeaveGroupResponse, 13);
+api_request!(SyncGroupRequest, SyncGroupResponse, 14);
+api_request!(
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    68
+);
 
 /// The version range of each API a broker announced in its ApiVersions response.
 #[derive(Clone, Debug, Default)]
@@ -82,7 +99,15 @@ pub fn api_name(api_key: i16) -> &'static str {
         1 => "Fetch",
         2 => "ListOffsets",
         3 => "Metadata",
+        8 => "OffsetCommit",
+        9 => "OffsetFetch",
+        10 => "FindCoordinator",
+        11 => "JoinGroup",
+        12 => "Heartbeat",
+        13 => "LeaveGroup",
+        14 => "SyncGroup",
         18 => "ApiVersions",
+        68 => "ConsumerGroupHeartbeat",
         _ => "request",
     }
 }

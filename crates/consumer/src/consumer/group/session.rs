@@ -1,0 +1,349 @@
+//! What both group protocols share: the coordinator connection (found again when it moves),
+//! committed-offset lookups for new partitions, commits of written offsets, and the revoke
+//! handshake with the consumer handle.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{mpsc, oneshot, Mutex as AsyncMutex};
+
+use super::assignor::TopicPartition;
+use super::written::WrittenOffsets;
+use super::{Command, GroupConfig, GroupEvent};
+use crate::client::group::{self, group_codes, Committer};
+use crate::client::metadata::MetadataClient;
+use crate::client::{error_name, Connection, ConnectionSettings};
+use crate::consumer::config::{OffsetReset, StartOffset};
+use crate::consumer::shared::Backoff;
+use crate::Error;
+
+/// The member's identity for commits: generation (classic) or epoch (KIP-848).
+#[derive(Clone, Debug, Default)]
+pub struct Identity {
+    /// Member id.
+    pub member_id: String,
+    /// Generation id or member epoch (-1: none).
+    pub generation: i32,
+}
+
+/// State and links of a membership task.
+#[derive(Debug)]
+pub struct Session {
+    pub config: Arc<GroupConfig>,
+    pub settings: ConnectionSettings,
+    pub bootstrap: Vec<String>,
+    pub reset: OffsetReset,
+    pub metadata: Arc<AsyncMutex<MetadataClient>>,
+    pub written: Arc<WrittenOffsets>,
+    pub events: mpsc::UnboundedSender<GroupEvent>,
+    pub commands: mpsc::UnboundedReceiver<Command>,
+    pub backoff: (Duration, Duration),
+    pub give_up_after: Duration,
+    coordinator: Option<Connection>,
+    committed: HashMap<TopicPartition, i64>,
+}
+
+/// How a commit went.
+#[derive(Debug, PartialEq, Eq)]
+pub enum CommitOutcome {
+    /// Everything asked for is committed.
+    Done,
+    /// The coordinator refused with this group error code (rebalance, generation, member).
+    Refused(i16),
+}
+
+impl Session {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        config: Arc<GroupConfig>,
+        consumer: &crate::consumer::ConsumerConfig,
+        metadata: Arc<AsyncMutex<MetadataClient>>,
+        written: Arc<WrittenOffsets>,
+        events: mpsc::UnboundedSender<GroupEvent>,
+        commands: mpsc::UnboundedReceiver<Command>,
+    ) -> Self {
+        Self {
+            config,
+            settings: consumer.connection.clone(),
+            bootstrap: consumer.bootstrap.clone(),
+            reset: consumer.offset_reset,
+            metadata,
+            written,
+            events,
+            commands,
+            backoff: (consumer.backoff, consumer.max_backoff),
+            give_up_after: consumer.give_up_after,
+            coordinator: None,
+            committed: HashMap::new(),
+        }
+    }
+
+    /// A group error with this session's context.
+    pub fn group_error(&self, api: &'static str, code: i16) -> Error {
+        Error::Group {
+            group: self.config.group_id.clone(),
+            broker: self
+                .coordinator
+                .as_ref()
+                .map(|c| c.address().to_owned())
+                .unwrap_or_default(),
+            api,
+            code,
+            name: error_name(code),
+        }
+    }
+
+    /// Drops the coordinator connection so the next use finds the coordinator again.
+    pub fn lose_coordinator(&mut self) {
+        self.coordinator = None;
+    }
+
+    /// The coordinator connection, found (FindCoordinator) and opened when needed, retried
+    /// with backoff until the consumer's give-up time.
+    pub async fn coordinator(&mut self) -> Result<&mut Connection, Error> {
+        if self.coordinator.is_none() {
+            let mut backoff = Backoff::new(self.backoff.0, self.backoff.1);
+            let started = Instant::now();
+            let mut attempts = 0u32;
+            loop {
+                attempts += 1;
+                match self.find_coordinator().await {
+                    Ok(connection) => {
+                        tracing::info!(group = %self.config.group_id,
+                            coordinator = connection.address(), "group coordinator found");
+                        self.coordinator = Some(connection);
+                        break;
+                    }
+                    Err(error) if started.elapsed() > self.give_up_after => {
+                        return Err(Error::RetriesExhausted {
+                            what: format!(
+                                "finding the coordinator of group {}",
+                                self.config.group_id
+                            ),
+                            attempts,
+                            last: Box::new(error),
+                        })
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "group coordinator lookup failed; retrying");
+                        tokio::time::sleep(backoff.next_delay()).await;
+                    }
+                }
+            }
+        }
+        self.coordinator.as_mut().ok_or(Error::Stopped)
+    }
+
+    async fn find_coordinator(&mut self) -> Result<Connection, Error> {
+        let mut candidates: Vec<String> = {
+            let mut metadata = self.metadata.lock().await;
+            match metadata.fetch(&[]).await {
+                Ok(cluster) => {
+                    let mut brokers: Vec<String> = cluster.brokers.values().cloned().collect();
+                    brokers.sort();
+                    brokers
+                }
+                Err(_) => Vec::new(),
+            }
+        };
+        for address in &self.bootstrap {
+            if !candidates.contains(address) {
+                candidates.push(address.clone());
+            }
+        }
+        let mut last = None;
+        for address in candidates {
+            let attempt = async {
+                let mut connection = Connection::connect(&address, &self.settings).await?;
+                match group::find_coordinator(&mut connection, &self.config.group_id).await? {
+                    Ok((_, coordinator)) if coordinator == address => Ok(connection),
+                    Ok((_, coordinator)) => Connection::connect(&coordinator, &self.settings).await,
+                    Err(code) => Err(Error::Group {
+                        group: self.config.group_id.clone(),
+                        broker: address.clone(),
+                        api: "FindCoordinator",
+                        code,
+                        name: error_name(code),
+                    }),
+                }
+            };
+            match attempt.await {
+                Ok(connection) => return Ok(connection),
+                Err(error) => last = Some(error),
+            }
+        }
+        Err(last.unwrap_or(Error::InvalidArgument {
+            what: "brokers",
+            detail: "the bootstrap list is empty".to_owned(),
+        }))
+    }
+
+    /// Where each newly assigned partition starts: its committed offset, or the reset policy
+    /// when the group has none. Starts tracking their written positions.
+    pub async fn starts(
+        &mut self,
+        partitions: &[TopicPartition],
+    ) -> Result<Vec<(String, i32, StartOffset)>, Error> {
+        let mut by_topic: BTreeMap<String, Vec<i32>> = BTreeMap::new();
+        for (topic, partition) in partitions {
+            by_topic.entry(topic.clone()).or_default().push(*partition);
+        }
+        let mut backoff = Backoff::new(self.backoff.0, self.backoff.1);
+        let started = Instant::now();
+        let answers = loop {
+            let group_id = self.config.group_id.clone();
+            let result = async {
+                let connection = self.coordinator().await?;
+                group::offset_fetch(connection, &group_id, &by_topic).await
+            }
+            .await;
+            let retry = match result {
+                Ok((0, answers)) => {
+                    let unstable = answers
+                        .values()
+                        .any(|a| a.error_code == group_codes::UNSTABLE_OFFSET_COMMIT);
+                    if !unstable {
+                        break answers;
+                    }
+                    None
+                }
+                Ok((code, _)) if group_codes::needs_rediscovery(code) => {
+                    self.lose_coordinator();
+                    Some(self.group_error("OffsetFetch", code))
+                }
+                Ok((code, _)) => return Err(self.group_error("OffsetFetch", code)),
+                Err(error @ (Error::Connection { .. } | Error::Timeout { .. })) => {
+                    self.lose_coordinator();
+                    Some(error)
+                }
+                Err(error) => return Err(error),
+            };
+            if started.elapsed() > self.give_up_after {
+                return Err(retry.unwrap_or_else(|| self.group_error("OffsetFetch", 88)));
+            }
+            tokio::time::sleep(backoff.next_delay()).await;
+        };
+        let reset = match self.reset {
+            OffsetReset::Latest => StartOffset::End,
+            _ => StartOffset::Beginning,
+        };
+        let mut starts = Vec::with_capacity(partitions.len());
+        for (topic, partition) in partitions {
+            let key = (topic.clone(), *partition);
+            let committed = answers
+                .get(&key)
+                .filter(|a| a.error_code == 0)
+                .map(|a| a.offset);
+            let start = match committed {
+                Some(offset) if offset >= 0 => {
+                    self.committed.insert(key, offset);
+                    self.written.track(topic, *partition, offset);
+                    StartOffset::Offset(offset)
+                }
+                _ => {
+                    if self.reset == OffsetReset::Fail {
+                        return Err(Error::InvalidArgument {
+                            what: "offset",
+                            detail: format!(
+                                "group {} has no committed offset for {topic}/{partition} and the reset policy is fail",
+                                self.config.group_id
+                            ),
+                        });
+                    }
+                    self.written.track(topic, *partition, -1);
+                    reset
+                }
+            };
+            tracing::debug!(%topic, partition, ?start, "assigned partition starts");
+            starts.push((topic.clone(), *partition, start));
+        }
+        Ok(starts)
+    }
+
+    /// Commits the written positions of `partitions` that moved since their last commit.
+    /// Connection failures are returned (the positions stay pending for the next commit).
+    pub async fn commit(
+        &mut self,
+        identity: &Identity,
+        partitions: &BTreeSet<TopicPartition>,
+    ) -> Result<CommitOutcome, Error> {
+        let offsets: BTreeMap<TopicPartition, i64> = self
+            .written
+            .snapshot(partitions)
+            .into_iter()
+            .filter(|(key, offset)| self.committed.get(key).is_none_or(|c| c < offset))
+            .collect();
+        if offsets.is_empty() {
+            return Ok(CommitOutcome::Done);
+        }
+        let group_id = self.config.group_id.clone();
+        let instance_id = self.config.instance_id.clone();
+        let committer = Committer {
+            group: &group_id,
+            generation: identity.generation,
+            member_id: &identity.member_id,
+            instance_id: instance_id.as_deref(),
+        };
+        let result = async {
+            let connection = self.coordinator().await?;
+            group::offset_commit(connection, &committer, &offsets).await
+        }
+        .await;
+        let answers = match result {
+            Ok(answers) => answers,
+            Err(error) => {
+                if matches!(error, Error::Connection { .. } | Error::Timeout { .. }) {
+                    self.lose_coordinator();
+                }
+                return Err(error);
+            }
+        };
+        let mut refused = None;
+        for (key, code) in answers {
+            if code == 0 {
+                if let Some(&offset) = offsets.get(&key) {
+                    // Parsed by the broker tests: the exact commit history of a member.
+                    tracing::info!(target: "krec::commit", group = %group_id, topic = %key.0,
+                        partition = key.1, offset, "committed");
+                    self.committed.insert(key, offset);
+                }
+            } else {
+                if group_codes::needs_rediscovery(code) {
+                    self.lose_coordinator();
+                }
+                tracing::debug!(topic = %key.0, partition = key.1, error = %error_name(code), "commit refused");
+                refused.get_or_insert(code);
+            }
+        }
+        Ok(refused.map_or(CommitOutcome::Done, CommitOutcome::Refused))
+    }
+
+    /// Forgets revoked partitions (their written and committed positions).
+    pub fn forget(&mut self, partitions: &[TopicPartition]) {
+        self.written.forget(partitions);
+        for key in partitions {
+            self.committed.remove(key);
+        }
+    }
+
+    /// Asks the consumer handle to give partitions up; the receiver completes once it has
+    /// (everything it handed out for them written).
+    pub fn request_revoke(
+        &self,
+        partitions: &[TopicPartition],
+        lost: bool,
+    ) -> Option<oneshot::Receiver<()>> {
+        if partitions.is_empty() {
+            return None;
+        }
+        let (ack, done) = oneshot::channel();
+        let event = GroupEvent::Revoke {
+            partitions: partitions.to_vec(),
+            lost,
+            ack,
+        };
+        self.events.send(event).ok()?;
+        Some(done)
+    }
+}

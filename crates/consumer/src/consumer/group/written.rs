@@ -1,0 +1,109 @@
+//! What has left the sink: per assigned partition, the offset after the last record written
+//! out. Only these offsets are ever committed (at-least-once).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+
+use super::assignor::TopicPartition;
+
+/// Written-out positions of the assigned partitions, shared by the threads that write records
+/// and the task that commits them.
+#[derive(Debug, Default)]
+pub struct WrittenOffsets {
+    positions: Mutex<HashMap<String, HashMap<i32, i64>>>,
+}
+
+impl WrittenOffsets {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, HashMap<i32, i64>>> {
+        // Positions are plain numbers: a panic elsewhere leaves nothing half-updated.
+        self.positions
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Records that everything before `next_offset` of the partition has been written out.
+    /// Positions only move forward; a partition not assigned (any more) is ignored, so a late
+    /// writer cannot resurrect a revoked partition.
+    pub fn mark(&self, topic: &str, partition: i32, next_offset: i64) {
+        let mut positions = self.lock();
+        if let Some(position) = positions
+            .get_mut(topic)
+            .and_then(|partitions| partitions.get_mut(&partition))
+        {
+            *position = (*position).max(next_offset);
+        }
+    }
+
+    /// The written position of a partition, if it is assigned.
+    pub fn get(&self, topic: &str, partition: i32) -> Option<i64> {
+        self.lock()
+            .get(topic)
+            .and_then(|partitions| partitions.get(&partition))
+            .copied()
+    }
+
+    /// Starts tracking a newly assigned partition at its start offset (-1 while unknown).
+    pub(crate) fn track(&self, topic: &str, partition: i32, start: i64) {
+        self.lock()
+            .entry(topic.to_owned())
+            .or_default()
+            .insert(partition, start);
+    }
+
+    /// Stops tracking partitions that were revoked.
+    pub(crate) fn forget(&self, partitions: &[TopicPartition]) {
+        let mut positions = self.lock();
+        for (topic, partition) in partitions {
+            if let Some(by_partition) = positions.get_mut(topic) {
+                by_partition.remove(partition);
+                if by_partition.is_empty() {
+                    positions.remove(topic);
+                }
+            }
+        }
+    }
+
+    /// The known positions of `partitions` (unknown ones, still -1, left out).
+    pub(crate) fn snapshot<'a>(
+        &self,
+        partitions: impl IntoIterator<Item = &'a TopicPartition>,
+    ) -> BTreeMap<TopicPartition, i64> {
+        let positions = self.lock();
+        partitions
+            .into_iter()
+            .filter_map(|(topic, partition)| {
+                let offset = *positions.get(topic)?.get(partition)?;
+                (offset >= 0).then(|| ((topic.clone(), *partition), offset))
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_move_forward_only_and_only_for_tracked_partitions() {
+        let written = WrittenOffsets::default();
+        written.mark("t", 0, 10);
+        assert_eq!(
+            written.get("t", 0),
+            None,
+            "untracked partitions are ignored"
+        );
+        written.track("t", 0, 5);
+        written.mark("t", 0, 10);
+        written.mark("t", 0, 7);
+        assert_eq!(written.get("t", 0), Some(10));
+        written.track("t", 1, -1);
+        let all = [("t".to_owned(), 0), ("t".to_owned(), 1)];
+        assert_eq!(
+            written.snapshot(&all),
+            BTreeMap::from([(("t".to_owned(), 0), 10)])
+        );
+        written.forget(&all[..1]);
+        written.mark("t", 0, 20);
+        assert_eq!(written.get("t", 0), None);
+    }
+}
