@@ -2,7 +2,7 @@
 //! a Kafka log segment file into records, checking every byte.
 //!
 //! ```text
-//! BatchWalk ──> Batch ──> Records ──> Record ──> Headers (indexed once, on first use)
+//! BatchWalk ──> Batch ──> Records ──> Record ──> Headers (indexed in the pass that checks them)
 //!                     └─> ControlRecords ──> ControlRecord
 //! ```
 //!
@@ -11,7 +11,31 @@
 //! * [`Batch`] reads the batch header in place, checks the CRC and decompresses (gzip,
 //!   snappy, lz4, zstd) into a per-thread pooled buffer, bounded by [`DecodeConfig`].
 //! * [`Record`] is a borrowed view; the record iterator checks every record uses exactly its
-//!   declared bytes and that the batch holds exactly its declared count.
+//!   declared bytes and that the batch holds exactly its declared count. That same pass
+//!   writes every header's key and value span into an inline index in the record (16
+//!   headers, no heap), so [`Headers::get`] never re-scans the record.
+//! * Legacy v0/v1 message sets (per-message CRC32, compressed wrappers, relative v1 inner
+//!   offsets, magic-0 LZ4 header checksums) come out of the same walk as one [`Batch`] per
+//!   top-level message.
+//!
+//! ```
+//! use krec_batch::{BatchWalk, DecodeConfig, WalkEnd};
+//! # let input: Vec<u8> = Vec::new();
+//! let config = DecodeConfig::default();
+//! let mut walk = BatchWalk::new(&input, &config);
+//! for batch in walk.by_ref() {
+//!     let batch = batch?;
+//!     for record in batch.records() {
+//!         let record = record?;
+//!         let _trace = record.headers().get(b"trace-id");
+//!     }
+//! }
+//! if let Some(WalkEnd::Partial { base_offset, .. }) = walk.end() {
+//!     // A fetch response cut a batch: fetch again from `base_offset`.
+//!     let _ = base_offset;
+//! }
+//! # Ok::<(), krec_batch::Error>(())
+//! ```
 //!
 //! Steady-state decoding allocates nothing per batch: buffers are pooled, decompressor state
 //! lives in thread locals and the header index is inline.
