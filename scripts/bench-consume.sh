@@ -1,0 +1,309 @@
+#!/usr/bin/env bash
+# End-to-end consume benchmark against a real broker: krec consume vs kcat (librdkafka), Kafka's
+# ConsumerPerformance (the Java consumer) and a minimal consumer on the `rdkafka` crate; then
+# krec's scaling on cores (consume and decode with 1 and 2 threads).
+#
+#   scripts/bench-consume.sh [--records N] [--runs R] [--partitions P] [--quick] [--stop]
+#
+#   --records N     records per topic of 100-300 B values (default 2000000); the 1 KiB topic gets N/2
+#   --runs R        timed runs of each consumer, interleaved (default 3); medians are reported
+#   --partitions P  partitions per topic (default 4)
+#   --quick         3000 records, 1 run, results under target/bench-consume/quick (a smoke test:
+#                   checks that every step runs and every consumer reads the full count)
+#   --fill-only     start the broker and fill the topics, then exit
+#   --stop          stop the benchmark broker at the end (it is kept by default, so a rerun with
+#                   the same --records reuses the topics)
+#
+# Topics (filled once per record count, reused after):
+#   bc-N-lz4, bc-N-zstd, bc-N-none  values of 100-300 B of words, a key, 2 headers; by kcat -P
+#   bc-N-1k                         1 KiB values, no compression; by Kafka's ProducerPerformance
+# Every consumer writes to /dev/null in the timed runs; before them, one untimed run of each
+# consumer per topic writes into `wc -l` and must show the full record count, or the script
+# stops (a consumer that reads less would look faster). CPU seconds (user + sys) and peak RSS
+# come from /usr/bin/time (apt package `time`, installed if missing).
+#
+# Environment: KREC_BIN=path benchmarks that krec binary instead of building one.
+#
+# Output: target/bench-consume/<N>/results.tsv (every run), report.md (the tables pasted into
+# BENCHMARKS.md) and the chart docs/bench-consume.png (full runs only).
+set -euo pipefail
+
+SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO_ROOT="$(cd "$SCRIPT_DIR/.." && pwd)"
+KAFKA="$SCRIPT_DIR/kafka.sh"
+BROKER_NAME=bench-consume
+
+RECORDS=2000000
+RUNS=3
+PARTITIONS=4
+QUICK=0
+STOP=0
+FILL_ONLY=0
+while (($#)); do
+    case "$1" in
+        --records) RECORDS="$2"; shift 2 ;;
+        --runs) RUNS="$2"; shift 2 ;;
+        --partitions) PARTITIONS="$2"; shift 2 ;;
+        --quick) QUICK=1; RECORDS=3000; RUNS=1; shift ;;
+        --fill-only) FILL_ONLY=1; shift ;;
+        --stop) STOP=1; shift ;;
+        *) echo "bench-consume.sh: unknown argument $1" >&2; exit 2 ;;
+    esac
+done
+[[ "$RECORDS" =~ ^[0-9]+$ && "$RECORDS" -ge 2 ]] || { echo "bench-consume.sh: --records must be >= 2" >&2; exit 2; }
+
+log() { echo "bench-consume: $*" >&2; }
+die() { log "$*"; exit 1; }
+
+if ((QUICK)); then
+    OUT="$REPO_ROOT/target/bench-consume/quick"
+    CHART="$OUT/bench-consume.png"
+else
+    OUT="$REPO_ROOT/target/bench-consume/$RECORDS"
+    CHART="$REPO_ROOT/docs/bench-consume.png"
+fi
+mkdir -p "$OUT"
+RESULTS="$OUT/results.tsv"
+SCALING="$OUT/scaling.tsv"
+
+# --- tools ------------------------------------------------------------------------------------
+
+need_apt() {
+    local command="$1" package="$2"
+    command -v "$command" >/dev/null && return 0
+    log "installing $package"
+    if [[ $(id -u) == 0 ]]; then apt-get install -y -q "$package" >&2; else sudo apt-get install -y -q "$package" >&2; fi
+}
+[[ -x /usr/bin/time ]] || need_apt /usr/bin/time time
+need_apt kcat kcat
+command -v java >/dev/null || die "java not found (the broker and the Java consumer need it)"
+# The chart: matplotlib for whichever python has it, else installed for the PATH python3.
+CHART_PYTHON=""
+for candidate in python3 /usr/bin/python3; do
+    if "$candidate" -c 'import matplotlib' 2>/dev/null; then CHART_PYTHON="$candidate"; break; fi
+done
+if [[ -z "$CHART_PYTHON" ]]; then
+    log "installing matplotlib for python3"
+    python3 -m pip install -q matplotlib >&2 && CHART_PYTHON=python3
+fi
+
+if [[ -n "${KREC_BIN:-}" ]]; then
+    KREC="$KREC_BIN"
+else
+    log "building krec (release)"
+    (cd "$REPO_ROOT" && cargo build -q --release -p krec-consumer --bin krec)
+    KREC="$REPO_ROOT/target/release/krec"
+fi
+
+RDKAFKA_BIN="$REPO_ROOT/target/rdkafka-consumer/release/rdkafka-consumer-bench"
+log "building the rdkafka consumer (benches/rdkafka-consumer)"
+if ! CARGO_TARGET_DIR="$REPO_ROOT/target/rdkafka-consumer" cargo build -q --release \
+    --manifest-path "$REPO_ROOT/benches/rdkafka-consumer/Cargo.toml" >"$OUT/rdkafka-build.log" 2>&1; then
+    log "the rdkafka consumer does not build (see $OUT/rdkafka-build.log); benchmarking without it"
+    RDKAFKA_BIN=""
+fi
+
+# --- broker and topics ------------------------------------------------------------------------
+
+if ! "$KAFKA" status --name "$BROKER_NAME" >/dev/null 2>&1; then
+    log "starting broker '$BROKER_NAME'"
+    "$KAFKA" start --name "$BROKER_NAME" >/dev/null
+fi
+BOOTSTRAP="$("$KAFKA" bootstrap --name "$BROKER_NAME")"
+((STOP)) && trap '"$KAFKA" stop --name "$BROKER_NAME" >/dev/null 2>&1 || true' EXIT
+
+SMALL_TOPICS=(lz4 zstd none)
+TOPICS=()
+for codec in "${SMALL_TOPICS[@]}"; do TOPICS+=("bc-$RECORDS-$codec"); done
+TOPICS+=("bc-$RECORDS-1k")
+LARGE_RECORDS=$((RECORDS / 2))
+
+expected_count() {
+    case "$1" in
+        *-1k) echo "$LARGE_RECORDS" ;;
+        *) echo "$RECORDS" ;;
+    esac
+}
+
+# Records in a topic: the sum of its partitions' end offsets.
+topic_end_offsets() {
+    # A topic that does not exist yet has none (the tool fails).
+    { "$KAFKA" tool --name "$BROKER_NAME" org.apache.kafka.tools.GetOffsetShell \
+        --bootstrap-server "{bootstrap}" --topic "$1" 2>/dev/null || true; } \
+        | awk -F: '{ sum += $NF } END { print sum + 0 }'
+}
+
+# Keys, values of 100-300 B made of words (so codecs have something to find), one per line.
+make_payload_file() {
+    local file="$1" count="$2"
+    [[ -f "$file" ]] && [[ "$(wc -l <"$file")" == "$count" ]] && return 0
+    python3 - "$file" "$count" <<'EOF'
+import random, sys
+path, count = sys.argv[1], int(sys.argv[2])
+rng = random.Random(20261130)
+words = ["order", "customer", "shipped", "invoice", "pending", "paid", "warehouse", "item",
+         "quantity", "price", "EUR", "USD", "berlin", "lisbon", "osaka", "status", "created",
+         "updated", "true", "false", "null", "id", "sku", "cart", "session", "region"]
+words += ["%x" % rng.getrandbits(32) for _ in range(400)]
+with open(path, "w") as out:
+    for i in range(count):
+        size = rng.randint(100, 300)
+        parts, length = [], 0
+        while length < size:
+            w = rng.choice(words)
+            parts.append(w)
+            length += len(w) + 1
+        value = " ".join(parts)[:size]
+        out.write("key-%d\t%s\n" % (rng.randrange(1 << 20), value))
+EOF
+}
+
+fill_topic() {
+    local topic="$1" codec="$2" count="$3"
+    local have
+    have="$(topic_end_offsets "$topic")"
+    if [[ "$have" == "$count" ]]; then
+        return 0
+    fi
+    [[ "$have" == 0 ]] || die "topic $topic holds $have records, expected 0 or $count: delete target/kafka/$BROKER_NAME (scripts/kafka.sh stop --name $BROKER_NAME --clean)"
+    log "filling $topic ($count records, $codec)"
+    "$KAFKA" topic --name "$BROKER_NAME" create "$topic" --partitions "$PARTITIONS" >/dev/null 2>&1 || true
+    if [[ "$topic" == *-1k ]]; then
+        "$KAFKA" tool --name "$BROKER_NAME" org.apache.kafka.tools.ProducerPerformance \
+            --topic "$topic" --num-records "$count" --record-size 1024 --throughput -1 \
+            --producer-props "bootstrap.servers={bootstrap}" compression.type="$codec" \
+            batch.size=262144 linger.ms=20 acks=1 >"$OUT/produce-$topic.log" 2>&1
+    else
+        kcat -P -b "$BOOTSTRAP" -t "$topic" -K $'\t' -z "$codec" \
+            -H "trace-id=5f0c2d4e-9a51-4f7b-8c1e-3b2a6d7e8f90" -H "source=bench-consume" \
+            -X linger.ms=20 -X batch.num.messages=10000 -X queue.buffering.max.messages=1000000 \
+            -X queue.buffering.max.kbytes=1048576 -l "$PAYLOAD"
+    fi
+    have="$(topic_end_offsets "$topic")"
+    [[ "$have" == "$count" ]] || die "topic $topic holds $have records after filling, expected $count"
+}
+
+PAYLOAD="$REPO_ROOT/target/bench-consume/payload-$RECORDS.txt"
+make_payload_file "$PAYLOAD" "$RECORDS"
+for codec in "${SMALL_TOPICS[@]}"; do fill_topic "bc-$RECORDS-$codec" "$codec" "$RECORDS"; done
+fill_topic "bc-$RECORDS-1k" none "$LARGE_RECORDS"
+((FILL_ONLY)) && { log "topics filled"; exit 0; }
+
+# --- consumers --------------------------------------------------------------------------------
+
+# The command line of one consumer on one topic. Each writes every record's value (raw) or a
+# JSON object per record (json) to stdout; ConsumerPerformance writes nothing per record.
+CONSUMERS=(krec-raw kcat-raw krec-json kcat-json java)
+[[ -n "$RDKAFKA_BIN" ]] && CONSUMERS+=(rdkafka-raw)
+
+consumer_command() {
+    local consumer="$1" topic="$2" count
+    count="$(expected_count "$topic")"
+    case "$consumer" in
+        krec-raw) echo "$KREC consume -b $BOOTSTRAP -t $topic -e -f raw" ;;
+        krec-json) echo "$KREC consume -b $BOOTSTRAP -t $topic -e -J" ;;
+        krec-raw-t1) echo "$KREC consume -b $BOOTSTRAP -t $topic -e -f raw --threads 1" ;;
+        krec-raw-t2) echo "$KREC consume -b $BOOTSTRAP -t $topic -e -f raw --threads 2" ;;
+        kcat-raw) echo "kcat -C -q -b $BOOTSTRAP -t $topic -o beginning -e -f '%s\\n'" ;;
+        kcat-json) echo "kcat -C -q -b $BOOTSTRAP -t $topic -o beginning -e -J" ;;
+        rdkafka-raw) echo "$RDKAFKA_BIN $BOOTSTRAP $topic" ;;
+        java) echo "$KAFKA tool --name $BROKER_NAME org.apache.kafka.tools.ConsumerPerformance --bootstrap-server {bootstrap} --topic $topic --messages $count --group bench-\$RANDOM --timeout 60000" ;;
+        *) die "unknown consumer $consumer" ;;
+    esac
+}
+
+# Runs one command with its output counted, and fails unless the count is the topic's.
+check_count() {
+    local consumer="$1" topic="$2" expected got command
+    expected="$(expected_count "$topic")"
+    command="$(consumer_command "$consumer" "$topic")"
+    if [[ "$consumer" == java ]]; then
+        # ConsumerPerformance prints one CSV line; field 5 is data.consumed.in.nMsg.
+        got="$(eval "$command" 2>/dev/null | awk -F', *' 'NR == 2 { print $5 }')"
+    else
+        got="$(eval "$command" 2>/dev/null | wc -l)"
+    fi
+    [[ "$got" == "$expected" ]] || die "$consumer read $got records of $topic, expected $expected: the benchmark would be invalid"
+    log "  $consumer read all $got records of $topic"
+}
+
+# One timed run into /dev/null; appends a line to the results file.
+timed_run() {
+    local file="$1" consumer="$2" topic="$3" run="$4" command timing
+    command="$(consumer_command "$consumer" "$topic")"
+    timing="$OUT/time.tmp"
+    if ! /usr/bin/time -f '%e %U %S %M' -o "$timing" bash -c "$command" >/dev/null 2>"$OUT/stderr.tmp"; then
+        cat "$OUT/stderr.tmp" >&2
+        die "$consumer failed on $topic"
+    fi
+    read -r wall user sys rss_kb <"$timing"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$topic" "$consumer" "$run" "$(expected_count "$topic")" \
+        "$wall" "$user" "$sys" "$rss_kb" >>"$file"
+}
+
+printf 'topic\tconsumer\trun\trecords\twall_s\tuser_s\tsys_s\tmax_rss_kb\n' >"$RESULTS"
+for topic in "${TOPICS[@]}"; do
+    log "topic $topic: checking every consumer reads the full count"
+    for consumer in "${CONSUMERS[@]}"; do check_count "$consumer" "$topic"; done
+    for ((run = 1; run <= RUNS; run++)); do
+        log "topic $topic: round $run of $RUNS"
+        for consumer in "${CONSUMERS[@]}"; do timed_run "$RESULTS" "$consumer" "$topic" "$run"; done
+    done
+done
+
+# --- scaling on cores -------------------------------------------------------------------------
+
+printf 'workload\tthreads\trun\trecords\twall_s\tuser_s\tsys_s\tmax_rss_kb\n' >"$SCALING"
+SCALE_TOPIC="bc-$RECORDS-lz4"
+log "scaling: krec consume --threads 1 and 2 on $SCALE_TOPIC ($PARTITIONS partitions)"
+for consumer in krec-raw-t1 krec-raw-t2; do check_count "$consumer" "$SCALE_TOPIC"; done
+for ((run = 1; run <= RUNS; run++)); do
+    for threads in 1 2; do
+        command="$(consumer_command "krec-raw-t$threads" "$SCALE_TOPIC")"
+        /usr/bin/time -f '%e %U %S %M' -o "$OUT/time.tmp" bash -c "$command" >/dev/null 2>/dev/null
+        read -r wall user sys rss_kb <"$OUT/time.tmp"
+        printf 'consume %s raw\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$SCALE_TOPIC" "$threads" "$run" "$RECORDS" \
+            "$wall" "$user" "$sys" "$rss_kb" >>"$SCALING"
+    done
+done
+
+# Decode-bound: the broker's own segment files of a topic, decoded to values and to JSON.
+DATA_DIR="$("$KAFKA" datadir --name "$BROKER_NAME")"
+for codec in lz4 zstd; do
+    topic="bc-$RECORDS-$codec"
+    mapfile -t segments < <(find "$DATA_DIR" -path "*/$topic-*" -name '*.log' | sort)
+    ((${#segments[@]})) || die "no segment files of $topic under $DATA_DIR"
+    for format in raw json; do
+        for threads in 1 2; do
+            got="$("$KREC" decode --threads "$threads" -f "$format" "${segments[@]}" | wc -l)"
+            [[ "$got" == "$RECORDS" ]] || die "krec decode --threads $threads read $got records of $topic, expected $RECORDS"
+        done
+        log "scaling: krec decode -f $format --threads 1 and 2 on the $topic segments"
+        for ((run = 1; run <= RUNS; run++)); do
+            for threads in 1 2; do
+                /usr/bin/time -f '%e %U %S %M' -o "$OUT/time.tmp" \
+                    "$KREC" decode --threads "$threads" -f "$format" "${segments[@]}" >/dev/null
+                read -r wall user sys rss_kb <"$OUT/time.tmp"
+                printf 'decode %s %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$topic" "$format" "$threads" "$run" \
+                    "$RECORDS" "$wall" "$user" "$sys" "$rss_kb" >>"$SCALING"
+            done
+        done
+    done
+done
+
+# --- report -----------------------------------------------------------------------------------
+
+{
+    echo "Machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(free -g | awk '/Mem:/ { print $2 }') GiB RAM; $(uname -sr)"
+    echo "Versions: $("$KREC" --version 2>/dev/null || echo krec) at $(git -C "$REPO_ROOT" rev-parse --short HEAD); kcat $(kcat -V 2>&1 | awk '/^kcat/ { print $2; exit }'), librdkafka $(pkg-config --modversion rdkafka 2>/dev/null); $(java -version 2>&1 | head -1)"
+    echo "Command: scripts/bench-consume.sh --records $RECORDS --runs $RUNS --partitions $PARTITIONS"
+    echo
+} >"$OUT/report.md"
+if [[ -n "$CHART_PYTHON" ]]; then
+    "$CHART_PYTHON" "$SCRIPT_DIR/bench_chart.py" "$RESULTS" "$SCALING" --chart "$CHART" >>"$OUT/report.md"
+else
+    python3 "$SCRIPT_DIR/bench_chart.py" "$RESULTS" "$SCALING" >>"$OUT/report.md"
+    log "no matplotlib: tables only, no chart"
+fi
+cat "$OUT/report.md"
+log "results in $OUT (report.md, results.tsv, scaling.tsv)"
