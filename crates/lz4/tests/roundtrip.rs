@@ -156,3 +156,22 @@ fn decode_into_appends_after_existing_bytes() {
     expected.extend_from_slice(&second);
     assert!(out[..] == expected[..]);
 }
+
+#[test]
+fn python_lz4_fixtures_decode_to_the_same_bytes() {
+    // Written by Debian's liblz4 1.9.4 through python3-lz4 (tests/fixtures/make_python_lz4.py).
+    let expected = compressible(70_000);
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|ext| ext == "lz4") {
+            let frame = std::fs::read(&path).unwrap();
+            let decoded = decode_frame(&frame, &DecodeOptions::default())
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            assert!(decoded[..] == expected[..], "{}", path.display());
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, 4);
+}
