@@ -1,4 +1,5 @@
-//! `krec consume`: read a topic from a Kafka cluster and write its records out.
+//! `krec consume`: read a topic from a Kafka cluster and write its records out, alone or as a
+//! member of a consumer group (`-G`).
 //!
 //! The network side runs on one tokio thread (the consumer's fetch loops); decoding and
 //! formatting run on decode threads, one per core by default, each owning whole partitions so
@@ -12,9 +13,12 @@ use std::time::{Duration, Instant};
 
 use krec_batch::DecodeConfig;
 
+use crate::consumer::group::{
+    Assignor, GroupConfig, GroupConsumer, GroupProtocol, NoListener, WrittenOffsets,
+};
 use crate::consumer::workers::DecodePool;
 use crate::consumer::{
-    Consumer, ConsumerConfig, Fetched, OffsetReset, PartitionChunk, StartOffset,
+    Consumer, ConsumerConfig, Fetched, OffsetReset, PartitionChunk, PartitionPosition, StartOffset,
 };
 use crate::format::{FormatArgs, RecordContext, RecordWriter};
 use crate::Error;
@@ -26,9 +30,72 @@ pub struct ConsumeArgs {
     #[arg(short = 'b', long = "brokers", value_name = "HOST:PORT,...")]
     pub brokers: String,
 
-    /// Topic to consume.
+    /// Topic to consume (with `-G`: `TOPIC[,TOPIC...]`).
     #[arg(short = 't', long = "topic")]
     pub topic: String,
+
+    /// Join this consumer group: the group's coordinator assigns the partitions, positions are
+    /// committed as records are written out (kcat's `-G`).
+    #[arg(short = 'G', long = "group", value_name = "GROUP")]
+    pub group: Option<String>,
+
+    /// Group protocol: `classic` (JoinGroup/SyncGroup) or `consumer` (KIP-848).
+    #[arg(
+        long = "group-protocol",
+        default_value = "classic",
+        value_name = "PROTOCOL"
+    )]
+    pub group_protocol: String,
+
+    /// Classic protocol assignors in preference order: `range`, `roundrobin`,
+    /// `cooperative-sticky` (default as the Java client: range,cooperative-sticky).
+    #[arg(
+        long = "assignor",
+        value_delimiter = ',',
+        default_value = "range,cooperative-sticky",
+        value_name = "NAME,..."
+    )]
+    pub assignors: Vec<String>,
+
+    /// KIP-848 server-side assignor (`uniform` or `range`; default: the broker's).
+    #[arg(long = "server-assignor", value_name = "NAME")]
+    pub server_assignor: Option<String>,
+
+    /// Static membership: `group.instance.id`.
+    #[arg(long = "group-instance-id", value_name = "ID")]
+    pub instance_id: Option<String>,
+
+    /// Group session timeout (classic protocol).
+    #[arg(
+        long = "session-timeout-ms",
+        value_name = "MS",
+        default_value_t = 45_000
+    )]
+    pub session_timeout_ms: u64,
+
+    /// Time between group heartbeats (classic protocol).
+    #[arg(
+        long = "heartbeat-interval-ms",
+        value_name = "MS",
+        default_value_t = 3_000
+    )]
+    pub heartbeat_interval_ms: u64,
+
+    /// Time allowed for a rebalance.
+    #[arg(
+        long = "rebalance-timeout-ms",
+        value_name = "MS",
+        default_value_t = 60_000
+    )]
+    pub rebalance_timeout_ms: u64,
+
+    /// Time between commits of the written positions.
+    #[arg(
+        long = "commit-interval-ms",
+        value_name = "MS",
+        default_value_t = 5_000
+    )]
+    pub commit_interval_ms: u64,
 
     /// Partitions to consume, comma-separated (default: all).
     #[arg(
@@ -130,6 +197,52 @@ impl ConsumeArgs {
     }
 }
 
+impl ConsumeArgs {
+    /// The group settings `-G` and its options describe; `start` (`-o`) is where partitions
+    /// without a committed offset begin.
+    pub fn group_config(&self, group: &str, start: StartOffset) -> Result<GroupConfig, Error> {
+        let topics: Vec<String> = self
+            .topic
+            .split(',')
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(str::to_owned)
+            .collect();
+        let mut config = GroupConfig::new(group, topics);
+        config.protocol = self.group_protocol.parse::<GroupProtocol>()?;
+        config.assignors = self
+            .assignors
+            .iter()
+            .map(|a| a.parse::<Assignor>())
+            .collect::<Result<_, _>>()?;
+        config.server_assignor = self.server_assignor.clone();
+        config.instance_id = self.instance_id.clone();
+        config.session_timeout = Duration::from_millis(self.session_timeout_ms);
+        config.heartbeat_interval = Duration::from_millis(self.heartbeat_interval_ms.max(1));
+        config.rebalance_timeout = Duration::from_millis(self.rebalance_timeout_ms);
+        config.commit_interval = Duration::from_millis(self.commit_interval_ms.max(1));
+        config.start_without_commit = match start {
+            StartOffset::Beginning | StartOffset::End => start,
+            other => {
+                return Err(Error::InvalidArgument {
+                    what: "offset",
+                    detail: format!(
+                        "{other:?}: with -G, -o says where partitions without a committed \
+                         offset start: beginning or end"
+                    ),
+                })
+            }
+        };
+        if !self.partitions.is_empty() {
+            return Err(Error::InvalidArgument {
+                what: "partitions",
+                detail: "-p cannot be used with -G: the group assigns the partitions".to_owned(),
+            });
+        }
+        Ok(config)
+    }
+}
+
 /// Runs `krec consume`.
 pub fn run(args: ConsumeArgs) -> ExitCode {
     init_logging();
@@ -164,7 +277,9 @@ fn report(error: &Error) -> ExitCode {
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    // Colour codes only on a terminal: logs written to a file are read by programs.
     let _ = tracing_subscriber::fmt()
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .try_init();
@@ -189,6 +304,10 @@ async fn consume(args: ConsumeArgs) -> Result<(), Error> {
     if args.count == Some(0) {
         return Ok(());
     }
+    if let Some(group) = args.group.clone() {
+        let group_config = args.group_config(&group, start)?;
+        return consume_group(&args, config, group_config).await;
+    }
     let read_committed = config.read_committed;
     let mut consumer = Consumer::connect(config.clone()).await?;
     let partitions = if args.partitions.is_empty() {
@@ -212,8 +331,8 @@ async fn consume(args: ConsumeArgs) -> Result<(), Error> {
             let Some(writer) = writer.as_mut() else {
                 return Ok(());
             };
-            let reached = write_chunk(&chunk, writer, &decode, &progress, limit)?;
-            if reached {
+            let written = write_chunk(&chunk, writer, &decode, &progress, limit)?;
+            if written.reached {
                 let _ = count_done.send(());
             }
             Ok(())
@@ -225,6 +344,7 @@ async fn consume(args: ConsumeArgs) -> Result<(), Error> {
     let mut stats_timer = tokio::time::interval(stats_every.unwrap_or(Duration::from_secs(3600)));
     stats_timer.tick().await;
     let mut last_stats = (Instant::now(), 0u64, 0u64);
+    let mut terminate = terminate_signal()?;
     let outcome = loop {
         tokio::select! {
             fetched = consumer.poll() => match fetched {
@@ -246,8 +366,9 @@ async fn consume(args: ConsumeArgs) -> Result<(), Error> {
             _ = count_reached.recv() => break Ok(()),
             // Ctrl-C: stop fetching, but write out what was already fetched.
             _ = tokio::signal::ctrl_c() => break Ok(()),
+            _ = terminate.recv() => break Ok(()),
             _ = stats_timer.tick(), if stats_every.is_some() => {
-                print_stats(&consumer, &progress, &mut last_stats, read_committed);
+                print_stats(&consumer.positions(), &progress, &mut last_stats, read_committed);
             }
         }
     };
@@ -265,17 +386,30 @@ async fn consume(args: ConsumeArgs) -> Result<(), Error> {
     outcome.and(finished)
 }
 
-/// Decodes one chunk and writes its records; returns true when this chunk satisfied `-c`.
+/// What writing one chunk did.
+#[derive(Debug, Clone, Copy)]
+struct ChunkWritten {
+    /// This chunk satisfied `-c`.
+    reached: bool,
+    /// The partition is written out up to here (None: nothing of it was written).
+    next_offset: Option<i64>,
+}
+
+/// Decodes one chunk, writes its records and flushes them.
 fn write_chunk<W: Write>(
     chunk: &PartitionChunk,
     writer: &mut RecordWriter<W>,
     decode: &DecodeConfig,
     progress: &Progress,
     limit: Option<u64>,
-) -> Result<bool, Error> {
+) -> Result<ChunkWritten, Error> {
     if progress.count_reached.load(Ordering::Relaxed) {
-        return Ok(false);
+        return Ok(ChunkWritten {
+            reached: false,
+            next_offset: None,
+        });
     }
+    let mut last_written = None;
     let context = RecordContext::new(chunk.topic(), chunk.partition());
     let output_error = |source| Error::Io {
         context: "writing records".to_owned(),
@@ -310,6 +444,7 @@ fn write_chunk<W: Write>(
             writer
                 .write_record(&context, &record)
                 .map_err(output_error)?;
+            last_written = Some(record.offset());
             written += 1;
             if reached {
                 break 'batches;
@@ -321,11 +456,21 @@ fn write_chunk<W: Write>(
     progress
         .bytes
         .fetch_add(chunk.records_bytes().len() as u64, Ordering::Relaxed);
-    Ok(reached)
+    // Cut short by `-c`: written up to the last record; otherwise the whole chunk (control
+    // records and compacted gaps included).
+    let next_offset = if reached {
+        last_written.map(|offset| offset + 1)
+    } else {
+        Some(chunk.next_offset())
+    };
+    Ok(ChunkWritten {
+        reached,
+        next_offset,
+    })
 }
 
 fn print_stats(
-    consumer: &Consumer,
+    positions: &[PartitionPosition],
     progress: &Progress,
     last: &mut (Instant, u64, u64),
     read_committed: bool,
@@ -338,7 +483,7 @@ fn print_stats(
     let mb_rate = (bytes - last.2) as f64 / seconds / 1e6;
     *last = (now, records, bytes);
     let mut line = format!("krec stats: {rate:.0} records/s {mb_rate:.2} MB/s lag");
-    for position in consumer.positions() {
+    for position in positions {
         line.push_str(&format!(
             " {}/{}={}",
             position.topic,
@@ -347,4 +492,102 @@ fn print_stats(
         ));
     }
     eprintln!("{line}");
+}
+
+/// SIGTERM, handled like Ctrl-C (a clean stop: write out, commit, leave the group).
+fn terminate_signal() -> Result<tokio::signal::unix::Signal, Error> {
+    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).map_err(|source| {
+        Error::Io {
+            context: "installing the SIGTERM handler".to_owned(),
+            source,
+        }
+    })
+}
+
+/// `krec consume -G`: a group member writing the partitions assigned to it.
+async fn consume_group(
+    args: &ConsumeArgs,
+    config: ConsumerConfig,
+    group_config: GroupConfig,
+) -> Result<(), Error> {
+    let read_committed = config.read_committed;
+    let mut group = GroupConsumer::join(config.clone(), group_config, NoListener).await?;
+    let written: Arc<WrittenOffsets> = group.written();
+    let progress = Arc::new(Progress::default());
+    let (count_done, mut count_reached) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let threads = args.threads.unwrap_or_else(DecodePool::default_threads);
+    let mut pool = DecodePool::start(threads, |_| {
+        let writer = args.format.writer(std::io::stdout());
+        let decode = config.decode.clone();
+        let progress = progress.clone();
+        let count_done = count_done.clone();
+        let written = written.clone();
+        let limit = args.count;
+        let mut writer = writer.ok();
+        move |chunk: PartitionChunk| {
+            let Some(writer) = writer.as_mut() else {
+                return Ok(());
+            };
+            let outcome = write_chunk(&chunk, writer, &decode, &progress, limit)?;
+            // Flushed by write_chunk: these records have left the sink, so they may be committed.
+            if let Some(next_offset) = outcome.next_offset {
+                written.mark(chunk.topic(), chunk.partition(), next_offset);
+            }
+            if outcome.reached {
+                let _ = count_done.send(());
+            }
+            Ok(())
+        }
+    })?;
+    let mut at_end: std::collections::BTreeSet<(String, i32)> = Default::default();
+    let stats_every = args.stats.map(|s| Duration::from_secs_f64(s.max(0.05)));
+    let mut stats_timer = tokio::time::interval(stats_every.unwrap_or(Duration::from_secs(3600)));
+    stats_timer.tick().await;
+    let mut last_stats = (Instant::now(), 0u64, 0u64);
+    let mut terminate = terminate_signal()?;
+    let outcome = loop {
+        tokio::select! {
+            fetched = group.poll() => match fetched {
+                Ok(Fetched::Chunk(chunk)) => {
+                    at_end.remove(&(chunk.topic().to_owned(), chunk.partition()));
+                    if let Err(error) = pool.submit(chunk) {
+                        break Err(error);
+                    }
+                }
+                Ok(Fetched::EndOfPartition { topic, partition, offset }) => {
+                    tracing::debug!(%topic, partition, offset, "reached the end of the partition");
+                    at_end.insert((topic.to_string(), partition));
+                    let assignment = group.assignment();
+                    if args.exit_at_end
+                        && !assignment.is_empty()
+                        && assignment.iter().all(|p| at_end.contains(p))
+                    {
+                        break Ok(());
+                    }
+                }
+                Err(error) => break Err(error),
+            },
+            error = pool.failure() => break Err(error),
+            _ = count_reached.recv() => break Ok(()),
+            // Ctrl-C or SIGTERM: stop fetching, write out what was fetched, commit, leave.
+            _ = tokio::signal::ctrl_c() => break Ok(()),
+            _ = terminate.recv() => break Ok(()),
+            _ = stats_timer.tick(), if stats_every.is_some() => {
+                print_stats(&group.positions(), &progress, &mut last_stats, read_committed);
+            }
+        }
+    };
+    group.stop_fetching();
+    let finished = tokio::task::spawn_blocking(move || pool.finish())
+        .await
+        .unwrap_or(Err(Error::Stopped));
+    let closed = group.close().await;
+    if stats_every.is_some() {
+        eprintln!(
+            "krec consume: {} records, {} bytes",
+            progress.records.load(Ordering::Relaxed),
+            progress.bytes.load(Ordering::Relaxed)
+        );
+    }
+    outcome.and(finished).and(closed)
 }

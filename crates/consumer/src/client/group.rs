@@ -69,11 +69,19 @@ pub async fn find_coordinator(
     connection: &mut Connection,
     group: &str,
 ) -> Result<Result<(i32, String), i16>, Error> {
-    let request = FindCoordinatorRequest::default()
-        .with_key(StrBytes::from_string(group.to_owned()))
-        .with_key_type(0)
-        .with_coordinator_keys(vec![StrBytes::from_string(group.to_owned())]);
-    let (version, response) = connection.request(&request).await?;
+    let version = connection
+        .versions()
+        .negotiate::<FindCoordinatorRequest>(connection.address())?;
+    // v4 moved the key into a batch of keys; each layout refuses the other's field.
+    let request = if version >= 4 {
+        FindCoordinatorRequest::default()
+            .with_key_type(0)
+            .with_coordinator_keys(vec![StrBytes::from_string(group.to_owned())])
+    } else {
+        FindCoordinatorRequest::default().with_key(StrBytes::from_string(group.to_owned()))
+    };
+    let timeout = Duration::from_secs(30);
+    let response = connection.request_at(&request, version, timeout).await?;
     if version >= 4 {
         let Some(found) = response.coordinators.first() else {
             return Ok(Err(group_codes::COORDINATOR_NOT_AVAILABLE));
@@ -205,16 +213,28 @@ pub async fn leave_group(
     member_id: &str,
     instance_id: Option<&str>,
 ) -> Result<i16, Error> {
-    let request = LeaveGroupRequest::default()
-        .with_group_id(GroupId(StrBytes::from_string(group.to_owned())))
-        .with_member_id(StrBytes::from_string(member_id.to_owned()))
-        .with_members(vec![MemberIdentity::default()
+    let version = connection
+        .versions()
+        .negotiate::<LeaveGroupRequest>(connection.address())?;
+    let group_id = GroupId(StrBytes::from_string(group.to_owned()));
+    // v3 replaced the single member id by a batch of member identities.
+    let request = if version >= 3 {
+        LeaveGroupRequest::default()
+            .with_group_id(group_id)
+            .with_members(vec![MemberIdentity::default()
+                .with_member_id(StrBytes::from_string(member_id.to_owned()))
+                .with_group_instance_id(instance_id.map(|i| StrBytes::from_string(i.to_owned())))
+                .with_reason(
+                    (version >= 5).then(|| StrBytes::from_static_str("the consumer is closing")),
+                )])
+    } else {
+        LeaveGroupRequest::default()
+            .with_group_id(group_id)
             .with_member_id(StrBytes::from_string(member_id.to_owned()))
-            .with_group_instance_id(instance_id.map(|i| StrBytes::from_string(i.to_owned())))
-            .with_reason(Some(StrBytes::from_static_str(
-                "the consumer is closing",
-            )))]);
-    let (_, response) = connection.request(&request).await?;
+    };
+    let response = connection
+        .request_at(&request, version, Duration::from_secs(30))
+        .await?;
     if response.error_code != 0 {
         return Ok(response.error_code);
     }

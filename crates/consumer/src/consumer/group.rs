@@ -105,6 +105,9 @@ pub struct GroupConfig {
     pub rebalance_timeout: Duration,
     /// How often written offsets are committed.
     pub commit_interval: Duration,
+    /// Where a partition the group has no committed offset for starts (`auto.offset.reset`):
+    /// [`StartOffset::Beginning`] or [`StartOffset::End`].
+    pub start_without_commit: StartOffset,
 }
 
 impl GroupConfig {
@@ -121,6 +124,7 @@ impl GroupConfig {
             heartbeat_interval: Duration::from_secs(3),
             rebalance_timeout: Duration::from_secs(60),
             commit_interval: Duration::from_secs(5),
+            start_without_commit: StartOffset::Beginning,
         }
     }
 }
@@ -323,7 +327,7 @@ impl GroupConsumer {
             GroupEvent::Assigned(starts) => {
                 let partitions: Vec<TopicPartition> =
                     starts.iter().map(|(t, p, _)| (t.clone(), *p)).collect();
-                tracing::info!(?partitions, "partitions assigned");
+                tracing::info!(partitions = %render(&partitions), "partitions assigned");
                 if let Some(consumer) = self.consumer.as_mut() {
                     consumer.assign_at(&starts);
                 }
@@ -335,7 +339,7 @@ impl GroupConsumer {
                 lost,
                 ack,
             } => {
-                tracing::info!(?partitions, lost, "partitions revoked");
+                tracing::info!(partitions = %render(&partitions), lost, "partitions revoked");
                 if let Some(consumer) = self.consumer.as_mut() {
                     consumer.unassign(&partitions);
                 }
@@ -421,13 +425,15 @@ impl GroupConsumer {
         tokio::pin!(limit);
         loop {
             tokio::select! {
+                biased;
                 result = &mut answer => return result.map_err(|_| Error::Stopped)?,
                 event = self.events.recv() => match event {
                     // Fetching has stopped: everything handed out is written by now.
                     Some(GroupEvent::Revoke { ack, .. }) => { let _ = ack.send(()); }
                     Some(GroupEvent::Failed(error)) => return Err(error),
                     Some(GroupEvent::Assigned(_)) => {}
-                    None => return Err(Error::Stopped),
+                    // The task has ended: its answer is already sent, or it never will be.
+                    None => return (&mut answer).await.map_err(|_| Error::Stopped)?,
                 },
                 _ = &mut limit => {
                     self.task.abort();
@@ -436,6 +442,12 @@ impl GroupConsumer {
             }
         }
     }
+}
+
+/// `topic/0,topic/1` (logged on every assignment change; the broker tests read it).
+fn render(partitions: &[TopicPartition]) -> String {
+    let parts: Vec<String> = partitions.iter().map(|(t, p)| format!("{t}/{p}")).collect();
+    parts.join(",")
 }
 
 impl Drop for GroupConsumer {

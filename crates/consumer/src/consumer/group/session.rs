@@ -224,10 +224,7 @@ impl Session {
             }
             tokio::time::sleep(backoff.next_delay()).await;
         };
-        let reset = match self.reset {
-            OffsetReset::Latest => StartOffset::End,
-            _ => StartOffset::Beginning,
-        };
+        let reset = self.config.start_without_commit;
         let mut starts = Vec::with_capacity(partitions.len());
         for (topic, partition) in partitions {
             let key = (topic.clone(), *partition);

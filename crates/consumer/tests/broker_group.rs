@@ -1,0 +1,209 @@
+//! Consumer groups against the real broker: krec members splitting a topic, a member killed
+//! or stopped mid-stream, and a Java consumer in the same group. Each scenario runs with the
+//! classic protocol and with KIP-848's consumer protocol.
+#![cfg(feature = "broker-tests")]
+
+mod broker_support;
+#[path = "broker_group_support.rs"]
+mod group_support;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use broker_support::{broker, unique_topic};
+use group_support::{
+    print_counts, wait_all_printed, wait_stable, wait_until, Member, PacedProducer, Position,
+};
+
+const PARTITIONS: i32 = 6;
+
+/// Three members on a six-partition topic: once the group is settled, what is produced is
+/// printed exactly once, each partition by exactly one member.
+fn three_members_share_the_partitions(extra: &[&str]) {
+    let broker = broker();
+    let topic = unique_topic("group-share");
+    broker.create_topic(&topic, PARTITIONS as u32, 1);
+    let group = format!("{topic}-g");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let members: Vec<Member> = (0..3)
+        .map(|i| {
+            Member::start(
+                &broker.bootstrap,
+                &topic,
+                &group,
+                dir.path(),
+                &format!("m{i}"),
+                extra,
+            )
+        })
+        .collect();
+    let refs: Vec<&Member> = members.iter().collect();
+    wait_stable(&refs, PARTITIONS, Duration::from_secs(60));
+    let assignments: Vec<BTreeSet<i32>> = members.iter().map(Member::assignment).collect();
+
+    let produced =
+        PacedProducer::start(&broker.bootstrap, &topic, 3000, PARTITIONS, 5000.0).finish();
+    assert_eq!(produced.len(), 3000);
+    wait_all_printed(&refs, &produced, Duration::from_secs(60));
+    let mut members = members;
+    for member in &mut members {
+        member.stop();
+    }
+    let refs: Vec<&Member> = members.iter().collect();
+    let counts = print_counts(&refs);
+    let printed: BTreeSet<Position> = counts.keys().copied().collect();
+    assert_eq!(
+        printed, produced,
+        "the union of the outputs is what was produced"
+    );
+    let duplicates: Vec<_> = counts.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(
+        duplicates.is_empty(),
+        "printed more than once: {duplicates:?}"
+    );
+    for (member, assigned) in members.iter().zip(&assignments) {
+        let partitions: BTreeSet<i32> = member.printed().iter().map(|(p, _)| *p).collect();
+        assert!(
+            partitions.is_subset(assigned),
+            "{} printed partitions {partitions:?} outside its assignment {assigned:?}",
+            member.name
+        );
+        assert_eq!(
+            assigned.len(),
+            2,
+            "{}: six partitions over three members",
+            member.name
+        );
+    }
+}
+
+#[test]
+fn classic_range_members_share_the_partitions() {
+    three_members_share_the_partitions(&["--assignor", "range"]);
+}
+
+#[test]
+fn classic_cooperative_sticky_members_share_the_partitions() {
+    three_members_share_the_partitions(&["--assignor", "cooperative-sticky"]);
+}
+
+#[test]
+fn classic_roundrobin_members_share_the_partitions() {
+    three_members_share_the_partitions(&["--assignor", "roundrobin"]);
+}
+
+#[test]
+fn kip848_members_share_the_partitions() {
+    three_members_share_the_partitions(&["--group-protocol", "consumer"]);
+}
+
+/// One of three members dies mid-stream (SIGKILL or SIGTERM) while records keep coming. The
+/// others take its partitions over: nothing is lost; after SIGKILL the only records printed
+/// twice are ones the dead member printed after its last commit of their partition; after
+/// SIGTERM none.
+fn member_dies_mid_stream(signal: &str, extra: &[&str]) {
+    let broker = broker();
+    let topic = unique_topic(&format!("group-{}", signal.to_lowercase()));
+    broker.create_topic(&topic, PARTITIONS as u32, 1);
+    let group = format!("{topic}-g");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut members: Vec<Member> = (0..3)
+        .map(|i| {
+            Member::start(
+                &broker.bootstrap,
+                &topic,
+                &group,
+                dir.path(),
+                &format!("m{i}"),
+                extra,
+            )
+        })
+        .collect();
+    let refs: Vec<&Member> = members.iter().collect();
+    wait_stable(&refs, PARTITIONS, Duration::from_secs(60));
+
+    // About 12 s of records; the member dies after about 4 s.
+    let producer = PacedProducer::start(&broker.bootstrap, &topic, 6000, PARTITIONS, 500.0);
+    let victim = &members[0];
+    wait_until(
+        Duration::from_secs(30),
+        "the victim to print records",
+        || victim.printed().len() > 1000,
+    );
+    victim.signal(signal);
+    let status = members[0].wait(Duration::from_secs(30));
+    if signal == "TERM" {
+        assert!(status.success(), "SIGTERM is a clean exit: {status}");
+    }
+    let produced = producer.finish();
+    assert_eq!(produced.len(), 6000);
+    let refs: Vec<&Member> = members.iter().collect();
+    wait_all_printed(&refs, &produced, Duration::from_secs(60));
+    let victim_commits = members[0].last_commits();
+    let victim_printed = members[0].printed();
+    for member in &mut members[1..] {
+        member.stop();
+    }
+    let refs: Vec<&Member> = members.iter().collect();
+    let counts = print_counts(&refs);
+    let printed: BTreeSet<Position> = counts.keys().copied().collect();
+    assert_eq!(printed, produced, "no record lost, none invented");
+    let duplicates: Vec<Position> = counts
+        .iter()
+        .filter(|(_, n)| **n > 1)
+        .map(|(p, _)| *p)
+        .collect();
+    if signal == "TERM" {
+        assert!(
+            duplicates.is_empty(),
+            "SIGTERM commits everything written: {duplicates:?}"
+        );
+        return;
+    }
+    // The bound: per partition, what the victim printed at or after its last commit.
+    let victim_set: BTreeSet<Position> = victim_printed.iter().copied().collect();
+    let bound = victim_set
+        .iter()
+        .filter(|(p, o)| *o >= victim_commits.get(p).copied().unwrap_or(0))
+        .count();
+    for (partition, offset) in &duplicates {
+        assert!(
+            victim_set.contains(&(*partition, *offset)),
+            "duplicate {partition}/{offset} not printed by the victim"
+        );
+        let committed = victim_commits.get(partition).copied().unwrap_or(0);
+        assert!(
+            *offset >= committed,
+            "{partition}/{offset} printed twice although the victim committed {committed}"
+        );
+    }
+    assert!(
+        duplicates.len() <= bound,
+        "{} duplicates > bound {bound}",
+        duplicates.len()
+    );
+    eprintln!(
+        "SIGKILL: {} duplicates (bound {bound}), victim commits {victim_commits:?}",
+        duplicates.len()
+    );
+}
+
+#[test]
+fn classic_sigkill_loses_nothing_and_duplicates_only_after_the_last_commit() {
+    member_dies_mid_stream("KILL", &["--assignor", "cooperative-sticky"]);
+}
+
+#[test]
+fn classic_sigterm_hands_over_without_duplicates() {
+    member_dies_mid_stream("TERM", &["--assignor", "range"]);
+}
+
+#[test]
+fn kip848_sigkill_loses_nothing_and_duplicates_only_after_the_last_commit() {
+    member_dies_mid_stream("KILL", &["--group-protocol", "consumer"]);
+}
+
+#[test]
+fn kip848_sigterm_hands_over_without_duplicates() {
+    member_dies_mid_stream("TERM", &["--group-protocol", "consumer"]);
+}
