@@ -187,6 +187,12 @@ share.coordinator.state.topic.replication.factor=$rf
 share.coordinator.state.topic.min.isr=$min_isr
 # A classic consumer group starts at once instead of after 3 s.
 group.initial.rebalance.delay.ms=0
+# KIP-848 consumer groups: session and heartbeat are set by the broker; short ones let the
+# group tests see a killed member replaced in seconds (defaults 45 s and 5 s).
+group.consumer.min.session.timeout.ms=6000
+group.consumer.session.timeout.ms=6000
+group.consumer.min.heartbeat.interval.ms=500
+group.consumer.heartbeat.interval.ms=1000
 
 num.network.threads=3
 num.io.threads=8
