@@ -207,3 +207,159 @@ fn kip848_sigkill_loses_nothing_and_duplicates_only_after_the_last_commit() {
 fn kip848_sigterm_hands_over_without_duplicates() {
     member_dies_mid_stream("TERM", &["--group-protocol", "consumer"]);
 }
+
+/// Kafka's ConsoleConsumer (the Java client) in the same group as a krec member, both with
+/// the same assignor: the partitions are split between them and every record is printed once.
+fn java_and_krec_share_a_group(java_assignor: &str, krec_assignor: &str, krec_first: bool) {
+    let broker = broker();
+    let topic = unique_topic("group-java");
+    broker.create_topic(&topic, PARTITIONS as u32, 1);
+    let group = format!("{topic}-g");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let java_out = dir.path().join("java.out");
+    let start_java = || {
+        std::process::Command::new("bash")
+            .arg(&broker.kafka_sh)
+            .args(["tool", "--name", &broker.name])
+            .arg("org.apache.kafka.tools.consumer.ConsoleConsumer")
+            .args([
+                "--bootstrap-server",
+                "{bootstrap}",
+                "--topic",
+                &topic,
+                "--group",
+                &group,
+            ])
+            .args([
+                "--consumer-property",
+                &format!("partition.assignment.strategy={java_assignor}"),
+            ])
+            .args(["--consumer-property", "session.timeout.ms=6000"])
+            .args([
+                "--property",
+                "print.partition=true",
+                "--property",
+                "print.offset=true",
+            ])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::fs::File::create(&java_out).expect("java stdout"))
+            .stderr(std::fs::File::create(dir.path().join("java.err")).expect("java stderr"))
+            .spawn()
+            .expect("start ConsoleConsumer")
+    };
+    let extra = ["--assignor", krec_assignor];
+    let (mut java, mut krec) = if krec_first {
+        let krec = Member::start(
+            &broker.bootstrap,
+            &topic,
+            &group,
+            dir.path(),
+            "krec",
+            &extra,
+        );
+        wait_until(
+            Duration::from_secs(30),
+            "krec to own every partition",
+            || krec.assignment().len() == PARTITIONS as usize,
+        );
+        (start_java(), krec)
+    } else {
+        let java = start_java();
+        // The JVM takes a few seconds to start and join.
+        std::thread::sleep(Duration::from_secs(6));
+        let krec = Member::start(
+            &broker.bootstrap,
+            &topic,
+            &group,
+            dir.path(),
+            "krec",
+            &extra,
+        );
+        (java, krec)
+    };
+    // Settled when krec holds half the partitions and that has not changed for 3 s.
+    let mut since: Option<(std::time::Instant, BTreeSet<i32>)> = None;
+    wait_until(
+        Duration::from_secs(90),
+        "the group of krec and Java to settle",
+        || {
+            let now = krec.assignment();
+            match &since {
+                Some((at, seen)) if *seen == now && now.len() == 3 => {
+                    at.elapsed() > Duration::from_secs(3)
+                }
+                _ => {
+                    since = Some((std::time::Instant::now(), now));
+                    false
+                }
+            }
+        },
+    );
+    let krec_partitions = krec.assignment();
+    let produced =
+        PacedProducer::start(&broker.bootstrap, &topic, 3000, PARTITIONS, 5000.0).finish();
+    let java_printed = || -> Vec<Position> {
+        std::fs::read_to_string(&java_out)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|line| {
+                let mut fields = line.split('\t');
+                let p = fields.next()?.strip_prefix("Partition:")?.parse().ok()?;
+                let o = fields.next()?.strip_prefix("Offset:")?.parse().ok()?;
+                Some((p, o))
+            })
+            .collect()
+    };
+    wait_until(
+        Duration::from_secs(60),
+        "every record printed by krec or Java",
+        || {
+            let mut all: BTreeSet<Position> = krec.printed().into_iter().collect();
+            all.extend(java_printed());
+            produced.is_subset(&all)
+        },
+    );
+    krec.stop();
+    let _ = std::process::Command::new("kill")
+        .arg(java.id().to_string())
+        .status();
+    let _ = java.wait();
+    let from_krec = krec.printed();
+    let from_java = java_printed();
+    let mut all: Vec<Position> = from_krec.iter().chain(&from_java).copied().collect();
+    all.sort();
+    let unique: BTreeSet<Position> = all.iter().copied().collect();
+    assert_eq!(unique, produced, "the union is what was produced");
+    assert_eq!(all.len(), unique.len(), "no record printed by both");
+    let krec_seen: BTreeSet<i32> = from_krec.iter().map(|(p, _)| *p).collect();
+    let java_seen: BTreeSet<i32> = from_java.iter().map(|(p, _)| *p).collect();
+    assert_eq!(
+        krec_seen, krec_partitions,
+        "krec printed exactly its partitions"
+    );
+    let expected_java: BTreeSet<i32> = (0..PARTITIONS)
+        .filter(|p| !krec_partitions.contains(p))
+        .collect();
+    assert_eq!(
+        java_seen, expected_java,
+        "Java printed exactly the other partitions"
+    );
+}
+
+#[test]
+fn java_leader_and_krec_share_with_cooperative_sticky() {
+    java_and_krec_share_a_group(
+        "org.apache.kafka.clients.consumer.CooperativeStickyAssignor",
+        "cooperative-sticky",
+        false,
+    );
+}
+
+#[test]
+fn krec_leader_and_java_share_with_roundrobin() {
+    java_and_krec_share_a_group(
+        "org.apache.kafka.clients.consumer.RoundRobinAssignor",
+        "roundrobin",
+        true,
+    );
+}
