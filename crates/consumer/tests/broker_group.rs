@@ -363,3 +363,88 @@ fn krec_leader_and_java_share_with_roundrobin() {
         true,
     );
 }
+
+/// Static membership: a member with a `group.instance.id` that stops (SIGTERM) and comes
+/// back within the session timeout gets its partitions back without a rebalance; the other
+/// member's assignment never changes.
+fn static_member_restarts_without_a_rebalance(extra: &[&str]) {
+    let broker = broker();
+    let topic = unique_topic("group-static");
+    broker.create_topic(&topic, PARTITIONS as u32, 1);
+    let group = format!("{topic}-g");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let with_id = |id: &'static str| -> Vec<&str> {
+        let mut args = vec!["--group-instance-id", id];
+        args.extend_from_slice(extra);
+        args
+    };
+    let mut first = Member::start(
+        &broker.bootstrap,
+        &topic,
+        &group,
+        dir.path(),
+        "a1",
+        &with_id("a"),
+    );
+    let other = Member::start(
+        &broker.bootstrap,
+        &topic,
+        &group,
+        dir.path(),
+        "b",
+        &with_id("b"),
+    );
+    wait_stable(&[&first, &other], PARTITIONS, Duration::from_secs(60));
+    let before = first.assignment();
+    let other_changes = other.assignment_changes();
+    let produced =
+        PacedProducer::start(&broker.bootstrap, &topic, 1200, PARTITIONS, 5000.0).finish();
+    wait_all_printed(&[&first, &other], &produced, Duration::from_secs(60));
+    first.stop();
+    let second = Member::start(
+        &broker.bootstrap,
+        &topic,
+        &group,
+        dir.path(),
+        "a2",
+        &with_id("a"),
+    );
+    wait_until(
+        Duration::from_secs(30),
+        "the restarted member's assignment",
+        || !second.assignment().is_empty(),
+    );
+    assert_eq!(
+        second.assignment(),
+        before,
+        "the static member got its partitions back"
+    );
+    let more = PacedProducer::start(&broker.bootstrap, &topic, 1200, PARTITIONS, 5000.0).finish();
+    let all: BTreeSet<Position> = produced.union(&more).copied().collect();
+    wait_all_printed(&[&first, &second, &other], &all, Duration::from_secs(60));
+    assert_eq!(
+        other.assignment_changes(),
+        other_changes,
+        "the other member saw no rebalance"
+    );
+    let counts = print_counts(&[&first, &second, &other]);
+    let duplicates: Vec<_> = counts.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(
+        duplicates.is_empty(),
+        "the restart resumed at the commits: {duplicates:?}"
+    );
+    let mut second = second;
+    let mut other = other;
+    second.stop();
+    other.stop();
+}
+
+#[test]
+fn classic_static_member_restarts_without_a_rebalance() {
+    static_member_restarts_without_a_rebalance(&["--assignor", "range"]);
+}
+
+#[test]
+fn kip848_static_member_restarts_without_a_rebalance() {
+    static_member_restarts_without_a_rebalance(&["--group-protocol", "consumer"]);
+}
