@@ -9,20 +9,21 @@
 use std::cell::OnceCell;
 
 use crate::v2::walk_headers;
+use crate::varint::read_varint;
 
 /// Headers indexed inline; beyond this the index spills to the heap.
 pub(crate) const INLINE_HEADERS: usize = 16;
-/// Marks a null header value in a [`Span`]; also bounds the section size the inline index covers.
-pub(crate) const NULL: u16 = u16::MAX;
+/// Headers sections this long or longer use the wide index (16-bit positions would not do).
+pub(crate) const MAX_INLINE_SECTION: usize = u16::MAX as usize;
 
-/// Where one header's key and value lie inside the record's headers section.
+/// Where one header lies inside the record's headers section: the start of its key bytes and
+/// the position of its value-length varint (which is also where the key ends). Four bytes per
+/// header keep the inline index at 64 bytes, cheap to carry in every record; the value's
+/// length is read from its (already checked) varint when the value is asked for.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Span {
     pub(crate) key_start: u16,
-    pub(crate) key_len: u16,
-    pub(crate) value_start: u16,
-    /// [`NULL`] when the value is null.
-    pub(crate) value_len: u16,
+    pub(crate) value_length_at: u16,
 }
 
 /// The inline index, filled while the record is checked.
@@ -69,7 +70,7 @@ pub struct Headers<'r> {
 /// Whether the inline index covers a section of `len` bytes holding `count` headers.
 #[inline(always)]
 pub(crate) fn fits_inline(count: usize, len: usize) -> bool {
-    count <= INLINE_HEADERS && len < NULL as usize
+    count <= INLINE_HEADERS && len < MAX_INLINE_SECTION
 }
 
 impl<'r> Headers<'r> {
@@ -137,10 +138,12 @@ impl<'r> Headers<'r> {
         };
         inline
             .iter()
-            .map(move |s| Header {
-                key: slice(bytes, s.key_start as usize, s.key_len as usize),
-                value: (s.value_len != NULL)
-                    .then(|| slice(bytes, s.value_start as usize, s.value_len as usize)),
+            .map(move |s| {
+                let key_end = s.value_length_at as usize;
+                Header {
+                    key: bytes.get(s.key_start as usize..key_end).unwrap_or_default(),
+                    value: value_at(bytes, key_end),
+                }
             })
             .chain(spilled.iter().map(move |s| {
                 Header {
@@ -150,6 +153,18 @@ impl<'r> Headers<'r> {
                 }
             }))
     }
+}
+
+/// The value whose length varint is at `at`: `None` for null (or, impossibly for a checked
+/// record, a bad varint).
+#[inline(always)]
+fn value_at(bytes: &[u8], at: usize) -> Option<&[u8]> {
+    let mut pos = at;
+    let len = read_varint(bytes, &mut pos).ok()?;
+    if len < 0 {
+        return None;
+    }
+    Some(slice(bytes, pos, len as usize))
 }
 
 /// `bytes[start..start + len]`, empty if out of range (impossible for a checked record).

@@ -207,6 +207,11 @@ pub(crate) fn parse<'a>(
                 limit: config.max_records_per_batch as u64,
             });
         }
+        // Producers number inner messages in increasing order; holding every offset between
+        // the first and the last also keeps the absolute offsets from overflowing.
+        if first_inner.is_some() && m.offset <= last_inner {
+            return Err(invalid(Some(count), "inner offsets not increasing"));
+        }
         first_inner.get_or_insert(m.offset);
         last_inner = m.offset;
         count += 1;

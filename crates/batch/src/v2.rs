@@ -5,7 +5,7 @@ use bytes::Bytes;
 use crate::batch::{attributes, Batch, Body, Header, Layout};
 use crate::codec;
 use crate::error::Field;
-use crate::headers::{fits_inline, Headers, InlineIndex, Span, INLINE_HEADERS, NULL};
+use crate::headers::{fits_inline, Headers, InlineIndex, Span, INLINE_HEADERS};
 use crate::record::Record;
 use crate::varint::{read_varint, read_varlong, VarintError};
 use crate::{Compression, DecodeConfig, Error, TimestampType};
@@ -317,13 +317,11 @@ fn read_record<'d>(
         // Positions fit in 16 bits: the section is shorter than 64 KiB.
         for span in &mut index[..header_count as usize] {
             let key = bytes_field(rec, &mut p, Field::HeaderKey, false)?.unwrap_or_default();
-            let key_start = p - key.len() - headers_start;
-            let value = bytes_field(rec, &mut p, Field::HeaderValue, true)?;
+            let value_length_at = p - headers_start;
+            bytes_field(rec, &mut p, Field::HeaderValue, true)?;
             *span = Span {
-                key_start: key_start as u16,
-                key_len: key.len() as u16,
-                value_start: value.map_or(0, |v| (p - v.len() - headers_start) as u16),
-                value_len: value.map_or(NULL, |v| v.len() as u16),
+                key_start: (value_length_at - key.len()) as u16,
+                value_length_at: value_length_at as u16,
             };
         }
     } else {

@@ -64,8 +64,12 @@ pub(super) fn decompress(
     out: &mut PooledBuf,
     limit: usize,
 ) -> Result<(), CodecError> {
-    INFLATER.with(|inflater| {
-        let mut inflater = inflater.borrow_mut();
+    fn run(
+        inflater: &mut Decompress,
+        payload: &[u8],
+        out: &mut PooledBuf,
+        limit: usize,
+    ) -> Result<(), CodecError> {
         if payload.is_empty() {
             return Err(corrupt("empty payload"));
         }
@@ -117,5 +121,12 @@ pub(super) fn decompress(
             rest = &rest[TRAILER_SIZE..];
         }
         Ok(())
-    })
+    }
+    // The per-thread inflater, or a fresh one while the thread is being torn down.
+    INFLATER
+        .try_with(|inflater| match inflater.try_borrow_mut() {
+            Ok(mut inflater) => run(&mut inflater, payload, out, limit),
+            Err(_) => run(&mut Decompress::new(false), payload, out, limit),
+        })
+        .unwrap_or_else(|_| run(&mut Decompress::new(false), payload, out, limit))
 }

@@ -74,6 +74,6 @@ pub(crate) fn decompress(
 /// How much to ask the buffer for next: double what we have, at least 64 KiB, never more
 /// than one byte past the limit (that byte is how we notice the output is too large).
 pub(crate) fn next_chunk(out_len: usize, hint: usize, limit: usize) -> usize {
-    let room = (limit + 1).saturating_sub(out_len);
+    let room = limit.saturating_add(1).saturating_sub(out_len);
     hint.max(out_len).max(64 << 10).min(room)
 }

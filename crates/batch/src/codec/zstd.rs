@@ -20,14 +20,19 @@ pub(super) fn decompress(
     out: &mut PooledBuf,
     limit: usize,
 ) -> Result<(), CodecError> {
-    let corrupt = |code: usize| CodecError::Corrupt(get_error_name(code).to_string());
-    let mut hint = match get_frame_content_size(payload) {
+    let hint = match get_frame_content_size(payload) {
         Ok(Some(size)) if size > limit as u64 => return Err(CodecError::TooLarge),
         Ok(Some(size)) => size as usize + 1,
         _ => payload.len().saturating_mul(4),
     };
-    CONTEXT.with(|context| {
-        let mut dctx = context.borrow_mut();
+    fn run(
+        dctx: &mut DCtx<'static>,
+        payload: &[u8],
+        out: &mut PooledBuf,
+        limit: usize,
+        mut hint: usize,
+    ) -> Result<(), CodecError> {
+        let corrupt = |code: usize| CodecError::Corrupt(get_error_name(code).to_string());
         dctx.reset(ResetDirective::SessionOnly).map_err(corrupt)?;
         let mut input = InBuffer::around(payload);
         loop {
@@ -55,5 +60,12 @@ pub(super) fn decompress(
                 return Err(CodecError::Corrupt("zstd frame ends early".into()));
             }
         }
-    })
+    }
+    // The per-thread context, or a fresh one while the thread is being torn down.
+    CONTEXT
+        .try_with(|context| match context.try_borrow_mut() {
+            Ok(mut dctx) => run(&mut dctx, payload, out, limit, hint),
+            Err(_) => run(&mut DCtx::create(), payload, out, limit, hint),
+        })
+        .unwrap_or_else(|_| run(&mut DCtx::create(), payload, out, limit, hint))
 }
