@@ -11,6 +11,7 @@
 #   --quick         3000 records, 1 run, results under target/bench-consume/quick (a smoke test:
 #                   checks that every step runs and every consumer reads the full count)
 #   --fill-only     start the broker and fill the topics, then exit
+#   --scaling-only  skip the consumer comparison (keeps the last results.tsv), measure scaling only
 #   --stop          stop the benchmark broker at the end (it is kept by default, so a rerun with
 #                   the same --records reuses the topics)
 #
@@ -39,6 +40,7 @@ PARTITIONS=4
 QUICK=0
 STOP=0
 FILL_ONLY=0
+SCALING_ONLY=0
 while (($#)); do
     case "$1" in
         --records) RECORDS="$2"; shift 2 ;;
@@ -46,6 +48,7 @@ while (($#)); do
         --partitions) PARTITIONS="$2"; shift 2 ;;
         --quick) QUICK=1; RECORDS=3000; RUNS=1; shift ;;
         --fill-only) FILL_ONLY=1; shift ;;
+        --scaling-only) SCALING_ONLY=1; shift ;;
         --stop) STOP=1; shift ;;
         *) echo "bench-consume.sh: unknown argument $1" >&2; exit 2 ;;
     esac
@@ -116,6 +119,7 @@ SMALL_TOPICS=(lz4 zstd none)
 TOPICS=()
 for codec in "${SMALL_TOPICS[@]}"; do TOPICS+=("bc-$RECORDS-$codec"); done
 TOPICS+=("bc-$RECORDS-1k")
+TOPICS_ALL=("${TOPICS[@]}")
 LARGE_RECORDS=$((RECORDS / 2))
 
 expected_count() {
@@ -241,7 +245,8 @@ timed_run() {
         "$wall" "$user" "$sys" "$rss_kb" >>"$file"
 }
 
-printf 'topic\tconsumer\trun\trecords\twall_s\tuser_s\tsys_s\tmax_rss_kb\n' >"$RESULTS"
+((SCALING_ONLY)) && [[ -f "$RESULTS" ]] && TOPICS=()
+((${#TOPICS[@]})) && printf 'topic\tconsumer\trun\trecords\twall_s\tuser_s\tsys_s\tmax_rss_kb\n' >"$RESULTS"
 for topic in "${TOPICS[@]}"; do
     log "topic $topic: checking every consumer reads the full count"
     for consumer in "${CONSUMERS[@]}"; do check_count "$consumer" "$topic"; done
@@ -267,26 +272,29 @@ for ((run = 1; run <= RUNS; run++)); do
     done
 done
 
-# Decode-bound: the broker's own segment files of a topic, decoded to values and to JSON.
+# Decode-bound: the broker's own segment files of all four topics in one run (every codec,
+# both value sizes), decoded to values and to JSON.
 DATA_DIR="$("$KAFKA" datadir --name "$BROKER_NAME")"
-for codec in lz4 zstd; do
-    topic="bc-$RECORDS-$codec"
-    mapfile -t segments < <(find "$DATA_DIR" -path "*/$topic-*" -name '*.log' | sort)
-    ((${#segments[@]})) || die "no segment files of $topic under $DATA_DIR"
-    for format in raw json; do
+segments=()
+for topic in "${TOPICS_ALL[@]}"; do
+    mapfile -t topic_segments < <(find "$DATA_DIR" -path "*/$topic-*" -name '*.log' | sort)
+    ((${#topic_segments[@]})) || die "no segment files of $topic under $DATA_DIR"
+    segments+=("${topic_segments[@]}")
+done
+all_records=$((3 * RECORDS + LARGE_RECORDS))
+for format in raw json; do
+    for threads in 1 2; do
+        got="$("$KREC" decode --threads "$threads" -f "$format" "${segments[@]}" | wc -l)"
+        [[ "$got" == "$all_records" ]] || die "krec decode --threads $threads -f $format read $got records, expected $all_records"
+    done
+    log "scaling: krec decode -f $format --threads 1 and 2 on the segments of all topics"
+    for ((run = 1; run <= RUNS; run++)); do
         for threads in 1 2; do
-            got="$("$KREC" decode --threads "$threads" -f "$format" "${segments[@]}" | wc -l)"
-            [[ "$got" == "$RECORDS" ]] || die "krec decode --threads $threads read $got records of $topic, expected $RECORDS"
-        done
-        log "scaling: krec decode -f $format --threads 1 and 2 on the $topic segments"
-        for ((run = 1; run <= RUNS; run++)); do
-            for threads in 1 2; do
-                /usr/bin/time -f '%e %U %S %M' -o "$OUT/time.tmp" \
-                    "$KREC" decode --threads "$threads" -f "$format" "${segments[@]}" >/dev/null
-                read -r wall user sys rss_kb <"$OUT/time.tmp"
-                printf 'decode %s %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$topic" "$format" "$threads" "$run" \
-                    "$RECORDS" "$wall" "$user" "$sys" "$rss_kb" >>"$SCALING"
-            done
+            /usr/bin/time -f '%e %U %S %M' -o "$OUT/time.tmp" \
+                "$KREC" decode --threads "$threads" -f "$format" "${segments[@]}" >/dev/null
+            read -r wall user sys rss_kb <"$OUT/time.tmp"
+            printf 'decode all topics %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$format" "$threads" "$run" \
+                "$all_records" "$wall" "$user" "$sys" "$rss_kb" >>"$SCALING"
         done
     done
 done
@@ -295,7 +303,7 @@ done
 
 {
     echo "Machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(free -g | awk '/Mem:/ { print $2 }') GiB RAM; $(uname -sr)"
-    echo "Versions: $("$KREC" --version 2>/dev/null || echo krec) at $(git -C "$REPO_ROOT" rev-parse --short HEAD); kcat $(kcat -V 2>&1 | awk '/^kcat/ { print $2; exit }'), librdkafka $(pkg-config --modversion rdkafka 2>/dev/null); $(java -version 2>&1 | head -1)"
+    echo "Versions: $("$KREC" --version 2>/dev/null || echo krec) at $(git -C "$REPO_ROOT" rev-parse --short HEAD); kcat $(kcat -V 2>&1 | awk '/^Version/ { print $2; exit }'), librdkafka $(pkg-config --modversion rdkafka 2>/dev/null); $(java -version 2>&1 | head -1)"
     echo "Command: scripts/bench-consume.sh --records $RECORDS --runs $RUNS --partitions $PARTITIONS"
     echo
 } >"$OUT/report.md"
