@@ -162,6 +162,7 @@ pub struct PooledBuf {
 
 impl PooledBuf {
     /// An empty buffer; reuses a kept allocation when the thread's pool has one.
+    #[inline]
     pub fn take() -> PooledBuf {
         let storage = POOL
             .try_with(|pool| match pool.try_borrow_mut() {
@@ -307,6 +308,7 @@ impl Default for PooledBuf {
 }
 
 impl Drop for PooledBuf {
+    #[inline]
     fn drop(&mut self) {
         let storage = std::mem::take(&mut self.storage);
         if storage.capacity() == 0 {
