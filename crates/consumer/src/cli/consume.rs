@@ -23,21 +23,13 @@ use crate::consumer::{
 use crate::format::{FormatArgs, RecordContext, RecordWriter};
 use crate::Error;
 
-/// Arguments of `krec consume` (kcat's names where they exist).
+/// The `-G` options of `krec consume`.
 #[derive(Debug, clap::Args)]
-pub struct ConsumeArgs {
-    /// Bootstrap brokers, `HOST:PORT[,HOST:PORT...]`.
-    #[arg(short = 'b', long = "brokers", value_name = "HOST:PORT,...")]
-    pub brokers: String,
-
-    /// Topic to consume (with `-G`: `TOPIC[,TOPIC...]`).
-    #[arg(short = 't', long = "topic")]
-    pub topic: String,
-
+pub struct GroupArgs {
     /// Join this consumer group: the group's coordinator assigns the partitions, positions are
     /// committed as records are written out (kcat's `-G`).
     #[arg(short = 'G', long = "group", value_name = "GROUP")]
-    pub group: Option<String>,
+    pub group_id: Option<String>,
 
     /// Group protocol: `classic` (JoinGroup/SyncGroup) or `consumer` (KIP-848).
     #[arg(
@@ -96,6 +88,22 @@ pub struct ConsumeArgs {
         default_value_t = 5_000
     )]
     pub commit_interval_ms: u64,
+}
+
+/// Arguments of `krec consume` (kcat's names where they exist).
+#[derive(Debug, clap::Args)]
+pub struct ConsumeArgs {
+    /// Bootstrap brokers, `HOST:PORT[,HOST:PORT...]`.
+    #[arg(short = 'b', long = "brokers", value_name = "HOST:PORT,...")]
+    pub brokers: String,
+
+    /// Topic to consume (with `-G`: `TOPIC[,TOPIC...]`).
+    #[arg(short = 't', long = "topic")]
+    pub topic: String,
+
+    /// Consumer group options (boxed: they are many and the command enum stays small).
+    #[command(flatten)]
+    pub group: Box<GroupArgs>,
 
     /// Partitions to consume, comma-separated (default: all).
     #[arg(
@@ -201,6 +209,7 @@ impl ConsumeArgs {
     /// The group settings `-G` and its options describe; `start` (`-o`) is where partitions
     /// without a committed offset begin.
     pub fn group_config(&self, group: &str, start: StartOffset) -> Result<GroupConfig, Error> {
+        let options = &*self.group;
         let topics: Vec<String> = self
             .topic
             .split(',')
@@ -209,18 +218,18 @@ impl ConsumeArgs {
             .map(str::to_owned)
             .collect();
         let mut config = GroupConfig::new(group, topics);
-        config.protocol = self.group_protocol.parse::<GroupProtocol>()?;
-        config.assignors = self
+        config.protocol = options.group_protocol.parse::<GroupProtocol>()?;
+        config.assignors = options
             .assignors
             .iter()
             .map(|a| a.parse::<Assignor>())
             .collect::<Result<_, _>>()?;
-        config.server_assignor = self.server_assignor.clone();
-        config.instance_id = self.instance_id.clone();
-        config.session_timeout = Duration::from_millis(self.session_timeout_ms);
-        config.heartbeat_interval = Duration::from_millis(self.heartbeat_interval_ms.max(1));
-        config.rebalance_timeout = Duration::from_millis(self.rebalance_timeout_ms);
-        config.commit_interval = Duration::from_millis(self.commit_interval_ms.max(1));
+        config.server_assignor = options.server_assignor.clone();
+        config.instance_id = options.instance_id.clone();
+        config.session_timeout = Duration::from_millis(options.session_timeout_ms);
+        config.heartbeat_interval = Duration::from_millis(options.heartbeat_interval_ms.max(1));
+        config.rebalance_timeout = Duration::from_millis(options.rebalance_timeout_ms);
+        config.commit_interval = Duration::from_millis(options.commit_interval_ms.max(1));
         config.start_without_commit = match start {
             StartOffset::Beginning | StartOffset::End => start,
             other => {
@@ -304,7 +313,7 @@ async fn consume(args: ConsumeArgs) -> Result<(), Error> {
     if args.count == Some(0) {
         return Ok(());
     }
-    if let Some(group) = args.group.clone() {
+    if let Some(group) = args.group.group_id.clone() {
         let group_config = args.group_config(&group, start)?;
         return consume_group(&args, config, group_config).await;
     }

@@ -421,6 +421,13 @@ mod tests {
         }
     }
 
+    /// Members, partition counts per topic, and the expected assignment as [`render`] shows it.
+    type Case = (
+        Vec<MemberSubscription>,
+        Vec<(&'static str, i32)>,
+        Vec<&'static str>,
+    );
+
     fn counts(topics: &[(&str, i32)]) -> BTreeMap<String, i32> {
         topics.iter().map(|(t, n)| ((*t).to_owned(), *n)).collect()
     }
@@ -442,7 +449,7 @@ mod tests {
     // Cases from the Java client's RangeAssignorTest / RoundRobinAssignorTest.
     #[test]
     fn range_matches_the_java_assignor() {
-        let cases: Vec<(Vec<MemberSubscription>, Vec<(&str, i32)>, Vec<&str>)> = vec![
+        let cases: Vec<Case> = vec![
             (
                 vec![member("c", &["t"])],
                 vec![("t", 3)],
@@ -503,7 +510,7 @@ mod tests {
 
     #[test]
     fn round_robin_matches_the_java_assignor() {
-        let cases: Vec<(Vec<MemberSubscription>, Vec<(&str, i32)>, Vec<&str>)> = vec![
+        let cases: Vec<Case> = vec![
             // testTwoConsumersTwoTopicsSixPartitions
             (
                 vec![member("c1", &["t1", "t2"]), member("c2", &["t1", "t2"])],
