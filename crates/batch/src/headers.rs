@@ -12,7 +12,7 @@ use crate::v2::walk_headers;
 use crate::varint::read_varint;
 
 /// Headers indexed inline; beyond this the index spills to the heap.
-pub(crate) const INLINE_HEADERS: usize = 16;
+pub(crate) const INLINE_HEADERS: usize = 10;
 /// Headers sections this long or longer use the wide index (16-bit positions would not do).
 pub(crate) const MAX_INLINE_SECTION: usize = u16::MAX as usize;
 
@@ -61,10 +61,12 @@ impl<'r> Header<'r> {
 /// The record iterator already checked the bytes, so lookups cannot fail.
 #[derive(Clone)]
 pub struct Headers<'r> {
-    bytes: &'r [u8],
+    /// The whole record body; the headers section starts at `start`.
+    record: &'r [u8],
+    start: u32,
     count: u32,
     inline: InlineIndex,
-    spilled: OnceCell<Vec<WideSpan>>,
+    spilled: OnceCell<Box<[WideSpan]>>,
 }
 
 /// Whether the inline index covers a section of `len` bytes holding `count` headers.
@@ -74,16 +76,29 @@ pub(crate) fn fits_inline(count: usize, len: usize) -> bool {
 }
 
 impl<'r> Headers<'r> {
-    /// `bytes` is the checked headers section (after the header count), holding `count`
-    /// headers; `inline` was filled while checking it (ignored unless [`fits_inline`]).
+    /// `record[start..]` is the checked headers section (after the header count), holding
+    /// `count` headers; `inline` was filled while checking it (ignored unless [`fits_inline`]).
     #[inline(always)]
-    pub(crate) fn new(bytes: &'r [u8], count: u32, inline: InlineIndex) -> Self {
+    pub(crate) fn new(record: &'r [u8], start: u32, count: u32, inline: InlineIndex) -> Self {
         Headers {
-            bytes,
+            record,
+            start,
             count,
             inline,
             spilled: OnceCell::new(),
         }
+    }
+
+    /// The record body the headers (and the record's key and value) lie in.
+    #[inline(always)]
+    pub(crate) fn record_bytes(&self) -> &'r [u8] {
+        self.record
+    }
+
+    /// The headers section.
+    #[inline(always)]
+    fn section(&self) -> &'r [u8] {
+        self.record.get(self.start as usize..).unwrap_or_default()
     }
 
     #[inline(always)]
@@ -92,14 +107,20 @@ impl<'r> Headers<'r> {
     }
 
     #[inline(always)]
-    pub(crate) fn set_section(&mut self, bytes: &'r [u8], count: u32) {
-        self.bytes = bytes;
+    pub(crate) fn set_section(&mut self, record: &'r [u8], start: u32, count: u32) {
+        self.record = record;
+        self.start = start;
         self.count = count;
     }
 
-    /// No headers.
-    pub(crate) fn none() -> Self {
-        Headers::new(&[], 0, [Span::default(); INLINE_HEADERS])
+    /// No headers, in a record whose key and value lie in `record`.
+    pub(crate) fn none(record: &'r [u8]) -> Self {
+        Headers::new(
+            record,
+            record.len() as u32,
+            0,
+            [Span::default(); INLINE_HEADERS],
+        )
     }
 
     /// Number of headers, duplicates included.
@@ -129,7 +150,7 @@ impl<'r> Headers<'r> {
     /// Every header, in wire order, duplicates and null values kept.
     #[inline]
     pub fn iter(&self) -> impl Iterator<Item = Header<'r>> + '_ {
-        let bytes = self.bytes;
+        let bytes = self.section();
         let count = self.count as usize;
         let (inline, spilled): (&[Span], &[WideSpan]) = if fits_inline(count, bytes.len()) {
             (&self.inline[..count], &[])
@@ -175,7 +196,7 @@ fn slice(bytes: &[u8], start: usize, len: usize) -> &[u8] {
 
 /// Indexes every header of a checked section too big for the inline index, in one pass.
 #[cold]
-fn spill(bytes: &[u8], count: usize) -> Vec<WideSpan> {
+fn spill(bytes: &[u8], count: usize) -> Box<[WideSpan]> {
     let base = bytes.as_ptr() as usize;
     let position = |s: &[u8]| (s.as_ptr() as usize - base) as u32;
     // The count is bounded by the section length (each header takes at least two bytes).
@@ -191,7 +212,7 @@ fn spill(bytes: &[u8], count: usize) -> Vec<WideSpan> {
             value_len: v.map_or(u32::MAX, |v| v.len() as u32),
         });
     });
-    spans
+    spans.into_boxed_slice()
 }
 
 impl std::fmt::Debug for Headers<'_> {

@@ -5,7 +5,6 @@ use bytes::Bytes;
 
 use crate::batch::{Batch, Body, Header, Layout};
 use crate::codec;
-use crate::headers::Headers;
 use crate::record::Record;
 use crate::walk::{read_i64, LOG_OVERHEAD};
 use crate::{Compression, DecodeConfig, Error, TimestampType};
@@ -293,6 +292,7 @@ impl<'b> LegacyRecords<'b> {
                 }));
             }
         };
+        let message = &self.data[self.pos..self.pos + m.size];
         self.pos += m.size;
         self.index += 1;
         let (timestamp, timestamp_type) = match self.header.timestamp_type {
@@ -301,13 +301,13 @@ impl<'b> LegacyRecords<'b> {
             }
             other => (m.timestamp, other),
         };
-        Some(Ok(Record::new(
+        Some(Ok(Record::without_headers(
             self.offset_base + m.offset,
             timestamp,
             timestamp_type,
+            message,
             m.key,
             m.value,
-            Headers::none(),
             self.shared,
         )))
     }

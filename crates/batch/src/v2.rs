@@ -5,7 +5,7 @@ use bytes::Bytes;
 use crate::batch::{attributes, Batch, Body, Header, Layout};
 use crate::codec;
 use crate::error::Field;
-use crate::headers::{fits_inline, Headers, InlineIndex, Span, INLINE_HEADERS};
+use crate::headers::{fits_inline, InlineIndex, Span};
 use crate::record::Record;
 use crate::varint::{read_varint, read_varlong, VarintError};
 use crate::{Compression, DecodeConfig, Error, TimestampType};
@@ -260,7 +260,10 @@ pub(crate) struct RawRecord<'d> {
     pub(crate) offset_delta: i32,
     pub(crate) key: Option<&'d [u8]>,
     pub(crate) value: Option<&'d [u8]>,
-    pub(crate) headers: &'d [u8],
+    /// The record body (after its length), which holds the key, value and headers.
+    pub(crate) body: &'d [u8],
+    /// Where the headers section starts in `body`.
+    pub(crate) headers_start: usize,
     pub(crate) header_count: u32,
 }
 
@@ -342,7 +345,8 @@ fn read_record<'d>(
         offset_delta,
         key,
         value,
-        headers: &data[headers_start..end],
+        body: &data[start..end],
+        headers_start: headers_start - start,
         header_count: header_count as u32,
     })
 }
@@ -476,15 +480,7 @@ impl<'b> V2Records<'b> {
     /// index written straight into it, so nothing large is copied per record.
     #[inline]
     pub(crate) fn next_record(&mut self) -> Option<Result<Record<'b>, Error>> {
-        let mut record = Record::new(
-            0,
-            0,
-            self.header.timestamp_type,
-            None,
-            None,
-            Headers::new(&[], 0, [Span::default(); INLINE_HEADERS]),
-            self.shared,
-        );
+        let mut record = Record::empty(self.header.timestamp_type, self.shared);
         let (_, raw) = match self.next_raw(record.inline_index_mut())? {
             Ok(r) => r,
             Err(e) => return Some(Err(e)),
@@ -497,9 +493,10 @@ impl<'b> V2Records<'b> {
         record.set_fields(
             header.base_offset + raw.offset_delta as i64,
             timestamp,
+            raw.body,
             raw.key,
             raw.value,
-            raw.headers,
+            raw.headers_start,
             raw.header_count,
         );
         Some(Ok(record))
