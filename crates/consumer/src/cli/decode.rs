@@ -1,18 +1,19 @@
 //! `krec decode FILE...`: decode Kafka log segment files and write their records out.
 //!
-//! Each file is read whole (bounded by `--max-file-bytes`), walked batch by
-//! batch, and every record is written in the chosen format. Control records are
+//! Each file (at most `--max-file-bytes`) is walked batch by batch, and every
+//! record is written in the chosen format. Control records are
 //! checked but only printed with `--print-control`. The first malformed byte
 //! stops everything: the records before it are flushed, then one line on stderr
 //! names file, byte position and offset, and the exit code is 1.
 //!
-//! With `--threads N` (default: one per core) a file is decoded on N threads in runs
-//! of whole batches and written in input order, byte for byte what one thread writes
-//! (see [`parallel`]).
+//! With `--threads 1` a file is read whole, then decoded. With `--threads N` (default:
+//! one per core) it is read in runs of whole batches while N threads decode the runs, and
+//! written in input order, byte for byte what one thread writes (see [`parallel`]).
 
 mod parallel;
 
 pub use parallel::{decode_bytes_parallel, Parallelism, DEFAULT_RUN_BYTES};
+use parallel::{decode_reader_parallel, report_failed_run_in, ReaderFailure};
 
 use std::io::{self, Read, Write};
 use std::num::NonZeroUsize;
@@ -185,22 +186,78 @@ fn decode_file<W: Write>(
     out: &mut W,
 ) -> Result<DecodeSummary, Error> {
     let path = source.path;
-    let data = read_input(path, source.max_bytes)?;
     let context = context.as_context();
-    decode_bytes_parallel(&data, config, &context, format, parallelism, out).map_err(|failure| {
-        match failure {
-            DecodeFailure::Input { error, position } => Error::DecodeInput {
-                file: path.display().to_string(),
-                position,
-                offset: error.offset(),
-                source: error,
-            },
-            DecodeFailure::Output(source) => Error::Io {
-                context: "writing output".into(),
-                source,
-            },
+    if parallelism.threads.get() > 1 && path != Path::new("-") {
+        return decode_file_streaming(source, config, &context, format, parallelism, out);
+    }
+    let data = read_input(path, source.max_bytes)?;
+    decode_bytes_parallel(&data, config, &context, format, parallelism, out)
+        .map_err(|failure| file_error(path, failure))
+}
+
+/// With several threads: the file is read run by run while the threads decode, so reading
+/// is not a serial step before decoding. If a run is malformed, the file is read again
+/// whole to report it exactly as one thread would.
+fn decode_file_streaming<W: Write>(
+    source: FileSource<'_>,
+    config: &DecodeConfig,
+    context: &RecordContext<'_>,
+    format: &FormatArgs,
+    parallelism: Parallelism,
+    out: &mut W,
+) -> Result<DecodeSummary, Error> {
+    let path = source.path;
+    let shown = path.display().to_string();
+    let io_error = |source| Error::Io {
+        context: format!("reading {shown}"),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(io_error)?;
+    let size = file.metadata().map_err(io_error)?.len();
+    if size > source.max_bytes {
+        return Err(Error::InputTooLarge {
+            file: shown,
+            size,
+            limit: source.max_bytes,
+        });
+    }
+    // Like `read_input`: one byte past the limit tells a file that grew past it.
+    let mut reader =
+        io::BufReader::with_capacity(256 << 10, file).take(source.max_bytes.saturating_add(1));
+    let result = decode_reader_parallel(&mut reader, config, context, format, parallelism, out);
+    let read = source.max_bytes.saturating_add(1) - reader.limit();
+    if read > source.max_bytes {
+        return Err(Error::InputTooLarge {
+            file: shown,
+            size: read,
+            limit: source.max_bytes,
+        });
+    }
+    match result {
+        Ok(summary) => Ok(summary),
+        Err(ReaderFailure::Read(source)) => Err(io_error(source)),
+        Err(ReaderFailure::Decode(failure)) => Err(file_error(path, failure)),
+        Err(ReaderFailure::FailedRun(run)) => {
+            let data = read_input(path, source.max_bytes)?;
+            let failure = report_failed_run_in(&data, run, config, context, format, out);
+            Err(file_error(path, failure))
         }
-    })
+    }
+}
+
+fn file_error(path: &Path, failure: DecodeFailure) -> Error {
+    match failure {
+        DecodeFailure::Input { error, position } => Error::DecodeInput {
+            file: path.display().to_string(),
+            position,
+            offset: error.offset(),
+            source: error,
+        },
+        DecodeFailure::Output(source) => Error::Io {
+            context: "writing output".into(),
+            source,
+        },
+    }
 }
 
 /// Why [`decode_bytes`] stopped.
