@@ -168,8 +168,7 @@ pub(crate) fn parse<'a>(
         return Ok(Batch {
             header,
             layout: Layout::LegacySingle,
-            body: Body::Borrowed(bytes),
-            shared,
+            body: Body::Borrowed(bytes, shared),
         });
     }
     let payload = message
@@ -240,7 +239,6 @@ pub(crate) fn parse<'a>(
         header,
         layout: Layout::LegacyWrapper { offset_base },
         body: Body::Pooled(inner),
-        shared: None,
     })
 }
 
@@ -262,7 +260,7 @@ impl<'b> LegacyRecords<'b> {
         };
         LegacyRecords {
             data: batch.body.bytes(),
-            shared: batch.shared,
+            shared: batch.body.shared(),
             header: &batch.header,
             offset_base,
             pos: 0,

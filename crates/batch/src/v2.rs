@@ -121,12 +121,12 @@ pub(crate) fn parse<'a>(
     let payload = &bytes[HEADER_SIZE..];
     // The log cleaner writes empty batches with no payload whatever the codec; there is
     // nothing to decompress.
-    let (body, shared) = if compression == Compression::None || (count == 0 && payload.is_empty()) {
-        (Body::Borrowed(payload), shared)
+    let body = if compression == Compression::None || (count == 0 && payload.is_empty()) {
+        Body::Borrowed(payload, shared)
     } else {
         let buf = codec::decompress(compression, payload, config.max_decompressed_bytes, 2)
             .map_err(|e| e.into_error(position, base_offset, compression, config))?;
-        (Body::Pooled(buf), None)
+        Body::Pooled(buf)
     };
     let room = body.bytes().len() / MIN_RECORD_SIZE;
     if count as usize > room {
@@ -141,7 +141,6 @@ pub(crate) fn parse<'a>(
         header,
         layout: Layout::V2,
         body,
-        shared,
     })
 }
 
@@ -355,7 +354,7 @@ impl<'b> V2Records<'b> {
     pub(crate) fn new(batch: &'b Batch<'_>) -> Self {
         V2Records {
             data: batch.body.bytes(),
-            shared: batch.shared,
+            shared: batch.body.shared(),
             header: &batch.header,
             pos: 0,
             index: 0,
