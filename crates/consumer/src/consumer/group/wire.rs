@@ -71,6 +71,8 @@ pub fn decode_subscription(
     bytes: &[u8],
 ) -> Result<MemberSubscription, WireError> {
     let (version, mut body) = split_version(bytes)?;
+    check_lengths(&body, version.min(3), true)
+        .map_err(|e| WireError(format!("subscription of {member_id} (v{version}): {}", e.0)))?;
     let message = ConsumerProtocolSubscription::decode(&mut body, version.min(3))
         .map_err(|e| WireError(format!("subscription of {member_id} (v{version}): {e}")))?;
     let mut generation = if version >= 2 {
@@ -125,6 +127,8 @@ pub fn decode_assignment(bytes: &[u8]) -> Result<Vec<TopicPartition>, WireError>
         return Ok(Vec::new());
     }
     let (version, mut body) = split_version(bytes)?;
+    check_lengths(&body, version.min(3), false)
+        .map_err(|e| WireError(format!("assignment (v{version}): {}", e.0)))?;
     let message = ConsumerProtocolAssignment::decode(&mut body, version.min(3))
         .map_err(|e| WireError(format!("assignment (v{version}): {e}")))?;
     Ok(message
@@ -135,6 +139,102 @@ pub fn decode_assignment(bytes: &[u8]) -> Result<Vec<TopicPartition>, WireError>
             t.partitions.iter().map(move |p| (topic.clone(), *p))
         })
         .collect())
+}
+
+/// Walks the layout of a subscription (`subscription = true`) or assignment at `version`,
+/// checking every array count and length against the bytes left, so that decoding never
+/// reserves memory for elements the input cannot hold (kafka-protocol reserves an array's
+/// count up front). Versions 0-3 of both are fixed-width, not flexible.
+fn check_lengths(body: &[u8], version: i16, subscription: bool) -> Result<(), WireError> {
+    let mut walk = LengthWalk { rest: body };
+    if subscription {
+        walk.array(2, |w| w.string(false))?;
+        walk.bytes()?;
+        if version >= 1 {
+            walk.array(6, |w| {
+                w.string(false)?;
+                w.array(4, |w| w.take(4))
+            })?;
+        }
+        if version >= 2 {
+            walk.take(4)?;
+        }
+        if version >= 3 {
+            walk.string(true)?;
+        }
+    } else {
+        walk.array(6, |w| {
+            w.string(false)?;
+            w.array(4, |w| w.take(4))
+        })?;
+        walk.bytes()?;
+    }
+    Ok(())
+}
+
+struct LengthWalk<'a> {
+    rest: &'a [u8],
+}
+
+impl LengthWalk<'_> {
+    fn take(&mut self, count: usize) -> Result<(), WireError> {
+        if self.rest.len() < count {
+            return Err(WireError(format!(
+                "{count} bytes needed, {} left",
+                self.rest.len()
+            )));
+        }
+        self.rest = &self.rest[count..];
+        Ok(())
+    }
+
+    fn int(&mut self, width: usize) -> Result<i64, WireError> {
+        let bytes = self.rest.get(..width).ok_or_else(|| {
+            WireError(format!(
+                "{width}-byte length needed, {} left",
+                self.rest.len()
+            ))
+        })?;
+        let value = bytes.iter().fold(0i64, |acc, b| (acc << 8) | i64::from(*b));
+        self.take(width)?;
+        // Sign-extend.
+        let shift = 64 - 8 * width as u32;
+        Ok((value << shift) >> shift)
+    }
+
+    fn string(&mut self, nullable: bool) -> Result<(), WireError> {
+        match self.int(2)? {
+            -1 if nullable => Ok(()),
+            length if length >= 0 => self.take(length as usize),
+            length => Err(WireError(format!("string length {length}"))),
+        }
+    }
+
+    fn bytes(&mut self) -> Result<(), WireError> {
+        match self.int(4)? {
+            -1 => Ok(()),
+            length if length >= 0 => self.take(length as usize),
+            length => Err(WireError(format!("bytes length {length}"))),
+        }
+    }
+
+    fn array(
+        &mut self,
+        min_element: usize,
+        mut element: impl FnMut(&mut Self) -> Result<(), WireError>,
+    ) -> Result<(), WireError> {
+        let count = self.int(4)?;
+        if count < 0 || count as usize > self.rest.len() / min_element {
+            return Err(WireError(format!(
+                "array of {count} elements in {} bytes",
+                self.rest.len()
+            )));
+        }
+        for _ in 0..count {
+            element(self)?;
+        }
+        Ok(())
+    }
 }
 
 fn split_version(bytes: &[u8]) -> Result<(i16, Bytes), WireError> {
@@ -202,6 +302,47 @@ mod tests {
     }
 
     #[test]
+    fn hostile_counts_are_errors_not_allocations() {
+        // A subscription claiming 2^31-1 topics, and an assignment claiming 2^31-1 topics /
+        // partitions: refused before anything is reserved for them.
+        let mut topics = vec![0, 3];
+        topics.extend_from_slice(&i32::MAX.to_be_bytes());
+        let error = decode_subscription("m", None, &topics).unwrap_err();
+        assert!(
+            error.0.contains("array of 2147483647 elements"),
+            "{error:?}"
+        );
+        let error = decode_assignment(&topics).unwrap_err();
+        assert!(
+            error.0.contains("array of 2147483647 elements"),
+            "{error:?}"
+        );
+        let mut partitions = vec![0, 0, 0, 0, 0, 1, 0, 1, b't'];
+        partitions.extend_from_slice(&i32::MAX.to_be_bytes());
+        let error = decode_assignment(&partitions).unwrap_err();
+        assert!(
+            error.0.contains("array of 2147483647 elements"),
+            "{error:?}"
+        );
+    }
+
+    #[test]
+    fn every_cut_of_a_valid_subscription_is_an_error() {
+        let owned = vec![("a".to_owned(), 1)];
+        let bytes = encode_subscription(&["a".into()], &owned, 7, true);
+        for cut in 0..bytes.len() {
+            assert!(
+                decode_subscription("m", None, &bytes[..cut]).is_err(),
+                "cut {cut}"
+            );
+        }
+        let bytes = encode_assignment(&owned);
+        for cut in 1..bytes.len() {
+            assert!(decode_assignment(&bytes[..cut]).is_err(), "cut {cut}");
+        }
+    }
+
+    #[test]
     fn garbage_is_an_error_not_a_panic() {
         for bytes in [
             &[0u8][..],
@@ -211,6 +352,14 @@ mod tests {
         ] {
             assert!(decode_assignment(bytes).is_err(), "{bytes:?}");
             assert!(decode_subscription("m", None, bytes).is_err(), "{bytes:?}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..64)) {
+            let _ = decode_subscription("m", None, &bytes);
+            let _ = decode_assignment(&bytes);
         }
     }
 }
