@@ -9,7 +9,8 @@
 #   --runs R        timed runs of each consumer, interleaved (default 3); medians are reported
 #   --partitions P  partitions per topic (default 4)
 #   --quick         3000 records, 1 run, results under target/bench-consume/quick (a smoke test:
-#                   checks that every step runs and every consumer reads the full count)
+#                   checks that every step runs and every consumer reads the full count; stops
+#                   the broker at the end if it started it)
 #   --fill-only     start the broker and fill the topics, then exit
 #   --scaling-only  skip the consumer comparison (keeps the last results.tsv), measure scaling only
 #   --stop          stop the benchmark broker at the end (it is kept by default, so a rerun with
@@ -111,6 +112,8 @@ fi
 if ! "$KAFKA" status --name "$BROKER_NAME" >/dev/null 2>&1; then
     log "starting broker '$BROKER_NAME'"
     "$KAFKA" start --name "$BROKER_NAME" >/dev/null
+    # A smoke test leaves nothing running that it started.
+    ((QUICK)) && STOP=1
 fi
 BOOTSTRAP="$("$KAFKA" bootstrap --name "$BROKER_NAME")"
 ((STOP)) && trap '"$KAFKA" stop --name "$BROKER_NAME" >/dev/null 2>&1 || true' EXIT
