@@ -79,7 +79,8 @@ fi
 # --- build -------------------------------------------------------------------------------------
 command -v mvn >/dev/null || { log "mvn not found (Maven builds the JMH jar)"; exit 1; }
 log "building the JMH jar (benches/java)"
-mvn -q -B -Dstyle.color=never -f benches/java/pom.xml package -DskipTests >&2
+mvn -q -B -f benches/java/pom.xml package -DskipTests >"$OUT/mvn.log" 2>&1 \
+    || { tail -n 40 "$OUT/mvn.log" >&2; log "Maven failed (full log: $OUT/mvn.log)"; exit 1; }
 JAR="$REPO_ROOT/benches/java/target/krec-java-decode-bench.jar"
 [[ -f "$JAR" ]] || { log "Maven did not produce $JAR"; exit 1; }
 
