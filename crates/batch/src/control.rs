@@ -50,7 +50,18 @@ impl<'b> ControlRecords<'b> {
 impl Iterator for ControlRecords<'_> {
     type Item = Result<ControlRecord, Error>;
 
+    /// Stops after the first error, like the data record iterator.
     fn next(&mut self) -> Option<Self::Item> {
+        let item = self.next_unfused();
+        if matches!(item, Some(Err(_))) {
+            self.inner = None;
+        }
+        item
+    }
+}
+
+impl ControlRecords<'_> {
+    fn next_unfused(&mut self) -> Option<Result<ControlRecord, Error>> {
         let records = self.inner.as_mut()?;
         let header = *records.header();
         let mut scratch = [Span::default(); INLINE_HEADERS];

@@ -545,3 +545,34 @@ fn errors_carry_position_and_offset() {
         "{err}"
     );
 }
+
+#[test]
+fn malformed_control_records_are_errors_and_end_the_iteration() {
+    use krec_batch::encode::RecordSpec;
+    use krec_batch::ControlKind;
+    let bytes = BatchBuilder::new(0)
+        .control_marker(ControlKind::Commit, 1)
+        .record_spec(RecordSpec {
+            offset_delta: 1,
+            key: Some(vec![0, 0]), // a control key needs version and type: 4 bytes
+            value: Some(vec![0; 6]),
+            ..Default::default()
+        })
+        .control_marker(ControlKind::Abort, 1)
+        .build();
+    let config = DecodeConfig::default();
+    let batch = BatchWalk::new(&bytes, &config).next().unwrap().unwrap();
+    let mut markers = batch.control_records();
+    assert_eq!(markers.next().unwrap().unwrap().kind, ControlKind::Commit);
+    let err = markers.next().unwrap().unwrap_err();
+    assert!(
+        matches!(err, Error::InvalidControlRecord { record: 1, .. }),
+        "{err}"
+    );
+    assert!(markers.next().is_none(), "no records after an error");
+    assert_eq!(
+        batch.records().count(),
+        0,
+        "control batches never yield data records"
+    );
+}
