@@ -54,6 +54,20 @@ pub mod group_codes {
     /// STALE_MEMBER_EPOCH (KIP-848).
     pub const STALE_MEMBER_EPOCH: i16 = 113;
 
+    /// The member's view of the group is out of date (a rebalance, an expired membership, an
+    /// old epoch): a commit refused with one of these is not lost work, since the partitions'
+    /// next owner starts at the last commit.
+    pub fn is_membership_change(code: i16) -> bool {
+        matches!(
+            code,
+            REBALANCE_IN_PROGRESS
+                | UNKNOWN_MEMBER_ID
+                | ILLEGAL_GENERATION
+                | FENCED_MEMBER_EPOCH
+                | STALE_MEMBER_EPOCH
+        )
+    }
+
     /// The coordinator moved or is not ready: find it again and retry.
     pub fn needs_rediscovery(code: i16) -> bool {
         matches!(

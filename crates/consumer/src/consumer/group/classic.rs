@@ -46,6 +46,10 @@ enum Next {
     Closed,
 }
 
+/// How long a commit before giving partitions up (revoke, close) keeps retrying while the
+/// coordinator is away; periodic commits do not retry (the next period does).
+const FINAL_COMMIT_RETRY: Duration = Duration::from_secs(5);
+
 /// Time allowed for requests that the coordinator answers at once.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -307,7 +311,11 @@ impl Classic {
         }
         if !lost {
             let set: BTreeSet<TopicPartition> = partitions.iter().cloned().collect();
-            match self.session.commit(&self.identity, &set).await {
+            match self
+                .session
+                .commit(&self.identity, &set, FINAL_COMMIT_RETRY)
+                .await
+            {
                 Ok(CommitOutcome::Done) => {}
                 Ok(CommitOutcome::Refused(code)) => {
                     tracing::warn!(error = %crate::client::error_name(code),
@@ -361,7 +369,7 @@ impl Classic {
                         continue;
                     }
                 },
-                _ = commit.tick() => match self.commit_owned().await {
+                _ = commit.tick() => match self.commit_owned(Duration::ZERO).await {
                     Ok(code) => code,
                     Err(error) => {
                         tracing::warn!(%error, "periodic commit failed; retrying later");
@@ -370,7 +378,7 @@ impl Classic {
                 },
                 command = self.session.commands.recv() => match command {
                     Some(Command::Commit(reply)) => {
-                        let result = match self.commit_owned().await {
+                        let result = match self.commit_owned(Duration::ZERO).await {
                             Ok(0) => Ok(()),
                             Ok(code) => Err(self.session.group_error("OffsetCommit", code)),
                             Err(error) => Err(error),
@@ -398,7 +406,7 @@ impl Classic {
                 group_codes::REBALANCE_IN_PROGRESS => {
                     // Commit while the generation still counts, so the next owner of any
                     // partition that moves starts where this member's output stopped.
-                    let _ = self.commit_owned().await;
+                    let _ = self.commit_owned(Duration::ZERO).await;
                     return Ok(Next::Rejoin);
                 }
                 group_codes::UNKNOWN_MEMBER_ID | group_codes::ILLEGAL_GENERATION => {
@@ -421,28 +429,48 @@ impl Classic {
         }
     }
 
-    /// Commits every owned partition's written position; returns the refusal code (0: none).
-    async fn commit_owned(&mut self) -> Result<i16, Error> {
+    /// Commits every owned partition's written position (retrying for `retry_for` while the
+    /// coordinator is away); returns the refusal code (0: none).
+    async fn commit_owned(&mut self, retry_for: Duration) -> Result<i16, Error> {
         let owned = self.owned.clone();
-        Ok(match self.session.commit(&self.identity, &owned).await? {
-            CommitOutcome::Done => 0,
-            CommitOutcome::Refused(code) => code,
-        })
+        Ok(
+            match self
+                .session
+                .commit(&self.identity, &owned, retry_for)
+                .await?
+            {
+                CommitOutcome::Done => 0,
+                CommitOutcome::Refused(code) => code,
+            },
+        )
     }
 
     /// Final commit, then LeaveGroup (dynamic members only: a static member's partitions wait
     /// for it until its session times out, so a restart gets them back without a rebalance).
     async fn close(&mut self) -> Result<(), Error> {
-        let committed = self.commit_owned().await;
+        let committed = self.commit_owned(FINAL_COMMIT_RETRY).await;
         let config = self.session.config.clone();
         if config.instance_id.is_none() && !self.identity.member_id.is_empty() {
-            let left = match self.session.coordinator().await {
-                Ok(connection) => {
-                    group::leave_group(connection, &config.group_id, &self.identity.member_id, None)
-                        .await
+            let mut left = Ok(group_codes::NOT_COORDINATOR);
+            // A coordinator that moved gets one more try, at its new place.
+            for _ in 0..2 {
+                left = match self.session.coordinator().await {
+                    Ok(connection) => {
+                        let member = &self.identity.member_id;
+                        group::leave_group(connection, &config.group_id, member, None).await
+                    }
+                    Err(error) => Err(error),
+                };
+                match &left {
+                    Ok(code) if group_codes::needs_rediscovery(*code) => {
+                        self.session.lose_coordinator()
+                    }
+                    Err(Error::Connection { .. } | Error::Timeout { .. }) => {
+                        self.session.lose_coordinator()
+                    }
+                    _ => break,
                 }
-                Err(error) => Err(error),
-            };
+            }
             match left {
                 Ok(0) => tracing::info!("left the group"),
                 Ok(code) => {
@@ -453,6 +481,11 @@ impl Classic {
         }
         match committed? {
             0 => Ok(()),
+            code if group_codes::is_membership_change(code) => {
+                tracing::warn!(error = %crate::client::error_name(code),
+                    "final commit refused: the partitions' next owner starts at the last commit");
+                Ok(())
+            }
             code => Err(self.session.group_error("OffsetCommit", code)),
         }
     }

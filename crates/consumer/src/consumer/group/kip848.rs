@@ -19,6 +19,10 @@ use crate::Error;
 const LEAVE_EPOCH: i32 = -1;
 const STATIC_LEAVE_EPOCH: i32 = -2;
 
+/// How long a commit before giving partitions up (revoke, close) keeps retrying while the
+/// coordinator is away; periodic commits do not retry (the next period does).
+const FINAL_COMMIT_RETRY: Duration = Duration::from_secs(5);
+
 /// Runs the membership until it is closed or fails.
 #[tracing::instrument(name = "group", skip_all, fields(group = %session.config.group_id))]
 pub async fn run(session: Session) {
@@ -78,13 +82,13 @@ impl Member {
                     next_heartbeat = tokio::time::Instant::now() + wait;
                 }
                 _ = commit.tick() => {
-                    if let Err(error) = self.commit_owned().await {
+                    if let Err(error) = self.commit_owned(Duration::ZERO).await {
                         tracing::warn!(%error, "periodic commit failed; retrying later");
                     }
                 }
                 command = self.session.commands.recv() => match command {
                     Some(Command::Commit(reply)) => {
-                        let result = self.commit_owned().await;
+                        let result = self.commit_owned(Duration::ZERO).await;
                         let _ = reply.send(result);
                     }
                     Some(Command::Close(reply)) => {
@@ -243,7 +247,11 @@ impl Member {
         }
         if !lost && !partitions.is_empty() {
             let set: BTreeSet<TopicPartition> = partitions.iter().cloned().collect();
-            match self.session.commit(&self.identity, &set).await {
+            match self
+                .session
+                .commit(&self.identity, &set, FINAL_COMMIT_RETRY)
+                .await
+            {
                 Ok(CommitOutcome::Done) => {}
                 Ok(CommitOutcome::Refused(code)) => tracing::warn!(error = %error_name(code),
                     "commit of revoked partitions refused; the next owner starts at the last commit"),
@@ -256,22 +264,31 @@ impl Member {
         self.session.forget(partitions);
     }
 
-    async fn commit_owned(&mut self) -> Result<(), Error> {
+    /// Commits every owned partition's written position, retrying for `retry_for` while the
+    /// coordinator is away. A refusal because the membership changed is not an error: the
+    /// positions stay pending (or the partitions' next owner starts at the last commit).
+    async fn commit_owned(&mut self, retry_for: Duration) -> Result<(), Error> {
         if self.identity.generation <= 0 {
             return Ok(());
         }
         let owned = self.owned.clone();
-        match self.session.commit(&self.identity, &owned).await? {
+        match self
+            .session
+            .commit(&self.identity, &owned, retry_for)
+            .await?
+        {
             CommitOutcome::Done => Ok(()),
-            // A stale epoch is retried with the next one; the positions stay pending.
-            CommitOutcome::Refused(group_codes::STALE_MEMBER_EPOCH) => Ok(()),
+            CommitOutcome::Refused(code) if group_codes::is_membership_change(code) => {
+                tracing::warn!(error = %error_name(code), "commit refused; positions kept");
+                Ok(())
+            }
             CommitOutcome::Refused(code) => Err(self.session.group_error("OffsetCommit", code)),
         }
     }
 
     /// Final commit, then the leave heartbeat (epoch -1, or -2 for a static member).
     async fn close(&mut self) -> Result<(), Error> {
-        let committed = self.commit_owned().await;
+        let committed = self.commit_owned(FINAL_COMMIT_RETRY).await;
         let config = self.session.config.clone();
         let epoch = if config.instance_id.is_some() {
             STATIC_LEAVE_EPOCH

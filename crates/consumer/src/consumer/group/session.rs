@@ -258,9 +258,33 @@ impl Session {
         Ok(starts)
     }
 
-    /// Commits the written positions of `partitions` that moved since their last commit.
-    /// Connection failures are returned (the positions stay pending for the next commit).
+    /// Like [`Session::commit_once`], retrying for up to `retry_for` while the coordinator
+    /// is unreachable or has moved (a broker restarting answers NOT_COORDINATOR for a while).
     pub async fn commit(
+        &mut self,
+        identity: &Identity,
+        partitions: &BTreeSet<TopicPartition>,
+        retry_for: Duration,
+    ) -> Result<CommitOutcome, Error> {
+        let started = Instant::now();
+        let mut backoff = Backoff::new(self.backoff.0, self.backoff.1);
+        loop {
+            let outcome = self.commit_once(identity, partitions).await;
+            let retriable = match &outcome {
+                Ok(CommitOutcome::Refused(code)) => group_codes::needs_rediscovery(*code),
+                Err(Error::Connection { .. } | Error::Timeout { .. }) => true,
+                _ => false,
+            };
+            if !retriable || started.elapsed() >= retry_for {
+                return outcome;
+            }
+            tokio::time::sleep(backoff.next_delay()).await;
+        }
+    }
+
+    /// Commits the written positions of `partitions` that moved since their last commit, in
+    /// one OffsetCommit. Connection failures are returned (the positions stay pending).
+    pub async fn commit_once(
         &mut self,
         identity: &Identity,
         partitions: &BTreeSet<TopicPartition>,
