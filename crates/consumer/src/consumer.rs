@@ -7,6 +7,8 @@
 //! - `coordinator`: Metadata and ListOffsets lookups; starts one fetch loop per leader.
 //! - `fetch_loop`: one fetch in flight per broker, the next sent before decoding.
 //! - [`workers`]: decode threads with per-partition ordering, for programs that print.
+//! - [`group`]: consumer groups (classic protocol and KIP-848) over the same fetch pipeline,
+//!   committing only what has been written out.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), krec_consumer::Error> {

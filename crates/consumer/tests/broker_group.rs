@@ -210,7 +210,7 @@ fn kip848_sigterm_hands_over_without_duplicates() {
 
 /// Kafka's ConsoleConsumer (the Java client) in the same group as a krec member, both with
 /// the same assignor: the partitions are split between them and every record is printed once.
-fn java_and_krec_share_a_group(java_assignor: &str, krec_assignor: &str, krec_first: bool) {
+fn java_and_krec_share_a_group(java_properties: &[&str], krec_args: &[&str], krec_first: bool) {
     let broker = broker();
     let topic = unique_topic("group-java");
     broker.create_topic(&topic, PARTITIONS as u32, 1);
@@ -230,11 +230,11 @@ fn java_and_krec_share_a_group(java_assignor: &str, krec_assignor: &str, krec_fi
                 "--group",
                 &group,
             ])
-            .args([
-                "--consumer-property",
-                &format!("partition.assignment.strategy={java_assignor}"),
-            ])
-            .args(["--consumer-property", "session.timeout.ms=6000"])
+            .args(
+                java_properties
+                    .iter()
+                    .flat_map(|p| ["--consumer-property", p]),
+            )
             .args([
                 "--property",
                 "print.partition=true",
@@ -247,16 +247,9 @@ fn java_and_krec_share_a_group(java_assignor: &str, krec_assignor: &str, krec_fi
             .spawn()
             .expect("start ConsoleConsumer")
     };
-    let extra = ["--assignor", krec_assignor];
+    let extra = krec_args;
     let (mut java, mut krec) = if krec_first {
-        let krec = Member::start(
-            &broker.bootstrap,
-            &topic,
-            &group,
-            dir.path(),
-            "krec",
-            &extra,
-        );
+        let krec = Member::start(&broker.bootstrap, &topic, &group, dir.path(), "krec", extra);
         wait_until(
             Duration::from_secs(30),
             "krec to own every partition",
@@ -267,14 +260,7 @@ fn java_and_krec_share_a_group(java_assignor: &str, krec_assignor: &str, krec_fi
         let java = start_java();
         // The JVM takes a few seconds to start and join.
         std::thread::sleep(Duration::from_secs(6));
-        let krec = Member::start(
-            &broker.bootstrap,
-            &topic,
-            &group,
-            dir.path(),
-            "krec",
-            &extra,
-        );
+        let krec = Member::start(&broker.bootstrap, &topic, &group, dir.path(), "krec", extra);
         (java, krec)
     };
     // Settled when krec holds half the partitions and that has not changed for 3 s.
@@ -349,8 +335,11 @@ fn java_and_krec_share_a_group(java_assignor: &str, krec_assignor: &str, krec_fi
 #[test]
 fn java_leader_and_krec_share_with_cooperative_sticky() {
     java_and_krec_share_a_group(
-        "org.apache.kafka.clients.consumer.CooperativeStickyAssignor",
-        "cooperative-sticky",
+        &[
+            "partition.assignment.strategy=org.apache.kafka.clients.consumer.CooperativeStickyAssignor",
+            "session.timeout.ms=6000",
+        ],
+        &["--assignor", "cooperative-sticky"],
         false,
     );
 }
@@ -358,9 +347,21 @@ fn java_leader_and_krec_share_with_cooperative_sticky() {
 #[test]
 fn krec_leader_and_java_share_with_roundrobin() {
     java_and_krec_share_a_group(
-        "org.apache.kafka.clients.consumer.RoundRobinAssignor",
-        "roundrobin",
+        &[
+            "partition.assignment.strategy=org.apache.kafka.clients.consumer.RoundRobinAssignor",
+            "session.timeout.ms=6000",
+        ],
+        &["--assignor", "roundrobin"],
         true,
+    );
+}
+
+#[test]
+fn java_and_krec_share_with_the_kip848_protocol() {
+    java_and_krec_share_a_group(
+        &["group.protocol=consumer"],
+        &["--group-protocol", "consumer"],
+        false,
     );
 }
 
