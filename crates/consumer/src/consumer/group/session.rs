@@ -368,3 +368,271 @@ impl Session {
         Some(done)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Commits against a fake coordinator that answers OffsetCommit from a script.
+    use super::*;
+    use bytes::{BufMut, Bytes, BytesMut};
+    use kafka_protocol::messages::api_versions_response::ApiVersion;
+    use kafka_protocol::messages::find_coordinator_response::Coordinator;
+    use kafka_protocol::messages::metadata_response::MetadataResponseBroker;
+    use kafka_protocol::messages::offset_commit_response::{
+        OffsetCommitResponsePartition, OffsetCommitResponseTopic,
+    };
+    use kafka_protocol::messages::{
+        ApiKey, ApiVersionsResponse, BrokerId, FindCoordinatorResponse, MetadataResponse,
+        OffsetCommitRequest, OffsetCommitResponse, RequestHeader, ResponseHeader,
+    };
+    use kafka_protocol::protocol::{
+        decode_request_header_from_buffer, Decodable, Encodable, HeaderVersion, StrBytes,
+    };
+    use std::sync::Mutex;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::{TcpListener, TcpStream};
+
+    /// What the fake coordinator answers to each OffsetCommit, in turn, and what it was sent.
+    #[derive(Default)]
+    struct Script {
+        answers: Vec<i16>,
+        commits: Vec<(String, i32, i64, i32)>,
+    }
+
+    async fn fake_coordinator(script: Arc<Mutex<Script>>) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                tokio::spawn(serve(socket, address.port(), script.clone()));
+            }
+        });
+        address.to_string()
+    }
+
+    async fn serve(mut socket: TcpStream, port: u16, script: Arc<Mutex<Script>>) {
+        loop {
+            let mut size = [0u8; 4];
+            if socket.read_exact(&mut size).await.is_err() {
+                return;
+            }
+            let mut frame = vec![0u8; i32::from_be_bytes(size) as usize];
+            if socket.read_exact(&mut frame).await.is_err() {
+                return;
+            }
+            let mut frame = Bytes::from(frame);
+            let header: RequestHeader = decode_request_header_from_buffer(&mut frame).unwrap();
+            let key = ApiKey::try_from(header.request_api_key).unwrap();
+            let version = header.request_api_version;
+            let mut body = BytesMut::new();
+            let header_version = match key {
+                ApiKey::ApiVersions => {
+                    let ranges = [(3, 1, 12), (8, 2, 9), (10, 0, 6), (18, 0, 3)];
+                    ApiVersionsResponse::default()
+                        .with_api_keys(
+                            ranges
+                                .iter()
+                                .map(|&(k, min, max)| {
+                                    ApiVersion::default()
+                                        .with_api_key(k)
+                                        .with_min_version(min)
+                                        .with_max_version(max)
+                                })
+                                .collect(),
+                        )
+                        .encode(&mut body, version)
+                        .unwrap();
+                    ApiVersionsResponse::header_version(version)
+                }
+                ApiKey::Metadata => {
+                    MetadataResponse::default()
+                        .with_brokers(vec![MetadataResponseBroker::default()
+                            .with_node_id(BrokerId(1))
+                            .with_host(StrBytes::from_static_str("127.0.0.1"))
+                            .with_port(i32::from(port))])
+                        .encode(&mut body, version)
+                        .unwrap();
+                    MetadataResponse::header_version(version)
+                }
+                ApiKey::FindCoordinator => {
+                    FindCoordinatorResponse::default()
+                        .with_coordinators(vec![Coordinator::default()
+                            .with_key(StrBytes::from_static_str("g"))
+                            .with_node_id(BrokerId(1))
+                            .with_host(StrBytes::from_static_str("127.0.0.1"))
+                            .with_port(i32::from(port))])
+                        .encode(&mut body, version)
+                        .unwrap();
+                    FindCoordinatorResponse::header_version(version)
+                }
+                ApiKey::OffsetCommit => {
+                    let request = OffsetCommitRequest::decode(&mut frame, version).unwrap();
+                    let code = {
+                        let mut script = script.lock().unwrap();
+                        for topic in &request.topics {
+                            for p in &topic.partitions {
+                                script.commits.push((
+                                    topic.name.0.to_string(),
+                                    p.partition_index,
+                                    p.committed_offset,
+                                    request.generation_id_or_member_epoch,
+                                ));
+                            }
+                        }
+                        if script.answers.is_empty() {
+                            0
+                        } else {
+                            script.answers.remove(0)
+                        }
+                    };
+                    OffsetCommitResponse::default()
+                        .with_topics(
+                            request
+                                .topics
+                                .iter()
+                                .map(|t| {
+                                    OffsetCommitResponseTopic::default()
+                                        .with_name(t.name.clone())
+                                        .with_partitions(
+                                            t.partitions
+                                                .iter()
+                                                .map(|p| {
+                                                    OffsetCommitResponsePartition::default()
+                                                        .with_partition_index(p.partition_index)
+                                                        .with_error_code(code)
+                                                })
+                                                .collect(),
+                                        )
+                                })
+                                .collect(),
+                        )
+                        .encode(&mut body, version)
+                        .unwrap();
+                    OffsetCommitResponse::header_version(version)
+                }
+                other => panic!("the fake coordinator does not speak {other:?}"),
+            };
+            let mut response = BytesMut::new();
+            response.put_i32(0);
+            ResponseHeader::default()
+                .with_correlation_id(header.correlation_id)
+                .encode(&mut response, header_version)
+                .unwrap();
+            response.put(body);
+            let size = (response.len() - 4) as i32;
+            response[..4].copy_from_slice(&size.to_be_bytes());
+            if socket.write_all(&response).await.is_err() {
+                return;
+            }
+        }
+    }
+
+    fn session(address: &str) -> Session {
+        let mut consumer = crate::consumer::ConsumerConfig::new(vec![address.to_owned()]);
+        consumer.backoff = Duration::from_millis(5);
+        let metadata = Arc::new(AsyncMutex::new(MetadataClient::new(
+            consumer.bootstrap.clone(),
+            consumer.connection.clone(),
+        )));
+        let (events, _) = mpsc::unbounded_channel();
+        let (_, commands) = mpsc::unbounded_channel();
+        let config = Arc::new(GroupConfig::new("g", vec!["t".to_owned()]));
+        Session::new(
+            config,
+            &consumer,
+            metadata,
+            Arc::new(WrittenOffsets::default()),
+            events,
+            commands,
+        )
+    }
+
+    fn identity() -> Identity {
+        Identity {
+            member_id: "m".to_owned(),
+            generation: 4,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_refused_commit_keeps_the_position_for_the_next_one() {
+        let script = Arc::new(Mutex::new(Script {
+            answers: vec![group_codes::REBALANCE_IN_PROGRESS],
+            ..Script::default()
+        }));
+        let address = fake_coordinator(script.clone()).await;
+        let mut session = session(&address);
+        let partitions: BTreeSet<TopicPartition> = [("t".to_owned(), 0)].into();
+        session.written.track("t", 0, 10);
+        session.written.mark("t", 0, 25);
+        let outcome = session
+            .commit(&identity(), &partitions, Duration::ZERO)
+            .await
+            .unwrap();
+        assert_eq!(
+            outcome,
+            CommitOutcome::Refused(group_codes::REBALANCE_IN_PROGRESS)
+        );
+        // Still pending: sent again by the next commit, which the coordinator takes.
+        let outcome = session
+            .commit(&identity(), &partitions, Duration::ZERO)
+            .await
+            .unwrap();
+        assert_eq!(outcome, CommitOutcome::Done);
+        // Nothing new written: nothing sent.
+        let outcome = session
+            .commit(&identity(), &partitions, Duration::ZERO)
+            .await
+            .unwrap();
+        assert_eq!(outcome, CommitOutcome::Done);
+        let commits = script.lock().unwrap().commits.clone();
+        assert_eq!(
+            commits,
+            vec![("t".to_owned(), 0, 25, 4), ("t".to_owned(), 0, 25, 4)]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_moved_coordinator_is_found_again_within_the_retry_time() {
+        let script = Arc::new(Mutex::new(Script {
+            answers: vec![group_codes::NOT_COORDINATOR, group_codes::NOT_COORDINATOR],
+            ..Script::default()
+        }));
+        let address = fake_coordinator(script.clone()).await;
+        let mut session = session(&address);
+        let partitions: BTreeSet<TopicPartition> = [("t".to_owned(), 3)].into();
+        session.written.track("t", 3, -1);
+        session.written.mark("t", 3, 7);
+        // Without retry time the refusal is returned as is.
+        let outcome = session
+            .commit(&identity(), &partitions, Duration::ZERO)
+            .await
+            .unwrap();
+        assert_eq!(
+            outcome,
+            CommitOutcome::Refused(group_codes::NOT_COORDINATOR)
+        );
+        let outcome = session
+            .commit(&identity(), &partitions, Duration::from_secs(5))
+            .await
+            .unwrap();
+        assert_eq!(outcome, CommitOutcome::Done);
+        assert_eq!(script.lock().unwrap().commits.len(), 3);
+    }
+
+    #[tokio::test]
+    async fn untracked_or_unknown_positions_are_never_committed() {
+        let script = Arc::new(Mutex::new(Script::default()));
+        let address = fake_coordinator(script.clone()).await;
+        let mut session = session(&address);
+        // Tracked at -1 (no committed offset, nothing written yet) and not tracked at all.
+        session.written.track("t", 0, -1);
+        let partitions: BTreeSet<TopicPartition> =
+            [("t".to_owned(), 0), ("t".to_owned(), 1)].into();
+        let outcome = session
+            .commit(&identity(), &partitions, Duration::ZERO)
+            .await
+            .unwrap();
+        assert_eq!(outcome, CommitOutcome::Done);
+        assert!(script.lock().unwrap().commits.is_empty());
+    }
+}
