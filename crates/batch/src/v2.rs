@@ -57,7 +57,7 @@ pub(crate) fn parse<'a>(
     };
     if config.verify_crc {
         let stored = be_i32(bytes, CRC_AT) as u32;
-        let computed = crc32c::crc32c(&bytes[ATTRIBUTES_AT..]);
+        let computed = crate::crc::crc32c(&bytes[ATTRIBUTES_AT..]);
         if stored != computed {
             return Err(Error::ChecksumMismatch {
                 position,

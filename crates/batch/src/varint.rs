@@ -59,6 +59,13 @@ pub(crate) fn read_varlong(buf: &[u8], pos: &mut usize) -> Result<i64, VarintErr
         *pos += 1;
         return Ok(zigzag64(first as u64));
     }
+    // Timestamp deltas within a batch of a few seconds take two bytes.
+    if let Some(&second) = buf.get(*pos + 1) {
+        if second < 0x80 {
+            *pos += 2;
+            return Ok(zigzag64((first & 0x7f) as u64 | (second as u64) << 7));
+        }
+    }
     read_varlong_slow(buf, pos)
 }
 
@@ -126,7 +133,19 @@ mod tests {
             assert_eq!(read_varint(&bytes, &mut pos), Ok(v as i32), "{v}");
             assert_eq!(pos, bytes.len());
         }
-        for v in [i64::MAX, i64::MIN, 1 << 40, -(1 << 40)] {
+        for v in [
+            0,
+            -64,
+            64,
+            300,
+            -8192,
+            8191,
+            8192,
+            i64::MAX,
+            i64::MIN,
+            1 << 40,
+            -(1 << 40),
+        ] {
             let bytes = encode(v);
             let mut pos = 0;
             assert_eq!(read_varlong(&bytes, &mut pos), Ok(v), "{v}");
