@@ -76,7 +76,7 @@ impl ControlRecords<'_> {
             reason,
         };
         // Key: version (i16) then type (i16), as the Java client's ControlRecordType reads it.
-        let key = match raw.key {
+        let key = match raw.key() {
             Some(k) if k.len() >= 4 => k,
             Some(_) => return Some(Err(invalid("key shorter than 4 bytes"))),
             None => return Some(Err(invalid("null key"))),
@@ -92,7 +92,7 @@ impl ControlRecords<'_> {
         };
         // Commit/abort value: EndTransactionMarker = version (i16), coordinator epoch (i32).
         let coordinator_epoch = match kind {
-            ControlKind::Abort | ControlKind::Commit => match raw.value {
+            ControlKind::Abort | ControlKind::Commit => match raw.value() {
                 Some(v) if v.len() >= 6 => Some(i32::from_be_bytes([v[2], v[3], v[4], v[5]])),
                 _ => {
                     return Some(Err(invalid(

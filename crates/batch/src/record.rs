@@ -10,13 +10,13 @@ use crate::{Error, TimestampType};
 /// Where a key or value lies in the record body; `len == u32::MAX` means null. Positions
 /// instead of slices keep [`Record`] within 128 bytes, so moving one is a few register stores.
 #[derive(Clone, Copy, Debug)]
-struct Part {
-    start: u32,
-    len: u32,
+pub(crate) struct Part {
+    pub(crate) start: u32,
+    pub(crate) len: u32,
 }
 
 impl Part {
-    const NULL: Part = Part {
+    pub(crate) const NULL: Part = Part {
         start: 0,
         len: u32::MAX,
     };
@@ -34,7 +34,7 @@ impl Part {
     }
 
     #[inline(always)]
-    fn get(self, record: &[u8]) -> Option<&[u8]> {
+    pub(crate) fn get(self, record: &[u8]) -> Option<&[u8]> {
         if self.len == u32::MAX {
             return None;
         }
@@ -99,7 +99,7 @@ impl<'r> Record<'r> {
     }
 
     /// Sets the fields read from the wire (the index was filled in place). `key` and `value`
-    /// are sub-slices of `record`, whose headers section starts at `headers_start`.
+    /// lie in `record`, whose headers section starts at `headers_start`.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn set_fields(
@@ -107,15 +107,15 @@ impl<'r> Record<'r> {
         offset: i64,
         timestamp: i64,
         record: &'r [u8],
-        key: Option<&'r [u8]>,
-        value: Option<&'r [u8]>,
+        key: Part,
+        value: Part,
         headers_start: usize,
         header_count: u32,
     ) {
         self.offset = offset;
         self.timestamp = timestamp;
-        self.key = Part::of(record, key);
-        self.value = Part::of(record, value);
+        self.key = key;
+        self.value = value;
         self.headers
             .set_section(record, headers_start as u32, header_count);
     }
