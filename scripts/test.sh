@@ -66,12 +66,11 @@ cargo clippy --workspace --all-targets -- -D warnings
 section "cargo test (no broker)"
 cargo test --workspace
 
-section "cargo bench --no-run"
-# This step proves the benches compile; it does not run them. The bench profile's thin LTO
-# with one codegen unit made it the slowest step of the suite (9 of 17 minutes on 2 shared
-# cores), so it is built here without them. Real runs use `cargo bench` with the profile as is.
-CARGO_PROFILE_BENCH_LTO=false CARGO_PROFILE_BENCH_CODEGEN_UNITS=16 \
-    cargo bench --workspace --no-run
+section "benches compile (cargo test --benches --no-run)"
+# Proves every bench compiles without running it. Built with the test profile, so it reuses
+# what `cargo test` just built; the bench profile (thin LTO, one codegen unit) would rebuild
+# every dependency and was the slowest step of the suite. Real runs use `cargo bench`.
+cargo test --workspace --benches --no-run
 
 mapfile -t broker_packages < <(packages_with_feature broker-tests)
 if ((${#broker_packages[@]})); then
@@ -80,8 +79,10 @@ if ((${#broker_packages[@]})); then
     KREC_TEST_BOOTSTRAP="$(bash "$KAFKA_SH" bootstrap --name "$INSTANCE")"
     export KREC_TEST_BOOTSTRAP KREC_KAFKA_SH="$KAFKA_SH" KREC_KAFKA_NAME="$INSTANCE"
     echo "broker: $KREC_TEST_BOOTSTRAP (instance $INSTANCE)"
+    # Only the broker_* test files, with the same workspace-wide feature set as the step above,
+    # so nothing but the package itself is rebuilt and the other tests do not run twice.
     for package in "${broker_packages[@]}"; do
-        cargo test -p "$package" --features broker-tests
+        cargo test --workspace --features "$package/broker-tests" --test 'broker_*'
     done
     stop_brokers
 else
@@ -96,7 +97,7 @@ if ((${#cluster_packages[@]})); then
     export KREC_TEST_CLUSTER_BOOTSTRAP KREC_TEST_CLUSTER_NAME="$CLUSTER_INSTANCE" KREC_KAFKA_SH="$KAFKA_SH"
     echo "cluster: $KREC_TEST_CLUSTER_BOOTSTRAP (instance $CLUSTER_INSTANCE)"
     for package in "${cluster_packages[@]}"; do
-        cargo test -p "$package" --features cluster-tests
+        cargo test --workspace --features "$package/cluster-tests" --test 'broker_*'
     done
     stop_brokers
 fi

@@ -51,6 +51,14 @@ use crate::Error;
 use cursor::{Cursor, CursorState};
 use shared::{Event, Shared};
 
+/// Metadata answers in a row that must miss a topic before [`Consumer::partitions`] calls it
+/// unknown.
+pub const UNKNOWN_TOPIC_LOOKUPS: u32 = 5;
+
+/// The pause between those answers: together about a second, which covers a topic created
+/// just before the consumer started.
+pub const UNKNOWN_TOPIC_RETRY_DELAY: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// What [`Consumer::poll`] returns.
 #[derive(Debug)]
 pub enum Fetched {
@@ -142,15 +150,29 @@ impl Consumer {
     }
 
     /// The partition ids of `topic`, or [`Error::UnknownTopic`].
+    ///
+    /// A topic created a moment ago may not have reached the answering broker's metadata yet
+    /// (KRaft brokers learn of it asynchronously), so "unknown" is believed only after
+    /// [`UNKNOWN_TOPIC_LOOKUPS`] answers in a row, [`UNKNOWN_TOPIC_RETRY_DELAY`] apart.
     pub async fn partitions(&self, topic: &str) -> Result<Vec<i32>, Error> {
-        let metadata = self
-            .metadata
-            .lock()
-            .await
-            .fetch(&[topic.to_owned()])
-            .await?;
-        let topic = metadata.topic(topic)?;
-        Ok(topic.partitions.iter().map(|p| p.partition).collect())
+        let mut lookups = 0;
+        loop {
+            lookups += 1;
+            let metadata = self
+                .metadata
+                .lock()
+                .await
+                .fetch(&[topic.to_owned()])
+                .await?;
+            match metadata.topic(topic) {
+                Ok(found) => return Ok(found.partitions.iter().map(|p| p.partition).collect()),
+                Err(Error::UnknownTopic { .. }) if lookups < UNKNOWN_TOPIC_LOOKUPS => {
+                    tracing::debug!(topic, lookups, "topic not in metadata yet; asking again");
+                    tokio::time::sleep(UNKNOWN_TOPIC_RETRY_DELAY).await;
+                }
+                Err(error) => return Err(error),
+            }
+        }
     }
 
     /// Adds partitions of `topic`, each starting at `start` (already assigned ones seek).
