@@ -1,7 +1,7 @@
 //! Decoding a whole frame from a slice straight into a pooled buffer.
 
 use super::checksum::xxh32;
-use super::header::{parse_header, FrameHeader, CONTENT_SIZE_POSITION};
+use super::header::{first_block_is_stored, parse_header, FrameHeader, CONTENT_SIZE_POSITION};
 use super::{BlockMode, DecodeOptions};
 use crate::pool::PooledBuf;
 use crate::Error;
@@ -45,6 +45,68 @@ pub fn decode_frame_into(
         out.truncate(start);
     }
     result
+}
+
+/// The frame's content as a slice of `input`, when the frame holds exactly one stored
+/// (uncompressed) block and passes every check [`decode_frame_into`] makes: the caller can
+/// then read the content in place, with no buffer and no copy. Producers write a stored block
+/// when the data does not compress, which is the common case for a batch of one small record.
+///
+/// `None` for every other frame, malformed ones included: decode those with
+/// [`decode_frame_into`], which also names what is wrong. `Some` only when `decode_frame_into`
+/// would succeed with the same content.
+#[inline]
+pub fn stored_content<'i>(input: &'i [u8], options: &DecodeOptions) -> Option<&'i [u8]> {
+    // Compressed frames leave here, inlined in the caller, for a few instructions.
+    if !first_block_is_stored(input) {
+        return None;
+    }
+    stored_content_checked(input, options)
+}
+
+#[inline(never)]
+fn stored_content_checked<'i>(input: &'i [u8], options: &DecodeOptions) -> Option<&'i [u8]> {
+    let header = parse_header(input, options.header_checksum).ok()?;
+    let read_u32 = |at: usize| {
+        let bytes = input.get(at..at + 4)?;
+        Some(u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]))
+    };
+    let raw = read_u32(header.len)?;
+    if raw & STORED_BLOCK_FLAG == 0 {
+        return None;
+    }
+    let size = (raw & !STORED_BLOCK_FLAG) as usize;
+    if size == 0 || size > header.max_block_size || size > options.max_decompressed_size {
+        return None;
+    }
+    let data_start = header.len + BLOCK_SIZE_LEN;
+    let data = input.get(data_start..data_start.checked_add(size)?)?;
+    let mut position = data_start + size;
+    if header.block_checksums {
+        let stored = read_u32(position)?;
+        if options.verify_block_checksums && xxh32(data) != stored {
+            return None;
+        }
+        position += CHECKSUM_LEN;
+    }
+    if read_u32(position)? != 0 {
+        return None;
+    }
+    position += BLOCK_SIZE_LEN;
+    if header
+        .content_size
+        .is_some_and(|declared| declared != size as u64)
+    {
+        return None;
+    }
+    if header.content_checksum {
+        let stored = read_u32(position)?;
+        if options.verify_content_checksum && xxh32(data) != stored {
+            return None;
+        }
+        position += CHECKSUM_LEN;
+    }
+    (position == input.len()).then_some(data)
 }
 
 struct FrameDecoder<'a> {
@@ -310,5 +372,130 @@ fn content_overrun(header: &FrameHeader, position: usize, at_least: usize) -> Er
         declared: header.content_size.unwrap_or(0),
         decoded: at_least as u64,
         at_least: true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frame::{encode_frame, BlockSize, EncodeOptions, HeaderChecksum};
+
+    /// Bytes that do not compress, so the encoder stores every block.
+    fn incompressible(len: usize, seed: u64) -> Vec<u8> {
+        let mut s = seed | 1;
+        (0..len)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                s as u8
+            })
+            .collect()
+    }
+
+    fn every_option() -> Vec<EncodeOptions> {
+        let mut all = Vec::new();
+        for block_checksums in [false, true] {
+            for content_checksum in [false, true] {
+                for content_size in [false, true] {
+                    all.push(EncodeOptions {
+                        block_size: BlockSize::Max64KiB,
+                        block_checksums,
+                        content_checksum,
+                        content_size,
+                    });
+                }
+            }
+        }
+        all
+    }
+
+    #[test]
+    fn a_single_stored_block_is_borrowed_with_every_option() {
+        for options in every_option() {
+            for len in [1, 7, 100, 4096] {
+                let data = incompressible(len, len as u64);
+                let frame = encode_frame(&data, &options);
+                let content = stored_content(&frame, &DecodeOptions::default());
+                assert_eq!(content, Some(&data[..]), "{options:?} length {len}");
+                let in_frame = frame.as_ptr_range();
+                assert!(
+                    in_frame.contains(&content.unwrap().as_ptr()),
+                    "not borrowed"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn other_frames_are_left_to_the_decoder() {
+        let options = EncodeOptions::default();
+        let compressible = encode_frame(&[b'a'; 1000], &options);
+        assert_eq!(
+            stored_content(&compressible, &DecodeOptions::default()),
+            None
+        );
+        let empty = encode_frame(&[], &options);
+        assert_eq!(stored_content(&empty, &DecodeOptions::default()), None);
+        let two_blocks = encode_frame(
+            &incompressible(70_000, 3),
+            &EncodeOptions {
+                block_size: BlockSize::Max64KiB,
+                ..options
+            },
+        );
+        assert_eq!(stored_content(&two_blocks, &DecodeOptions::default()), None);
+        let small_limit = DecodeOptions {
+            max_decompressed_size: 99,
+            ..DecodeOptions::default()
+        };
+        let hundred = encode_frame(&incompressible(100, 5), &options);
+        assert_eq!(stored_content(&hundred, &small_limit), None);
+        assert!(decode_frame(&hundred, &small_limit).is_err());
+    }
+
+    /// Every single-byte corruption and every cut of stored single-block frames: whenever
+    /// `stored_content` borrows, the full decoder accepts the frame with the same content.
+    #[test]
+    fn borrowing_never_accepts_what_the_decoder_rejects() {
+        let checks = [
+            DecodeOptions::default(),
+            DecodeOptions {
+                verify_block_checksums: false,
+                verify_content_checksum: false,
+                header_checksum: HeaderChecksum::Ignore,
+                ..DecodeOptions::default()
+            },
+        ];
+        let mut borrowed = 0;
+        for options in every_option() {
+            let frame = encode_frame(&incompressible(20, 9), &options);
+            let mut variants = Vec::new();
+            for cut in 0..frame.len() {
+                variants.push(frame[..cut].to_vec());
+            }
+            let mut longer = frame.clone();
+            longer.push(0);
+            variants.push(longer);
+            for at in 0..frame.len() {
+                for flip in [0x01u8, 0x80, 0xff] {
+                    let mut bad = frame.clone();
+                    bad[at] ^= flip;
+                    variants.push(bad);
+                }
+            }
+            for variant in &variants {
+                for check in &checks {
+                    if let Some(content) = stored_content(variant, check) {
+                        borrowed += 1;
+                        let decoded = decode_frame(variant, check).unwrap_or_else(|e| {
+                            panic!("borrowed a frame the decoder rejects: {e}")
+                        });
+                        assert_eq!(content, &decoded[..]);
+                    }
+                }
+            }
+        }
+        assert!(borrowed > 16, "the test must exercise accepted frames too");
     }
 }

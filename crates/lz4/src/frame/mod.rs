@@ -10,7 +10,7 @@ mod decode;
 mod encode;
 mod header;
 
-pub use decode::{decode_frame, decode_frame_into};
+pub use decode::{decode_frame, decode_frame_into, stored_content};
 pub use encode::{encode_frame, encode_frame_into, encode_frame_with_mode};
 
 /// The frame magic number, stored little-endian.
