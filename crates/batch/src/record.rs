@@ -145,7 +145,8 @@ impl<'r> Record<'r> {
         &self.headers
     }
     /// The key as owned `Bytes`: zero-copy when walked with
-    /// [`BatchWalk::new_shared`](crate::BatchWalk::new_shared) and uncompressed, a copy otherwise.
+    /// [`BatchWalk::new_shared`](crate::BatchWalk::new_shared) and the records' bytes are in
+    /// the input (uncompressed, or an LZ4 frame of one stored block), a copy otherwise.
     pub fn key_bytes(&self) -> Option<Bytes> {
         self.key().map(|k| self.to_bytes(k))
     }

@@ -123,6 +123,9 @@ pub(crate) fn parse<'a>(
     // nothing to decompress.
     let body = if compression == Compression::None || (count == 0 && payload.is_empty()) {
         Body::Borrowed(payload, shared)
+    } else if let Some(content) = codec::stored_in_place(compression, payload, config) {
+        // Records stay slices of the input, so shared-input zero copy holds here too.
+        Body::Borrowed(content, shared)
     } else {
         let buf = codec::decompress(compression, payload, config.max_decompressed_bytes, 2)
             .map_err(|e| e.into_error(position, base_offset, compression, config))?;
@@ -544,5 +547,69 @@ impl<'b> V2Records<'b> {
             raw.header_count,
         );
         Some(Ok(record))
+    }
+}
+
+#[cfg(all(test, feature = "encode"))]
+mod stored_lz4_tests {
+    use bytes::Bytes;
+
+    use crate::encode::BatchBuilder;
+    use crate::{BatchWalk, Compression, DecodeConfig};
+
+    fn incompressible(len: usize) -> Vec<u8> {
+        let mut s = 0x2545_f491_4f6c_dd1du64;
+        (0..len)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                s as u8
+            })
+            .collect()
+    }
+
+    fn lz4_batch(value: &[u8]) -> Bytes {
+        Bytes::from(
+            BatchBuilder::new(7)
+                .compression(Compression::Lz4)
+                .record(Some(b"k"), Some(value), &[(b"h", Some(b"v"))])
+                .build(),
+        )
+    }
+
+    #[test]
+    fn a_stored_lz4_block_is_read_in_place_and_shared_without_copy() {
+        let value = incompressible(100);
+        let input = lz4_batch(&value);
+        let config = DecodeConfig::default();
+        let batch = BatchWalk::new_shared(&input, &config)
+            .next()
+            .unwrap()
+            .unwrap();
+        let record = batch.records().next().unwrap().unwrap();
+        assert_eq!(record.value(), Some(&value[..]));
+        assert_eq!(record.key(), Some(&b"k"[..]));
+        assert_eq!(record.headers().get(b"h").unwrap().value, Some(&b"v"[..]));
+        let in_input = input.as_ptr_range();
+        assert!(in_input.contains(&record.value().unwrap().as_ptr()));
+        let shared = record.value_bytes().unwrap();
+        assert!(in_input.contains(&shared.as_ptr()), "value_bytes copied");
+    }
+
+    #[test]
+    fn a_compressed_lz4_block_still_decodes_into_a_buffer() {
+        let value = vec![b'a'; 1000];
+        let input = lz4_batch(&value);
+        let config = DecodeConfig::default();
+        let batch = BatchWalk::new_shared(&input, &config)
+            .next()
+            .unwrap()
+            .unwrap();
+        let record = batch.records().next().unwrap().unwrap();
+        assert_eq!(record.value(), Some(&value[..]));
+        assert!(!input
+            .as_ptr_range()
+            .contains(&record.value().unwrap().as_ptr()));
     }
 }

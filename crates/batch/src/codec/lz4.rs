@@ -5,13 +5,15 @@ use krec_lz4::{decode_frame_into, DecodeOptions, HeaderChecksum};
 use super::CodecError;
 use crate::buffer::PooledBuf;
 
-pub(super) fn decompress(
-    payload: &[u8],
-    out: &mut PooledBuf,
-    limit: usize,
-    magic: u8,
-) -> Result<(), CodecError> {
-    let options = DecodeOptions {
+/// The content of a v2 frame made of one stored block, read in place; `None` for any other
+/// frame (which [`decompress`] then decodes and, if malformed, reports).
+#[inline]
+pub(super) fn stored_in_place(payload: &[u8], limit: usize) -> Option<&[u8]> {
+    krec_lz4::stored_content(payload, &options(limit, 2))
+}
+
+fn options(limit: usize, magic: u8) -> DecodeOptions {
+    DecodeOptions {
         max_decompressed_size: limit,
         // Magic-0 producers wrote a header checksum over the frame magic too (KAFKA-3160).
         header_checksum: if magic == 0 {
@@ -21,7 +23,16 @@ pub(super) fn decompress(
         },
         verify_block_checksums: true,
         verify_content_checksum: true,
-    };
+    }
+}
+
+pub(super) fn decompress(
+    payload: &[u8],
+    out: &mut PooledBuf,
+    limit: usize,
+    magic: u8,
+) -> Result<(), CodecError> {
+    let options = options(limit, magic);
     match decode_frame_into(payload, &options, out) {
         Ok(_) => Ok(()),
         Err(krec_lz4::Error::LimitExceeded { .. }) => Err(CodecError::TooLarge),

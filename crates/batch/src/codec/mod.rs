@@ -45,6 +45,22 @@ impl CodecError {
     }
 }
 
+/// The payload's content as a slice of the payload itself, when the codec stored it
+/// uncompressed and it can be read in place (a v2 LZ4 frame of one stored block, which
+/// producers write for data that does not compress, typically a batch of one small record).
+/// `None` means: decompress it with [`decompress`].
+#[inline]
+pub(crate) fn stored_in_place<'p>(
+    codec: Compression,
+    payload: &'p [u8],
+    config: &DecodeConfig,
+) -> Option<&'p [u8]> {
+    match codec {
+        Compression::Lz4 => lz4::stored_in_place(payload, config.max_decompressed_bytes),
+        _ => None,
+    }
+}
+
 /// Decompresses a whole payload into a buffer from this thread's pool; at most `limit` bytes.
 /// `magic` selects Kafka's LZ4 header-checksum quirk for magic 0.
 pub(crate) fn decompress(
