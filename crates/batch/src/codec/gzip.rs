@@ -59,6 +59,9 @@ fn header_len(data: &[u8]) -> Result<usize, CodecError> {
     Ok(at)
 }
 
+// Kept out of `codec::decompress`: inlined, its large stack frame (gzip's inflate state
+// alone is tens of KiB) made every call probe and touch that stack, LZ4 and small batches too.
+#[inline(never)]
 pub(super) fn decompress(
     payload: &[u8],
     out: &mut PooledBuf,

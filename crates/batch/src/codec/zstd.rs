@@ -15,6 +15,9 @@ thread_local! {
 
 /// Streams every frame of `payload` into `out`: a declared content size only sizes the first
 /// request; the limit is enforced on what is actually produced.
+// Kept out of `codec::decompress`: inlined, its large stack frame (gzip's inflate state
+// alone is tens of KiB) made every call probe and touch that stack, LZ4 and small batches too.
+#[inline(never)]
 pub(super) fn decompress(
     payload: &[u8],
     out: &mut PooledBuf,
