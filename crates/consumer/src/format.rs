@@ -9,7 +9,7 @@
 //! Records are rendered into one reused buffer that is written out in large
 //! chunks, so the hot path does no allocation and no formatting machinery per
 //! record. The JSON schema and the template tokens are a public interface,
-//! documented in `docs/output-formats.md`.
+//! documented in the README's "Output formats" section.
 
 mod args;
 mod base64;
