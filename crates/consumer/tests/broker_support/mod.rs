@@ -490,3 +490,78 @@ pub fn wait_with_timeout(
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+/// A `krec consume -c TOTAL` held in the middle of a topic, so a test can inject a fault
+/// (a broker restart, a leader change) while it runs: a small fetch buffer and a stdout pipe
+/// that is read only after the first lines keep the consumer mid-partition (back-pressure).
+pub struct HeldConsume {
+    child: std::process::Child,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+    lines: Vec<String>,
+    err_path: PathBuf,
+}
+
+impl HeldConsume {
+    /// Starts the consumer with `RUST_LOG=krec_consumer=info` and reads its first `head` lines.
+    pub fn start(bootstrap: &str, topic: &str, total: usize, head: usize) -> Self {
+        use std::io::BufRead;
+        let err_path =
+            std::env::temp_dir().join(format!("krec-held-{topic}-{}.err", std::process::id()));
+        let mut child = krec_consume_command(
+            bootstrap,
+            topic,
+            &[
+                "-c",
+                &total.to_string(),
+                "--buffer-bytes",
+                "65536",
+                "--partition-max-bytes",
+                "16384",
+                "--max-wait-ms",
+                "100",
+            ],
+        )
+        .env("RUST_LOG", "krec_consumer=info")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(std::fs::File::create(&err_path).unwrap()))
+        .spawn()
+        .expect("start krec consume");
+        let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut held = HeldConsume {
+            child,
+            stdout,
+            lines: Vec::new(),
+            err_path,
+        };
+        while held.lines.len() < head {
+            let mut line = String::new();
+            assert!(
+                held.stdout.read_line(&mut line).unwrap() > 0,
+                "krec stopped early"
+            );
+            held.lines.push(line);
+        }
+        held
+    }
+
+    /// Reads the rest, waits for a successful exit, and returns the printed records and the
+    /// consumer's log.
+    pub fn finish(mut self) -> (Vec<Produced>, String) {
+        use std::io::BufRead;
+        loop {
+            let mut line = String::new();
+            if self.stdout.read_line(&mut line).unwrap() == 0 {
+                break;
+            }
+            self.lines.push(line);
+        }
+        let status = wait_with_timeout(&mut self.child, std::time::Duration::from_secs(120));
+        let stderr = std::fs::read_to_string(&self.err_path).unwrap_or_default();
+        let _ = std::fs::remove_file(&self.err_path);
+        assert!(
+            status.is_some_and(|s| s.success()),
+            "krec consume did not finish: {status:?}\n{stderr}"
+        );
+        (parse_json_lines(self.lines.concat().as_bytes()), stderr)
+    }
+}
