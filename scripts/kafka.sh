@@ -92,9 +92,15 @@ run_tool() {
         # C1 only: most tools live a second or two, and this cuts their start-up time.
         opts=(-Xmx512m -XX:TieredStopAtLevel=1)
     fi
-    java "${opts[@]}" -Djava.awt.headless=true \
-        -Dlog4j2.configurationFile="$KAFKA_CONF_DIR/log4j2-tools.xml" \
-        -cp "$KAFKA_LIB/*" "$@"
+    local java_cmd=(java "${opts[@]}" -Djava.awt.headless=true
+        -Dlog4j2.configurationFile="$KAFKA_CONF_DIR/log4j2-tools.xml"
+        -cp "$KAFKA_LIB/*" "$@")
+    if ((${TOOL_REPLACES_SHELL:-0})); then
+        # `kafka.sh tool`: the JVM takes this process's place, so whoever started kafka.sh
+        # (a test holding a long-running ConsoleConsumer) stops the tool by signalling that pid.
+        exec "${java_cmd[@]}"
+    fi
+    "${java_cmd[@]}"
 }
 
 # --- instance state -------------------------------------------------------------------------
@@ -474,7 +480,7 @@ cmd_tool() {
         fi
         args+=("$a")
     done
-    run_tool "${args[@]}"
+    TOOL_REPLACES_SHELL=1 run_tool "${args[@]}"
 }
 
 cmd_status() {

@@ -245,6 +245,7 @@ fn java_and_krec_share_a_group(java_properties: &[&str], krec_args: &[&str], kre
             .stdout(std::fs::File::create(&java_out).expect("java stdout"))
             .stderr(std::fs::File::create(dir.path().join("java.err")).expect("java stderr"))
             .spawn()
+            .map(JavaMember)
             .expect("start ConsoleConsumer")
     };
     let extra = krec_args;
@@ -306,10 +307,7 @@ fn java_and_krec_share_a_group(java_properties: &[&str], krec_args: &[&str], kre
         },
     );
     krec.stop();
-    let _ = std::process::Command::new("kill")
-        .arg(java.id().to_string())
-        .status();
-    let _ = java.wait();
+    java.stop();
     let from_krec = krec.printed();
     let from_java = java_printed();
     let mut all: Vec<Position> = from_krec.iter().chain(&from_java).copied().collect();
@@ -448,4 +446,26 @@ fn classic_static_member_restarts_without_a_rebalance() {
 #[test]
 fn kip848_static_member_restarts_without_a_rebalance() {
     static_member_restarts_without_a_rebalance(&["--group-protocol", "consumer"]);
+}
+
+/// The Java group member (`kafka.sh tool` execs the JVM, so this is its pid). Stopped with
+/// SIGTERM so it leaves the group; killed on drop so a failing test never leaves a JVM behind.
+struct JavaMember(std::process::Child);
+
+impl JavaMember {
+    fn stop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .arg(self.0.id().to_string())
+            .status();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for JavaMember {
+    fn drop(&mut self) {
+        if matches!(self.0.try_wait(), Ok(None)) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
 }
