@@ -328,25 +328,7 @@ async fn consume(args: ConsumeArgs) -> Result<(), Error> {
 
     let progress = Arc::new(Progress::default());
     let (count_done, mut count_reached) = tokio::sync::mpsc::unbounded_channel::<()>();
-    let threads = args.threads.unwrap_or_else(DecodePool::default_threads);
-    let mut pool = DecodePool::start(threads, |_| {
-        let writer = args.format.writer(std::io::stdout());
-        let decode = config.decode.clone();
-        let progress = progress.clone();
-        let count_done = count_done.clone();
-        let limit = args.count;
-        let mut writer = writer.ok();
-        move |chunk: PartitionChunk| {
-            let Some(writer) = writer.as_mut() else {
-                return Ok(());
-            };
-            let written = write_chunk(&chunk, writer, &decode, &progress, limit)?;
-            if written.reached {
-                let _ = count_done.send(());
-            }
-            Ok(())
-        }
-    })?;
+    let mut pool = start_output_pool(&args, &config, &progress, &count_done, None)?;
 
     let mut remaining: std::collections::BTreeSet<i32> = partitions.iter().copied().collect();
     let stats_every = args.stats.map(|s| Duration::from_secs_f64(s.max(0.05)));
@@ -393,6 +375,42 @@ async fn consume(args: ConsumeArgs) -> Result<(), Error> {
         );
     }
     outcome.and(finished)
+}
+
+/// The decode threads of `krec consume`: each writes and flushes its chunks, says on
+/// `count_done` when `-c` is satisfied, and, for a group member, marks what it wrote in
+/// `written`, so only records that left the sink are committed.
+fn start_output_pool(
+    args: &ConsumeArgs,
+    config: &ConsumerConfig,
+    progress: &Arc<Progress>,
+    count_done: &tokio::sync::mpsc::UnboundedSender<()>,
+    written: Option<Arc<WrittenOffsets>>,
+) -> Result<DecodePool, Error> {
+    let threads = args.threads.unwrap_or_else(DecodePool::default_threads);
+    DecodePool::start(threads, |_| {
+        let writer = args.format.writer(std::io::stdout());
+        let decode = config.decode.clone();
+        let progress = progress.clone();
+        let count_done = count_done.clone();
+        let written = written.clone();
+        let limit = args.count;
+        let mut writer = writer.ok();
+        move |chunk: PartitionChunk| {
+            let Some(writer) = writer.as_mut() else {
+                return Ok(());
+            };
+            let outcome = write_chunk(&chunk, writer, &decode, &progress, limit)?;
+            // Flushed by write_chunk: these records have left the sink, so they may be committed.
+            if let (Some(written), Some(next_offset)) = (&written, outcome.next_offset) {
+                written.mark(chunk.topic(), chunk.partition(), next_offset);
+            }
+            if outcome.reached {
+                let _ = count_done.send(());
+            }
+            Ok(())
+        }
+    })
 }
 
 /// What writing one chunk did.
@@ -524,30 +542,7 @@ async fn consume_group(
     let written: Arc<WrittenOffsets> = group.written();
     let progress = Arc::new(Progress::default());
     let (count_done, mut count_reached) = tokio::sync::mpsc::unbounded_channel::<()>();
-    let threads = args.threads.unwrap_or_else(DecodePool::default_threads);
-    let mut pool = DecodePool::start(threads, |_| {
-        let writer = args.format.writer(std::io::stdout());
-        let decode = config.decode.clone();
-        let progress = progress.clone();
-        let count_done = count_done.clone();
-        let written = written.clone();
-        let limit = args.count;
-        let mut writer = writer.ok();
-        move |chunk: PartitionChunk| {
-            let Some(writer) = writer.as_mut() else {
-                return Ok(());
-            };
-            let outcome = write_chunk(&chunk, writer, &decode, &progress, limit)?;
-            // Flushed by write_chunk: these records have left the sink, so they may be committed.
-            if let Some(next_offset) = outcome.next_offset {
-                written.mark(chunk.topic(), chunk.partition(), next_offset);
-            }
-            if outcome.reached {
-                let _ = count_done.send(());
-            }
-            Ok(())
-        }
-    })?;
+    let mut pool = start_output_pool(args, &config, &progress, &count_done, Some(written))?;
     let mut at_end: std::collections::BTreeSet<(String, i32)> = Default::default();
     let stats_every = args.stats.map(|s| Duration::from_secs_f64(s.max(0.05)));
     let mut stats_timer = tokio::time::interval(stats_every.unwrap_or(Duration::from_secs(3600)));
