@@ -1,8 +1,9 @@
 //! Decode threads: chunks of one partition always go to the same thread, in order, so output
 //! stays ordered per partition while partitions decode in parallel.
 
-use std::hash::{Hash, Hasher};
+use std::collections::HashMap;
 use std::sync::mpsc as std_mpsc;
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use tokio::sync::mpsc;
@@ -17,6 +18,10 @@ pub struct DecodePool {
     senders: Vec<std_mpsc::Sender<PartitionChunk>>,
     threads: Vec<JoinHandle<()>>,
     failures: mpsc::UnboundedReceiver<Error>,
+    /// The worker of each partition seen so far. Partitions are dealt round-robin in the order
+    /// they first arrive, so N partitions on N threads get one each (a hash split 4 partitions
+    /// 3/1 over 2 threads in the benchmarks).
+    worker_of: HashMap<(Arc<str>, i32), usize>,
 }
 
 impl DecodePool {
@@ -56,6 +61,7 @@ impl DecodePool {
             senders,
             threads: handles,
             failures,
+            worker_of: HashMap::new(),
         })
     }
 
@@ -66,8 +72,12 @@ impl DecodePool {
 
     /// Queues a chunk on its partition's worker. Fails with [`Error::Stopped`] when that worker
     /// has stopped (its error comes from [`DecodePool::failure`]).
-    pub fn submit(&self, chunk: PartitionChunk) -> Result<(), Error> {
-        let index = worker_index(chunk.topic(), chunk.partition(), self.senders.len());
+    pub fn submit(&mut self, chunk: PartitionChunk) -> Result<(), Error> {
+        let next = self.worker_of.len() % self.senders.len();
+        let index = *self
+            .worker_of
+            .entry((chunk.topic_arc().clone(), chunk.partition()))
+            .or_insert(next);
         self.senders[index].send(chunk).map_err(|_| Error::Stopped)
     }
 
@@ -94,14 +104,6 @@ impl DecodePool {
     }
 }
 
-/// Which worker decodes a partition: fixed per partition, spread across partitions.
-fn worker_index(topic: &str, partition: i32, workers: usize) -> usize {
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    topic.hash(&mut hasher);
-    partition.hash(&mut hasher);
-    (hasher.finish() % workers as u64) as usize
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,7 +126,7 @@ mod tests {
     #[tokio::test]
     async fn chunks_of_a_partition_stay_in_order() {
         let seen: Arc<Mutex<Vec<(i32, i64)>>> = Arc::default();
-        let pool = DecodePool::start(3, |_| {
+        let mut pool = DecodePool::start(3, |_| {
             let seen = seen.clone();
             move |chunk: PartitionChunk| {
                 seen.lock()
@@ -172,5 +174,32 @@ mod tests {
             let _ = pool.submit(chunk(0, offset));
         }
         assert!(matches!(pool.failure().await, Error::Stopped));
+    }
+
+    #[tokio::test]
+    async fn partitions_are_dealt_evenly_over_the_workers() {
+        let seen: Arc<Mutex<Vec<(usize, i32)>>> = Arc::default();
+        let mut pool = DecodePool::start(2, |worker| {
+            let seen = seen.clone();
+            move |chunk: PartitionChunk| {
+                seen.lock().unwrap().push((worker, chunk.partition()));
+                Ok(())
+            }
+        })
+        .unwrap();
+        for offset in 0..3 {
+            for partition in [7, 3, 12, 0] {
+                pool.submit(chunk(partition, offset)).unwrap();
+            }
+        }
+        pool.finish().unwrap();
+        let seen = seen.lock().unwrap();
+        let mut per_worker = [std::collections::BTreeSet::new(), Default::default()];
+        for (worker, partition) in seen.iter() {
+            per_worker[*worker].insert(*partition);
+        }
+        // Each partition stays on one worker, dealt in the order partitions first arrived.
+        assert_eq!(per_worker[0], [7, 12].into());
+        assert_eq!(per_worker[1], [3, 0].into());
     }
 }
