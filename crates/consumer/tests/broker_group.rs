@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use broker_support::{broker, unique_topic};
 use group_support::{
-    print_counts, wait_all_printed, wait_stable, wait_until, Member, PacedProducer, Position,
+    print_counts, start_settled_members, wait_all_printed, wait_stable, wait_until, Member,
+    PacedProducer, Position,
 };
 
 const PARTITIONS: i32 = 6;
@@ -25,20 +26,16 @@ fn three_members_share_the_partitions(extra: &[&str]) {
     broker.create_topic(&topic, PARTITIONS as u32, 1);
     let group = format!("{topic}-g");
     let dir = tempfile::tempdir().expect("tempdir");
-    let members: Vec<Member> = (0..3)
-        .map(|i| {
-            Member::start(
-                &broker.bootstrap,
-                &topic,
-                &group,
-                dir.path(),
-                &format!("m{i}"),
-                extra,
-            )
-        })
-        .collect();
+    let members = start_settled_members(
+        &broker.bootstrap,
+        &topic,
+        &group,
+        dir.path(),
+        3,
+        PARTITIONS,
+        extra,
+    );
     let refs: Vec<&Member> = members.iter().collect();
-    wait_stable(&refs, PARTITIONS, Duration::from_secs(60));
     let assignments: Vec<BTreeSet<i32>> = members.iter().map(Member::assignment).collect();
 
     let produced =
@@ -107,20 +104,15 @@ fn member_dies_mid_stream(signal: &str, extra: &[&str]) {
     broker.create_topic(&topic, PARTITIONS as u32, 1);
     let group = format!("{topic}-g");
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut members: Vec<Member> = (0..3)
-        .map(|i| {
-            Member::start(
-                &broker.bootstrap,
-                &topic,
-                &group,
-                dir.path(),
-                &format!("m{i}"),
-                extra,
-            )
-        })
-        .collect();
-    let refs: Vec<&Member> = members.iter().collect();
-    wait_stable(&refs, PARTITIONS, Duration::from_secs(60));
+    let mut members = start_settled_members(
+        &broker.bootstrap,
+        &topic,
+        &group,
+        dir.path(),
+        3,
+        PARTITIONS,
+        extra,
+    );
 
     // About 12 s of records; the member dies after about 4 s.
     let producer = PacedProducer::start(&broker.bootstrap, &topic, 6000, PARTITIONS, 500.0);

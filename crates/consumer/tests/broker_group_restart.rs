@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use broker_support::{broker, unique_topic};
 use group_support::{
-    print_counts, wait_all_printed, wait_stable, wait_until, Member, PacedProducer, Position,
+    print_counts, start_settled_members, wait_all_printed, wait_until, Member, PacedProducer,
+    Position,
 };
 
 const PARTITIONS: i32 = 4;
@@ -27,20 +28,16 @@ fn members_survive_a_broker_restart(extra: &[&str]) {
     broker.create_topic(&topic, PARTITIONS as u32, 1);
     let group = format!("{topic}-g");
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut members: Vec<Member> = (0..2)
-        .map(|i| {
-            Member::start(
-                &broker.bootstrap,
-                &topic,
-                &group,
-                dir.path(),
-                &format!("m{i}"),
-                extra,
-            )
-        })
-        .collect();
+    let mut members = start_settled_members(
+        &broker.bootstrap,
+        &topic,
+        &group,
+        dir.path(),
+        2,
+        PARTITIONS,
+        extra,
+    );
     let refs: Vec<&Member> = members.iter().collect();
-    wait_stable(&refs, PARTITIONS, Duration::from_secs(60));
     let producer = PacedProducer::start(&broker.bootstrap, &topic, 4000, PARTITIONS, 400.0);
     wait_until(
         Duration::from_secs(30),

@@ -24,6 +24,25 @@ pub struct Member {
     pub stderr: PathBuf,
 }
 
+/// Starts `count` members `m0`, `m1`, ... of `group` on `topic` (output under `dir`) and waits
+/// until they have settled on an assignment of all `partitions`.
+pub fn start_settled_members(
+    bootstrap: &str,
+    topic: &str,
+    group: &str,
+    dir: &Path,
+    count: usize,
+    partitions: i32,
+    extra: &[&str],
+) -> Vec<Member> {
+    let members: Vec<Member> = (0..count)
+        .map(|i| Member::start(bootstrap, topic, group, dir, &format!("m{i}"), extra))
+        .collect();
+    let refs: Vec<&Member> = members.iter().collect();
+    wait_stable(&refs, partitions, Duration::from_secs(60));
+    members
+}
+
 impl Member {
     /// Starts a member with short group timings (6 s session, 500 ms heartbeats and commits).
     pub fn start(
