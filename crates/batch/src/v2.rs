@@ -183,21 +183,19 @@ enum FieldError {
 #[inline(always)]
 fn varint(data: &[u8], pos: &mut usize, field: Field) -> Result<i32, FieldError> {
     let at = *pos;
-    read_varint(data, pos).map_err(|e| match e {
-        VarintError::Truncated => FieldError::Truncated {
-            field,
-            at,
-            needed: 1,
-            available: 0,
-        },
-        VarintError::TooLong => FieldError::Varint { at },
-    })
+    read_varint(data, pos).map_err(|e| varint_field_error(e, field, at))
 }
 
 #[inline(always)]
 fn varlong(data: &[u8], pos: &mut usize, field: Field) -> Result<i64, FieldError> {
     let at = *pos;
-    read_varlong(data, pos).map_err(|e| match e {
+    read_varlong(data, pos).map_err(|e| varint_field_error(e, field, at))
+}
+
+/// Names the field and the byte where a varint of it started.
+#[cold]
+fn varint_field_error(error: VarintError, field: Field, at: usize) -> FieldError {
+    match error {
         VarintError::Truncated => FieldError::Truncated {
             field,
             at,
@@ -205,7 +203,7 @@ fn varlong(data: &[u8], pos: &mut usize, field: Field) -> Result<i64, FieldError
             available: 0,
         },
         VarintError::TooLong => FieldError::Varint { at },
-    })
+    }
 }
 
 /// Reads a varint length then that many bytes; -1 is null when `nullable`.
