@@ -86,10 +86,11 @@ fn touch(bytes: Option<&[u8]>) -> u64 {
 fn decode(segment: &[u8], config: &DecodeConfig) -> Result<Tally, krec::batch::Error> {
     let mut tally = Tally::default();
     let mut walk = BatchWalk::new(segment, config);
-    for batch in &mut walk {
+    while let Some(batch) = walk.next_ref() {
         let batch = batch?;
         tally.batches += 1;
-        for record in batch.records() {
+        let mut records = batch.records();
+        while let Some(record) = records.next_ref() {
             let record = record?;
             tally.records += 1;
             tally.checksum = tally

@@ -88,9 +88,11 @@ fn make_batch(records: usize, size: usize, headers: usize, codec: Compression) -
 
 fn krec(input: &Bytes, config: &DecodeConfig) -> usize {
     let mut sum = 0;
-    for batch in BatchWalk::new_shared(input, config) {
+    let mut walk = BatchWalk::new_shared(input, config);
+    while let Some(batch) = walk.next_ref() {
         let batch = batch.unwrap();
-        for r in batch.records() {
+        let mut records = batch.records();
+        while let Some(r) = records.next_ref() {
             let r = r.unwrap();
             sum += r.key().map_or(0, <[u8]>::len) + r.value().map_or(0, <[u8]>::len);
             let h = r.headers();

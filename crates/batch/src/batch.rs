@@ -27,6 +27,18 @@ impl<'a> Body<'a> {
         }
     }
 
+    /// The pooled buffer, taken from the thread's pool first if the body was borrowed.
+    #[inline]
+    pub(crate) fn pooled_mut(&mut self) -> &mut PooledBuf {
+        if let Body::Borrowed(..) = self {
+            *self = Body::Pooled(PooledBuf::take());
+        }
+        match self {
+            Body::Pooled(buf) => buf,
+            Body::Borrowed(..) => unreachable!("made pooled just above"),
+        }
+    }
+
     /// The shared input the bytes borrow from, if any.
     #[inline(always)]
     pub(crate) fn shared(&self) -> Option<&'a Bytes> {
@@ -89,6 +101,31 @@ pub struct Batch<'a> {
 }
 
 impl<'a> Batch<'a> {
+    /// An empty batch for [`crate::v2::parse_into`] to fill (never handed out as is).
+    pub(crate) fn placeholder() -> Self {
+        Batch {
+            header: Header {
+                base_offset: 0,
+                last_offset_delta: 0,
+                partition_leader_epoch: 0,
+                magic: 2,
+                attributes: 0,
+                compression: Compression::None,
+                timestamp_type: TimestampType::CreateTime,
+                base_timestamp: 0,
+                max_timestamp: 0,
+                producer_id: -1,
+                producer_epoch: -1,
+                base_sequence: -1,
+                record_count: 0,
+                position: 0,
+                size: 0,
+            },
+            layout: Layout::V2,
+            body: Body::Borrowed(&[], None),
+        }
+    }
+
     /// First offset of the batch.
     pub fn base_offset(&self) -> i64 {
         self.header.base_offset

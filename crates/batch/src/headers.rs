@@ -106,6 +106,14 @@ impl<'r> Headers<'r> {
         &mut self.inline
     }
 
+    /// Drops the heap index of the record these headers belonged to before.
+    #[inline(always)]
+    pub(crate) fn forget_spilled_index(&mut self) {
+        if self.spilled.get().is_some() {
+            self.spilled = OnceCell::new();
+        }
+    }
+
     #[inline(always)]
     pub(crate) fn set_section(&mut self, record: &'r [u8], start: u32, count: u32) {
         self.record = record;

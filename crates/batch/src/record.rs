@@ -92,6 +92,13 @@ impl<'r> Record<'r> {
         }
     }
 
+    /// Drops a spilled header index left from the record this one was before (records
+    /// filled in place by [`Records::next_ref`] reuse one `Record`).
+    #[inline(always)]
+    pub(crate) fn forget_spilled_index(&mut self) {
+        self.headers.forget_spilled_index();
+    }
+
     /// The header index, for the record iterator to fill in place.
     #[inline(always)]
     pub(crate) fn inline_index_mut(&mut self) -> &mut crate::headers::InlineIndex {
@@ -173,24 +180,89 @@ enum Inner<'b> {
 /// The data records of a batch, in order. Each record is checked as it is yielded; after
 /// the last one the iterator checks the batch held exactly its declared count. It stops
 /// after the first error.
+///
+/// Two ways to read it: as an [`Iterator`] of owned [`Record`] views, or with
+/// [`Records::next_ref`], which fills one record in place and lends it out. The second is the
+/// hot path: a `Record` is 128 bytes, and returning one by value through
+/// `Option<Result<..>>` costs two copies and a store-forwarding stall per record, about a
+/// third of the decode time of a small uncompressed record.
+///
+/// ```
+/// # use krec_batch::{BatchWalk, DecodeConfig};
+/// # fn sum(input: &[u8]) -> Result<usize, krec_batch::Error> {
+/// let config = DecodeConfig::default();
+/// let mut bytes = 0;
+/// for batch in BatchWalk::new(input, &config) {
+///     let batch = batch?;
+///     let mut records = batch.records();
+///     while let Some(record) = records.next_ref() {
+///         let record = record?;
+///         bytes += record.value().map_or(0, <[u8]>::len);
+///     }
+/// }
+/// # Ok(bytes)
+/// # }
+/// ```
 pub struct Records<'b> {
     inner: Inner<'b>,
+    /// The record [`Records::next_ref`] fills in place.
+    current: Record<'b>,
+    /// Records below this offset are checked but not yielded ([`Records::from_offset`]).
+    from: i64,
 }
 
 impl<'b> Records<'b> {
     pub(crate) fn empty() -> Self {
         Records {
             inner: Inner::Empty,
+            current: Record::empty(TimestampType::CreateTime, None),
+            from: i64::MIN,
         }
     }
     pub(crate) fn v2(records: V2Records<'b>) -> Self {
         Records {
+            current: records.empty_record(),
             inner: Inner::V2(records),
+            from: i64::MIN,
         }
     }
     pub(crate) fn legacy(records: LegacyRecords<'b>) -> Self {
         Records {
             inner: Inner::Legacy(records),
+            current: Record::empty(TimestampType::CreateTime, None),
+            from: i64::MIN,
+        }
+    }
+
+    /// Yields only the records at or after `offset`; those before it are still checked (an
+    /// error in them is still reported). A fetch from an offset inside a batch gets the whole
+    /// batch from the broker, and the records before the fetch offset must not be delivered.
+    pub fn from_offset(mut self, offset: i64) -> Self {
+        self.from = offset;
+        self
+    }
+
+    /// The next data record, filled in place and lent until the next call; `None` after the
+    /// last record or the first error. Yields exactly what the [`Iterator`] would, without
+    /// moving a `Record` per step.
+    #[inline]
+    pub fn next_ref(&mut self) -> Option<Result<&Record<'b>, Error>> {
+        loop {
+            match &mut self.inner {
+                Inner::Empty => return None,
+                Inner::V2(r) => {
+                    if let Err(e) = r.fill_next(&mut self.current)? {
+                        return Some(Err(e));
+                    }
+                }
+                Inner::Legacy(r) => match r.next()? {
+                    Ok(record) => self.current = record,
+                    Err(e) => return Some(Err(e)),
+                },
+            }
+            if self.current.offset >= self.from {
+                return Some(Ok(&self.current));
+            }
         }
     }
 }
@@ -200,10 +272,16 @@ impl<'b> Iterator for Records<'b> {
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
-        match &mut self.inner {
-            Inner::Empty => None,
-            Inner::V2(r) => r.next_record(),
-            Inner::Legacy(r) => r.next(),
+        loop {
+            let record = match &mut self.inner {
+                Inner::Empty => None,
+                Inner::V2(r) => r.next_record(),
+                Inner::Legacy(r) => r.next(),
+            };
+            match record {
+                Some(Ok(record)) if record.offset < self.from => continue,
+                other => return other,
+            }
         }
     }
 

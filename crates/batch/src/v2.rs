@@ -40,6 +40,22 @@ pub(crate) fn parse<'a>(
     config: &DecodeConfig,
     shared: Option<&'a Bytes>,
 ) -> Result<Batch<'a>, Error> {
+    let mut batch = Batch::placeholder();
+    parse_into(bytes, position, config, shared, &mut batch)?;
+    Ok(batch)
+}
+
+/// [`parse`], writing the batch field by field into `batch` (whose old body is dropped first,
+/// so its pooled buffer is the one reused). Building it in place saves moving a 128-byte
+/// value out through `Result` and `Option`, whose copy stalls on store forwarding.
+#[inline]
+pub(crate) fn parse_into<'a>(
+    bytes: &'a [u8],
+    position: usize,
+    config: &DecodeConfig,
+    shared: Option<&'a Bytes>,
+    batch: &mut Batch<'a>,
+) -> Result<(), Error> {
     let base_offset = be_i64(bytes, 0);
     if bytes.len() < HEADER_SIZE {
         return Err(Error::BatchTooSmall {
@@ -97,7 +113,7 @@ pub(crate) fn parse<'a>(
             limit: config.max_records_per_batch as u64,
         });
     }
-    let header = Header {
+    batch.header = Header {
         base_offset,
         last_offset_delta,
         partition_leader_epoch: be_i32(bytes, 12),
@@ -121,17 +137,20 @@ pub(crate) fn parse<'a>(
     let payload = &bytes[HEADER_SIZE..];
     // The log cleaner writes empty batches with no payload whatever the codec; there is
     // nothing to decompress.
-    let body = if compression == Compression::None || (count == 0 && payload.is_empty()) {
-        Body::Borrowed(payload, shared)
+    // Each branch writes the body straight into the batch: a `Body` built first and then
+    // moved in is copied with wide loads over narrow stores, which stall.
+    if compression == Compression::None || (count == 0 && payload.is_empty()) {
+        batch.body = Body::Borrowed(payload, shared);
     } else if let Some(content) = codec::stored_in_place(compression, payload, config) {
         // Records stay slices of the input, so shared-input zero copy holds here too.
-        Body::Borrowed(content, shared)
+        batch.body = Body::Borrowed(content, shared);
     } else {
-        let buf = codec::decompress(compression, payload, config.max_decompressed_bytes, 2)
+        // Into the buffer the batch before used, if it had one: no pool round trip.
+        let buf = batch.body.pooled_mut();
+        codec::decompress_into(compression, payload, config.max_decompressed_bytes, 2, buf)
             .map_err(|e| e.into_error(position, base_offset, compression, config))?;
-        Body::Pooled(buf)
-    };
-    let room = body.bytes().len() / MIN_RECORD_SIZE;
+    }
+    let room = batch.body.bytes().len() / MIN_RECORD_SIZE;
     if count as usize > room {
         return Err(Error::TooManyRecords {
             position,
@@ -140,11 +159,8 @@ pub(crate) fn parse<'a>(
             limit: room as u64,
         });
     }
-    Ok(Batch {
-        header,
-        layout: Layout::V2,
-        body,
-    })
+    batch.layout = Layout::V2;
+    Ok(())
 }
 
 /// Iterates the v2 records of a batch, checking each as it is yielded.
@@ -521,11 +537,26 @@ impl<'b> V2Records<'b> {
         Some(Ok((index, raw)))
     }
 
-    /// The next data record. The record is built where it is returned and the header
-    /// index written straight into it, so nothing large is copied per record.
+    /// A record to fill with [`V2Records::fill_next`].
+    pub(crate) fn empty_record(&self) -> Record<'b> {
+        Record::empty(self.header.timestamp_type, self.shared)
+    }
+
+    /// The next data record, as a new value.
     #[inline]
     pub(crate) fn next_record(&mut self) -> Option<Result<Record<'b>, Error>> {
-        let mut record = Record::empty(self.header.timestamp_type, self.shared);
+        let mut record = self.empty_record();
+        match self.fill_next(&mut record)? {
+            Ok(()) => Some(Ok(record)),
+            Err(e) => Some(Err(e)),
+        }
+    }
+
+    /// Reads the next data record into `record` (made by [`V2Records::empty_record`]), the
+    /// header index written straight into it.
+    #[inline(always)]
+    pub(crate) fn fill_next(&mut self, record: &mut Record<'b>) -> Option<Result<(), Error>> {
+        record.forget_spilled_index();
         let (_, raw) = match self.next_raw(record.inline_index_mut())? {
             Ok(r) => r,
             Err(e) => return Some(Err(e)),
@@ -544,7 +575,7 @@ impl<'b> V2Records<'b> {
             raw.headers_start,
             raw.header_count,
         );
-        Some(Ok(record))
+        Some(Ok(()))
     }
 }
 

@@ -35,6 +35,9 @@ pub enum WalkEnd {
 ///
 /// Yields one [`Batch`] per v2 batch or top-level legacy message. After an error the walk
 /// stops (the next batch boundary cannot be trusted) and [`BatchWalk::end`] stays `None`.
+///
+/// Two ways to read it: as an [`Iterator`] of owned batches, or with [`BatchWalk::next_ref`],
+/// which parses each batch in place and lends it out; the second is the hot path (see there).
 pub struct BatchWalk<'a> {
     input: &'a [u8],
     shared: Option<&'a Bytes>,
@@ -42,6 +45,8 @@ pub struct BatchWalk<'a> {
     position: usize,
     end: Option<WalkEnd>,
     failed: bool,
+    /// The batch [`BatchWalk::next_ref`] fills in place.
+    current: Batch<'a>,
 }
 
 impl<'a> BatchWalk<'a> {
@@ -54,6 +59,7 @@ impl<'a> BatchWalk<'a> {
             position: 0,
             end: None,
             failed: false,
+            current: Batch::placeholder(),
         }
     }
 
@@ -95,7 +101,58 @@ impl<'a> BatchWalk<'a> {
         }
     }
 
-    fn next_batch(&mut self) -> Option<Result<Batch<'a>, Error>> {
+    /// The next batch, parsed in place and lent until the next call; `None` at the end (see
+    /// [`BatchWalk::end`]) or after the first error. Yields exactly what the [`Iterator`]
+    /// would. A `Batch` is 128 bytes: handing one out by value through `Option<Result<..>>`
+    /// copies it twice and stalls on store forwarding, which on one-record batches cost about
+    /// a fifth of the decode time.
+    ///
+    /// ```
+    /// # use krec_batch::{BatchWalk, DecodeConfig};
+    /// # fn count(input: &[u8]) -> Result<u64, krec_batch::Error> {
+    /// let config = DecodeConfig::default();
+    /// let mut walk = BatchWalk::new(input, &config);
+    /// let mut records = 0;
+    /// while let Some(batch) = walk.next_ref() {
+    ///     records += u64::from(batch?.record_count());
+    /// }
+    /// walk.end_of_file()?;
+    /// # Ok(records)
+    /// # }
+    /// ```
+    #[inline]
+    pub fn next_ref(&mut self) -> Option<Result<&Batch<'a>, Error>> {
+        if self.failed || self.end.is_some() {
+            return None;
+        }
+        let result = match self.frame()? {
+            Ok(bytes) => {
+                let (position, shared) = (self.position, self.shared);
+                match bytes[MAGIC_AT] {
+                    2 => v2::parse_into(bytes, position, self.config, shared, &mut self.current),
+                    _ => legacy::parse(bytes, position, self.config, shared)
+                        .map(|batch| self.current = batch),
+                }
+                .map(|()| bytes.len())
+            }
+            Err(e) => Err(e),
+        };
+        match result {
+            Ok(size) => {
+                self.position += size;
+                Some(Ok(&self.current))
+            }
+            Err(e) => {
+                self.failed = true;
+                Some(Err(e))
+            }
+        }
+    }
+
+    /// The bytes of the next whole batch, checked for length and magic; `None` (with
+    /// [`BatchWalk::end`] set) when the input ends at or inside it.
+    #[inline(always)]
+    fn frame(&mut self) -> Option<Result<&'a [u8], Error>> {
         let position = self.position;
         let rest = &self.input[position..];
         if rest.is_empty() {
@@ -139,18 +196,28 @@ impl<'a> BatchWalk<'a> {
             return None;
         }
         let bytes = &rest[..size];
-        let shared = self.shared;
-        let result = match bytes[MAGIC_AT] as i8 {
-            2 => v2::parse(bytes, position, self.config, shared),
-            0 | 1 => legacy::parse(bytes, position, self.config, shared),
-            magic => Err(Error::UnsupportedMagic {
+        match bytes[MAGIC_AT] as i8 {
+            0..=2 => Some(Ok(bytes)),
+            magic => Some(Err(Error::UnsupportedMagic {
                 position,
                 offset,
                 magic,
-            }),
+            })),
+        }
+    }
+
+    fn next_batch(&mut self) -> Option<Result<Batch<'a>, Error>> {
+        let bytes = match self.frame()? {
+            Ok(bytes) => bytes,
+            Err(e) => return Some(Err(e)),
+        };
+        let (position, shared) = (self.position, self.shared);
+        let result = match bytes[MAGIC_AT] {
+            2 => v2::parse(bytes, position, self.config, shared),
+            _ => legacy::parse(bytes, position, self.config, shared),
         };
         if result.is_ok() {
-            self.position = position + size;
+            self.position = position + bytes.len();
         }
         Some(result)
     }

@@ -70,6 +70,19 @@ pub(crate) fn decompress(
     magic: u8,
 ) -> Result<PooledBuf, CodecError> {
     let mut out = PooledBuf::take();
+    decompress_into(codec, payload, limit, magic, &mut out)?;
+    Ok(out)
+}
+
+/// [`decompress`] into `out`, which is cleared first: the v2 walk reuses the buffer of the
+/// batch before rather than returning it to the pool and taking it back.
+pub(crate) fn decompress_into(
+    codec: Compression,
+    payload: &[u8],
+    limit: usize,
+    magic: u8,
+    out: &mut PooledBuf,
+) -> Result<(), CodecError> {
     out.clear();
     match codec {
         Compression::None => {
@@ -79,12 +92,12 @@ pub(crate) fn decompress(
             out.writable(payload.len())[..payload.len()].copy_from_slice(payload);
             out.commit(payload.len());
         }
-        Compression::Gzip => gzip::decompress(payload, &mut out, limit)?,
-        Compression::Snappy => snappy::decompress(payload, &mut out, limit)?,
-        Compression::Lz4 => lz4::decompress(payload, &mut out, limit, magic)?,
-        Compression::Zstd => zstd::decompress(payload, &mut out, limit)?,
+        Compression::Gzip => gzip::decompress(payload, out, limit)?,
+        Compression::Snappy => snappy::decompress(payload, out, limit)?,
+        Compression::Lz4 => lz4::decompress(payload, out, limit, magic)?,
+        Compression::Zstd => zstd::decompress(payload, out, limit)?,
     }
-    Ok(out)
+    Ok(())
 }
 
 /// How much to ask the buffer for next: double what we have, at least 64 KiB, never more
