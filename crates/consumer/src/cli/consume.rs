@@ -456,7 +456,8 @@ fn write_chunk<W: Write>(
             }
             continue;
         }
-        for record in batch.records() {
+        let mut records = batch.records_in_place();
+        while let Some(record) = records.next_ref() {
             let record = record?;
             if let Some(limit) = limit {
                 let slot = progress.claimed.fetch_add(1, Ordering::Relaxed);
@@ -469,7 +470,7 @@ fn write_chunk<W: Write>(
                 }
             }
             writer
-                .write_record(&context, &record)
+                .write_record(&context, record)
                 .map_err(output_error)?;
             last_written = Some(record.offset());
             written += 1;

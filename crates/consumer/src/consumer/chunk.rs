@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use krec_batch::{Batch, BatchWalk, ControlKind, ControlRecord, DecodeConfig, Record, WalkEnd};
+use krec_batch::{
+    Batch, BatchWalk, ControlKind, ControlRecord, DecodeConfig, Record, Records, WalkEnd,
+};
 use tokio::sync::OwnedSemaphorePermit;
 
 use super::cursor::ChunkData;
@@ -239,11 +241,23 @@ impl<'a> ChunkBatch<'a> {
     /// starts inside a batch gets the whole batch from the broker).
     pub fn records(&self) -> impl Iterator<Item = Result<Record<'_>, Error>> + '_ {
         let first = self.chunk.data.fetch_offset;
-        self.batch.records().filter_map(move |record| match record {
-            Ok(record) if record.offset() < first => None,
-            Ok(record) => Some(Ok(record)),
-            Err(source) => Some(Err(self.chunk.decode_error(source))),
-        })
+        self.batch
+            .records()
+            .from_offset(first)
+            .map(move |record| record.map_err(|source| self.chunk.decode_error(source)))
+    }
+
+    /// The same records, each filled in place and lent until the next call to
+    /// [`ChunkRecords::next_ref`]: the fast way to read them (see
+    /// [`krec_batch::Records::next_ref`]).
+    pub fn records_in_place(&self) -> ChunkRecords<'_> {
+        ChunkRecords {
+            chunk: self.chunk,
+            records: self
+                .batch
+                .records()
+                .from_offset(self.chunk.data.fetch_offset),
+        }
     }
 
     /// The control records (transaction markers) at or after the fetch offset.
@@ -256,6 +270,24 @@ impl<'a> ChunkBatch<'a> {
                 Ok(control) => Some(Ok(control)),
                 Err(source) => Some(Err(self.chunk.decode_error(source))),
             })
+    }
+}
+
+/// The data records of one [`ChunkBatch`], read in place.
+pub struct ChunkRecords<'a> {
+    chunk: &'a PartitionChunk,
+    records: Records<'a>,
+}
+
+impl<'a> ChunkRecords<'a> {
+    /// The next record to deliver, lent until the next call; `None` after the last one or the
+    /// first error.
+    #[inline]
+    pub fn next_ref(&mut self) -> Option<Result<&Record<'a>, Error>> {
+        match self.records.next_ref()? {
+            Ok(record) => Some(Ok(record)),
+            Err(source) => Some(Err(self.chunk.decode_error(source))),
+        }
     }
 }
 
