@@ -335,6 +335,34 @@ impl Error {
         }
     }
 
+    /// The same error for a walk over a window of a larger input that begins at byte `start`
+    /// of it (a file decoded run by run): its position becomes the larger input's. Every other
+    /// field is already relative to the batch, or to the end of the input.
+    pub fn with_input_start(mut self, start: usize) -> Error {
+        let position = match &mut self {
+            Error::Truncated { position, .. }
+            | Error::BatchTooSmall { position, .. }
+            | Error::BatchTooLarge { position, .. }
+            | Error::UnsupportedMagic { position, .. }
+            | Error::ChecksumMismatch { position, .. }
+            | Error::UnknownCompression { position, .. }
+            | Error::InvalidBatchField { position, .. }
+            | Error::TooManyRecords { position, .. }
+            | Error::DecompressedTooLarge { position, .. }
+            | Error::Decompression { position, .. }
+            | Error::RecordTruncated { position, .. }
+            | Error::BadVarint { position, .. }
+            | Error::InvalidLength { position, .. }
+            | Error::RecordLengthMismatch { position, .. }
+            | Error::RecordCountMismatch { position, .. }
+            | Error::OffsetOutOfOrder { position, .. }
+            | Error::InvalidControlRecord { position, .. }
+            | Error::InvalidLegacyMessage { position, .. } => position,
+        };
+        *position = position.saturating_add(start);
+        self
+    }
+
     /// Index of the record inside its batch, when the error is about one record.
     pub fn record_index(&self) -> Option<u32> {
         match self {
@@ -347,5 +375,35 @@ impl Error {
             Error::InvalidLegacyMessage { record, .. } => *record,
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Error;
+
+    #[test]
+    fn with_input_start_moves_only_the_position() {
+        let error = Error::Truncated {
+            position: 40,
+            offset: Some(7),
+            available: 20,
+            needed: Some(90),
+        };
+        let moved = error.with_input_start(1000);
+        assert_eq!(moved.position(), Some(1040));
+        assert_eq!(moved.offset(), Some(7));
+        assert_eq!(
+            moved.to_string(),
+            "truncated batch at byte 1040 (base offset Some(7)): 20 bytes present, Some(90) needed"
+        );
+        let far = Error::BatchTooSmall {
+            position: 5,
+            offset: -1,
+            length: -1,
+            minimum: 14,
+        }
+        .with_input_start(usize::MAX);
+        assert_eq!(far.position(), Some(usize::MAX), "saturates, never panics");
     }
 }
