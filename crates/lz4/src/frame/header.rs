@@ -1,6 +1,6 @@
 //! The frame header: magic number and frame descriptor.
 
-use super::checksum::header_checksum_byte;
+use super::checksum::{header_checksum_byte, TWO_BYTE_DESCRIPTOR_CHECKSUMS};
 use super::{BlockMode, BlockSize, EncodeOptions, HeaderChecksum, MAGIC};
 use crate::Error;
 
@@ -139,7 +139,12 @@ pub(crate) fn parse_header(input: &[u8], checksum: HeaderChecksum) -> Result<Fra
 
     need(input, position, 1, "header checksum")?;
     let stored = input[position];
-    let standard = header_checksum_byte(&input[FLG_POSITION..position]);
+    let standard = if position == BD_POSITION + 1 {
+        // BD's reserved bits were checked above, so it is just the block-size code.
+        TWO_BYTE_DESCRIPTOR_CHECKSUMS[flg as usize][code as usize]
+    } else {
+        header_checksum_byte(&input[FLG_POSITION..position])
+    };
     let accepted = match checksum {
         HeaderChecksum::Standard => stored == standard,
         HeaderChecksum::KafkaLegacy => {
