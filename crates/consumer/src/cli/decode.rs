@@ -6,14 +6,21 @@
 //! stops everything: the records before it are flushed, then one line on stderr
 //! names file, byte position and offset, and the exit code is 1.
 //!
-//! With `--threads 1` a file is read whole, then decoded. With `--threads N` (default:
-//! one per core) it is read in runs of whole batches while N threads decode the runs, and
-//! written in input order, byte for byte what one thread writes (see [`parallel`]).
+//! Every input, a file or standard input, is read in runs of whole batches (`--run-bytes`,
+//! see [`runs`]) into reused buffers, so memory is bounded by the run size whatever the input
+//! size. With `--threads 1` the runs are decoded on the calling thread as they are read
+//! ([`stream`]); with `--threads N` (default: one per core) N threads decode them while the
+//! next are read, and the output is written in input order, byte for byte what one thread
+//! writes ([`parallel`]). Either way output and errors are those of one walk over the whole
+//! input ([`decode_bytes`]).
 
 mod parallel;
+mod runs;
+mod stream;
 
+use parallel::decode_reader_parallel;
 pub use parallel::{decode_bytes_parallel, Parallelism, DEFAULT_RUN_BYTES};
-use parallel::{decode_reader_parallel, report_failed_run_in, ReaderFailure};
+use runs::{RunLimits, RunReadError, RunReader};
 
 use std::io::{self, Read, Write};
 use std::num::NonZeroUsize;
@@ -52,7 +59,9 @@ pub struct DecodeArgs {
     #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "64M")]
     pub max_decompressed_bytes: u64,
 
-    /// Largest file read into memory, in bytes (suffixes K, M, G).
+    /// Largest input accepted, in bytes (suffixes K, M, G). A larger file is refused before
+    /// it is read; standard input (or a file growing while read) on reaching it, after the
+    /// records of the runs before. Memory is bounded by --run-bytes, not by this.
     #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value_t = DEFAULT_MAX_FILE_BYTES)]
     pub max_file_bytes: u64,
 
@@ -68,8 +77,9 @@ pub struct DecodeArgs {
     #[arg(long, value_name = "N")]
     pub threads: Option<NonZeroUsize>,
 
-    /// With several threads: input bytes per unit of work handed to a thread (whole batches,
-    /// so a unit can be larger). Smaller means less memory, more hand-overs.
+    /// Input bytes read and decoded at a time (whole batches, so a run can be larger, up to
+    /// one batch of --max-batch-bytes); with several threads, the unit handed to a thread.
+    /// Smaller means less memory, more reads and hand-overs.
     #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "1M")]
     pub run_bytes: u64,
 }
@@ -169,39 +179,18 @@ fn is_broken_pipe(error: &Error) -> bool {
     matches!(error, Error::Io { source, .. } if source.kind() == io::ErrorKind::BrokenPipe)
 }
 
-/// A file to decode and the most of it read into memory.
+/// A file to decode and the most of it accepted.
 #[derive(Clone, Copy)]
 struct FileSource<'a> {
     path: &'a Path,
     max_bytes: u64,
 }
 
-/// Reads one file (or stdin for `-`) and writes its records.
+/// Reads one file (or stdin for `-`) run by run and writes its records.
 fn decode_file<W: Write>(
     source: FileSource<'_>,
     config: &DecodeConfig,
     context: &ContextFromPath,
-    format: &FormatArgs,
-    parallelism: Parallelism,
-    out: &mut W,
-) -> Result<DecodeSummary, Error> {
-    let path = source.path;
-    let context = context.as_context();
-    if parallelism.threads.get() > 1 && path != Path::new("-") {
-        return decode_file_streaming(source, config, &context, format, parallelism, out);
-    }
-    let data = read_input(path, source.max_bytes)?;
-    decode_bytes_parallel(&data, config, &context, format, parallelism, out)
-        .map_err(|failure| file_error(path, failure))
-}
-
-/// With several threads: the file is read run by run while the threads decode, so reading
-/// is not a serial step before decoding. If a run is malformed, the file is read again
-/// whole to report it exactly as one thread would.
-fn decode_file_streaming<W: Write>(
-    source: FileSource<'_>,
-    config: &DecodeConfig,
-    context: &RecordContext<'_>,
     format: &FormatArgs,
     parallelism: Parallelism,
     out: &mut W,
@@ -212,37 +201,63 @@ fn decode_file_streaming<W: Write>(
         context: format!("reading {shown}"),
         source,
     };
-    let file = std::fs::File::open(path).map_err(io_error)?;
-    let size = file.metadata().map_err(io_error)?.len();
-    if size > source.max_bytes {
-        return Err(Error::InputTooLarge {
-            file: shown,
-            size,
-            limit: source.max_bytes,
-        });
-    }
-    // Like `read_input`: one byte past the limit tells a file that grew past it.
-    let mut reader =
-        io::BufReader::with_capacity(256 << 10, file).take(source.max_bytes.saturating_add(1));
-    let result = decode_reader_parallel(&mut reader, config, context, format, parallelism, out);
-    let read = source.max_bytes.saturating_add(1) - reader.limit();
-    if read > source.max_bytes {
-        return Err(Error::InputTooLarge {
+    let limits = RunLimits {
+        run_bytes: parallelism.run_bytes,
+        max_entry_bytes: config.max_batch_bytes,
+        max_input_bytes: source.max_bytes,
+    };
+    let context = context.as_context();
+    let result = if path == Path::new("-") {
+        let mut runs = RunReader::new(io::stdin().lock(), limits);
+        decode_runs(&mut runs, config, &context, format, parallelism, out)
+    } else {
+        let file = std::fs::File::open(path).map_err(io_error)?;
+        let size = file.metadata().map_err(io_error)?.len();
+        if size > source.max_bytes {
+            return Err(Error::InputTooLarge {
+                file: shown,
+                size,
+                limit: source.max_bytes,
+            });
+        }
+        let mut runs = RunReader::new(file, limits);
+        decode_runs(&mut runs, config, &context, format, parallelism, out)
+    };
+    match result {
+        Ok(summary) => Ok(summary),
+        Err(ReaderFailure::Read(RunReadError::Io(source))) => Err(io_error(source)),
+        Err(ReaderFailure::Read(RunReadError::OverLimit { read })) => Err(Error::InputTooLarge {
             file: shown,
             size: read,
             limit: source.max_bytes,
-        });
-    }
-    match result {
-        Ok(summary) => Ok(summary),
-        Err(ReaderFailure::Read(source)) => Err(io_error(source)),
+        }),
         Err(ReaderFailure::Decode(failure)) => Err(file_error(path, failure)),
-        Err(ReaderFailure::FailedRun(run)) => {
-            let data = read_input(path, source.max_bytes)?;
-            let failure = report_failed_run_in(&data, run, config, context, format, out);
-            Err(file_error(path, failure))
-        }
     }
+}
+
+/// Decodes the runs on this thread, or on `parallelism.threads` threads.
+fn decode_runs<R: Read, W: Write>(
+    runs: &mut RunReader<R>,
+    config: &DecodeConfig,
+    context: &RecordContext<'_>,
+    format: &FormatArgs,
+    parallelism: Parallelism,
+    out: &mut W,
+) -> Result<DecodeSummary, ReaderFailure> {
+    if parallelism.threads.get() == 1 {
+        stream::decode_runs(runs, config, context, format, out)
+    } else {
+        decode_reader_parallel(runs, config, context, format, parallelism.threads, out)
+    }
+}
+
+/// Why decoding an input read run by run stopped.
+#[derive(Debug)]
+enum ReaderFailure {
+    /// Reading the input failed, or it is over its limit.
+    Read(RunReadError),
+    /// Decoding or writing failed; positions are the input's.
+    Decode(DecodeFailure),
 }
 
 fn file_error(path: &Path, failure: DecodeFailure) -> Error {
@@ -272,6 +287,20 @@ pub enum DecodeFailure {
     },
     /// Writing the output failed.
     Output(io::Error),
+}
+
+impl DecodeFailure {
+    /// The same failure of a walk over a run that begins at byte `start` of the input, with
+    /// the input's positions.
+    fn with_input_start(self, start: usize) -> DecodeFailure {
+        match self {
+            DecodeFailure::Input { error, position } => DecodeFailure::Input {
+                error: error.with_input_start(start),
+                position: position.saturating_add(start),
+            },
+            output => output,
+        }
+    }
 }
 
 /// Decodes one whole segment image: every complete batch, records in order. A
@@ -333,49 +362,6 @@ fn input_failure(error: krec_batch::Error, fallback_position: usize) -> DecodeFa
         position: error.position().unwrap_or(fallback_position),
         error,
     }
-}
-
-/// Reads a file (or stdin for `-`) whole, refusing more than `max_bytes`.
-fn read_input(path: &Path, max_bytes: u64) -> Result<Vec<u8>, Error> {
-    let shown = path.display().to_string();
-    let io_error = |source| Error::Io {
-        context: format!("reading {shown}"),
-        source,
-    };
-    let mut data = Vec::new();
-    // One byte past the limit tells "exactly at the limit" from "over it",
-    // also for stdin and files that grow while being read.
-    let read_limit = max_bytes.saturating_add(1);
-    if path == Path::new("-") {
-        io::stdin()
-            .lock()
-            .take(read_limit)
-            .read_to_end(&mut data)
-            .map_err(io_error)?;
-    } else {
-        let file = std::fs::File::open(path).map_err(io_error)?;
-        let size = file.metadata().map_err(io_error)?.len();
-        if size > max_bytes {
-            return Err(Error::InputTooLarge {
-                file: shown,
-                size,
-                limit: max_bytes,
-            });
-        }
-        data.reserve_exact(usize::try_from(size).unwrap_or(0));
-        file.take(read_limit)
-            .read_to_end(&mut data)
-            .map_err(io_error)?;
-    }
-    let size = data.len() as u64;
-    if size > max_bytes {
-        return Err(Error::InputTooLarge {
-            file: shown,
-            size,
-            limit: max_bytes,
-        });
-    }
-    Ok(data)
 }
 
 /// Topic and partition for a file: given on the command line, else parsed from

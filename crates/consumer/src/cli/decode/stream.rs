@@ -1,0 +1,50 @@
+//! `krec decode --threads 1`: the input read run by run into one reused buffer and decoded on
+//! the calling thread, so memory is bounded by the run size (plus one entry larger than a run),
+//! whatever the size of the file, and standard input streams as a file does.
+
+use std::io::{Read, Write};
+
+use krec_batch::{BatchWalk, DecodeConfig};
+
+use super::runs::RunReader;
+use super::{decode_walk, DecodeFailure, DecodeSummary, ReaderFailure};
+use crate::format::{FormatArgs, RecordContext};
+
+/// Decodes every run `runs` reads, in order, writing records to `out` as
+/// [`decode_bytes`](super::decode_bytes) does for the whole input: the same output, and an
+/// error at the same byte position of the input.
+pub(super) fn decode_runs<R: Read, W: Write>(
+    runs: &mut RunReader<R>,
+    config: &DecodeConfig,
+    context: &RecordContext<'_>,
+    format: &FormatArgs,
+    out: &mut W,
+) -> Result<DecodeSummary, ReaderFailure> {
+    let mut writer = format.writer(out).map_err(|error| {
+        ReaderFailure::Decode(DecodeFailure::Output(std::io::Error::other(error)))
+    })?;
+    let mut summary = DecodeSummary::default();
+    let mut buffer = Vec::new();
+    let result = loop {
+        let run = match runs.next_run(buffer) {
+            Ok(Some(run)) => run,
+            Ok(None) => break Ok(()),
+            Err(error) => break Err(ReaderFailure::Read(error)),
+        };
+        // A run starts on an entry boundary and holds whole entries, but for a cut or refused
+        // one that ends the input: its walk meets what a walk of the whole input would.
+        let walk = BatchWalk::new(&run.bytes, config);
+        match decode_walk(walk, context, &mut writer) {
+            Ok(run_summary) => summary.add(run_summary),
+            Err(failure) => {
+                break Err(ReaderFailure::Decode(failure.with_input_start(run.start)));
+            }
+        }
+        buffer = run.bytes;
+    };
+    // The records before a failure are written before it is reported.
+    writer
+        .flush()
+        .map_err(|error| ReaderFailure::Decode(DecodeFailure::Output(error)))?;
+    result.map(|()| summary)
+}
