@@ -2,8 +2,8 @@
 //!
 //! The record iterator must parse every header anyway to check that a record uses exactly its
 //! declared length, so that same pass writes each header's key and value span into an inline
-//! index (16-bit positions, 16 headers, 128 bytes, no heap). Lookups only read the index and
-//! never re-scan the record. Records with more than 16 headers, or a headers section of 64 KiB
+//! index (16-bit positions, 9 headers, 36 bytes, no heap). Lookups only read the index and
+//! never re-scan the record. Records with more than 9 headers, or a headers section of 64 KiB
 //! or more, get a 32-bit index built on the heap on first use instead.
 
 use std::cell::OnceCell;
@@ -11,8 +11,12 @@ use std::cell::OnceCell;
 use crate::v2::walk_headers;
 use crate::varint::read_varint;
 
-/// Headers indexed inline; beyond this the index spills to the heap.
-pub(crate) const INLINE_HEADERS: usize = 10;
+/// Headers indexed inline; beyond this the index spills to the heap. Nine keep a [`Record`]
+/// (which carries the index) within 128 bytes, so moving one by value is a few register
+/// stores rather than a `memcpy` call.
+///
+/// [`Record`]: crate::Record
+pub(crate) const INLINE_HEADERS: usize = 9;
 /// Headers sections this long or longer use the wide index (16-bit positions would not do).
 pub(crate) const MAX_INLINE_SECTION: usize = u16::MAX as usize;
 
@@ -61,12 +65,12 @@ impl<'r> Header<'r> {
 /// The record iterator already checked the bytes, so lookups cannot fail.
 #[derive(Clone)]
 pub struct Headers<'r> {
-    /// The whole record body; the headers section starts at `start`.
-    record: &'r [u8],
-    start: u32,
+    /// The headers section (after the header count).
+    section: &'r [u8],
     count: u32,
     inline: InlineIndex,
-    spilled: OnceCell<Box<[WideSpan]>>,
+    /// Boxed twice so the cell is one pointer wide: it is rarely used, and a record carries it.
+    spilled: OnceCell<Box<Vec<WideSpan>>>,
 }
 
 /// Whether the inline index covers a section of `len` bytes holding `count` headers.
@@ -76,29 +80,10 @@ pub(crate) fn fits_inline(count: usize, len: usize) -> bool {
 }
 
 impl<'r> Headers<'r> {
-    /// `record[start..]` is the checked headers section (after the header count), holding
-    /// `count` headers; `inline` was filled while checking it (ignored unless [`fits_inline`]).
-    #[inline(always)]
-    pub(crate) fn new(record: &'r [u8], start: u32, count: u32, inline: InlineIndex) -> Self {
-        Headers {
-            record,
-            start,
-            count,
-            inline,
-            spilled: OnceCell::new(),
-        }
-    }
-
-    /// The record body the headers (and the record's key and value) lie in.
-    #[inline(always)]
-    pub(crate) fn record_bytes(&self) -> &'r [u8] {
-        self.record
-    }
-
     /// The headers section.
     #[inline(always)]
     fn section(&self) -> &'r [u8] {
-        self.record.get(self.start as usize..).unwrap_or_default()
+        self.section
     }
 
     #[inline(always)]
@@ -114,21 +99,22 @@ impl<'r> Headers<'r> {
         }
     }
 
+    /// `section` is the checked headers section holding `count` headers; the inline index
+    /// was filled while checking it (and is ignored unless [`fits_inline`]).
     #[inline(always)]
-    pub(crate) fn set_section(&mut self, record: &'r [u8], start: u32, count: u32) {
-        self.record = record;
-        self.start = start;
+    pub(crate) fn set_section(&mut self, section: &'r [u8], count: u32) {
+        self.section = section;
         self.count = count;
     }
 
-    /// No headers, in a record whose key and value lie in `record`.
-    pub(crate) fn none(record: &'r [u8]) -> Self {
-        Headers::new(
-            record,
-            record.len() as u32,
-            0,
-            [Span::default(); INLINE_HEADERS],
-        )
+    /// No headers.
+    pub(crate) fn none() -> Self {
+        Headers {
+            section: &[],
+            count: 0,
+            inline: [Span::default(); INLINE_HEADERS],
+            spilled: OnceCell::new(),
+        }
     }
 
     /// Number of headers, duplicates included.
@@ -163,7 +149,7 @@ impl<'r> Headers<'r> {
         let (inline, spilled): (&[Span], &[WideSpan]) = if fits_inline(count, bytes.len()) {
             (&self.inline[..count], &[])
         } else {
-            (&[], self.spilled.get_or_init(|| spill(bytes, count)))
+            (&[], &self.spilled.get_or_init(|| spill(bytes, count))[..])
         };
         inline
             .iter()
@@ -204,7 +190,7 @@ fn slice(bytes: &[u8], start: usize, len: usize) -> &[u8] {
 
 /// Indexes every header of a checked section too big for the inline index, in one pass.
 #[cold]
-fn spill(bytes: &[u8], count: usize) -> Box<[WideSpan]> {
+fn spill(bytes: &[u8], count: usize) -> Box<Vec<WideSpan>> {
     let base = bytes.as_ptr() as usize;
     let position = |s: &[u8]| (s.as_ptr() as usize - base) as u32;
     // The count is bounded by the section length (each header takes at least two bytes).
@@ -220,7 +206,7 @@ fn spill(bytes: &[u8], count: usize) -> Box<[WideSpan]> {
             value_len: v.map_or(u32::MAX, |v| v.len() as u32),
         });
     });
-    spans.into_boxed_slice()
+    Box::new(spans)
 }
 
 impl std::fmt::Debug for Headers<'_> {

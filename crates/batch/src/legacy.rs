@@ -290,7 +290,6 @@ impl<'b> LegacyRecords<'b> {
                 }));
             }
         };
-        let message = &self.data[self.pos..self.pos + m.size];
         self.pos += m.size;
         self.index += 1;
         let (timestamp, timestamp_type) = match self.header.timestamp_type {
@@ -303,7 +302,6 @@ impl<'b> LegacyRecords<'b> {
             self.offset_base + m.offset,
             timestamp,
             timestamp_type,
-            message,
             m.key,
             m.value,
             self.shared,

@@ -7,42 +7,6 @@ use crate::legacy::LegacyRecords;
 use crate::v2::V2Records;
 use crate::{Error, TimestampType};
 
-/// Where a key or value lies in the record body; `len == u32::MAX` means null. Positions
-/// instead of slices keep [`Record`] within 128 bytes, so moving one is a few register stores.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Part {
-    pub(crate) start: u32,
-    pub(crate) len: u32,
-}
-
-impl Part {
-    pub(crate) const NULL: Part = Part {
-        start: 0,
-        len: u32::MAX,
-    };
-
-    /// The part for `field`, a sub-slice of `record` (or null).
-    #[inline(always)]
-    fn of(record: &[u8], field: Option<&[u8]>) -> Part {
-        match field {
-            None => Part::NULL,
-            Some(f) => Part {
-                start: (f.as_ptr() as usize - record.as_ptr() as usize) as u32,
-                len: f.len() as u32,
-            },
-        }
-    }
-
-    #[inline(always)]
-    pub(crate) fn get(self, record: &[u8]) -> Option<&[u8]> {
-        if self.len == u32::MAX {
-            return None;
-        }
-        // In range by construction; `get` keeps an impossible miss from panicking.
-        record.get(self.start as usize..self.start as usize + self.len as usize)
-    }
-}
-
 /// A borrowed record view. `'r` borrows from the walked input or from the batch's pooled
 /// decompression buffer.
 #[derive(Clone, Debug)]
@@ -50,19 +14,18 @@ pub struct Record<'r> {
     offset: i64,
     timestamp: i64,
     shared: Option<&'r Bytes>,
-    key: Part,
-    value: Part,
+    key: Option<&'r [u8]>,
+    value: Option<&'r [u8]>,
     timestamp_type: TimestampType,
     headers: Headers<'r>,
 }
 
 impl<'r> Record<'r> {
-    /// A record whose key and value are sub-slices of `record` and which has no headers.
+    /// A record with no headers.
     pub(crate) fn without_headers(
         offset: i64,
         timestamp: i64,
         timestamp_type: TimestampType,
-        record: &'r [u8],
         key: Option<&'r [u8]>,
         value: Option<&'r [u8]>,
         shared: Option<&'r Bytes>,
@@ -71,25 +34,17 @@ impl<'r> Record<'r> {
             offset,
             timestamp,
             shared,
-            key: Part::of(record, key),
-            value: Part::of(record, value),
+            key,
+            value,
             timestamp_type,
-            headers: Headers::none(record),
+            headers: Headers::none(),
         }
     }
 
     /// An empty record for the v2 iterator to fill in place.
     #[inline(always)]
     pub(crate) fn empty(timestamp_type: TimestampType, shared: Option<&'r Bytes>) -> Self {
-        Record {
-            offset: 0,
-            timestamp: 0,
-            shared,
-            key: Part::NULL,
-            value: Part::NULL,
-            timestamp_type,
-            headers: Headers::none(&[]),
-        }
+        Record::without_headers(0, 0, timestamp_type, None, None, shared)
     }
 
     /// Drops a spilled header index left from the record this one was before (records
@@ -105,26 +60,23 @@ impl<'r> Record<'r> {
         self.headers.inline_index_mut()
     }
 
-    /// Sets the fields read from the wire (the index was filled in place). `key` and `value`
-    /// lie in `record`, whose headers section starts at `headers_start`.
+    /// Sets the fields read from the wire (the header index was filled in place); the
+    /// checked headers section `headers` holds `header_count` headers.
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn set_fields(
         &mut self,
         offset: i64,
         timestamp: i64,
-        record: &'r [u8],
-        key: Part,
-        value: Part,
-        headers_start: usize,
+        key: Option<&'r [u8]>,
+        value: Option<&'r [u8]>,
+        headers: &'r [u8],
         header_count: u32,
     ) {
         self.offset = offset;
         self.timestamp = timestamp;
         self.key = key;
         self.value = value;
-        self.headers
-            .set_section(record, headers_start as u32, header_count);
+        self.headers.set_section(headers, header_count);
     }
 
     /// Absolute offset.
@@ -141,11 +93,11 @@ impl<'r> Record<'r> {
     }
     /// The key, `None` when null.
     pub fn key(&self) -> Option<&'r [u8]> {
-        self.key.get(self.headers.record_bytes())
+        self.key
     }
     /// The value, `None` when null (a tombstone).
     pub fn value(&self) -> Option<&'r [u8]> {
-        self.value.get(self.headers.record_bytes())
+        self.value
     }
     /// The headers, indexed on first use.
     pub fn headers(&self) -> &Headers<'r> {

@@ -6,7 +6,7 @@ use crate::batch::{attributes, Batch, Body, Header, Layout};
 use crate::codec;
 use crate::error::Field;
 use crate::headers::{fits_inline, InlineIndex, Span};
-use crate::record::{Part, Record};
+use crate::record::Record;
 use crate::varint::{read_varint, read_varlong, VarintError};
 use crate::{Compression, DecodeConfig, Error, TimestampType};
 
@@ -254,38 +254,6 @@ fn bytes_field<'d>(
     Ok(Some(&data[start..*pos]))
 }
 
-/// Like [`bytes_field`], but gives the bytes' place relative to `base` (the record body start),
-/// which is what [`Record`] keeps: no slice is built only to be turned back into positions.
-#[inline(always)]
-fn part_field(data: &[u8], pos: &mut usize, field: Field, base: usize) -> Result<Part, FieldError> {
-    let len = varint(data, pos, field)?;
-    if len < 0 {
-        if len == -1 {
-            return Ok(Part::NULL);
-        }
-        return Err(FieldError::Length {
-            field,
-            length: len as i64,
-        });
-    }
-    let start = *pos;
-    let available = data.len() - start;
-    if len as usize > available {
-        return Err(FieldError::Truncated {
-            field,
-            at: start,
-            needed: len as u64,
-            available,
-        });
-    }
-    *pos = start + len as usize;
-    // Records are at most a batch long, which the walk bounds by an i32 length.
-    Ok(Part {
-        start: (start - base) as u32,
-        len: len as u32,
-    })
-}
-
 /// Walks the headers section starting at `*pos`, calling `each(key, value)` for every header.
 #[inline(always)]
 pub(crate) fn walk_headers<'d>(
@@ -306,14 +274,10 @@ pub(crate) fn walk_headers<'d>(
 pub(crate) struct RawRecord<'d> {
     pub(crate) timestamp_delta: i64,
     pub(crate) offset_delta: i32,
-    /// Where the key lies in `body`.
-    pub(crate) key: Part,
-    /// Where the value lies in `body`.
-    pub(crate) value: Part,
-    /// The record body (after its length), which holds the key, value and headers.
-    pub(crate) body: &'d [u8],
-    /// Where the headers section starts in `body`.
-    pub(crate) headers_start: usize,
+    pub(crate) key: Option<&'d [u8]>,
+    pub(crate) value: Option<&'d [u8]>,
+    /// The headers section (after the header count).
+    pub(crate) headers: &'d [u8],
     pub(crate) header_count: u32,
 }
 
@@ -355,8 +319,8 @@ fn read_record<'d>(
     p += 1; // attributes: unused by every record version so far
     let timestamp_delta = varlong(rec, &mut p, Field::TimestampDelta)?;
     let offset_delta = varint(rec, &mut p, Field::OffsetDelta)?;
-    let key = part_field(rec, &mut p, Field::Key, start)?;
-    let value = part_field(rec, &mut p, Field::Value, start)?;
+    let key = bytes_field(rec, &mut p, Field::Key, true)?;
+    let value = bytes_field(rec, &mut p, Field::Value, true)?;
     let header_count = varint(rec, &mut p, Field::HeaderCount)?;
     // Each header takes at least two bytes, so a larger count cannot fit.
     if header_count < 0 || header_count as usize > (end - p) / 2 {
@@ -395,8 +359,7 @@ fn read_record<'d>(
         offset_delta,
         key,
         value,
-        body: &data[start..end],
-        headers_start: headers_start - start,
+        headers: &data[headers_start..end],
         header_count: header_count as u32,
     })
 }
@@ -404,11 +367,11 @@ fn read_record<'d>(
 impl<'d> RawRecord<'d> {
     /// The key, `None` when null.
     pub(crate) fn key(&self) -> Option<&'d [u8]> {
-        self.key.get(self.body)
+        self.key
     }
     /// The value, `None` when null.
     pub(crate) fn value(&self) -> Option<&'d [u8]> {
-        self.value.get(self.body)
+        self.value
     }
 }
 
@@ -569,10 +532,9 @@ impl<'b> V2Records<'b> {
         record.set_fields(
             header.base_offset + raw.offset_delta as i64,
             timestamp,
-            raw.body,
             raw.key,
             raw.value,
-            raw.headers_start,
+            raw.headers,
             raw.header_count,
         );
         Some(Ok(()))

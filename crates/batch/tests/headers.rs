@@ -108,3 +108,34 @@ fn a_headers_section_past_64_kib_uses_the_wide_index() {
         },
     );
 }
+
+#[test]
+fn every_count_around_the_inline_limit_indexes_every_header() {
+    // The inline index holds a handful of headers; each count from none to well past it must
+    // give every header back, in order, whichever index serves it.
+    for count in 0..24 {
+        let keys: Vec<Vec<u8>> = (0..count).map(|i| format!("k{i}").into_bytes()).collect();
+        let values: Vec<Vec<u8>> = (0..count).map(|i| vec![b'v'; i]).collect();
+        let headers: Vec<(&[u8], Option<&[u8]>)> = keys
+            .iter()
+            .zip(&values)
+            .enumerate()
+            .map(|(i, (k, v))| (k.as_slice(), (i % 3 != 2).then_some(v.as_slice())))
+            .collect();
+        with_headers(&headers, |h| {
+            assert_eq!(h.len(), count, "count {count}");
+            let seen: Vec<(Vec<u8>, Option<Vec<u8>>)> = h
+                .iter()
+                .map(|x| (x.key.to_vec(), x.value.map(<[u8]>::to_vec)))
+                .collect();
+            let expected: Vec<(Vec<u8>, Option<Vec<u8>>)> = headers
+                .iter()
+                .map(|(k, v)| (k.to_vec(), v.map(<[u8]>::to_vec)))
+                .collect();
+            assert_eq!(seen, expected, "count {count}");
+            for (k, v) in &headers {
+                assert_eq!(h.get(k).map(|x| x.value), Some(*v), "count {count}");
+            }
+        });
+    }
+}
