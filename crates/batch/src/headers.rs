@@ -43,6 +43,13 @@ struct WideSpan {
     value_len: u32,
 }
 
+/// The heap index of a record the inline index cannot cover. A box of this (one pointer)
+/// rather than a boxed slice (two) keeps the rarely used cell small in every record.
+#[derive(Clone, Debug)]
+struct SpilledIndex {
+    spans: Vec<WideSpan>,
+}
+
 /// One record header. The key is a non-null byte string (usually UTF-8, but Kafka does not
 /// enforce it); the value may be null.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,8 +76,7 @@ pub struct Headers<'r> {
     section: &'r [u8],
     count: u32,
     inline: InlineIndex,
-    /// Boxed twice so the cell is one pointer wide: it is rarely used, and a record carries it.
-    spilled: OnceCell<Box<Vec<WideSpan>>>,
+    spilled: OnceCell<Box<SpilledIndex>>,
 }
 
 /// Whether the inline index covers a section of `len` bytes holding `count` headers.
@@ -149,7 +155,10 @@ impl<'r> Headers<'r> {
         let (inline, spilled): (&[Span], &[WideSpan]) = if fits_inline(count, bytes.len()) {
             (&self.inline[..count], &[])
         } else {
-            (&[], &self.spilled.get_or_init(|| spill(bytes, count))[..])
+            (
+                &[],
+                &self.spilled.get_or_init(|| spill(bytes, count)).spans[..],
+            )
         };
         inline
             .iter()
@@ -190,7 +199,7 @@ fn slice(bytes: &[u8], start: usize, len: usize) -> &[u8] {
 
 /// Indexes every header of a checked section too big for the inline index, in one pass.
 #[cold]
-fn spill(bytes: &[u8], count: usize) -> Box<Vec<WideSpan>> {
+fn spill(bytes: &[u8], count: usize) -> Box<SpilledIndex> {
     let base = bytes.as_ptr() as usize;
     let position = |s: &[u8]| (s.as_ptr() as usize - base) as u32;
     // The count is bounded by the section length (each header takes at least two bytes).
@@ -206,7 +215,7 @@ fn spill(bytes: &[u8], count: usize) -> Box<Vec<WideSpan>> {
             value_len: v.map_or(u32::MAX, |v| v.len() as u32),
         });
     });
-    Box::new(spans)
+    Box::new(SpilledIndex { spans })
 }
 
 impl std::fmt::Debug for Headers<'_> {
