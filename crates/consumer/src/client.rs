@@ -6,9 +6,11 @@
 
 pub mod connection;
 pub mod fetch;
+mod frame_pool;
 pub mod group;
 pub mod metadata;
 pub mod offsets;
+mod receive_wait;
 pub mod versions;
 
 pub use connection::{Connection, ConnectionSettings};

@@ -5,14 +5,16 @@
 
 use std::time::Duration;
 
-use bytes::{Buf, BufMut, Bytes, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{
     ApiVersionsRequest, ApiVersionsResponse, RequestHeader, ResponseHeader,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
+use super::frame_pool::FramePool;
+use super::receive_wait::ReceiveWait;
 use super::versions::{api_name, ApiRequest, ApiVersions};
 use crate::Error;
 
@@ -27,6 +29,10 @@ pub struct ConnectionSettings {
     pub request_timeout: Duration,
     /// Largest response frame accepted; a bigger size on the wire is an error, never an allocation.
     pub max_frame_bytes: usize,
+    /// Response buffers a connection keeps for reuse, in bytes of capacity (buffers still
+    /// referenced by fetched data included). Memory on top of what fetched data holds is at
+    /// most this; 0 allocates every response afresh.
+    pub frame_pool_bytes: usize,
 }
 
 impl Default for ConnectionSettings {
@@ -36,6 +42,7 @@ impl Default for ConnectionSettings {
             connect_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(30),
             max_frame_bytes: 256 << 20,
+            frame_pool_bytes: 64 << 20,
         }
     }
 }
@@ -45,7 +52,8 @@ impl Default for ConnectionSettings {
 pub struct Connection {
     address: String,
     stream: TcpStream,
-    read_buffer: BytesMut,
+    frames: FramePool,
+    receive_wait: ReceiveWait,
     write_buffer: BytesMut,
     next_correlation_id: i32,
     client_id: StrBytes,
@@ -79,7 +87,8 @@ impl Connection {
         let mut connection = Self {
             address: address.to_owned(),
             stream,
-            read_buffer: BytesMut::with_capacity(64 << 10),
+            frames: FramePool::new(settings.frame_pool_bytes),
+            receive_wait: ReceiveWait::default(),
             write_buffer: BytesMut::with_capacity(4 << 10),
             next_correlation_id: 1,
             client_id: StrBytes::from_string(settings.client_id.clone()),
@@ -228,14 +237,13 @@ impl Connection {
 
     /// Reads one size-prefixed frame; EOF before the size is a closed connection, EOF inside
     /// the frame a truncated one (both are connection errors the caller reconnects from).
+    ///
+    /// Requests are sequential, so nothing follows a response on the wire: reads stop at the
+    /// frame's end and each frame fills a buffer of its own (pooled, see [`FramePool`]).
     async fn read_frame(&mut self) -> Result<Bytes, Error> {
-        self.fill_to(4).await?;
-        let size = i32::from_be_bytes([
-            self.read_buffer[0],
-            self.read_buffer[1],
-            self.read_buffer[2],
-            self.read_buffer[3],
-        ]);
+        let mut head = [0u8; 4];
+        self.fill(&mut head[..]).await?;
+        let size = i32::from_be_bytes(head);
         if size < 4 || size as usize > self.settings.max_frame_bytes {
             return Err(Error::FrameTooLarge {
                 broker: self.address.clone(),
@@ -244,30 +252,38 @@ impl Connection {
             });
         }
         let size = size as usize;
-        self.fill_to(4 + size).await?;
-        self.read_buffer.advance(4);
-        Ok(self.read_buffer.split_to(size).freeze())
+        let mut frame = self.frames.take(size);
+        self.fill((&mut frame.buffer).limit(size)).await?;
+        Ok(self.frames.finish(frame).freeze())
     }
 
-    async fn fill_to(&mut self, wanted: usize) -> Result<(), Error> {
-        if self.read_buffer.len() < wanted {
-            self.read_buffer.reserve(wanted - self.read_buffer.len());
-        }
-        while self.read_buffer.len() < wanted {
-            let read = self
-                .stream
-                .read_buf(&mut self.read_buffer)
-                .await
-                .map_err(|source| self.io_error("reading a response", source))?;
-            if read == 0 {
-                let source = std::io::Error::new(
-                    std::io::ErrorKind::UnexpectedEof,
-                    format!(
-                        "connection closed with {} of {wanted} bytes read",
-                        self.read_buffer.len()
-                    ),
-                );
-                return Err(self.io_error("reading a response", source));
+    /// Reads until `buffer` is full (a slice, or a `BytesMut` limited to the bytes expected),
+    /// never past it.
+    async fn fill<B: BufMut>(&mut self, mut buffer: B) -> Result<(), Error> {
+        let wanted = buffer.remaining_mut();
+        while buffer.has_remaining_mut() {
+            match self.stream.try_read_buf(&mut buffer) {
+                Ok(0) => {
+                    let source = std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        format!(
+                            "connection closed with {} of {wanted} bytes read",
+                            wanted - buffer.remaining_mut()
+                        ),
+                    );
+                    return Err(self.io_error("reading a response", source));
+                }
+                Ok(_) => {}
+                Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
+                    // Sleep until the rest of the frame (up to a cap) is queued, not per packet.
+                    self.receive_wait
+                        .prepare(&self.stream, buffer.remaining_mut());
+                    self.stream
+                        .readable()
+                        .await
+                        .map_err(|source| self.io_error("reading a response", source))?;
+                }
+                Err(source) => return Err(self.io_error("reading a response", source)),
             }
         }
         Ok(())
@@ -316,10 +332,16 @@ impl Connection {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::io::AsyncReadExt;
     use tokio::net::TcpListener;
 
     /// A fake broker that answers the ApiVersions handshake, then writes `after` raw bytes.
     async fn fake_broker(after: Vec<u8>) -> String {
+        fake_broker_paced(vec![after], Duration::ZERO).await
+    }
+
+    /// Like [`fake_broker`], writing `pieces` one by one with `pause` before each.
+    async fn fake_broker_paced(pieces: Vec<Vec<u8>>, pause: Duration) -> String {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap().to_string();
         tokio::spawn(async move {
@@ -346,7 +368,10 @@ mod tests {
                 .await
                 .unwrap();
             socket.write_all(&body).await.unwrap();
-            socket.write_all(&after).await.unwrap();
+            for piece in pieces {
+                tokio::time::sleep(pause).await;
+                socket.write_all(&piece).await.unwrap();
+            }
             socket.shutdown().await.unwrap();
             let mut rest = Vec::new();
             let _ = socket.read_to_end(&mut rest).await;
@@ -398,6 +423,101 @@ mod tests {
             .unwrap_err();
         assert!(
             matches!(&error, Error::Connection { source, .. } if source.kind() == std::io::ErrorKind::UnexpectedEof),
+            "{error}"
+        );
+    }
+
+    /// A frame of `size` bytes after its size prefix, filled with a pattern.
+    fn pattern_frame(size: usize) -> Vec<u8> {
+        let mut frame = (size as i32).to_be_bytes().to_vec();
+        frame.extend((0..size).map(|i| (i % 251) as u8));
+        frame
+    }
+
+    #[tokio::test]
+    async fn a_frame_arriving_in_small_pieces_is_read_whole() {
+        // Pieces far below the low-water mark, with pauses: the reader must be woken for each
+        // tail of the frame, never wait for more bytes than are still to come.
+        let first = pattern_frame(3 << 20);
+        let second = pattern_frame(700);
+        let mut wire = first.clone();
+        wire.extend_from_slice(&second);
+        let pieces: Vec<Vec<u8>> = wire.chunks(300 << 10).map(<[u8]>::to_vec).collect();
+        let last_pieces: Vec<Vec<u8>> = pieces
+            .last()
+            .unwrap()
+            .chunks(7)
+            .map(<[u8]>::to_vec)
+            .collect();
+        let mut paced = pieces[..pieces.len() - 1].to_vec();
+        paced.extend(last_pieces.into_iter().take(40));
+        paced.push(pieces.last().unwrap()[7 * 40..].to_vec());
+        let address = fake_broker_paced(paced, Duration::from_millis(2)).await;
+        let mut connection = Connection::connect(&address, &ConnectionSettings::default())
+            .await
+            .unwrap();
+        let read = tokio::time::timeout(Duration::from_secs(10), async {
+            let a = connection.read_frame().await.unwrap();
+            let b = connection.read_frame().await.unwrap();
+            (a, b)
+        })
+        .await
+        .expect("no frame waits for bytes that never come");
+        assert_eq!(&read.0[..], &first[4..]);
+        assert_eq!(&read.1[..], &second[4..]);
+    }
+
+    #[tokio::test]
+    async fn frames_reuse_buffers_their_data_no_longer_needs() {
+        let sizes = [200_000usize, 150_000, 200_000, 190_000];
+        let mut wire = Vec::new();
+        for size in sizes {
+            wire.extend(pattern_frame(size));
+        }
+        let address = fake_broker(wire).await;
+        let mut connection = Connection::connect(&address, &ConnectionSettings::default())
+            .await
+            .unwrap();
+        let first = connection.read_frame().await.unwrap();
+        let records = first.slice(1000..2000);
+        let first_address = first.as_ptr();
+        drop(first);
+        let second = connection.read_frame().await.unwrap();
+        assert_ne!(
+            second.as_ptr(),
+            first_address,
+            "a slice of the first is still alive"
+        );
+        drop(second);
+        let third = connection.read_frame().await.unwrap();
+        assert_ne!(third.as_ptr(), first_address);
+        assert_eq!(
+            &records[..],
+            &pattern_frame(200_000)[1004..2004],
+            "still intact"
+        );
+        drop(records);
+        let fourth = connection.read_frame().await.unwrap();
+        assert_eq!(
+            fourth.as_ptr(),
+            first_address,
+            "the first buffer, free again, is reused"
+        );
+        assert_eq!(&fourth[..], &pattern_frame(190_000)[4..]);
+        assert_eq!(&third[..], &pattern_frame(200_000)[4..]);
+    }
+
+    #[tokio::test]
+    async fn a_connection_closed_inside_the_size_prefix_is_an_error() {
+        let address = fake_broker(vec![0, 0]).await;
+        let mut connection = Connection::connect(&address, &ConnectionSettings::default())
+            .await
+            .unwrap();
+        let error = connection.read_frame().await.unwrap_err();
+        assert!(
+            matches!(&error, Error::Connection { source, .. }
+                if source.kind() == std::io::ErrorKind::UnexpectedEof
+                    && source.to_string().contains("2 of 4 bytes")),
             "{error}"
         );
     }

@@ -105,7 +105,9 @@ pub struct ConsumerConfig {
     pub max_bytes: i32,
     /// Record bytes per partition in a fetch response.
     pub partition_max_bytes: i32,
-    /// Bytes of fetched data held before fetching pauses (back-pressure).
+    /// Bytes of fetched data held before fetching pauses (back-pressure). Response buffers
+    /// kept for reuse add at most half of this again (and at most
+    /// [`ConnectionSettings::frame_pool_bytes`]) per broker connection.
     pub buffer_bytes: usize,
     /// What to do on OFFSET_OUT_OF_RANGE.
     pub offset_reset: OffsetReset,

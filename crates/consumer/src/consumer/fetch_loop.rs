@@ -40,6 +40,11 @@ pub async fn run(shared: Arc<Shared>, node: i32) {
         read_committed: shared.config.read_committed,
     };
     let mut rotation = 0usize;
+    // Reused response buffers are memory the budget does not count: at most half of it.
+    let mut connection_settings = shared.config.connection.clone();
+    connection_settings.frame_pool_bytes = connection_settings
+        .frame_pool_bytes
+        .min(shared.config.buffer_bytes / 2);
     while !shared.is_stopping() {
         let (mut planned, address) = plan(&shared, node);
         // Each partition takes its turn at the head of the request, the one place where the
@@ -60,7 +65,7 @@ pub async fn run(shared: Arc<Shared>, node: i32) {
             continue;
         };
         if connection.as_ref().is_none_or(|c| c.address() != address) {
-            match Connection::connect(&address, &shared.config.connection).await {
+            match Connection::connect(&address, &connection_settings).await {
                 Ok(connected) => connection = Some(connected),
                 Err(error) => {
                     if retry_or_give_up(&shared, &mut failing, &mut backoff, error).await {

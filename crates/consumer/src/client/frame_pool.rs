@@ -1,0 +1,202 @@
+//! Response frame buffers reused across requests on one connection.
+//!
+//! A fetch response is read into one buffer and handed out as `Bytes` slices (the partitions'
+//! records), which live on in decode threads after the next fetch has been sent. A fresh
+//! allocation per response costs page faults on every page it touches (a large allocation
+//! is mapped fresh by the allocator and unmapped again when freed). The pool keeps a handle
+//! on each buffer it lent out; once every slice of a frame has been dropped, the handle is
+//! the buffer's only owner and the next frame is read into the same, already mapped, memory.
+//!
+//! Bounded: at most [`FramePool::MAX_BUFFERS`] buffers whose capacities add up to at most
+//! the configured byte limit, counting buffers still in use. A frame that does not fit gets
+//! an ordinary allocation that is freed with its last slice, as before.
+
+use bytes::BytesMut;
+
+/// One buffer the pool owns: a zero-length handle sharing the allocation of the frame last
+/// read into it.
+#[derive(Debug)]
+struct Pooled {
+    handle: BytesMut,
+    capacity: usize,
+}
+
+/// A buffer to read one frame into, and whether it goes back to the pool afterwards.
+#[derive(Debug)]
+pub(crate) struct FrameBuffer {
+    /// Empty, with capacity for the whole frame.
+    pub(crate) buffer: BytesMut,
+    /// The pool's record of this buffer's capacity when it is pooled.
+    pooled_capacity: Option<usize>,
+}
+
+/// The frame buffers of one connection (see the module docs).
+#[derive(Debug)]
+pub(crate) struct FramePool {
+    buffers: Vec<Pooled>,
+    max_bytes: usize,
+}
+
+impl FramePool {
+    /// Buffers kept per connection: enough for the frames a fetch pipeline holds while the
+    /// decode threads catch up; deeper back-pressure falls back to plain allocations.
+    pub(crate) const MAX_BUFFERS: usize = 4;
+
+    /// A pool whose buffers, in use or idle, hold at most `max_bytes` together.
+    pub(crate) fn new(max_bytes: usize) -> Self {
+        Self {
+            buffers: Vec::new(),
+            max_bytes,
+        }
+    }
+
+    /// Bytes of capacity the pool owns (buffers in use included).
+    pub(crate) fn pooled_bytes(&self) -> usize {
+        self.buffers.iter().map(|b| b.capacity).sum()
+    }
+
+    /// Buffers the pool owns (in use included).
+    #[cfg(test)]
+    pub(crate) fn pooled_buffers(&self) -> usize {
+        self.buffers.len()
+    }
+
+    /// An empty buffer with room for `size` bytes: a pooled one nobody references any more
+    /// when there is one, else a new allocation (pooled when it fits the bounds).
+    pub(crate) fn take(&mut self, size: usize) -> FrameBuffer {
+        // `try_reclaim` succeeds only when the handle is the allocation's sole owner, i.e.
+        // every slice of the frame last read into it has been dropped.
+        if let Some(index) = self
+            .buffers
+            .iter_mut()
+            .position(|b| b.capacity >= size && b.handle.try_reclaim(size))
+        {
+            let Pooled { handle, capacity } = self.buffers.swap_remove(index);
+            tracing::trace!(size, capacity, "frame buffer reused");
+            return FrameBuffer {
+                buffer: handle,
+                pooled_capacity: Some(capacity),
+            };
+        }
+        // A free buffer that is too small makes room for a bigger one.
+        if let Some(index) = self
+            .buffers
+            .iter_mut()
+            .position(|b| b.capacity < size && b.handle.try_reclaim(b.capacity))
+        {
+            self.buffers.swap_remove(index);
+        }
+        // Headroom so that slightly larger frames later still fit; pages past what a frame
+        // fills are never touched, so they cost address space, not memory.
+        let capacity = size.saturating_add(size / 8);
+        let fits = self.buffers.len() < Self::MAX_BUFFERS
+            && self.pooled_bytes().saturating_add(capacity) <= self.max_bytes;
+        tracing::trace!(
+            size,
+            pooled = fits,
+            in_pool = self.buffers.len(),
+            "frame buffer allocated"
+        );
+        if fits {
+            FrameBuffer {
+                buffer: BytesMut::with_capacity(capacity),
+                pooled_capacity: Some(capacity),
+            }
+        } else {
+            FrameBuffer {
+                buffer: BytesMut::with_capacity(size),
+                pooled_capacity: None,
+            }
+        }
+    }
+
+    /// Takes the frame read into `frame` out as its own `BytesMut`; a pooled buffer keeps a
+    /// handle on the allocation so that the next [`FramePool::take`] can reuse it.
+    pub(crate) fn finish(&mut self, frame: FrameBuffer) -> BytesMut {
+        let FrameBuffer {
+            mut buffer,
+            pooled_capacity,
+        } = frame;
+        let filled = buffer.split();
+        if let Some(capacity) = pooled_capacity {
+            self.buffers.push(Pooled {
+                handle: buffer,
+                capacity,
+            });
+        }
+        filled
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FramePool;
+    use bytes::BufMut;
+
+    fn read_frame(pool: &mut FramePool, size: usize, fill: u8) -> bytes::Bytes {
+        let mut frame = pool.take(size);
+        assert!(frame.buffer.is_empty());
+        assert!(frame.buffer.capacity() >= size);
+        frame.buffer.put_bytes(fill, size);
+        pool.finish(frame).freeze()
+    }
+
+    #[test]
+    fn a_buffer_is_reused_once_its_frame_is_dropped() {
+        let mut pool = FramePool::new(64 << 20);
+        let first = read_frame(&mut pool, 1 << 20, 1);
+        let first_address = first.as_ptr();
+        let records = first.slice(100..200);
+        drop(first);
+        // A slice still alive: the buffer is in use, so a second one is allocated.
+        let second = read_frame(&mut pool, 1 << 20, 2);
+        assert_ne!(second.as_ptr(), first_address);
+        assert_eq!(pool.pooled_buffers(), 2);
+        assert!(
+            records.iter().all(|&b| b == 1),
+            "live data is never overwritten"
+        );
+        drop(records);
+        let third = read_frame(&mut pool, 1 << 20, 3);
+        assert_eq!(third.as_ptr(), first_address, "reused the freed buffer");
+        assert!(third.iter().all(|&b| b == 3));
+        assert!(second.iter().all(|&b| b == 2));
+        assert_eq!(pool.pooled_buffers(), 2);
+    }
+
+    #[test]
+    fn the_pool_stays_within_its_bounds() {
+        let mut pool = FramePool::new(3 << 20);
+        let mut held = Vec::new();
+        for round in 0..10u8 {
+            held.push(read_frame(&mut pool, 1 << 20, round));
+            assert!(pool.pooled_bytes() <= 3 << 20, "{}", pool.pooled_bytes());
+            assert!(pool.pooled_buffers() <= FramePool::MAX_BUFFERS);
+        }
+        // Frames beyond the bounds were plain allocations; every frame kept its own bytes.
+        for (round, frame) in held.iter().enumerate() {
+            assert!(frame.iter().all(|&b| b == round as u8), "frame {round}");
+        }
+    }
+
+    #[test]
+    fn a_free_buffer_too_small_is_replaced() {
+        let mut pool = FramePool::new(64 << 20);
+        drop(read_frame(&mut pool, 1000, 1));
+        let big = read_frame(&mut pool, 1 << 20, 2);
+        assert_eq!(pool.pooled_buffers(), 1, "the small one made room");
+        assert!(pool.pooled_bytes() >= 1 << 20);
+        drop(big);
+        let small = read_frame(&mut pool, 500, 3);
+        assert_eq!(&small[..], &[3u8; 500][..]);
+        assert_eq!(pool.pooled_buffers(), 1);
+    }
+
+    #[test]
+    fn zero_max_bytes_pools_nothing() {
+        let mut pool = FramePool::new(0);
+        let frame = read_frame(&mut pool, 4096, 7);
+        assert_eq!(pool.pooled_buffers(), 0);
+        assert_eq!(&frame[..], &[7u8; 4096][..]);
+    }
+}
