@@ -79,8 +79,19 @@ fn template(text: &str) -> FormatArgs {
 /// What one walk over the whole image writes, and the stderr `krec decode` must print for
 /// `file` (empty on success).
 fn whole_walk(data: &[u8], config: &DecodeConfig, format: &FormatArgs, file: &str) -> Expected {
+    whole_walk_in(data, config, format, file, &RecordContext::unknown())
+}
+
+/// [`whole_walk`] of a file whose records carry `context`.
+fn whole_walk_in(
+    data: &[u8],
+    config: &DecodeConfig,
+    format: &FormatArgs,
+    file: &str,
+    context: &RecordContext<'_>,
+) -> Expected {
     let mut writer = format.writer(Vec::new()).expect("valid format");
-    let result = decode_bytes(data, config, &RecordContext::unknown(), &mut writer);
+    let result = decode_bytes(data, config, context, &mut writer);
     let stdout = writer.into_inner().expect("a Vec never fails");
     let stderr = match result {
         Ok(_) => String::new(),
@@ -456,5 +467,74 @@ fn memory_does_not_grow_with_the_input() {
             "threads {threads}: peak RSS {peak} bytes after {} bytes of input",
             repeats * unit.len()
         );
+    }
+}
+
+/// Several files on one set of threads: each file's records in order with its own topic and
+/// partition (from its `TOPIC-N` directory), and a failure in a later file after all the
+/// records of the earlier ones.
+#[test]
+fn several_files_share_the_threads_and_keep_their_order_and_context() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let segments = [segment(150), plain_batches(0, 300, 700), segment(90)];
+    let mut files = Vec::new();
+    for (partition, data) in segments.iter().enumerate() {
+        let partition_dir = dir.path().join(format!("orders-{partition}"));
+        std::fs::create_dir(&partition_dir).expect("partition dir");
+        let file = partition_dir.join("00000000000000000000.log");
+        std::fs::write(&file, data).expect("write segment");
+        files.push(file);
+    }
+    let format = FormatArgs::default();
+    let config = DecodeConfig::default();
+    let mut expected = Expected {
+        stdout: Vec::new(),
+        stderr: String::new(),
+    };
+    for (partition, (data, file)) in segments.iter().zip(&files).enumerate() {
+        let context = RecordContext::new("orders", partition as i32);
+        let one = whole_walk_in(data, &config, &format, path_str(file), &context);
+        assert!(one.stderr.is_empty(), "{}", one.stderr);
+        expected.stdout.extend(one.stdout);
+    }
+    let paths: Vec<&str> = files.iter().map(|f| path_str(f)).collect();
+    for setting in SETTINGS {
+        let mut args = vec!["decode"];
+        args.extend_from_slice(setting);
+        args.extend_from_slice(&paths);
+        expected.assert_matches(&krec(&args), &format!("{args:?}"));
+    }
+
+    // The second file goes bad half-way: the first file whole, the second up to the bad
+    // batch, then its message; the third is not read.
+    let mut bad = segments[1].clone();
+    let spans = batch_spans(&bad);
+    let at = spans[spans.len() / 2].clone();
+    bad[at.end - 1] ^= 0x40;
+    std::fs::write(&files[1], &bad).expect("rewrite segment");
+    let first = whole_walk_in(
+        &segments[0],
+        &config,
+        &format,
+        paths[0],
+        &RecordContext::new("orders", 0),
+    );
+    let second = whole_walk_in(
+        &bad,
+        &config,
+        &format,
+        paths[1],
+        &RecordContext::new("orders", 1),
+    );
+    assert!(second.stderr.contains(&format!(": byte {}: ", at.start)));
+    let expected = Expected {
+        stdout: [first.stdout, second.stdout].concat(),
+        stderr: second.stderr,
+    };
+    for setting in SETTINGS {
+        let mut args = vec!["decode"];
+        args.extend_from_slice(setting);
+        args.extend_from_slice(&paths);
+        expected.assert_matches(&krec(&args), &format!("bad second file {args:?}"));
     }
 }

@@ -18,8 +18,8 @@ mod parallel;
 mod runs;
 mod stream;
 
-use parallel::decode_reader_parallel;
 pub use parallel::{decode_bytes_parallel, Parallelism, DEFAULT_RUN_BYTES};
+use parallel::{decode_reader_parallel, with_pool, DecodePool};
 use runs::{RunLimits, RunReadError, RunReader};
 
 use std::io::{self, Read, Write};
@@ -134,43 +134,140 @@ pub fn run(args: DecodeArgs) -> ExitCode {
         eprintln!("krec decode: {error}");
         return ExitCode::from(2);
     }
-    let mut out = io::stdout().lock();
+    let out = io::stdout().lock();
     let config = args.decode_config();
     let parallelism = args.parallelism();
-    for file in &args.files {
-        let context = ContextFromPath::new(file, args.topic.as_deref(), args.partition);
-        let source = FileSource {
-            path: file,
-            max_bytes: args.max_file_bytes,
-        };
-        // Each file's records, up to any bad spot, are written and flushed before a message.
-        if let Err(error) = decode_file(
-            source,
-            &config,
-            &context,
-            &args.format,
-            parallelism,
-            &mut out,
-        ) {
-            let flushed = out.flush();
-            if is_broken_pipe(&error)
-                || flushed
-                    .as_ref()
-                    .is_err_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
-            {
-                return ExitCode::SUCCESS;
+    let contexts: Vec<ContextFromPath> = args
+        .files
+        .iter()
+        .map(|file| ContextFromPath::new(file, args.topic.as_deref(), args.partition))
+        .collect();
+    let contexts: Vec<RecordContext<'_>> =
+        contexts.iter().map(ContextFromPath::as_context).collect();
+    let files = Files {
+        args: &args,
+        config: &config,
+        contexts: &contexts,
+        run_bytes: parallelism.run_bytes,
+    };
+    // One set of threads and buffers for all files (see `parallel`).
+    if parallelism.threads.get() > 1 {
+        with_pool(&config, &args.format, parallelism.threads, |pool| {
+            files.decode_all(Decoder::Threads(pool), out)
+        })
+    } else {
+        files.decode_all(Decoder::OneThread(Vec::new()), out)
+    }
+}
+
+/// The files of one `krec decode`, with what decoding each needs.
+struct Files<'a> {
+    args: &'a DecodeArgs,
+    config: &'a DecodeConfig,
+    /// Topic and partition of each file, in order.
+    contexts: &'a [RecordContext<'a>],
+    run_bytes: usize,
+}
+
+/// Where runs are decoded: on the calling thread into one reused buffer, or on a pool.
+enum Decoder<'d, 'p> {
+    OneThread(Vec<u8>),
+    Threads(&'d mut DecodePool<'p>),
+}
+
+impl<'a> Files<'a> {
+    fn decode_all<W: Write>(&self, mut decoder: Decoder<'_, 'a>, mut out: W) -> ExitCode {
+        for (file, context) in self.args.files.iter().zip(self.contexts) {
+            let source = FileSource {
+                path: file,
+                max_bytes: self.args.max_file_bytes,
+            };
+            // Each file's records, up to any bad spot, are written and flushed before a message.
+            if let Err(error) = self.decode_file(source, context, &mut decoder, &mut out) {
+                let flushed = out.flush();
+                if is_broken_pipe(&error)
+                    || flushed
+                        .as_ref()
+                        .is_err_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+                {
+                    return ExitCode::SUCCESS;
+                }
+                eprintln!("krec decode: {error}");
+                return ExitCode::FAILURE;
             }
-            eprintln!("krec decode: {error}");
-            return ExitCode::FAILURE;
+        }
+        match out.flush() {
+            Ok(()) => ExitCode::SUCCESS,
+            // The reader went away (`krec decode f.log | head`): it asked for no more.
+            Err(error) if error.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("krec decode: writing output: {error}");
+                ExitCode::FAILURE
+            }
         }
     }
-    match out.flush() {
-        Ok(()) => ExitCode::SUCCESS,
-        // The reader went away (`krec decode f.log | head`): it asked for no more.
-        Err(error) if error.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("krec decode: writing output: {error}");
-            ExitCode::FAILURE
+
+    /// Reads one file (or stdin for `-`) run by run and writes its records.
+    fn decode_file<W: Write>(
+        &self,
+        source: FileSource<'_>,
+        context: &'a RecordContext<'a>,
+        decoder: &mut Decoder<'_, 'a>,
+        out: &mut W,
+    ) -> Result<DecodeSummary, Error> {
+        let path = source.path;
+        let shown = path.display().to_string();
+        let io_error = |source| Error::Io {
+            context: format!("reading {shown}"),
+            source,
+        };
+        let limits = RunLimits {
+            run_bytes: self.run_bytes,
+            max_entry_bytes: self.config.max_batch_bytes,
+            max_input_bytes: source.max_bytes,
+        };
+        let result = if path == Path::new("-") {
+            let mut runs = RunReader::new(io::stdin().lock(), limits);
+            self.decode_runs(&mut runs, context, decoder, out)
+        } else {
+            let file = std::fs::File::open(path).map_err(io_error)?;
+            let size = file.metadata().map_err(io_error)?.len();
+            if size > source.max_bytes {
+                return Err(Error::InputTooLarge {
+                    file: shown,
+                    size,
+                    limit: source.max_bytes,
+                });
+            }
+            let mut runs = RunReader::new(file, limits);
+            self.decode_runs(&mut runs, context, decoder, out)
+        };
+        match result {
+            Ok(summary) => Ok(summary),
+            Err(ReaderFailure::Read(RunReadError::Io(source))) => Err(io_error(source)),
+            Err(ReaderFailure::Read(RunReadError::OverLimit { read })) => {
+                Err(Error::InputTooLarge {
+                    file: shown,
+                    size: read,
+                    limit: source.max_bytes,
+                })
+            }
+            Err(ReaderFailure::Decode(failure)) => Err(file_error(path, failure)),
+        }
+    }
+
+    fn decode_runs<R: Read, W: Write>(
+        &self,
+        runs: &mut RunReader<R>,
+        context: &'a RecordContext<'a>,
+        decoder: &mut Decoder<'_, 'a>,
+        out: &mut W,
+    ) -> Result<DecodeSummary, ReaderFailure> {
+        match decoder {
+            Decoder::OneThread(buffer) => {
+                stream::decode_runs(runs, self.config, context, &self.args.format, buffer, out)
+            }
+            Decoder::Threads(pool) => decode_reader_parallel(pool, runs, context, out),
         }
     }
 }
@@ -184,71 +281,6 @@ fn is_broken_pipe(error: &Error) -> bool {
 struct FileSource<'a> {
     path: &'a Path,
     max_bytes: u64,
-}
-
-/// Reads one file (or stdin for `-`) run by run and writes its records.
-fn decode_file<W: Write>(
-    source: FileSource<'_>,
-    config: &DecodeConfig,
-    context: &ContextFromPath,
-    format: &FormatArgs,
-    parallelism: Parallelism,
-    out: &mut W,
-) -> Result<DecodeSummary, Error> {
-    let path = source.path;
-    let shown = path.display().to_string();
-    let io_error = |source| Error::Io {
-        context: format!("reading {shown}"),
-        source,
-    };
-    let limits = RunLimits {
-        run_bytes: parallelism.run_bytes,
-        max_entry_bytes: config.max_batch_bytes,
-        max_input_bytes: source.max_bytes,
-    };
-    let context = context.as_context();
-    let result = if path == Path::new("-") {
-        let mut runs = RunReader::new(io::stdin().lock(), limits);
-        decode_runs(&mut runs, config, &context, format, parallelism, out)
-    } else {
-        let file = std::fs::File::open(path).map_err(io_error)?;
-        let size = file.metadata().map_err(io_error)?.len();
-        if size > source.max_bytes {
-            return Err(Error::InputTooLarge {
-                file: shown,
-                size,
-                limit: source.max_bytes,
-            });
-        }
-        let mut runs = RunReader::new(file, limits);
-        decode_runs(&mut runs, config, &context, format, parallelism, out)
-    };
-    match result {
-        Ok(summary) => Ok(summary),
-        Err(ReaderFailure::Read(RunReadError::Io(source))) => Err(io_error(source)),
-        Err(ReaderFailure::Read(RunReadError::OverLimit { read })) => Err(Error::InputTooLarge {
-            file: shown,
-            size: read,
-            limit: source.max_bytes,
-        }),
-        Err(ReaderFailure::Decode(failure)) => Err(file_error(path, failure)),
-    }
-}
-
-/// Decodes the runs on this thread, or on `parallelism.threads` threads.
-fn decode_runs<R: Read, W: Write>(
-    runs: &mut RunReader<R>,
-    config: &DecodeConfig,
-    context: &RecordContext<'_>,
-    format: &FormatArgs,
-    parallelism: Parallelism,
-    out: &mut W,
-) -> Result<DecodeSummary, ReaderFailure> {
-    if parallelism.threads.get() == 1 {
-        stream::decode_runs(runs, config, context, format, out)
-    } else {
-        decode_reader_parallel(runs, config, context, format, parallelism.threads, out)
-    }
 }
 
 /// Why decoding an input read run by run stopped.

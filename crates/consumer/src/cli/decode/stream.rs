@@ -10,23 +10,23 @@ use super::runs::RunReader;
 use super::{decode_walk, DecodeFailure, DecodeSummary, ReaderFailure};
 use crate::format::{FormatArgs, RecordContext};
 
-/// Decodes every run `runs` reads, in order, writing records to `out` as
-/// [`decode_bytes`](super::decode_bytes) does for the whole input: the same output, and an
-/// error at the same byte position of the input.
+/// Decodes every run `runs` reads into `buffer` (reused across inputs), in order, writing
+/// records to `out` as [`decode_bytes`](super::decode_bytes) does for the whole input: the
+/// same output, and an error at the same byte position of the input.
 pub(super) fn decode_runs<R: Read, W: Write>(
     runs: &mut RunReader<R>,
     config: &DecodeConfig,
     context: &RecordContext<'_>,
     format: &FormatArgs,
+    buffer: &mut Vec<u8>,
     out: &mut W,
 ) -> Result<DecodeSummary, ReaderFailure> {
     let mut writer = format.writer(out).map_err(|error| {
         ReaderFailure::Decode(DecodeFailure::Output(std::io::Error::other(error)))
     })?;
     let mut summary = DecodeSummary::default();
-    let mut buffer = Vec::new();
     let result = loop {
-        let run = match runs.next_run(buffer) {
+        let run = match runs.next_run(std::mem::take(buffer)) {
             Ok(Some(run)) => run,
             Ok(None) => break Ok(()),
             Err(error) => break Err(ReaderFailure::Read(error)),
@@ -40,7 +40,7 @@ pub(super) fn decode_runs<R: Read, W: Write>(
                 break Err(ReaderFailure::Decode(failure.with_input_start(run.start)));
             }
         }
-        buffer = run.bytes;
+        *buffer = run.bytes;
     };
     // The records before a failure are written before it is reported.
     writer
