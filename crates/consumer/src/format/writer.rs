@@ -35,6 +35,8 @@ pub struct RecordWriter<W: Write> {
     format: OutputFormat,
     print_control: bool,
     null_text: Vec<u8>,
+    /// Buffered bytes that trigger a write to `out`; `usize::MAX` when gathering.
+    flush_threshold: usize,
 }
 
 impl<W: Write> RecordWriter<W> {
@@ -46,7 +48,24 @@ impl<W: Write> RecordWriter<W> {
             format,
             print_control: false,
             null_text: Vec::new(),
+            flush_threshold: FLUSH_THRESHOLD,
         }
+    }
+
+    /// Formats into `buffer` (emptied first) and never writes to `out` on its own: for output
+    /// gathered in memory (a `krec decode` thread's run), where writing the usual buffer into
+    /// a `Vec` would copy every byte a second time. [`RecordWriter::into_buffer`] returns it.
+    pub fn gathering_into(mut self, mut buffer: Vec<u8>) -> Self {
+        buffer.clear();
+        self.buffer = buffer;
+        self.flush_threshold = usize::MAX;
+        self
+    }
+
+    /// The formatted bytes not yet written to `out`: all of them after
+    /// [`RecordWriter::gathering_into`].
+    pub fn into_buffer(self) -> Vec<u8> {
+        self.buffer
     }
 
     /// Whether control records (transaction markers) are printed.
@@ -121,7 +140,7 @@ impl<W: Write> RecordWriter<W> {
     }
 
     fn flush_if_full(&mut self) -> io::Result<()> {
-        if self.buffer.len() >= FLUSH_THRESHOLD {
+        if self.buffer.len() >= self.flush_threshold {
             self.write_buffer()?;
         }
         Ok(())
@@ -190,6 +209,28 @@ mod tests {
         for (i, line) in lines[..count].iter().enumerate() {
             assert_eq!(*line, format!("{i:07}").as_bytes());
         }
+    }
+
+    #[test]
+    fn a_gathering_writer_keeps_everything_in_its_buffer() {
+        let format = OutputFormat::Raw(RawFormat::default());
+        let mut usual = RecordWriter::new(Vec::new(), format.clone());
+        let mut gathering =
+            RecordWriter::new(Vec::new(), format).gathering_into(b"stale bytes".to_vec());
+        for i in 0..3 * FLUSH_THRESHOLD / 8 {
+            let record = TestRecord {
+                value: Some(format!("{i:07}").into_bytes()),
+                ..TestRecord::default()
+            };
+            for writer in [&mut usual, &mut gathering] {
+                writer
+                    .write_record(&RecordContext::unknown(), &record)
+                    .expect("vec write");
+            }
+        }
+        let (out, gathered) = (gathering.out.clone(), gathering.into_buffer());
+        assert!(out.is_empty(), "nothing written out past the threshold");
+        assert_eq!(gathered, usual.into_inner().expect("vec write"));
     }
 
     #[test]
