@@ -453,3 +453,50 @@ async fn fetching_pauses_while_the_buffer_is_full() {
     assert_eq!(seen, expected(0..100));
     assert!(fetches() >= 10);
 }
+
+#[tokio::test]
+async fn a_held_response_pauses_fetching_until_its_chunks_are_dropped() {
+    let batches: Vec<(i64, Vec<u8>)> = (0..10).map(|i| batch(i * 10, 10)).collect();
+    let one_batch = batches.iter().map(|(_, b)| b.len()).max().unwrap();
+    let (address, script) = start(Script {
+        batches,
+        log_start: 0,
+        replies: vec![Reply::Serve(one_batch)],
+        fetches: 0,
+        metadata_requests: 0,
+        fetch_offsets: Vec::new(),
+    })
+    .await;
+    let mut config = fast_config(&address);
+    // The byte budget would let every response in; only the response limit holds fetching.
+    config.max_held_responses = Some(1);
+    let mut consumer = Consumer::connect(config.clone()).await.unwrap();
+    consumer
+        .assign(TOPIC, &[0], StartOffset::Beginning)
+        .await
+        .unwrap();
+    let fetches = || script.lock().unwrap().fetches;
+    let first = loop {
+        let fetched = tokio::time::timeout(Duration::from_secs(20), consumer.poll())
+            .await
+            .expect("a first chunk")
+            .unwrap();
+        if let Fetched::Chunk(chunk) = fetched {
+            break chunk;
+        }
+    };
+    assert_eq!(first.fetch_offset(), 0);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(fetches(), 1, "no second fetch while the first response's chunk is held");
+    drop(first);
+    for _ in 0..500 {
+        if fetches() >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(fetches() >= 2, "dropping the chunk let fetching go on");
+    // Nothing lost or repeated around the pause: the rest starts where the first chunk ended.
+    let seen = read_to_end(&mut consumer, &config.decode).await.unwrap();
+    assert_eq!(seen, expected(10..100));
+}

@@ -23,6 +23,14 @@ use crate::consumer::{
 use crate::format::{FormatArgs, RecordContext, RecordWriter};
 use crate::Error;
 
+/// Fetch responses per broker held (queued or being written) before the next fetch waits.
+/// Fetching only just ahead of the decode threads lets the connection reuse its response
+/// buffers (3 held plus 1 being read fill its pool of 4) instead of mapping fresh memory for
+/// every response: on the consume benchmark this took 20-40% less CPU than letting the
+/// 256 MiB budget alone limit fetching, with no loss of records/s (2, 3 and 4 measured within
+/// 5% of each other; 8 was slower).
+const HELD_RESPONSES: usize = 3;
+
 /// The `-G` options of `krec consume`.
 #[derive(Debug, clap::Args)]
 pub struct GroupArgs {
@@ -195,6 +203,7 @@ impl ConsumeArgs {
         config.partition_max_bytes = self.partition_max_bytes;
         config.connection.max_frame_bytes = self.max_bytes as usize + (16 << 20);
         config.buffer_bytes = self.buffer_bytes.max(1);
+        config.max_held_responses = Some(HELD_RESPONSES);
         config.max_wait = Duration::from_millis(self.max_wait_ms);
         config.max_fetch_version = self.fetch_version;
         config.decode = DecodeConfig {

@@ -24,6 +24,9 @@ pub struct PartitionChunk {
     data: ChunkData,
     read_committed: bool,
     _budget: Option<OwnedSemaphorePermit>,
+    /// Shared by the chunks of one fetch response: the last one dropped lets the fetch loop
+    /// send another fetch under `max_held_responses`.
+    _response: Option<Arc<OwnedSemaphorePermit>>,
 }
 
 impl PartitionChunk {
@@ -42,7 +45,14 @@ impl PartitionChunk {
             data,
             read_committed,
             _budget: budget,
+            _response: None,
         }
+    }
+
+    /// Ties the chunk to its response's slot under `max_held_responses`.
+    pub(crate) fn with_response_slot(mut self, slot: Option<Arc<OwnedSemaphorePermit>>) -> Self {
+        self._response = slot;
+        self
     }
 
     /// Topic name.

@@ -109,6 +109,12 @@ pub struct ConsumerConfig {
     /// kept for reuse add at most half of this again (and at most
     /// [`ConnectionSettings::frame_pool_bytes`]) per broker connection.
     pub buffer_bytes: usize,
+    /// Fetch responses per broker whose data may be held at once (queued, or being decoded)
+    /// before that broker's next fetch waits for one to be dropped; `None`: only
+    /// `buffer_bytes` limits fetching ahead. A small limit keeps fetching just ahead of
+    /// decoding, so response buffers are reused instead of freshly mapped; a program that
+    /// keeps chunks while it polls for more must leave it `None` or hold fewer than this.
+    pub max_held_responses: Option<usize>,
     /// What to do on OFFSET_OUT_OF_RANGE.
     pub offset_reset: OffsetReset,
     /// First delay before retrying after a connection or leader error; doubles up to `max_backoff`.
@@ -141,6 +147,7 @@ impl ConsumerConfig {
             max_bytes,
             partition_max_bytes: 1 << 20,
             buffer_bytes: 256 << 20,
+            max_held_responses: None,
             offset_reset: OffsetReset::Earliest,
             backoff: Duration::from_millis(100),
             max_backoff: Duration::from_secs(2),

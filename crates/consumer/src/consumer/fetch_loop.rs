@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::FetchRequest;
-use tokio::sync::OwnedSemaphorePermit;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::chunk::PartitionChunk;
 use super::cursor::{apply_response, CursorState, ResponseContext};
@@ -45,7 +45,19 @@ pub async fn run(shared: Arc<Shared>, node: i32) {
     connection_settings.frame_pool_bytes = connection_settings
         .frame_pool_bytes
         .min(shared.config.buffer_bytes / 2);
+    let response_slots = shared
+        .config
+        .max_held_responses
+        .map(|held| Arc::new(Semaphore::new(held.max(1))));
     while !shared.is_stopping() {
+        // Under `max_held_responses`, wait for the data of an earlier response to be dropped.
+        let response_slot = match &response_slots {
+            Some(slots) => match slots.clone().acquire_owned().await {
+                Ok(slot) => Some(slot),
+                Err(_) => return,
+            },
+            None => None,
+        };
         let (mut planned, address) = plan(&shared, node);
         // Each partition takes its turn at the head of the request, the one place where the
         // broker returns a batch larger than the size limits (KIP-74).
@@ -111,6 +123,7 @@ pub async fn run(shared: Arc<Shared>, node: i32) {
         });
         let fetched: usize = partitions.iter().map(|p| p.records.len()).sum();
         let mut budget = acquire_budget(&shared, fetched).await;
+        let response_slot = response_slot.map(Arc::new);
         let mut events = Vec::new();
         let mut fatal = None;
         let mut wake_coordinator = false;
@@ -151,14 +164,17 @@ pub async fn run(shared: Arc<Shared>, node: i32) {
                         wake_coordinator |= applied.refresh_metadata || applied.reset_offset;
                         if let Some(data) = applied.data {
                             let permit = take_budget(&mut budget, data.records.len());
-                            events.push(Event::Chunk(PartitionChunk::new(
-                                plan.topic.clone(),
-                                plan.target.partition,
-                                plan.generation,
-                                data,
-                                read_committed,
-                                permit,
-                            )));
+                            events.push(Event::Chunk(
+                                PartitionChunk::new(
+                                    plan.topic.clone(),
+                                    plan.target.partition,
+                                    plan.generation,
+                                    data,
+                                    read_committed,
+                                    permit,
+                                )
+                                .with_response_slot(response_slot.clone()),
+                            ));
                         }
                         if applied.reached_end {
                             events.push(Event::EndOfPartition {
