@@ -194,6 +194,21 @@ impl<'b> Records<'b> {
         self
     }
 
+    /// The iterator's next record at or after [`Records::from_offset`].
+    fn next_from_offset(&mut self) -> Option<Result<Record<'b>, Error>> {
+        loop {
+            let record = match &mut self.inner {
+                Inner::Empty => None,
+                Inner::V2(r) => r.next_record(),
+                Inner::Legacy(r) => r.next(),
+            };
+            match record {
+                Some(Ok(record)) if record.offset < self.from => continue,
+                other => return other,
+            }
+        }
+    }
+
     /// The next data record, filled in place and lent until the next call; `None` after the
     /// last record or the first error. Yields exactly what the [`Iterator`] would, without
     /// moving a `Record` per step.
@@ -224,16 +239,15 @@ impl<'b> Iterator for Records<'b> {
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            let record = match &mut self.inner {
-                Inner::Empty => None,
-                Inner::V2(r) => r.next_record(),
-                Inner::Legacy(r) => r.next(),
-            };
-            match record {
-                Some(Ok(record)) if record.offset < self.from => continue,
-                other => return other,
-            }
+        if self.from != i64::MIN {
+            return self.next_from_offset();
+        }
+        // Returned straight from the inner iterator, so the record is built in the caller's
+        // slot: a match on it here would move it once more.
+        match &mut self.inner {
+            Inner::Empty => None,
+            Inner::V2(r) => r.next_record(),
+            Inner::Legacy(r) => r.next(),
         }
     }
 
