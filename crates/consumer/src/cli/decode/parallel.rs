@@ -177,7 +177,7 @@ impl RunInput<'_> {
     fn bytes(&self) -> &[u8] {
         match self {
             RunInput::Slice { bytes, .. } => bytes,
-            RunInput::Owned(run) => &run.bytes,
+            RunInput::Owned(run) => run.bytes(),
         }
     }
 
@@ -185,7 +185,7 @@ impl RunInput<'_> {
     fn into_buffer(self) -> Option<Vec<u8>> {
         match self {
             RunInput::Slice { .. } => None,
-            RunInput::Owned(run) => Some(run.bytes),
+            RunInput::Owned(run) => Some(run.into_buffer()),
         }
     }
 }

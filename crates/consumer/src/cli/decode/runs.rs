@@ -69,8 +69,22 @@ impl Iterator for Runs<'_> {
 pub(super) struct Run {
     /// Byte position of the run's first entry in the input.
     pub(super) start: usize,
-    /// The run's bytes, in a buffer handed back to [`RunReader::next_run`] once decoded.
-    pub(super) bytes: Vec<u8>,
+    /// Holds the run's bytes first; handed back to [`RunReader::next_run`] once decoded.
+    buffer: Vec<u8>,
+    /// Bytes of the run at the start of `buffer`; the rest are stale.
+    len: usize,
+}
+
+impl Run {
+    /// The run's bytes.
+    pub(super) fn bytes(&self) -> &[u8] {
+        &self.buffer[..self.len]
+    }
+
+    /// Its buffer, to read the next run into.
+    pub(super) fn into_buffer(self) -> Vec<u8> {
+        self.buffer
+    }
 }
 
 /// Why [`RunReader::next_run`] gave no run.
@@ -101,10 +115,11 @@ pub(super) struct RunLimits {
 ///
 /// Reads ask for exactly the bytes up to the end of the entry that reaches the run size, so a
 /// run's buffer holds that run and nothing of the next one (no bytes are carried over, and no
-/// second buffer sits between reader and run). A buffer is grown [`READ_CHUNK`] at a time,
-/// only after the bytes before were read, so it holds at most the run size plus one entry of
-/// at most `max_entry_bytes` (its capacity at most about twice that, as a `Vec` grows),
-/// whatever the input's size or its length fields.
+/// second buffer sits between reader and run). A buffer keeps its size from run to run, so it
+/// is not zeroed again for every run, and grows [`READ_CHUNK`] at a time, only after the bytes
+/// before were read: it holds at most the run size plus one entry of at most
+/// `max_entry_bytes` and one chunk (its capacity at most about twice that, as a `Vec`
+/// grows), whatever the input's size or its length fields.
 pub(super) struct RunReader<R> {
     reader: R,
     limits: RunLimits,
@@ -130,17 +145,19 @@ impl<R: Read> RunReader<R> {
         }
     }
 
-    /// The next run, read into `bytes` (cleared first); `None` at the end of the input.
-    pub(super) fn next_run(&mut self, mut bytes: Vec<u8>) -> Result<Option<Run>, RunReadError> {
-        bytes.clear();
-        // End of the whole entries in `bytes`.
+    /// The next run, read into `buffer` (its old contents are overwritten); `None` at the end
+    /// of the input.
+    pub(super) fn next_run(&mut self, mut buffer: Vec<u8>) -> Result<Option<Run>, RunReadError> {
+        // Bytes of this run read into `buffer`.
+        let mut filled = 0;
+        // End of the whole entries in `buffer`.
         let mut whole = 0;
         while !self.ended {
             let missing = loop {
                 if whole >= self.limits.run_bytes {
                     break 0;
                 }
-                let rest = &bytes[whole..];
+                let rest = &buffer[whole..filled];
                 if rest.len() < ENTRY_HEADER {
                     break ENTRY_HEADER - rest.len();
                 }
@@ -163,22 +180,33 @@ impl<R: Read> RunReader<R> {
                 break;
             }
             // Up to the run size, and at least to the end of the entry under way.
-            let wanted = missing.max(self.limits.run_bytes.saturating_sub(bytes.len()));
-            if self.read_appending(&mut bytes, wanted)? < wanted {
+            let wanted = missing.max(self.limits.run_bytes.saturating_sub(filled));
+            let got = self.read_appending(&mut buffer, filled, wanted)?;
+            filled += got;
+            if got < wanted {
                 self.ended = true;
             }
         }
-        if bytes.is_empty() {
+        if filled == 0 {
             return Ok(None);
         }
         let start = self.position;
-        self.position += bytes.len();
-        Ok(Some(Run { start, bytes }))
+        self.position += filled;
+        Ok(Some(Run {
+            start,
+            buffer,
+            len: filled,
+        }))
     }
 
-    /// Appends up to `count` bytes, fewer only at the end of the input; past the input limit,
-    /// [`RunReadError::OverLimit`].
-    fn read_appending(&mut self, out: &mut Vec<u8>, count: usize) -> Result<usize, RunReadError> {
+    /// Reads up to `count` bytes into `out` from `filled` on, fewer only at the end of the
+    /// input; past the input limit, [`RunReadError::OverLimit`].
+    fn read_appending(
+        &mut self,
+        out: &mut Vec<u8>,
+        filled: usize,
+        count: usize,
+    ) -> Result<usize, RunReadError> {
         // One byte past the limit tells "exactly at the limit" from "over it".
         let allowed = self
             .limits
@@ -189,17 +217,12 @@ impl<R: Read> RunReader<R> {
         let mut appended = 0;
         while appended < count {
             let chunk = (count - appended).min(READ_CHUNK);
-            let filled_to = out.len();
-            out.resize(filled_to + chunk, 0);
-            let got = read_fully(&mut self.reader, &mut out[filled_to..]);
-            let got = match got {
-                Ok(got) => got,
-                Err(error) => {
-                    out.truncate(filled_to);
-                    return Err(RunReadError::Io(error));
-                }
-            };
-            out.truncate(filled_to + got);
+            let at = filled + appended;
+            if out.len() < at + chunk {
+                out.resize(at + chunk, 0);
+            }
+            let got =
+                read_fully(&mut self.reader, &mut out[at..at + chunk]).map_err(RunReadError::Io)?;
             appended += got;
             self.read += got as u64;
             if got < chunk {
@@ -229,7 +252,7 @@ fn read_fully(reader: &mut impl Read, buffer: &mut [u8]) -> io::Result<usize> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Run, RunLimits, RunReadError, RunReader, Runs, READ_CHUNK};
+    use super::{RunLimits, RunReadError, RunReader, Runs, READ_CHUNK};
 
     fn limits(run_bytes: usize) -> RunLimits {
         RunLimits {
@@ -244,9 +267,9 @@ mod tests {
         let mut reader = RunReader::new(data, limits);
         let mut runs = Vec::new();
         let mut buffer = Vec::new();
-        while let Some(Run { start, bytes }) = reader.next_run(buffer).expect("reading a slice") {
-            runs.push((start, bytes.clone()));
-            buffer = bytes;
+        while let Some(run) = reader.next_run(buffer).expect("reading a slice") {
+            runs.push((run.start, run.bytes().to_vec()));
+            buffer = run.into_buffer();
         }
         runs
     }
@@ -334,6 +357,23 @@ mod tests {
     }
 
     #[test]
+    fn a_dirty_reused_buffer_leaks_no_stale_bytes() {
+        let data = entries(&[100, 30, 250]);
+        for run_bytes in [1, 120, 1000] {
+            let mut reader = RunReader::new(&data[..], limits(run_bytes));
+            let mut buffer = vec![0xff; 4096];
+            let mut read = Vec::new();
+            while let Some(run) = reader.next_run(buffer).expect("reading a slice") {
+                assert_eq!(run.start, read.len(), "run size {run_bytes}");
+                read.extend_from_slice(run.bytes());
+                buffer = run.into_buffer();
+                buffer.fill(0xff);
+            }
+            assert_eq!(read, data, "run size {run_bytes}");
+        }
+    }
+
+    #[test]
     fn entries_larger_than_a_read_chunk_arrive_whole() {
         let data = entries(&[50, READ_CHUNK * 2 + 7, 50]);
         for run_bytes in [1, 60, READ_CHUNK] {
@@ -382,13 +422,13 @@ mod tests {
         };
         let mut reader = RunReader::new(&data[..], unlimited);
         let first = reader.next_run(Vec::new()).expect("read").expect("a run");
-        assert_eq!((first.start, first.bytes.len()), (0, 40));
+        assert_eq!((first.start, first.bytes().len()), (0, 40));
         let last = reader.next_run(Vec::new()).expect("read").expect("a run");
-        assert_eq!((last.start, last.bytes.len()), (40, 40));
+        assert_eq!((last.start, last.bytes().len()), (40, 40));
+        let capacity = last.into_buffer().capacity();
         assert!(
-            last.bytes.capacity() <= 2 * READ_CHUNK,
-            "capacity {} for 40 bytes read",
-            last.bytes.capacity()
+            capacity <= 2 * READ_CHUNK,
+            "capacity {capacity} for 40 bytes read"
         );
         assert!(reader.next_run(Vec::new()).expect("read").is_none());
     }

@@ -33,14 +33,14 @@ pub(super) fn decode_runs<R: Read, W: Write>(
         };
         // A run starts on an entry boundary and holds whole entries, but for a cut or refused
         // one that ends the input: its walk meets what a walk of the whole input would.
-        let walk = BatchWalk::new(&run.bytes, config);
+        let walk = BatchWalk::new(run.bytes(), config);
         match decode_walk(walk, context, &mut writer) {
             Ok(run_summary) => summary.add(run_summary),
             Err(failure) => {
                 break Err(ReaderFailure::Decode(failure.with_input_start(run.start)));
             }
         }
-        *buffer = run.bytes;
+        *buffer = run.into_buffer();
     };
     // The records before a failure are written before it is reported.
     writer
