@@ -373,6 +373,7 @@ fn standard_input_over_the_limit_is_refused_after_whole_records() {
     let limit_text = limit.to_string();
     let format = template("%o\\n");
     let reference = whole_walk(&data, &DecodeConfig::default(), &format, "-");
+    let mut outputs = Vec::new();
     for threads in ["1", "2"] {
         let args = [
             "--threads",
@@ -401,7 +402,17 @@ fn standard_input_over_the_limit_is_refused_after_whole_records() {
         );
         assert!(output.stdout.len() < reference.stdout.len(), "{args:?}");
         assert!(output.stdout.is_empty() || output.stdout.ends_with(b"\n"));
+        outputs.push(output.stdout);
     }
+    // Both write every run read before the limit, then stop.
+    assert!(
+        outputs[0] == outputs[1],
+        "1 and 2 threads wrote different records"
+    );
+    assert!(
+        !outputs[0].is_empty(),
+        "the runs under the limit are written"
+    );
     let exact = (data.len()).to_string();
     let output = krec_stdin(&["--max-file-bytes", &exact, "-f", "%o\\n"], &data);
     reference.assert_matches(&output, "stdin exactly at the limit");

@@ -326,13 +326,23 @@ impl<'p> DecodePool<'p> {
         let output_failure = |error| RunFailure::Decode(DecodeFailure::Output(error));
         let mut summary = DecodeSummary::default();
         let mut input_exhausted = false;
+        // A read that failed: reported once the runs read before it are written, as one
+        // thread does.
+        let mut read_failure = None;
         // Results that arrived before an earlier run's; never more than `max_in_flight`.
         let mut arrived: BTreeMap<usize, RunResult<'p>> = BTreeMap::new();
         let mut next_written = 0usize;
         loop {
             while !input_exhausted && *in_flight < self.max_in_flight {
                 let spare = self.spare_inputs.pop().unwrap_or_default();
-                let Some(input) = next_run(spare).map_err(RunFailure::Read)? else {
+                let input = match next_run(spare) {
+                    Ok(input) => input,
+                    Err(error) => {
+                        read_failure = Some(error);
+                        None
+                    }
+                };
+                let Some(input) = input else {
                     input_exhausted = true;
                     break;
                 };
@@ -346,7 +356,10 @@ impl<'p> DecodePool<'p> {
                 *in_flight += 1;
             }
             if *in_flight == 0 {
-                return Ok(Outcome::Done(summary));
+                return match read_failure {
+                    Some(error) => Err(RunFailure::Read(error)),
+                    None => Ok(Outcome::Done(summary)),
+                };
             }
             let result = match arrived.remove(&next_written) {
                 Some(result) => result,
