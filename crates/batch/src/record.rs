@@ -212,7 +212,7 @@ impl<'b> Records<'b> {
     /// The next data record, filled in place and lent until the next call; `None` after the
     /// last record or the first error. Yields exactly what the [`Iterator`] would, without
     /// moving a `Record` per step.
-    #[inline]
+    #[inline(always)]
     pub fn next_ref(&mut self) -> Option<Result<&Record<'b>, Error>> {
         loop {
             match &mut self.inner {

@@ -449,8 +449,10 @@ impl<'b> V2Records<'b> {
         }
     }
 
-    /// The next raw record with its index, or the end-of-batch check.
-    #[inline]
+    /// The next raw record with its index, or the end-of-batch check. Always inlined: with
+    /// the by-value iterator and the in-place path both calling it, the compiler stopped
+    /// inlining it, which cost a call and ~40 instructions per record.
+    #[inline(always)]
     pub(crate) fn next_raw(
         &mut self,
         index: &mut InlineIndex,

@@ -41,10 +41,15 @@ pub fn decode_frame_into(
         start,
     }
     .run();
-    if result.is_err() {
-        out.truncate(start);
+    // A match rather than `is_err` then `result`: the success path writes only the length
+    // instead of copying the whole (error-sized) `Result` once more.
+    match result {
+        Ok(decoded) => Ok(decoded),
+        Err(error) => {
+            out.truncate(start);
+            Err(error)
+        }
     }
-    result
 }
 
 /// The frame's content as a slice of `input`, when the frame holds exactly one stored
