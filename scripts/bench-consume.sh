@@ -21,8 +21,10 @@
 #   bc-N-1k                         1 KiB values, no compression; by Kafka's ProducerPerformance
 # Every consumer writes to /dev/null in the timed runs; before them, one untimed run of each
 # consumer per topic writes into `wc -l` and must show the full record count, or the script
-# stops (a consumer that reads less would look faster). CPU seconds (user + sys) and peak RSS
-# come from /usr/bin/time (apt package `time`, installed if missing).
+# stops (a consumer that reads less would look faster). Wall time, CPU seconds (user + sys)
+# and peak RSS come from wait4(2) on the consumer process, children included (`measure`
+# below; GNU time's %U and %S truncate each to 10 ms, which under-counted a 0.08 s run by
+# about 0.01 s).
 #
 # Environment: KREC_BIN=path benchmarks that krec binary instead of building one.
 #
@@ -78,7 +80,6 @@ need_apt() {
     log "installing $package"
     if [[ $(id -u) == 0 ]]; then apt-get install -y -q "$package" >&2; else sudo apt-get install -y -q "$package" >&2; fi
 }
-[[ -x /usr/bin/time ]] || need_apt /usr/bin/time time
 need_apt kcat kcat
 command -v java >/dev/null || die "java not found (the broker and the Java consumer need it)"
 # The chart: matplotlib for whichever python has it, else installed for the PATH python3.
@@ -106,6 +107,27 @@ if ! CARGO_TARGET_DIR="$REPO_ROOT/target/rdkafka-consumer" cargo build -q --rele
     log "the rdkafka consumer does not build (see $OUT/rdkafka-build.log); benchmarking without it"
     RDKAFKA_BIN=""
 fi
+
+# measure FILE COMMAND...: runs COMMAND (stdin, stdout and stderr as given) and writes
+# "wall_s user_s sys_s max_rss_kb" to FILE, with microsecond CPU times; exits as COMMAND did.
+MEASURE_PY='
+import os, sys, time
+out, argv = sys.argv[1], sys.argv[2:]
+start = time.monotonic()
+pid = os.fork()
+if pid == 0:
+    try:
+        os.execvp(argv[0], argv)
+    finally:
+        os._exit(127)
+_, status, usage = os.wait4(pid, 0)
+wall = time.monotonic() - start
+with open(out, "w") as f:
+    f.write("%.3f %.6f %.6f %d\n" % (wall, usage.ru_utime, usage.ru_stime, usage.ru_maxrss))
+code = os.waitstatus_to_exitcode(status)
+sys.exit(code if code >= 0 else 128 - code)
+'
+measure() { python3 -c "$MEASURE_PY" "$@"; }
 
 # --- broker and topics ------------------------------------------------------------------------
 
@@ -239,7 +261,7 @@ timed_run() {
     local file="$1" consumer="$2" topic="$3" run="$4" command timing
     command="$(consumer_command "$consumer" "$topic")"
     timing="$OUT/time.tmp"
-    if ! /usr/bin/time -f '%e %U %S %M' -o "$timing" bash -c "$command" >/dev/null 2>"$OUT/stderr.tmp"; then
+    if ! measure "$timing" bash -c "$command" >/dev/null 2>"$OUT/stderr.tmp"; then
         cat "$OUT/stderr.tmp" >&2
         die "$consumer failed on $topic"
     fi
@@ -270,7 +292,7 @@ thread_order() { if (($1 % 2)); then echo 1 2; else echo 2 1; fi; }
 for ((run = 1; run <= RUNS; run++)); do
     for threads in $(thread_order "$run"); do
         command="$(consumer_command "krec-raw-t$threads" "$SCALE_TOPIC")"
-        /usr/bin/time -f '%e %U %S %M' -o "$OUT/time.tmp" bash -c "$command" >/dev/null 2>/dev/null
+        measure "$OUT/time.tmp" bash -c "$command" >/dev/null 2>/dev/null
         read -r wall user sys rss_kb <"$OUT/time.tmp"
         printf 'consume %s raw\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$SCALE_TOPIC" "$threads" "$run" "$RECORDS" \
             "$wall" "$user" "$sys" "$rss_kb" >>"$SCALING"
@@ -298,7 +320,7 @@ for format in raw json; do
     log "scaling: krec decode -f $format --threads 1 and 2 on the segments of all topics"
     for ((run = 1; run <= RUNS; run++)); do
         for threads in $(thread_order "$run"); do
-            /usr/bin/time -f '%e %U %S %M' -o "$OUT/time.tmp" \
+            measure "$OUT/time.tmp" \
                 "$KREC" decode --threads "$threads" -f "$format" "${segments[@]}" >/dev/null
             read -r wall user sys rss_kb <"$OUT/time.tmp"
             printf 'decode all topics %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$format" "$threads" "$run" \
