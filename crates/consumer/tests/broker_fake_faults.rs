@@ -487,7 +487,11 @@ async fn a_held_response_pauses_fetching_until_its_chunks_are_dropped() {
     };
     assert_eq!(first.fetch_offset(), 0);
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(fetches(), 1, "no second fetch while the first response's chunk is held");
+    assert_eq!(
+        fetches(),
+        1,
+        "no second fetch while the first response's chunk is held"
+    );
     drop(first);
     for _ in 0..500 {
         if fetches() >= 2 {
