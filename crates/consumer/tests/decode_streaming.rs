@@ -549,3 +549,72 @@ fn several_files_share_the_threads_and_keep_their_order_and_context() {
         expected.assert_matches(&krec(&args), &format!("bad second file {args:?}"));
     }
 }
+
+/// A later file that cannot be opened, or is over --max-file-bytes, is reported only after
+/// every record of the files before it, on one thread as on several (which read ahead into
+/// the next file while the previous one decodes).
+#[test]
+fn a_later_file_that_cannot_be_read_comes_after_all_earlier_records() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let first = segment(200);
+    let big = plain_batches(0, 200, 2000);
+    let first_file = write_temp(&dir, "first.log", &first);
+    let big_file = write_temp(&dir, "big.log", &big);
+    let missing = dir.path().join("missing.log");
+    let format = FormatArgs::default();
+    let expected_stdout = whole_walk(&first, &DecodeConfig::default(), &format, "").stdout;
+    let limit = (first.len().max(big.len()) - 1).to_string();
+    assert!(
+        first.len() < big.len(),
+        "the limit refuses only the second file"
+    );
+    for threads in ["1", "2", "3"] {
+        let output = krec(&[
+            "decode",
+            "--threads",
+            threads,
+            "--run-bytes",
+            "4K",
+            path_str(&first_file),
+            path_str(&missing),
+            path_str(&first_file),
+        ]);
+        assert_eq!(output.status.code(), Some(1), "threads {threads}");
+        assert!(
+            output.stdout == expected_stdout,
+            "threads {threads}: missing file"
+        );
+        let stderr = stderr_text(&output);
+        assert!(
+            stderr.starts_with(&format!("krec decode: reading {}: ", missing.display())),
+            "threads {threads}: {stderr}"
+        );
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+
+        let output = krec(&[
+            "decode",
+            "--threads",
+            threads,
+            "--run-bytes",
+            "4K",
+            "--max-file-bytes",
+            &limit,
+            path_str(&first_file),
+            path_str(&big_file),
+        ]);
+        assert_eq!(output.status.code(), Some(1), "threads {threads}");
+        assert!(
+            output.stdout == expected_stdout,
+            "threads {threads}: big file"
+        );
+        assert_eq!(
+            stderr_text(&output),
+            format!(
+                "krec decode: {}: {} bytes, over the limit of {limit} (raise --max-file-bytes)\n",
+                big_file.display(),
+                big.len()
+            ),
+            "threads {threads}"
+        );
+    }
+}

@@ -19,7 +19,9 @@ mod runs;
 mod stream;
 
 pub use parallel::{decode_bytes_parallel, Parallelism, DEFAULT_RUN_BYTES};
-use parallel::{decode_reader_parallel, with_pool, DecodePool};
+use parallel::{
+    decode_sources_parallel, with_pool, DecodePool, RunInput, SourcedRun, SourcesFailure,
+};
 use runs::{RunLimits, RunReadError, RunReader};
 
 use std::io::{self, Read, Write};
@@ -176,25 +178,30 @@ enum Decoder<'d, 'p> {
 }
 
 impl<'a> Files<'a> {
-    fn decode_all<W: Write>(&self, mut decoder: Decoder<'_, 'a>, mut out: W) -> ExitCode {
-        for (file, context) in self.args.files.iter().zip(self.contexts) {
-            let source = FileSource {
-                path: file,
-                max_bytes: self.args.max_file_bytes,
-            };
-            // Each file's records, up to any bad spot, are written and flushed before a message.
-            if let Err(error) = self.decode_file(source, context, &mut decoder, &mut out) {
-                let flushed = out.flush();
-                if is_broken_pipe(&error)
-                    || flushed
-                        .as_ref()
-                        .is_err_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
-                {
-                    return ExitCode::SUCCESS;
-                }
-                eprintln!("krec decode: {error}");
-                return ExitCode::FAILURE;
+    fn decode_all<W: Write>(&self, decoder: Decoder<'_, 'a>, mut out: W) -> ExitCode {
+        // Each file's records, up to any bad spot, are written and flushed before a message.
+        let result = match decoder {
+            Decoder::OneThread(mut buffer) => self
+                .args
+                .files
+                .iter()
+                .zip(self.contexts)
+                .try_for_each(|(path, context)| {
+                    self.decode_file_here(path, context, &mut buffer, &mut out)
+                }),
+            Decoder::Threads(pool) => self.decode_on(pool, &mut out),
+        };
+        if let Err(error) = result {
+            let flushed = out.flush();
+            if is_broken_pipe(&error)
+                || flushed
+                    .as_ref()
+                    .is_err_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+            {
+                return ExitCode::SUCCESS;
             }
+            eprintln!("krec decode: {error}");
+            return ExitCode::FAILURE;
         }
         match out.flush() {
             Ok(()) => ExitCode::SUCCESS,
@@ -207,80 +214,112 @@ impl<'a> Files<'a> {
         }
     }
 
-    /// Reads one file (or stdin for `-`) run by run and writes its records.
-    fn decode_file<W: Write>(
-        &self,
-        source: FileSource<'_>,
-        context: &'a RecordContext<'a>,
-        decoder: &mut Decoder<'_, 'a>,
-        out: &mut W,
-    ) -> Result<DecodeSummary, Error> {
-        let path = source.path;
-        let shown = path.display().to_string();
-        let io_error = |source| Error::Io {
-            context: format!("reading {shown}"),
-            source,
-        };
+    /// Opens one file (or stdin for `-`) to read run by run; a file larger than
+    /// `--max-file-bytes` is refused before anything is read.
+    fn open(&self, path: &Path) -> Result<RunReader<Box<dyn Read>>, Error> {
         let limits = RunLimits {
             run_bytes: self.run_bytes,
             max_entry_bytes: self.config.max_batch_bytes,
-            max_input_bytes: source.max_bytes,
+            max_input_bytes: self.args.max_file_bytes,
         };
-        let result = if path == Path::new("-") {
-            let mut runs = RunReader::new(io::stdin().lock(), limits);
-            self.decode_runs(&mut runs, context, decoder, out)
-        } else {
-            let file = std::fs::File::open(path).map_err(io_error)?;
-            let size = file.metadata().map_err(io_error)?.len();
-            if size > source.max_bytes {
-                return Err(Error::InputTooLarge {
-                    file: shown,
-                    size,
-                    limit: source.max_bytes,
-                });
-            }
-            let mut runs = RunReader::new(file, limits);
-            self.decode_runs(&mut runs, context, decoder, out)
-        };
-        match result {
-            Ok(summary) => Ok(summary),
-            Err(ReaderFailure::Read(RunReadError::Io(source))) => Err(io_error(source)),
-            Err(ReaderFailure::Read(RunReadError::OverLimit { read })) => {
-                Err(Error::InputTooLarge {
-                    file: shown,
-                    size: read,
-                    limit: source.max_bytes,
-                })
+        if path == Path::new("-") {
+            return Ok(RunReader::new(Box::new(io::stdin().lock()), limits));
+        }
+        let io_error = |source| read_error(path, RunReadError::Io(source), 0);
+        let file = std::fs::File::open(path).map_err(io_error)?;
+        let size = file.metadata().map_err(io_error)?.len();
+        if size > self.args.max_file_bytes {
+            return Err(Error::InputTooLarge {
+                file: path.display().to_string(),
+                size,
+                limit: self.args.max_file_bytes,
+            });
+        }
+        Ok(RunReader::new(Box::new(file), limits))
+    }
+
+    /// Decodes one file on this thread, run by run into `buffer`.
+    fn decode_file_here<W: Write>(
+        &self,
+        path: &Path,
+        context: &RecordContext<'_>,
+        buffer: &mut Vec<u8>,
+        out: &mut W,
+    ) -> Result<(), Error> {
+        let mut runs = self.open(path)?;
+        let format = &self.args.format;
+        match stream::decode_runs(&mut runs, self.config, context, format, buffer, out) {
+            Ok(_) => Ok(()),
+            Err(ReaderFailure::Read(error)) => {
+                Err(read_error(path, error, self.args.max_file_bytes))
             }
             Err(ReaderFailure::Decode(failure)) => Err(file_error(path, failure)),
         }
     }
 
-    fn decode_runs<R: Read, W: Write>(
-        &self,
-        runs: &mut RunReader<R>,
-        context: &'a RecordContext<'a>,
-        decoder: &mut Decoder<'_, 'a>,
-        out: &mut W,
-    ) -> Result<DecodeSummary, ReaderFailure> {
-        match decoder {
-            Decoder::OneThread(buffer) => {
-                stream::decode_runs(runs, self.config, context, &self.args.format, buffer, out)
+    /// Decodes all files on the pool's threads as one stream of runs, each tagged with its
+    /// file: the next file is opened and read while the last runs of the previous one decode.
+    fn decode_on<W: Write>(&self, pool: &mut DecodePool<'a>, out: &mut W) -> Result<(), Error> {
+        let files = &self.args.files;
+        let mut next_file = 0;
+        let mut current: Option<(usize, RunReader<Box<dyn Read>>)> = None;
+        let next_run = |spare: Vec<u8>| -> Result<Option<SourcedRun<'a>>, Error> {
+            let mut spare = Some(spare);
+            loop {
+                if let Some((index, runs)) = current.as_mut() {
+                    let index = *index;
+                    match runs.next_run(spare.take().unwrap_or_default()) {
+                        Ok(Some(run)) => {
+                            return Ok(Some(SourcedRun {
+                                input: RunInput::Owned(run),
+                                source: index,
+                                context: &self.contexts[index],
+                            }))
+                        }
+                        Ok(None) => current = None,
+                        Err(error) => {
+                            return Err(read_error(&files[index], error, self.args.max_file_bytes))
+                        }
+                    }
+                }
+                let Some(path) = files.get(next_file) else {
+                    return Ok(None);
+                };
+                current = Some((next_file, self.open(path)?));
+                next_file += 1;
             }
-            Decoder::Threads(pool) => decode_reader_parallel(pool, runs, context, out),
+        };
+        match decode_sources_parallel(pool, next_run, out) {
+            Ok(_) => Ok(()),
+            Err(SourcesFailure::Read(error)) => Err(error),
+            Err(SourcesFailure::Input { source, failure }) => {
+                Err(file_error(&files[source], failure))
+            }
+            Err(SourcesFailure::Output(source)) => Err(Error::Io {
+                context: "writing output".into(),
+                source,
+            }),
         }
+    }
+}
+
+/// The error for a failed read of `path` (`limit`: its `--max-file-bytes`).
+fn read_error(path: &Path, error: RunReadError, limit: u64) -> Error {
+    match error {
+        RunReadError::Io(source) => Error::Io {
+            context: format!("reading {}", path.display()),
+            source,
+        },
+        RunReadError::OverLimit { read } => Error::InputTooLarge {
+            file: path.display().to_string(),
+            size: read,
+            limit,
+        },
     }
 }
 
 fn is_broken_pipe(error: &Error) -> bool {
     matches!(error, Error::Io { source, .. } if source.kind() == io::ErrorKind::BrokenPipe)
-}
-
-/// A file to decode and the most of it accepted.
-#[derive(Clone, Copy)]
-struct FileSource<'a> {
-    path: &'a Path,
-    max_bytes: u64,
 }
 
 /// Why decoding an input read run by run stopped.

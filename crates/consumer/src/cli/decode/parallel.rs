@@ -17,7 +17,8 @@
 //! exactly as one thread does.
 
 use std::collections::BTreeMap;
-use std::io::{self, Read, Write};
+use std::convert::Infallible;
+use std::io::{self, Write};
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -25,8 +26,8 @@ use std::sync::{Arc, Mutex};
 
 use krec_batch::{BatchWalk, DecodeConfig};
 
-use super::runs::{Run, RunReadError, RunReader, Runs};
-use super::{decode_walk, DecodeFailure, DecodeSummary, ReaderFailure};
+use super::runs::{Run, Runs};
+use super::{decode_walk, DecodeFailure, DecodeSummary};
 use crate::format::{FormatArgs, RecordContext, RecordWriter};
 
 /// Input bytes per run by default: big enough that handing a run to a thread costs
@@ -65,14 +66,20 @@ pub fn decode_bytes_parallel<W: Write>(
     with_pool(config, format, parallelism.threads, |pool| {
         let mut runs = Runs::new(data, run_bytes);
         let next_run = move |_spare: Vec<u8>| {
-            Ok(runs.next().map(|range| RunInput::Slice {
-                start: range.start,
-                bytes: &data[range],
+            Ok::<_, Infallible>(runs.next().map(|range| SourcedRun {
+                input: RunInput::Slice {
+                    start: range.start,
+                    bytes: &data[range],
+                },
+                source: 0,
+                context,
             }))
         };
-        match pool.decode(context, next_run, out)? {
-            Outcome::Done(summary) => Ok(summary),
-            Outcome::FailedRun(run) => Err(report_failed_run(config, format, context, &run, out)),
+        match pool.decode(next_run, out) {
+            Ok(Outcome::Done(summary)) => Ok(summary),
+            Ok(Outcome::FailedRun(run)) => Err(report_failed_run(config, format, &run, out)),
+            Err(RunFailure::Decode(failure)) => Err(failure),
+            Err(RunFailure::Read(never)) => match never {},
         }
     })
 }
@@ -135,32 +142,72 @@ impl Drop for DecodePool<'_> {
     }
 }
 
-/// Decodes the runs `runs` reads on the pool's threads, as
-/// [`decode_runs`](super::stream::decode_runs) does on one thread.
-pub(super) fn decode_reader_parallel<'p, R: Read, W: Write>(
-    pool: &mut DecodePool<'p>,
-    runs: &mut RunReader<R>,
-    context: &'p RecordContext<'p>,
-    out: &mut W,
-) -> Result<DecodeSummary, ReaderFailure> {
-    let next_run = |spare: Vec<u8>| Ok(runs.next_run(spare)?.map(RunInput::Owned));
-    match pool.decode(context, next_run, out) {
-        Ok(Outcome::Done(summary)) => Ok(summary),
-        Ok(Outcome::FailedRun(run)) => Err(ReaderFailure::Decode(report_failed_run(
-            pool.config,
-            pool.format,
-            context,
-            &run,
-            out,
-        ))),
-        Err(RunFailure::Read(error)) => Err(ReaderFailure::Read(error)),
-        Err(RunFailure::Decode(failure)) => Err(ReaderFailure::Decode(failure)),
+/// Why [`decode_sources_parallel`] stopped.
+#[derive(Debug)]
+pub(super) enum SourcesFailure<E> {
+    /// Reading or opening a source failed (after the runs read before were written).
+    Read(E),
+    /// A run of source `source` is malformed; the records before the bad spot were written.
+    Input {
+        /// Index of the source, as the runs were tagged.
+        source: usize,
+        /// What is wrong, with the source's positions.
+        failure: DecodeFailure,
+    },
+    /// Writing the output failed.
+    Output(io::Error),
+}
+
+impl<E> SourcesFailure<E> {
+    /// A decode failure of a run of `source`.
+    fn of_run(source: usize, failure: DecodeFailure) -> Self {
+        match failure {
+            DecodeFailure::Output(error) => SourcesFailure::Output(error),
+            failure => SourcesFailure::Input { source, failure },
+        }
     }
+}
+
+/// Decodes the runs `next_run` reads (from any number of sources, in order) on the pool's
+/// threads, writing their records in order, as [`decode_runs`](super::stream::decode_runs)
+/// does for each source on one thread. The runs of the next source are read while the last
+/// ones of the previous source decode, so the threads do not wait at each file's end.
+pub(super) fn decode_sources_parallel<'p, W, F, E>(
+    pool: &mut DecodePool<'p>,
+    next_run: F,
+    out: &mut W,
+) -> Result<DecodeSummary, SourcesFailure<E>>
+where
+    W: Write,
+    F: FnMut(Vec<u8>) -> Result<Option<SourcedRun<'p>>, E>,
+{
+    match pool.decode(next_run, out) {
+        Ok(Outcome::Done(summary)) => Ok(summary),
+        Ok(Outcome::FailedRun(run)) => Err(SourcesFailure::of_run(
+            run.source,
+            report_failed_run(pool.config, pool.format, &run, out),
+        )),
+        Err(RunFailure::Read(error)) => Err(SourcesFailure::Read(error)),
+        // The pool itself only fails to write (or to reach its threads): no run's source.
+        Err(RunFailure::Decode(DecodeFailure::Output(error))) => Err(SourcesFailure::Output(error)),
+        Err(RunFailure::Decode(failure)) => Err(SourcesFailure::of_run(0, failure)),
+    }
+}
+
+/// A run with where it comes from: the index of its source (a file of the command line) and
+/// the topic and partition its records are printed with.
+pub(super) struct SourcedRun<'p> {
+    /// The run's bytes.
+    pub(super) input: RunInput<'p>,
+    /// Index of its source.
+    pub(super) source: usize,
+    /// Context of its records.
+    pub(super) context: &'p RecordContext<'p>,
 }
 
 /// The bytes of one run: a slice of an image in memory, or a buffer of its own read from a
 /// reader; either with its position in the input.
-enum RunInput<'p> {
+pub(super) enum RunInput<'p> {
     Slice { start: usize, bytes: &'p [u8] },
     Owned(Run),
 }
@@ -194,8 +241,7 @@ impl RunInput<'_> {
 /// buffer to format into.
 struct Job<'p> {
     index: usize,
-    input: RunInput<'p>,
-    context: &'p RecordContext<'p>,
+    run: SourcedRun<'p>,
     output: Vec<u8>,
 }
 
@@ -208,7 +254,7 @@ enum RunResult<'p> {
         input: RunInput<'p>,
     },
     /// The run holds malformed bytes; the calling thread decodes it again to report them.
-    InputFailed(RunInput<'p>),
+    InputFailed(SourcedRun<'p>),
     /// Formatting into memory failed (only a format error can do that).
     OutputFailed(io::Error),
 }
@@ -217,26 +263,13 @@ enum RunResult<'p> {
 enum Outcome<'p> {
     Done(DecodeSummary),
     /// This run failed to decode; everything before it was written.
-    FailedRun(RunInput<'p>),
+    FailedRun(SourcedRun<'p>),
 }
 
-/// Why one input's runs stopped with an error.
-enum RunFailure {
-    Read(RunReadError),
+/// Why the runs stopped with an error.
+enum RunFailure<E> {
+    Read(E),
     Decode(DecodeFailure),
-}
-
-impl From<RunFailure> for DecodeFailure {
-    fn from(failure: RunFailure) -> Self {
-        match failure {
-            RunFailure::Decode(failure) => failure,
-            // Runs of an image in memory are never read.
-            RunFailure::Read(RunReadError::Io(error)) => DecodeFailure::Output(error),
-            RunFailure::Read(RunReadError::OverLimit { read }) => DecodeFailure::Output(
-                io::Error::other(format!("input over its limit after {read} bytes")),
-            ),
-        }
-    }
 }
 
 fn worker<'p>(
@@ -253,7 +286,7 @@ fn worker<'p>(
         if stop.load(Ordering::Relaxed) {
             return;
         }
-        let result = decode_run(config, format, job.context, job.input, job.output);
+        let result = decode_run(config, format, job.run, job.output);
         if results.send((job.index, result)).is_err() {
             return;
         }
@@ -263,8 +296,7 @@ fn worker<'p>(
 fn decode_run<'p>(
     config: &DecodeConfig,
     format: &FormatArgs,
-    context: &RecordContext<'_>,
-    input: RunInput<'p>,
+    run: SourcedRun<'p>,
     output: Vec<u8>,
 ) -> RunResult<'p> {
     // Formatted straight into the run's output buffer: a writer's own buffer would copy
@@ -273,14 +305,14 @@ fn decode_run<'p>(
         Ok(writer) => writer.gathering_into(output),
         Err(error) => return RunResult::OutputFailed(io::Error::other(error)),
     };
-    let walk = BatchWalk::new(input.bytes(), config);
-    match decode_walk(walk, context, &mut writer) {
+    let walk = BatchWalk::new(run.input.bytes(), config);
+    match decode_walk(walk, run.context, &mut writer) {
         Ok(summary) => RunResult::Done {
             output: writer.into_buffer(),
             summary,
-            input,
+            input: run.input,
         },
-        Err(DecodeFailure::Input { .. }) => RunResult::InputFailed(input),
+        Err(DecodeFailure::Input { .. }) => RunResult::InputFailed(run),
         Err(DecodeFailure::Output(error)) => RunResult::OutputFailed(error),
     }
 }
@@ -288,15 +320,14 @@ fn decode_run<'p>(
 impl<'p> DecodePool<'p> {
     /// Hands the runs `next_run` gives (reading into the spare buffers it is handed) to the
     /// threads, and writes their output to `out` in input order.
-    fn decode<W, F>(
+    fn decode<W, F, E>(
         &mut self,
-        context: &'p RecordContext<'p>,
         mut next_run: F,
         out: &mut W,
-    ) -> Result<Outcome<'p>, RunFailure>
+    ) -> Result<Outcome<'p>, RunFailure<E>>
     where
         W: Write,
-        F: FnMut(Vec<u8>) -> Result<Option<RunInput<'p>>, RunReadError>,
+        F: FnMut(Vec<u8>) -> Result<Option<SourcedRun<'p>>, E>,
     {
         if self.broken {
             return Err(RunFailure::Decode(DecodeFailure::Output(io::Error::other(
@@ -304,7 +335,7 @@ impl<'p> DecodePool<'p> {
             ))));
         }
         let mut in_flight = 0usize;
-        let result = self.drive(context, &mut next_run, out, &mut in_flight);
+        let result = self.drive(&mut next_run, out, &mut in_flight);
         if in_flight > 0 {
             self.broken = true;
             self.stop.store(true, Ordering::Relaxed);
@@ -312,16 +343,15 @@ impl<'p> DecodePool<'p> {
         result
     }
 
-    fn drive<W, F>(
+    fn drive<W, F, E>(
         &mut self,
-        context: &'p RecordContext<'p>,
         next_run: &mut F,
         out: &mut W,
         in_flight: &mut usize,
-    ) -> Result<Outcome<'p>, RunFailure>
+    ) -> Result<Outcome<'p>, RunFailure<E>>
     where
         W: Write,
-        F: FnMut(Vec<u8>) -> Result<Option<RunInput<'p>>, RunReadError>,
+        F: FnMut(Vec<u8>) -> Result<Option<SourcedRun<'p>>, E>,
     {
         let output_failure = |error| RunFailure::Decode(DecodeFailure::Output(error));
         let mut summary = DecodeSummary::default();
@@ -342,14 +372,13 @@ impl<'p> DecodePool<'p> {
                         None
                     }
                 };
-                let Some(input) = input else {
+                let Some(run) = input else {
                     input_exhausted = true;
                     break;
                 };
                 let job = Job {
                     index: next_written + *in_flight,
-                    input,
-                    context,
+                    run,
                     output: self.spare_outputs.pop().unwrap_or_default(),
                 };
                 self.jobs.send(job).map_err(|_| workers_gone())?;
@@ -396,17 +425,16 @@ impl<'p> DecodePool<'p> {
 fn report_failed_run<W: Write>(
     config: &DecodeConfig,
     format: &FormatArgs,
-    context: &RecordContext<'_>,
-    run: &RunInput<'_>,
+    run: &SourcedRun<'_>,
     out: &mut W,
 ) -> DecodeFailure {
     let mut writer = match writer_for(format, &mut *out) {
         Ok(writer) => writer,
         Err(failure) => return failure,
     };
-    let walk = BatchWalk::new(run.bytes(), config);
-    let failure = match decode_walk(walk, context, &mut writer) {
-        Err(failure) => failure.with_input_start(run.start()),
+    let walk = BatchWalk::new(run.input.bytes(), config);
+    let failure = match decode_walk(walk, run.context, &mut writer) {
+        Err(failure) => failure.with_input_start(run.input.start()),
         // Decoding the same bytes the same way cannot succeed the second time.
         Ok(_) => DecodeFailure::Output(io::Error::other(
             "a run that failed on a worker decoded on the second try",
@@ -418,7 +446,7 @@ fn report_failed_run<W: Write>(
     }
 }
 
-fn workers_gone() -> RunFailure {
+fn workers_gone<E>() -> RunFailure<E> {
     RunFailure::Decode(DecodeFailure::Output(io::Error::other(
         "the decode worker threads stopped",
     )))
