@@ -194,25 +194,10 @@ impl<'b> Records<'b> {
         self
     }
 
-    /// The iterator's next record at or after [`Records::from_offset`].
-    fn next_from_offset(&mut self) -> Option<Result<Record<'b>, Error>> {
-        loop {
-            let record = match &mut self.inner {
-                Inner::Empty => None,
-                Inner::V2(r) => r.next_record(),
-                Inner::Legacy(r) => r.next(),
-            };
-            match record {
-                Some(Ok(record)) if record.offset < self.from => continue,
-                other => return other,
-            }
-        }
-    }
-
     /// The next data record, filled in place and lent until the next call; `None` after the
     /// last record or the first error. Yields exactly what the [`Iterator`] would, without
     /// moving a `Record` per step.
-    #[inline(always)]
+    #[inline]
     pub fn next_ref(&mut self) -> Option<Result<&Record<'b>, Error>> {
         loop {
             match &mut self.inner {
@@ -239,15 +224,12 @@ impl<'b> Iterator for Records<'b> {
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
-        if self.from != i64::MIN {
-            return self.next_from_offset();
-        }
-        // Returned straight from the inner iterator, so the record is built in the caller's
-        // slot: a match on it here would move it once more.
-        match &mut self.inner {
-            Inner::Empty => None,
-            Inner::V2(r) => r.next_record(),
-            Inner::Legacy(r) => r.next(),
+        // Through the in-place path and a copy: one way to read a v2 record, so a program that
+        // uses both ways does not get the hot path compiled twice (and worse: with two callers
+        // the compiler inlined it differently, ~15% slower on 1000 x 100 B).
+        match self.next_ref()? {
+            Ok(record) => Some(Ok(record.clone())),
+            Err(e) => Some(Err(e)),
         }
     }
 

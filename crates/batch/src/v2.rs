@@ -172,9 +172,6 @@ pub(crate) struct V2Records<'b> {
     index: u32,
     /// Smallest offset delta the next record may have.
     min_delta: i64,
-    /// The declared record count until the iterator ends, then 0: the one comparison per
-    /// record that sends both cases to the cold end-of-records path.
-    stop_at: u32,
     done: bool,
 }
 
@@ -325,18 +322,15 @@ fn read_record<'d>(
     let key = bytes_field(rec, &mut p, Field::Key, true)?;
     let value = bytes_field(rec, &mut p, Field::Value, true)?;
     let header_count = varint(rec, &mut p, Field::HeaderCount)?;
-    // Each header takes at least two bytes, so a larger count cannot fit; a negative count
-    // becomes a huge one here and fails the same test.
-    if header_count as u32 as usize > (end - p) / 2 {
+    // Each header takes at least two bytes, so a larger count cannot fit.
+    if header_count < 0 || header_count as usize > (end - p) / 2 {
         return Err(FieldError::Length {
             field: Field::HeaderCount,
             length: header_count as i64,
         });
     }
     let headers_start = p;
-    if header_count == 0 {
-        // Most records: nothing to index.
-    } else if fits_inline(header_count as usize, end - headers_start) {
+    if fits_inline(header_count as usize, end - headers_start) {
         // Positions fit in 16 bits: the section is shorter than 64 KiB.
         for span in &mut index[..header_count as usize] {
             let key = bytes_field(rec, &mut p, Field::HeaderKey, false)?.unwrap_or_default();
@@ -390,7 +384,6 @@ impl<'b> V2Records<'b> {
             pos: 0,
             index: 0,
             min_delta: 0,
-            stop_at: batch.header.record_count,
             done: false,
         }
     }
@@ -449,26 +442,57 @@ impl<'b> V2Records<'b> {
         }
     }
 
-    /// The next raw record with its index, or the end-of-batch check. Always inlined: with
-    /// the by-value iterator and the in-place path both calling it, the compiler stopped
-    /// inlining it, which cost a call and ~40 instructions per record.
-    #[inline(always)]
+    /// The next raw record with its index, or the end-of-batch check.
+    #[inline]
     pub(crate) fn next_raw(
         &mut self,
         index: &mut InlineIndex,
     ) -> Option<Result<(u32, RawRecord<'b>), Error>> {
-        if self.index >= self.stop_at {
-            return self.end_of_records();
+        if self.done {
+            return None;
         }
-        let start = self.pos;
+        if self.index == self.header.record_count {
+            self.done = true;
+            if self.pos != self.data.len() {
+                return Some(Err(Error::RecordCountMismatch {
+                    position: self.header.position,
+                    offset: self.header.base_offset,
+                    declared: self.header.record_count,
+                    found: self.index,
+                    trailing: self.data.len() - self.pos,
+                }));
+            }
+            return None;
+        }
+        if self.pos == self.data.len() {
+            self.done = true;
+            return Some(Err(Error::RecordCountMismatch {
+                position: self.header.position,
+                offset: self.header.base_offset,
+                declared: self.header.record_count,
+                found: self.index,
+                trailing: 0,
+            }));
+        }
         let raw = match read_record(self.data, &mut self.pos, index) {
             Ok(raw) => raw,
-            Err(e) => return Some(Err(self.record_error(e, start))),
+            Err(e) => {
+                self.done = true;
+                return Some(Err(self.error(e)));
+            }
         };
         let delta = raw.offset_delta as i64;
         let max = self.header.last_offset_delta as i64;
         if delta < self.min_delta || delta > max {
-            return Some(Err(self.out_of_order(delta)));
+            self.done = true;
+            return Some(Err(Error::OffsetOutOfOrder {
+                position: self.header.position,
+                offset: self.header.base_offset,
+                record: self.index,
+                delta,
+                min: self.min_delta,
+                max,
+            }));
         }
         self.min_delta = delta + 1;
         let index = self.index;
@@ -476,74 +500,9 @@ impl<'b> V2Records<'b> {
         Some(Ok((index, raw)))
     }
 
-    fn finish(&mut self) {
-        self.done = true;
-        self.stop_at = 0;
-    }
-
-    /// After the declared count (or an error): the check that the batch held exactly its
-    /// declared records, once.
-    #[cold]
-    fn end_of_records(&mut self) -> Option<Result<(u32, RawRecord<'b>), Error>> {
-        if self.done {
-            return None;
-        }
-        self.finish();
-        if self.pos != self.data.len() {
-            return Some(Err(Error::RecordCountMismatch {
-                position: self.header.position,
-                offset: self.header.base_offset,
-                declared: self.header.record_count,
-                found: self.index,
-                trailing: self.data.len() - self.pos,
-            }));
-        }
-        None
-    }
-
-    /// A record that could not be read from `start`: past the last byte that means fewer
-    /// records than declared, anywhere else a malformed record.
-    #[cold]
-    fn record_error(&mut self, e: FieldError, start: usize) -> Error {
-        self.finish();
-        if start == self.data.len() {
-            return Error::RecordCountMismatch {
-                position: self.header.position,
-                offset: self.header.base_offset,
-                declared: self.header.record_count,
-                found: self.index,
-                trailing: 0,
-            };
-        }
-        self.error(e)
-    }
-
-    #[cold]
-    fn out_of_order(&mut self, delta: i64) -> Error {
-        self.finish();
-        Error::OffsetOutOfOrder {
-            position: self.header.position,
-            offset: self.header.base_offset,
-            record: self.index,
-            delta,
-            min: self.min_delta,
-            max: self.header.last_offset_delta as i64,
-        }
-    }
-
     /// A record to fill with [`V2Records::fill_next`].
     pub(crate) fn empty_record(&self) -> Record<'b> {
         Record::empty(self.header.timestamp_type, self.shared)
-    }
-
-    /// The next data record, as a new value.
-    #[inline]
-    pub(crate) fn next_record(&mut self) -> Option<Result<Record<'b>, Error>> {
-        let mut record = self.empty_record();
-        match self.fill_next(&mut record)? {
-            Ok(()) => Some(Ok(record)),
-            Err(e) => Some(Err(e)),
-        }
     }
 
     /// Reads the next data record into `record` (made by [`V2Records::empty_record`]), the

@@ -1,6 +1,7 @@
 //! `BatchWalk::next_ref` and `Records::next_ref` (batch and record filled in place) yield
 //! exactly what the iterators yield: the same records field for field, the same errors at the
-//! same places, and the same walk end. Inputs mix codecs so the in-place path reuses one
+//! same places, and the same walk end. (The record iterator is now the in-place path plus a
+//! copy; the batch walk still has two paths, `parse` and `parse_into`.) Inputs mix codecs so the in-place path reuses one
 //! batch's decompression buffer for the next, and legacy messages so it also takes the
 //! by-value path for them.
 
