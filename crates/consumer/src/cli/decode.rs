@@ -7,12 +7,12 @@
 //! names file, byte position and offset, and the exit code is 1.
 //!
 //! Every input, a file or standard input, is read in runs of whole batches (`--run-bytes`,
-//! see `decode/runs.rs`) into reused buffers, so memory is bounded by the run size whatever the input
-//! size. With `--threads 1` the runs are decoded on the calling thread as they are read
-//! (`decode/stream.rs`); with `--threads N` (default: one per core) N threads decode them while the
-//! next are read, and the output is written in input order, byte for byte what one thread
-//! writes (`decode/parallel.rs`). Either way output and errors are those of one walk over the whole
-//! input ([`decode_bytes`]).
+//! see `decode/runs.rs`) into reused buffers, so memory is bounded by the run size whatever
+//! the input size. With `--threads 1` the runs are decoded on the calling thread as they are
+//! read (`decode/stream.rs`); with `--threads N` (default: one per core) N threads decode them
+//! while the next are read, and the output is written in input order, byte for byte what one
+//! thread writes (`decode/parallel.rs`). Either way output and errors are those of one walk
+//! over the whole input ([`decode_bytes`]).
 
 mod parallel;
 mod runs;
