@@ -35,7 +35,8 @@ set -euo pipefail
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO_ROOT="$(cd "$SCRIPT_DIR/.." && pwd)"
 KAFKA="$SCRIPT_DIR/kafka.sh"
-BROKER_NAME=bench-consume
+# KREC_BENCH_BROKER names the broker instance (the test suite gives its smoke run its own).
+BROKER_NAME="${KREC_BENCH_BROKER:-bench-consume}"
 
 RECORDS=2000000
 RUNS=3
