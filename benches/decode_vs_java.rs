@@ -10,7 +10,9 @@
 //! timestamp, key and value size and first byte, and two header lookups (`trace-id`,
 //! `content-type`): the same work as `DecodeBench` in benches/java. Throughput is records.
 //! Before measuring, each file is decoded once and its batch, record and found-header counts
-//! are checked against the manifest.
+//! are checked against the manifest. Each file is also timed through the floor
+//! (`crates/batch/benches/support/floor.rs`: CRC32C, raw block decompression and a bare walk,
+//! no checks), the most any decoder could do.
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -19,8 +21,7 @@ use std::process::exit;
 use criterion::{Criterion, Throughput};
 use krec::batch::{BatchWalk, DecodeConfig};
 
-const LOOKUP_A: &[u8] = b"trace-id";
-const LOOKUP_B: &[u8] = b"content-type";
+use floor::{LOOKUP_A, LOOKUP_B};
 
 /// One line of manifest.tsv (written by examples/gen_bench_segments.rs).
 struct Entry {
@@ -112,6 +113,23 @@ fn decode(segment: &[u8], config: &DecodeConfig) -> Result<Tally, krec::batch::E
     Ok(tally)
 }
 
+/// The floor of the same work, shared with krec-batch's bench: what any decoder must do.
+#[path = "../crates/batch/benches/support/floor.rs"]
+mod floor;
+
+/// Every batch of a file through the floor; the batch count and the floor's checksum.
+fn floor_file(segment: &[u8]) -> (u64, usize) {
+    let (mut position, mut batches, mut sum) = (0, 0, 0);
+    while position + 12 <= segment.len() {
+        let length = i32::from_be_bytes(segment[position + 8..position + 12].try_into().unwrap());
+        let end = position + 12 + length as usize;
+        sum += floor::decode(&segment[position..end]);
+        batches += 1;
+        position = end;
+    }
+    (batches, sum)
+}
+
 fn main() {
     let dir = std::env::var_os("KREC_BENCH_SEGMENTS")
         .map(PathBuf::from)
@@ -153,8 +171,17 @@ fn main() {
             );
             exit(1);
         }
+        let (floor_batches, _) = floor_file(&segment);
+        if floor_batches != entry.batches {
+            eprintln!(
+                "decode_vs_java: {}: the floor walked {floor_batches} batches, the manifest says {}",
+                entry.shape, entry.batches
+            );
+            exit(1);
+        }
         let mut group = criterion.benchmark_group(&entry.shape);
         group.throughput(Throughput::Elements(entry.records));
+        group.bench_function("floor", |b| b.iter(|| floor_file(black_box(&segment)).1));
         group.bench_function("krec", |b| {
             b.iter(|| {
                 decode(black_box(&segment), &config)

@@ -50,8 +50,7 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
-const LOOKUP_A: &[u8] = b"trace-id";
-const LOOKUP_B: &[u8] = b"content-type";
+use floor::{LOOKUP_A, LOOKUP_B};
 
 /// Text-like values so compression behaves like real payloads.
 fn value(i: usize, size: usize) -> Vec<u8> {
@@ -132,108 +131,9 @@ fn kafka_protocol(input: &Bytes) -> usize {
 }
 
 /// The floor: what any decoder must do, with no output structure, reusing every buffer.
-mod floor {
-    use super::{LOOKUP_A, LOOKUP_B};
-    use std::cell::RefCell;
-
-    thread_local! {
-        static OUT: RefCell<Vec<u8>> = RefCell::new(vec![0; 1 << 20]);
-        static ZSTD: RefCell<zstd::zstd_safe::DCtx<'static>> = RefCell::new(zstd::zstd_safe::DCtx::create());
-    }
-
-    fn varint(b: &[u8], p: &mut usize) -> i64 {
-        let mut v: u64 = 0;
-        let mut shift = 0;
-        loop {
-            let byte = b[*p];
-            *p += 1;
-            v |= ((byte & 0x7f) as u64) << shift;
-            if byte < 0x80 {
-                return ((v >> 1) as i64) ^ -((v & 1) as i64);
-            }
-            shift += 7;
-        }
-    }
-
-    fn bytes<'a>(b: &'a [u8], p: &mut usize) -> Option<&'a [u8]> {
-        let len = varint(b, p);
-        if len < 0 {
-            return None;
-        }
-        let s = &b[*p..*p + len as usize];
-        *p += len as usize;
-        Some(s)
-    }
-
-    fn walk(records: &[u8], count: usize) -> usize {
-        let mut sum = 0;
-        let mut p = 0;
-        for _ in 0..count {
-            let _len = varint(records, &mut p);
-            p += 1;
-            sum += varint(records, &mut p) as usize;
-            sum += varint(records, &mut p) as usize;
-            sum += bytes(records, &mut p).map_or(0, <[u8]>::len);
-            sum += bytes(records, &mut p).map_or(0, <[u8]>::len);
-            let headers = varint(records, &mut p);
-            let (mut a, mut b) = (None, None);
-            for _ in 0..headers {
-                let k = bytes(records, &mut p).unwrap_or_default();
-                let v = bytes(records, &mut p);
-                if a.is_none() && k == LOOKUP_A {
-                    a = Some(v);
-                } else if b.is_none() && k == LOOKUP_B {
-                    b = Some(v);
-                }
-            }
-            sum += a.flatten().map_or(0, <[u8]>::len) + b.flatten().map_or(0, <[u8]>::len);
-        }
-        sum
-    }
-
-    pub(super) fn decode(batch: &[u8]) -> usize {
-        let crc = crc32c::crc32c(&batch[21..]);
-        assert_eq!(crc, u32::from_be_bytes(batch[17..21].try_into().unwrap()));
-        let codec = batch[22] & 7;
-        let count = i32::from_be_bytes(batch[57..61].try_into().unwrap()) as usize;
-        let payload = &batch[61..];
-        match codec {
-            0 => walk(payload, count),
-            3 => OUT.with(|out| {
-                let mut out = out.borrow_mut();
-                // Java-style frame: 7-byte header (no content size), blocks, zero end mark.
-                let mut p = 7;
-                let mut len = 0;
-                loop {
-                    let size = u32::from_le_bytes(payload[p..p + 4].try_into().unwrap());
-                    p += 4;
-                    if size == 0 {
-                        break;
-                    }
-                    let n = (size & 0x7fff_ffff) as usize;
-                    if size & 0x8000_0000 != 0 {
-                        out[len..len + n].copy_from_slice(&payload[p..p + n]);
-                        len += n;
-                    } else {
-                        len +=
-                            lz4_flex::block::decompress_into(&payload[p..p + n], &mut out[len..])
-                                .unwrap();
-                    }
-                    p += n;
-                }
-                walk(&out[..len], count)
-            }),
-            4 => OUT.with(|out| {
-                let mut out = out.borrow_mut();
-                let len = ZSTD
-                    .with(|z| z.borrow_mut().decompress(&mut out[..], payload))
-                    .unwrap();
-                walk(&out[..len], count)
-            }),
-            _ => unreachable!("floor covers none, lz4, zstd"),
-        }
-    }
-}
+/// Shared with the root crate's `decode_vs_java` bench.
+#[path = "support/floor.rs"]
+mod floor;
 
 struct Shape {
     records: usize,
