@@ -86,12 +86,6 @@ pub(crate) fn fits_inline(count: usize, len: usize) -> bool {
 }
 
 impl<'r> Headers<'r> {
-    /// The headers section.
-    #[inline(always)]
-    fn section(&self) -> &'r [u8] {
-        self.section
-    }
-
     #[inline(always)]
     pub(crate) fn inline_index_mut(&mut self) -> &mut InlineIndex {
         &mut self.inline
@@ -150,7 +144,7 @@ impl<'r> Headers<'r> {
     /// Every header, in wire order, duplicates and null values kept.
     #[inline]
     pub fn iter(&self) -> impl Iterator<Item = Header<'r>> + '_ {
-        let bytes = self.section();
+        let bytes = self.section;
         let count = self.count as usize;
         let (inline, spilled): (&[Span], &[WideSpan]) = if fits_inline(count, bytes.len()) {
             (&self.inline[..count], &[])

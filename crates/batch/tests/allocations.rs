@@ -4,7 +4,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 use krec_batch::encode::BatchBuilder;
-use krec_batch::{BatchWalk, Compression, DecodeConfig};
+use krec_batch::{BatchWalk, Compression, DecodeConfig, Record};
 
 struct Counting;
 
@@ -39,17 +39,22 @@ fn allocations() -> u64 {
     ALLOCATIONS.with(Cell::get)
 }
 
-/// Reads everything a consumer would: every record's key, value and two header lookups.
+/// Reads everything a consumer would: the key, value, offset and two header lookups.
+fn touch(record: &Record<'_>) -> usize {
+    let headers = record.headers();
+    record.key().map_or(0, <[u8]>::len)
+        + record.value().map_or(0, <[u8]>::len)
+        + headers.get(b"trace-id").map_or(0, |h| h.key.len())
+        + headers.get(b"missing").map_or(0, |h| h.key.len())
+        + record.offset() as usize
+}
+
+/// Every record of `input`, through the by-value iterators.
 fn decode(input: &[u8], config: &DecodeConfig) -> usize {
     let mut sum = 0;
     for batch in BatchWalk::new(input, config) {
-        let batch = batch.unwrap();
-        for record in batch.records() {
-            let record = record.unwrap();
-            sum += record.key().map_or(0, <[u8]>::len) + record.value().map_or(0, <[u8]>::len);
-            sum += record.headers().get(b"trace-id").map_or(0, |h| h.key.len());
-            sum += record.headers().get(b"missing").map_or(0, |h| h.key.len());
-            sum += record.offset() as usize;
+        for record in batch.unwrap().records() {
+            sum += touch(&record.unwrap());
         }
     }
     sum
@@ -60,14 +65,9 @@ fn decode_in_place(input: &[u8], config: &DecodeConfig) -> usize {
     let mut sum = 0;
     let mut walk = BatchWalk::new(input, config);
     while let Some(batch) = walk.next_ref() {
-        let batch = batch.unwrap();
-        let mut records = batch.records();
+        let mut records = batch.unwrap().records();
         while let Some(record) = records.next_ref() {
-            let record = record.unwrap();
-            sum += record.key().map_or(0, <[u8]>::len) + record.value().map_or(0, <[u8]>::len);
-            sum += record.headers().get(b"trace-id").map_or(0, |h| h.key.len());
-            sum += record.headers().get(b"missing").map_or(0, |h| h.key.len());
-            sum += record.offset() as usize;
+            sum += touch(record.unwrap());
         }
     }
     sum

@@ -11,50 +11,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use krec_batch::encode::BatchBuilder;
-use krec_batch::{Compression, ControlKind, DecodeConfig};
+use krec_batch::DecodeConfig;
 use krec_consumer::cli::decode::{decode_bytes, DecodeFailure, DEFAULT_RUN_BYTES};
 use krec_consumer::format::{FormatArgs, RecordContext};
-use support::{batch_spans, krec, stderr_text};
+use support::{batch_spans, krec, mixed_segment, stderr_text};
 
 /// A segment of `batches` batches of 20 records, codecs in turn, a transaction marker every
 /// 50 batches.
 fn segment(batches: usize) -> Vec<u8> {
-    let codecs = [
-        Compression::None,
-        Compression::Lz4,
-        Compression::Zstd,
-        Compression::Snappy,
-        Compression::Gzip,
-    ];
-    let mut data = Vec::new();
-    let mut offset = 0i64;
-    for batch in 0..batches {
-        if batch % 50 == 49 {
-            data.extend(
-                BatchBuilder::new(offset)
-                    .producer(5, 0, -1)
-                    .control_marker(ControlKind::Commit, 1)
-                    .build(),
-            );
-            offset += 1;
-            continue;
-        }
-        let mut builder = BatchBuilder::new(offset)
-            .compression(codecs[batch % codecs.len()])
-            .base_timestamp(1_764_460_800_000 + batch as i64);
-        for i in 0..20 {
-            let n = batch * 20 + i;
-            let value = format!("value {n} {}", "abcdefgh".repeat(n % 17));
-            builder = builder.record(
-                Some(format!("k{n}").as_bytes()),
-                (n % 9 != 0).then_some(value.as_bytes()),
-                &[(b"h", Some(b"v"))],
-            );
-        }
-        data.extend(builder.build());
-        offset += 20;
-    }
-    data
+    mixed_segment(batches, 20, 50, 5)
 }
 
 /// Uncompressed batches of one record with a `value_bytes` value, from `first_offset` on.

@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use base64::Engine as _;
+use krec_batch::encode::BatchBuilder;
+use krec_batch::{Compression, ControlKind};
 use serde_json::Value;
 
 /// One record as the tests compare it: exact bytes, no encoding.
@@ -168,4 +170,53 @@ pub fn batch_spans(data: &[u8]) -> Vec<Range<usize>> {
 
 pub fn stderr_text(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// A segment of `batches` batches of `records_per_batch` records each, the codecs in turn
+/// (none, lz4, zstd, gzip, snappy), with a committed transaction marker of `producer` in place
+/// of every `marker_every`-th batch. Keys, values (some null) and two headers (one with a null
+/// value) vary with the record number.
+pub fn mixed_segment(
+    batches: usize,
+    records_per_batch: usize,
+    marker_every: usize,
+    producer: i64,
+) -> Vec<u8> {
+    let codecs = [
+        Compression::None,
+        Compression::Lz4,
+        Compression::Zstd,
+        Compression::Gzip,
+        Compression::Snappy,
+    ];
+    let mut data = Vec::new();
+    let mut offset = 0i64;
+    for batch in 0..batches {
+        if batch % marker_every == marker_every - 1 {
+            data.extend(
+                BatchBuilder::new(offset)
+                    .producer(producer, 0, -1)
+                    .control_marker(ControlKind::Commit, 3)
+                    .build(),
+            );
+            offset += 1;
+            continue;
+        }
+        let mut builder = BatchBuilder::new(offset)
+            .compression(codecs[batch % codecs.len()])
+            .base_timestamp(1_764_460_800_000 + batch as i64);
+        for i in 0..records_per_batch {
+            let n = batch * records_per_batch + i;
+            let key = format!("key-{n}");
+            let value = format!("value {n} {}", "lorem ipsum dolor ".repeat(1 + n % 13));
+            builder = builder.record(
+                Some(key.as_bytes()),
+                (n % 11 != 0).then_some(value.as_bytes()),
+                &[(b"trace", Some(format!("t{n}").as_bytes())), (b"src", None)],
+            );
+        }
+        data.extend(builder.build());
+        offset += records_per_batch as i64;
+    }
+    data
 }

@@ -9,59 +9,21 @@ use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use krec_batch::encode::BatchBuilder;
-use krec_batch::{Compression, ControlKind, DecodeConfig};
+use krec_batch::DecodeConfig;
 use krec_consumer::cli::decode::{
     decode_bytes, decode_bytes_parallel, DecodeFailure, Parallelism, DEFAULT_RUN_BYTES,
 };
 use krec_consumer::format::{FormatArgs, RecordContext};
-use support::{batch_spans, fixtures, krec, parse_krec_json, stderr_text};
+use support::{batch_spans, fixtures, krec, mixed_segment, parse_krec_json, stderr_text};
 
 const BATCHES: usize = 2000;
 const RECORDS_PER_BATCH: usize = 25;
 const PRODUCER: i64 = 77;
 
-/// A segment of `BATCHES` batches in turn uncompressed, lz4, zstd, gzip and snappy, with a
-/// committed transaction marker every 100 batches; over 2 MiB, so the default 1 MiB runs
-/// split it several ways.
+/// A segment of `BATCHES` batches with a committed transaction marker every 100 batches; over
+/// 2 MiB, so the default 1 MiB runs split it several ways.
 fn large_segment() -> Vec<u8> {
-    let codecs = [
-        Compression::None,
-        Compression::Lz4,
-        Compression::Zstd,
-        Compression::Gzip,
-        Compression::Snappy,
-    ];
-    let mut data = Vec::new();
-    let mut offset = 0i64;
-    for batch in 0..BATCHES {
-        if batch % 100 == 99 {
-            data.extend(
-                BatchBuilder::new(offset)
-                    .producer(PRODUCER, 0, -1)
-                    .control_marker(ControlKind::Commit, 3)
-                    .build(),
-            );
-            offset += 1;
-            continue;
-        }
-        let mut builder = BatchBuilder::new(offset)
-            .compression(codecs[batch % codecs.len()])
-            .base_timestamp(1_764_460_800_000 + batch as i64);
-        for i in 0..RECORDS_PER_BATCH {
-            let n = batch * RECORDS_PER_BATCH + i;
-            let key = format!("key-{n}");
-            let value = format!("value {n} {}", "lorem ipsum dolor ".repeat(1 + n % 13));
-            builder = builder.record(
-                Some(key.as_bytes()),
-                (n % 11 != 0).then_some(value.as_bytes()),
-                &[(b"trace", Some(format!("t{n}").as_bytes())), (b"src", None)],
-            );
-        }
-        data.extend(builder.build());
-        offset += RECORDS_PER_BATCH as i64;
-    }
-    data
+    mixed_segment(BATCHES, RECORDS_PER_BATCH, 100, PRODUCER)
 }
 
 fn data_records() -> usize {

@@ -17,19 +17,22 @@ pub(crate) fn xxh32(data: &[u8]) -> u32 {
 
 /// xxHash32 (seed 0) of fewer than 16 bytes, as the xxHash spec defines it for inputs too
 /// short for the four-lane loop. A frame header's descriptor is 2 to 14 bytes, and the
-/// general routine's setup cost was most of the header check on small batches.
+/// general routine's setup cost was most of the header check on small batches. A `const fn`,
+/// so the descriptor table below is built by this same code at compile time.
 #[inline(always)]
-fn xxh32_short(data: &[u8]) -> u32 {
+const fn xxh32_short(data: &[u8]) -> u32 {
     let mut hash = PRIME_5.wrapping_add(data.len() as u32);
-    let mut words = data.chunks_exact(4);
-    for word in words.by_ref() {
-        let lane = u32::from_le_bytes([word[0], word[1], word[2], word[3]]);
+    let mut at = 0;
+    while at + 4 <= data.len() {
+        let lane = u32::from_le_bytes([data[at], data[at + 1], data[at + 2], data[at + 3]]);
         hash = hash.wrapping_add(lane.wrapping_mul(PRIME_3));
         hash = hash.rotate_left(17).wrapping_mul(PRIME_4);
+        at += 4;
     }
-    for &byte in words.remainder() {
-        hash = hash.wrapping_add((byte as u32).wrapping_mul(PRIME_5));
+    while at < data.len() {
+        hash = hash.wrapping_add((data[at] as u32).wrapping_mul(PRIME_5));
         hash = hash.rotate_left(11).wrapping_mul(PRIME_1);
+        at += 1;
     }
     hash ^= hash >> 15;
     hash = hash.wrapping_mul(PRIME_2);
@@ -48,27 +51,13 @@ pub(crate) static TWO_BYTE_DESCRIPTOR_CHECKSUMS: [[u8; 8]; 256] = {
     while flg < 256 {
         let mut code = 0;
         while code < 8 {
-            table[flg][code] = (xxh32_two_bytes(flg as u8, (code as u8) << 4) >> 8) as u8;
+            table[flg][code] = (xxh32_short(&[flg as u8, (code as u8) << 4]) >> 8) as u8;
             code += 1;
         }
         flg += 1;
     }
     table
 };
-
-/// [`xxh32_short`] of exactly two bytes, usable in a constant.
-const fn xxh32_two_bytes(first: u8, second: u8) -> u32 {
-    let mut hash = PRIME_5.wrapping_add(2);
-    hash = hash.wrapping_add((first as u32).wrapping_mul(PRIME_5));
-    hash = hash.rotate_left(11).wrapping_mul(PRIME_1);
-    hash = hash.wrapping_add((second as u32).wrapping_mul(PRIME_5));
-    hash = hash.rotate_left(11).wrapping_mul(PRIME_1);
-    hash ^= hash >> 15;
-    hash = hash.wrapping_mul(PRIME_2);
-    hash ^= hash >> 13;
-    hash = hash.wrapping_mul(PRIME_3);
-    hash ^ (hash >> 16)
-}
 
 /// The header checksum byte: the second byte of the hash.
 #[inline(always)]
