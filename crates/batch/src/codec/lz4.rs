@@ -12,6 +12,7 @@ pub(super) fn stored_in_place(payload: &[u8], limit: usize) -> Option<&[u8]> {
     krec_lz4::stored_content(payload, &options(limit, 2))
 }
 
+#[inline(always)]
 fn options(limit: usize, magic: u8) -> DecodeOptions {
     DecodeOptions {
         max_decompressed_size: limit,
@@ -26,6 +27,7 @@ fn options(limit: usize, magic: u8) -> DecodeOptions {
     }
 }
 
+#[inline]
 pub(super) fn decompress(
     payload: &[u8],
     out: &mut PooledBuf,

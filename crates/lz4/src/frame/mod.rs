@@ -9,8 +9,9 @@ mod checksum;
 mod decode;
 mod encode;
 mod header;
+mod plain;
 
-pub use decode::{decode_frame, decode_frame_into, stored_content};
+pub use decode::{decode_frame, decode_frame_into, decode_frame_into_general, stored_content};
 pub use encode::{encode_frame, encode_frame_into, encode_frame_with_mode};
 
 /// The frame magic number, stored little-endian.

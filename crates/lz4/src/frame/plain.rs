@@ -1,0 +1,231 @@
+//! The fast path for the frame Kafka producers write: version 1, independent blocks, no block
+//! or content checksums, no content size, no dictionary id (FLG `0x60`; the Java client and
+//! librdkafka both write it).
+//!
+//! On a one-record batch the general decoder's bookkeeping (optional fields, error values
+//! carried through every step) cost about as much as decompressing the block itself. This path
+//! makes only the checks that frame needs and reports nothing: any other frame, and any frame
+//! with anything wrong, is left to the general decoder, which then decodes it from the start
+//! and names the problem. So this path never decides an error, and never accepts a frame the
+//! general decoder would reject (the `plain_path_agrees_with_the_general_decoder` tests and
+//! the `frame_decode` fuzz target hold it to that).
+
+use super::checksum::TWO_BYTE_DESCRIPTOR_CHECKSUMS;
+use super::decode::{decode_independent_block, MAX_EXPANSION};
+use super::{BlockSize, DecodeOptions, HeaderChecksum, MAGIC};
+use crate::pool::PooledBuf;
+
+/// FLG of the plain frame: version 1, independent blocks, nothing optional.
+const PLAIN_FLG: u8 = 0x60;
+/// Magic number (4 bytes), FLG, BD and the header checksum byte.
+const HEADER_LEN: usize = 7;
+const STORED_BLOCK_FLAG: u32 = 1 << 31;
+
+/// Appends the content of a plain frame to `out` and returns its length; `None` if `input` is
+/// not a well-formed plain frame within `options`' limit. After `None`, `out` may hold part of
+/// the content past its old length: the caller truncates it.
+#[inline]
+pub(super) fn decode(input: &[u8], options: &DecodeOptions, out: &mut PooledBuf) -> Option<usize> {
+    let max_block_size = plain_header(input, options.header_checksum)?;
+    let start = out.len();
+    let limit = options.max_decompressed_size;
+    let ceiling = start.saturating_add(limit);
+    let mut position = HEADER_LEN;
+    loop {
+        let raw = read_u32(input, position)?;
+        position += 4;
+        if raw == 0 {
+            break;
+        }
+        let size = (raw & !STORED_BLOCK_FLAG) as usize;
+        if size > max_block_size {
+            return None;
+        }
+        let data = input.get(position..position + size)?;
+        position += size;
+        let room = limit - (out.len() - start);
+        if raw & STORED_BLOCK_FLAG != 0 {
+            if size > room {
+                return None;
+            }
+            out.reserve_within(size, ceiling);
+            out.extend_from_slice(data);
+        } else {
+            // The same output bound as the general decoder: a block that would pass it fails
+            // in the block decoder rather than growing the buffer.
+            let region = max_block_size
+                .min(size.saturating_mul(MAX_EXPANSION))
+                .min(room);
+            out.reserve_within(region, ceiling);
+            let written = decode_independent_block(data, out.writable(region)).ok()?;
+            out.commit(written);
+        }
+    }
+    (position == input.len()).then(|| out.len() - start)
+}
+
+/// The maximum block size, if `input` starts with a plain frame's header whose checksum byte
+/// is right (checked as the general decoder would under `checksum`).
+#[inline(always)]
+fn plain_header(input: &[u8], checksum: HeaderChecksum) -> Option<usize> {
+    let header: &[u8; HEADER_LEN] = input.get(..HEADER_LEN)?.try_into().ok()?;
+    let [m0, m1, m2, m3, flg, bd, stored] = *header;
+    if u32::from_le_bytes([m0, m1, m2, m3]) != MAGIC || flg != PLAIN_FLG || bd & 0x8f != 0 {
+        return None;
+    }
+    let code = bd >> 4;
+    let block_size = BlockSize::from_code(code)?;
+    // Magic-0 frames (KafkaLegacy) have their own checksum rule: the general decoder's job.
+    let accepted = match checksum {
+        HeaderChecksum::Standard => {
+            stored == TWO_BYTE_DESCRIPTOR_CHECKSUMS[flg as usize][code as usize]
+        }
+        HeaderChecksum::Ignore => true,
+        HeaderChecksum::KafkaLegacy => false,
+    };
+    accepted.then_some(block_size.bytes())
+}
+
+#[inline(always)]
+fn read_u32(input: &[u8], at: usize) -> Option<u32> {
+    let bytes: [u8; 4] = input.get(at..at + 4)?.try_into().ok()?;
+    Some(u32::from_le_bytes(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frame::{decode_frame_into_general, encode_frame, EncodeOptions};
+
+    /// Text-like bytes (compress well) followed by noise (stored blocks once a block is all
+    /// noise).
+    fn content(len: usize, seed: u64) -> Vec<u8> {
+        let mut s = seed | 1;
+        (0..len)
+            .map(|i| {
+                if i < len / 2 {
+                    b"kafka record value, "[i % 20]
+                } else {
+                    s ^= s << 13;
+                    s ^= s >> 7;
+                    s ^= s << 17;
+                    s as u8
+                }
+            })
+            .collect()
+    }
+
+    fn options(limit: usize, checksum: HeaderChecksum) -> DecodeOptions {
+        DecodeOptions {
+            max_decompressed_size: limit,
+            header_checksum: checksum,
+            ..DecodeOptions::default()
+        }
+    }
+
+    /// The fast path may decline any frame, but whatever it accepts the general decoder must
+    /// accept with the same content, and it must never accept what the general one rejects.
+    fn assert_agrees(frame: &[u8], options: &DecodeOptions) -> bool {
+        let mut fast_out = PooledBuf::take();
+        fast_out.extend_from_slice(b"earlier");
+        let fast = decode(frame, options, &mut fast_out);
+        let mut general_out = PooledBuf::take();
+        general_out.extend_from_slice(b"earlier");
+        let general = decode_frame_into_general(frame, options, &mut general_out);
+        if let Some(n) = fast {
+            assert_eq!(general.as_ref().ok(), Some(&n), "{frame:02x?}");
+            assert_eq!(&fast_out[..], &general_out[..]);
+        }
+        fast.is_some()
+    }
+
+    fn plain_frames() -> Vec<Vec<u8>> {
+        let mut frames = Vec::new();
+        for (len, block_size) in [
+            (0, BlockSize::Max64KiB),
+            (1, BlockSize::Max64KiB),
+            (100, BlockSize::Max64KiB),
+            (200_000, BlockSize::Max64KiB),
+            (300_000, BlockSize::Max256KiB),
+        ] {
+            let options = EncodeOptions {
+                block_size,
+                ..EncodeOptions::default()
+            };
+            frames.push(encode_frame(&content(len, len as u64), &options));
+        }
+        frames
+    }
+
+    #[test]
+    fn plain_frames_take_the_fast_path_with_the_general_decoders_result() {
+        for frame in plain_frames() {
+            assert_eq!(frame[4], PLAIN_FLG);
+            for checksum in [HeaderChecksum::Standard, HeaderChecksum::Ignore] {
+                assert!(assert_agrees(&frame, &options(1 << 20, checksum)));
+            }
+            // Magic-0 checksums are the general decoder's.
+            assert!(!assert_agrees(
+                &frame,
+                &options(1 << 20, HeaderChecksum::KafkaLegacy)
+            ));
+        }
+    }
+
+    #[test]
+    fn plain_path_agrees_with_the_general_decoder_on_damaged_frames() {
+        for frame in plain_frames().into_iter().filter(|f| f.len() < 4096) {
+            for cut in 0..frame.len() {
+                assert!(!assert_agrees(&frame[..cut], &DecodeOptions::default()));
+            }
+            let mut longer = frame.clone();
+            longer.push(0);
+            assert!(!assert_agrees(&longer, &DecodeOptions::default()));
+            for at in 0..frame.len() {
+                for flip in [0x01, 0x10, 0x80, 0xff] {
+                    let mut damaged = frame.clone();
+                    damaged[at] ^= flip;
+                    assert_agrees(&damaged, &DecodeOptions::default());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn plain_path_agrees_with_the_general_decoder_at_every_limit() {
+        let frames = plain_frames();
+        for frame in &frames[..4] {
+            let full =
+                decode_frame_into_general(frame, &DecodeOptions::default(), &mut PooledBuf::take())
+                    .unwrap();
+            for limit in [0, 1, full / 2, full.saturating_sub(1), full, full + 1] {
+                let accepted = assert_agrees(frame, &options(limit, HeaderChecksum::Standard));
+                assert_eq!(accepted, limit >= full, "limit {limit} of {full}");
+            }
+        }
+    }
+
+    #[test]
+    fn other_descriptors_go_to_the_general_decoder() {
+        for options in [
+            EncodeOptions {
+                block_checksums: true,
+                ..EncodeOptions::default()
+            },
+            EncodeOptions {
+                content_checksum: true,
+                ..EncodeOptions::default()
+            },
+            EncodeOptions {
+                content_size: true,
+                ..EncodeOptions::default()
+            },
+        ] {
+            let frame = encode_frame(&content(1000, 3), &options);
+            assert!(!assert_agrees(&frame, &DecodeOptions::default()));
+            let mut out = PooledBuf::take();
+            crate::decode_frame_into(&frame, &DecodeOptions::default(), &mut out).unwrap();
+            assert_eq!(&out[..], &content(1000, 3)[..]);
+        }
+    }
+}
