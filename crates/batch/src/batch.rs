@@ -210,6 +210,7 @@ impl<'a> Batch<'a> {
     }
 
     /// Data records, in order. Empty for control batches (never yields a control record).
+    #[inline]
     pub fn records(&self) -> Records<'_> {
         if self.is_control() {
             return Records::empty();
