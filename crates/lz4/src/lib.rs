@@ -3,9 +3,12 @@
 //! Kafka compresses a record batch body (and, in the legacy formats, a wrapper message's value)
 //! as one LZ4 *frame*. [`decode_frame`] parses the frame itself and decodes each block with
 //! `lz4_flex::block` directly into a [`PooledBuf`]: no `io::Read` stream, no intermediate block
-//! buffer, stored blocks copied once. Independent blocks (the Java client) and linked blocks (the
-//! lz4 library's default, e.g. librdkafka) both work; checksums are verified when present, and a
-//! caller-given limit bounds the decoded size before anything is allocated.
+//! buffer, stored blocks copied once. Independent blocks (what the Java client and librdkafka
+//! write, see `tests/data/`) and linked blocks (the lz4 library's frame default) both work;
+//! checksums are verified when present, and a caller-given limit bounds the decoded size before
+//! anything is allocated. The frame Kafka producers write (independent blocks, nothing optional)
+//! takes a short path that makes only the checks it needs and leaves every other frame, and
+//! every fault, to the general decoder.
 //!
 //! ```
 //! use krec_lz4::{decode_frame, encode_frame, DecodeOptions, EncodeOptions};
