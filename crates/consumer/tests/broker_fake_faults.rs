@@ -251,6 +251,23 @@ async fn start(script: Script) -> (String, Arc<Mutex<Script>>) {
     (address, script)
 }
 
+/// A broker holding offsets 0..100 in ten batches of ten, serving about one batch per fetch;
+/// also returns the largest batch's size.
+async fn start_one_batch_per_fetch() -> (String, Arc<Mutex<Script>>, usize) {
+    let batches: Vec<(i64, Vec<u8>)> = (0..10).map(|i| batch(i * 10, 10)).collect();
+    let one_batch = batches.iter().map(|(_, b)| b.len()).max().unwrap();
+    let (address, script) = start(Script {
+        batches,
+        log_start: 0,
+        replies: vec![Reply::Serve(one_batch)],
+        fetches: 0,
+        metadata_requests: 0,
+        fetch_offsets: Vec::new(),
+    })
+    .await;
+    (address, script, one_batch)
+}
+
 fn fast_config(address: &str) -> ConsumerConfig {
     let mut config = ConsumerConfig::new(vec![address.to_owned()]);
     config.backoff = Duration::from_millis(10);
@@ -419,18 +436,7 @@ async fn garbage_records_are_an_error_not_a_panic() {
 
 #[tokio::test]
 async fn fetching_pauses_while_the_buffer_is_full() {
-    let batches: Vec<(i64, Vec<u8>)> = (0..10).map(|i| batch(i * 10, 10)).collect();
-    let one_batch = batches.iter().map(|(_, b)| b.len()).max().unwrap();
-    let (address, script) = start(Script {
-        batches,
-        log_start: 0,
-        // About one batch per fetch.
-        replies: vec![Reply::Serve(one_batch)],
-        fetches: 0,
-        metadata_requests: 0,
-        fetch_offsets: Vec::new(),
-    })
-    .await;
+    let (address, script, one_batch) = start_one_batch_per_fetch().await;
     let mut config = fast_config(&address);
     config.buffer_bytes = one_batch + one_batch / 2;
     let mut consumer = Consumer::connect(config.clone()).await.unwrap();
@@ -456,17 +462,7 @@ async fn fetching_pauses_while_the_buffer_is_full() {
 
 #[tokio::test]
 async fn a_held_response_pauses_fetching_until_its_chunks_are_dropped() {
-    let batches: Vec<(i64, Vec<u8>)> = (0..10).map(|i| batch(i * 10, 10)).collect();
-    let one_batch = batches.iter().map(|(_, b)| b.len()).max().unwrap();
-    let (address, script) = start(Script {
-        batches,
-        log_start: 0,
-        replies: vec![Reply::Serve(one_batch)],
-        fetches: 0,
-        metadata_requests: 0,
-        fetch_offsets: Vec::new(),
-    })
-    .await;
+    let (address, script, _) = start_one_batch_per_fetch().await;
     let mut config = fast_config(&address);
     // The byte budget would let every response in; only the response limit holds fetching.
     config.max_held_responses = Some(1);

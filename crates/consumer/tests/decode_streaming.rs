@@ -534,12 +534,10 @@ fn a_later_file_that_cannot_be_read_comes_after_all_earlier_records() {
         "the limit refuses only the second file"
     );
     for threads in ["1", "2", "3"] {
-        let output = krec(&[
-            "decode",
-            "--threads",
-            threads,
-            "--run-bytes",
-            "4K",
+        let decode = |rest: &[&str]| {
+            krec(&[&["decode", "--threads", threads, "--run-bytes", "4K"], rest].concat())
+        };
+        let output = decode(&[
             path_str(&first_file),
             path_str(&missing),
             path_str(&first_file),
@@ -556,12 +554,7 @@ fn a_later_file_that_cannot_be_read_comes_after_all_earlier_records() {
         );
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
 
-        let output = krec(&[
-            "decode",
-            "--threads",
-            threads,
-            "--run-bytes",
-            "4K",
+        let output = decode(&[
             "--max-file-bytes",
             &limit,
             path_str(&first_file),
