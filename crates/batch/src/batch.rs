@@ -27,6 +27,19 @@ impl<'a> Body<'a> {
         }
     }
 
+    /// Makes the body borrow `bytes`. A body that already borrows is overwritten in place:
+    /// plain assignment would call the drop glue of the old body on every batch, pooled or not.
+    #[inline(always)]
+    pub(crate) fn set_borrowed(&mut self, bytes: &'a [u8], shared: Option<&'a Bytes>) {
+        match self {
+            Body::Borrowed(old_bytes, old_shared) => {
+                *old_bytes = bytes;
+                *old_shared = shared;
+            }
+            Body::Pooled(_) => *self = Body::Borrowed(bytes, shared),
+        }
+    }
+
     /// The pooled buffer, taken from the thread's pool first if the body was borrowed.
     #[inline]
     pub(crate) fn pooled_mut(&mut self) -> &mut PooledBuf {

@@ -2,7 +2,7 @@
 
 use bytes::Bytes;
 
-use crate::batch::{attributes, Batch, Body, Header, Layout};
+use crate::batch::{attributes, Batch, Header, Layout};
 use crate::codec;
 use crate::error::Field;
 use crate::headers::{fits_inline, InlineIndex, Span};
@@ -140,10 +140,10 @@ pub(crate) fn parse_into<'a>(
     // Each branch writes the body straight into the batch: a `Body` built first and then
     // moved in is copied with wide loads over narrow stores, which stall.
     if compression == Compression::None || (count == 0 && payload.is_empty()) {
-        batch.body = Body::Borrowed(payload, shared);
+        batch.body.set_borrowed(payload, shared);
     } else if let Some(content) = codec::stored_in_place(compression, payload, config) {
         // Records stay slices of the input, so shared-input zero copy holds here too.
-        batch.body = Body::Borrowed(content, shared);
+        batch.body.set_borrowed(content, shared);
     } else {
         // Into the buffer the batch before used, if it had one: no pool round trip.
         let buf = batch.body.pooled_mut();
