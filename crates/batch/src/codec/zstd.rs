@@ -66,14 +66,13 @@ pub(super) fn decompress(
         stream(dctx, payload, out, limit, hint)
     };
     // The per-thread context, or a fresh one while the thread is being torn down.
-    let mut fresh = None;
     let result = CONTEXT.try_with(|context| match context.try_borrow_mut() {
         Ok(mut dctx) => Some(run(&mut dctx, out)),
         Err(_) => None,
     });
     match result {
         Ok(Some(done)) => done,
-        _ => run(fresh.get_or_insert_with(DCtx::create), out),
+        _ => run(&mut DCtx::create(), out),
     }
 }
 
