@@ -322,8 +322,9 @@ fn read_record<'d>(
     let key = bytes_field(rec, &mut p, Field::Key, true)?;
     let value = bytes_field(rec, &mut p, Field::Value, true)?;
     let header_count = varint(rec, &mut p, Field::HeaderCount)?;
-    // Each header takes at least two bytes, so a larger count cannot fit.
-    if header_count < 0 || header_count as usize > (end - p) / 2 {
+    // Each header takes at least two bytes, so a larger count cannot fit. A negative count
+    // becomes a huge unsigned one, so one comparison rejects both.
+    if header_count as u32 as usize > (end - p) / 2 {
         return Err(FieldError::Length {
             field: Field::HeaderCount,
             length: header_count as i64,
@@ -483,7 +484,10 @@ impl<'b> V2Records<'b> {
         };
         let delta = raw.offset_delta as i64;
         let max = self.header.last_offset_delta as i64;
-        if delta < self.min_delta || delta > max {
+        // `min_delta <= delta <= max` in one unsigned comparison: below `min_delta` wraps to
+        // a huge difference. `min_delta` is at most `max + 1` (the delta before was at most
+        // `max`), so the count of allowed deltas is never negative; 0 rejects every delta.
+        if (delta.wrapping_sub(self.min_delta) as u64) >= (max + 1 - self.min_delta) as u64 {
             self.done = true;
             return Some(Err(Error::OffsetOutOfOrder {
                 position: self.header.position,

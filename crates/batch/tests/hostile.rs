@@ -191,6 +191,32 @@ fn negative_lengths_other_than_minus_one_are_rejected() {
 }
 
 #[test]
+fn header_counts_the_record_cannot_hold_are_rejected_at_the_count() {
+    // Each header takes at least two bytes; the 9 bytes after the count hold 4 (and 4 empty
+    // headers leave one byte over, an error of another kind).
+    for (count, rejected) in [(4, false), (5, true), (1_000_000, true), (i32::MAX, true)] {
+        let payload = record_body(|b| {
+            b.push(0);
+            put_varlong(b, 0);
+            put_varint(b, 0);
+            put_varint(b, -1);
+            put_varint(b, -1);
+            put_varint(b, count);
+            b.extend_from_slice(&[0; 9]);
+        });
+        let err = first_error(
+            &batch_with_payload(1, 0, &payload),
+            &DecodeConfig::default(),
+        );
+        let at_count = matches!(
+            err,
+            Error::InvalidLength { field: Field::HeaderCount, length, .. } if length == count as i64
+        );
+        assert_eq!(at_count, rejected, "count {count}: {err}");
+    }
+}
+
+#[test]
 fn varints_that_never_end_are_rejected() {
     let payload = record_body(|b| {
         b.push(0);
@@ -288,6 +314,47 @@ fn offsets_outside_the_batch_or_backwards_are_rejected() {
                 record: 1,
                 delta: 1,
                 min: 2,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    // Negative deltas are below every minimum, however the comparison is written.
+    for delta in [-1, i32::MIN] {
+        let negative = BatchBuilder::new(0)
+            .record_spec(RecordSpec {
+                offset_delta: delta,
+                ..Default::default()
+            })
+            .last_offset_delta(2)
+            .build();
+        let err = first_error(&negative, &DecodeConfig::default());
+        assert!(
+            matches!(err, Error::OffsetOutOfOrder { record: 0, delta: d, min: 0, max: 2, .. } if d == delta as i64),
+            "{delta}: {err}"
+        );
+    }
+    // After a record at the last delta, no further record fits.
+    let after_last = BatchBuilder::new(0)
+        .record_spec(RecordSpec {
+            offset_delta: 2,
+            ..Default::default()
+        })
+        .record_spec(RecordSpec {
+            offset_delta: 3,
+            ..Default::default()
+        })
+        .last_offset_delta(2)
+        .build();
+    let err = first_error(&after_last, &DecodeConfig::default());
+    assert!(
+        matches!(
+            err,
+            Error::OffsetOutOfOrder {
+                record: 1,
+                delta: 3,
+                min: 3,
+                max: 2,
                 ..
             }
         ),
