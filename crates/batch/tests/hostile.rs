@@ -296,89 +296,43 @@ fn record_count_must_match_the_records() {
 #[test]
 fn offsets_outside_the_batch_or_backwards_are_rejected() {
     use krec_batch::encode::RecordSpec;
-    let backwards = BatchBuilder::new(0)
-        .record_spec(RecordSpec {
-            offset_delta: 1,
-            ..Default::default()
-        })
-        .record_spec(RecordSpec {
-            offset_delta: 1,
-            ..Default::default()
-        })
-        .build();
-    let err = first_error(&backwards, &DecodeConfig::default());
-    assert!(
-        matches!(
-            err,
-            Error::OffsetOutOfOrder {
-                record: 1,
-                delta: 1,
-                min: 2,
-                ..
-            }
-        ),
-        "{err}"
-    );
-    // Negative deltas are below every minimum, however the comparison is written.
-    for delta in [-1, i32::MIN] {
-        let negative = BatchBuilder::new(0)
-            .record_spec(RecordSpec {
-                offset_delta: delta,
+    // The error expected: index of the record, its delta, and the smallest and largest delta
+    // it could have had.
+    type Expected = (u32, i64, i64, i64);
+    // Offset deltas of the records, the batch's last offset delta, the error.
+    let cases: [(&[i32], i32, Expected); 5] = [
+        // Backwards: the second record repeats the first one's delta.
+        (&[1, 1], 1, (1, 1, 2, 1)),
+        // Past the batch's last offset delta.
+        (&[3], 2, (0, 3, 0, 2)),
+        // After a record at the last delta, no further record fits.
+        (&[2, 3], 2, (1, 3, 3, 2)),
+        // Negative deltas are below every minimum, however the comparison is written.
+        (&[-1], 2, (0, -1, 0, 2)),
+        (&[i32::MIN], 2, (0, i32::MIN as i64, 0, 2)),
+    ];
+    for (deltas, last, expected) in cases {
+        let mut builder = BatchBuilder::new(0);
+        for &offset_delta in deltas {
+            builder = builder.record_spec(RecordSpec {
+                offset_delta,
                 ..Default::default()
-            })
-            .last_offset_delta(2)
-            .build();
-        let err = first_error(&negative, &DecodeConfig::default());
-        assert!(
-            matches!(err, Error::OffsetOutOfOrder { record: 0, delta: d, min: 0, max: 2, .. } if d == delta as i64),
-            "{delta}: {err}"
-        );
+            });
+        }
+        let batch = builder.last_offset_delta(last).build();
+        let err = first_error(&batch, &DecodeConfig::default());
+        let Error::OffsetOutOfOrder {
+            record,
+            delta,
+            min,
+            max,
+            ..
+        } = err
+        else {
+            panic!("{deltas:?}: {err}");
+        };
+        assert_eq!((record, delta, min, max), expected, "{deltas:?}");
     }
-    // After a record at the last delta, no further record fits.
-    let after_last = BatchBuilder::new(0)
-        .record_spec(RecordSpec {
-            offset_delta: 2,
-            ..Default::default()
-        })
-        .record_spec(RecordSpec {
-            offset_delta: 3,
-            ..Default::default()
-        })
-        .last_offset_delta(2)
-        .build();
-    let err = first_error(&after_last, &DecodeConfig::default());
-    assert!(
-        matches!(
-            err,
-            Error::OffsetOutOfOrder {
-                record: 1,
-                delta: 3,
-                min: 3,
-                max: 2,
-                ..
-            }
-        ),
-        "{err}"
-    );
-    let beyond = BatchBuilder::new(0)
-        .record_spec(RecordSpec {
-            offset_delta: 3,
-            ..Default::default()
-        })
-        .last_offset_delta(2)
-        .build();
-    let err = first_error(&beyond, &DecodeConfig::default());
-    assert!(
-        matches!(
-            err,
-            Error::OffsetOutOfOrder {
-                delta: 3,
-                max: 2,
-                ..
-            }
-        ),
-        "{err}"
-    );
 }
 
 #[test]
