@@ -402,12 +402,12 @@ fn content_overrun(header: &FrameHeader, position: usize, at_least: usize) -> Er
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::frame::{encode_frame, BlockSize, EncodeOptions, HeaderChecksum};
 
     /// Bytes that do not compress, so the encoder stores every block.
-    fn incompressible(len: usize, seed: u64) -> Vec<u8> {
+    pub(in crate::frame) fn incompressible(len: usize, seed: u64) -> Vec<u8> {
         let mut s = seed | 1;
         (0..len)
             .map(|_| {

@@ -95,24 +95,17 @@ fn read_u32(input: &[u8], at: usize) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::frame::decode::tests::incompressible;
     use crate::frame::{decode_frame_into_general, encode_frame, EncodeOptions};
 
     /// Text-like bytes (compress well) followed by noise (stored blocks once a block is all
     /// noise).
     fn content(len: usize, seed: u64) -> Vec<u8> {
-        let mut s = seed | 1;
-        (0..len)
-            .map(|i| {
-                if i < len / 2 {
-                    b"kafka record value, "[i % 20]
-                } else {
-                    s ^= s << 13;
-                    s ^= s >> 7;
-                    s ^= s << 17;
-                    s as u8
-                }
-            })
-            .collect()
+        let mut bytes: Vec<u8> = (0..len / 2)
+            .map(|i| b"kafka record value, "[i % 20])
+            .collect();
+        bytes.extend(incompressible(len - len / 2, seed));
+        bytes
     }
 
     fn options(limit: usize, checksum: HeaderChecksum) -> DecodeOptions {
