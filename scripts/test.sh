@@ -55,6 +55,12 @@ start_instance() {
     bash "$KAFKA_SH" start --name "$name" --brokers "$brokers" --owner-pid $$ >/dev/null
 }
 
+# A clean clone gains nothing from incremental compilation, which more than doubles the
+# size of target/debug; CI machines have run out of disk with it.
+if [[ -n "${CI:-}" ]]; then
+    export CARGO_INCREMENTAL=0
+fi
+
 section "install dependencies"
 bash scripts/install-deps.sh
 
