@@ -133,7 +133,36 @@ impl<'r> Headers<'r> {
         if self.count == 0 {
             return None;
         }
-        self.iter().find(|h| h.key == key)
+        self.find(key)
+    }
+
+    /// [`Headers::get`] on a record with headers. Keys are compared by their spans first and
+    /// only the match's value varint is read (`iter().find` would read the value of every
+    /// header it passes). Inlined into the caller, so a constant key is compared without a
+    /// call to `memcmp`.
+    #[inline(always)]
+    fn find(&self, key: &[u8]) -> Option<Header<'r>> {
+        let bytes = self.section;
+        let count = self.count as usize;
+        if !fits_inline(count, bytes.len()) {
+            return self.iter().find(|h| h.key == key);
+        }
+        for s in &self.inline[..count] {
+            let (start, key_end) = (s.key_start as usize, s.value_length_at as usize);
+            if key_end.wrapping_sub(start) != key.len() {
+                continue;
+            }
+            match bytes.get(start..key_end) {
+                Some(found) if found == key => {
+                    return Some(Header {
+                        key: found,
+                        value: value_at(bytes, key_end),
+                    })
+                }
+                _ => {}
+            }
+        }
+        None
     }
 
     /// Every header with this key, in wire order.

@@ -230,6 +230,21 @@ fn bytes_field<'d>(
     field: Field,
     nullable: bool,
 ) -> Result<Option<&'d [u8]>, FieldError> {
+    // Keys, header keys and header values are mostly under 64 bytes: a one-byte zigzag
+    // varint with bit 0 clear, so one test covers "one byte" and "not negative" both.
+    // Values are mostly 64 bytes or longer (two-byte lengths) and go straight to `varint`.
+    if field != Field::Value {
+        if let Some(&first) = data.get(*pos) {
+            if first & 0x81 == 0 {
+                let start = *pos + 1;
+                let len = (first >> 1) as usize;
+                if len <= data.len() - start {
+                    *pos = start + len;
+                    return Ok(Some(&data[start..start + len]));
+                }
+            }
+        }
+    }
     let len = varint(data, pos, field)?;
     if len < 0 {
         if len == -1 && nullable {

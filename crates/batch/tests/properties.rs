@@ -84,6 +84,10 @@ proptest! {
                 let first = s.headers.iter().find(|(k2, _)| k2 == k).unwrap();
                 prop_assert_eq!(r.headers().get(k).map(|h| h.value.map(<[u8]>::to_vec)), Some(first.1.clone()));
                 prop_assert_eq!(r.headers().get_all(k).count(), s.headers.iter().filter(|(k2, _)| k2 == k).count());
+                // A key one byte longer than a present one: same prefix, different length.
+                let longer = [k.as_slice(), b"\0"].concat();
+                let expected = s.headers.iter().find(|(k2, _)| *k2 == longer).map(|(_, v)| v.clone());
+                prop_assert_eq!(r.headers().get(&longer).map(|h| h.value.map(<[u8]>::to_vec)), expected);
             }
         }
         prop_assert!(walk.next().is_none());
