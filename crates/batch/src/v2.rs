@@ -256,17 +256,20 @@ fn bytes_field<'d>(
         });
     }
     let start = *pos;
-    let available = data.len() - start;
-    if len as usize > available {
-        return Err(FieldError::Truncated {
+    // `start` is at most `data.len()` and `len` below 2^31: the sum cannot overflow.
+    let end = start + len as usize;
+    match data.get(start..end) {
+        Some(bytes) => {
+            *pos = end;
+            Ok(Some(bytes))
+        }
+        None => Err(FieldError::Truncated {
             field,
             at: start,
             needed: len as u64,
-            available,
-        });
+            available: data.len() - start,
+        }),
     }
-    *pos = start + len as usize;
-    Ok(Some(&data[start..*pos]))
 }
 
 /// Walks the headers section starting at `*pos`, calling `each(key, value)` for every header.
@@ -312,18 +315,16 @@ fn read_record<'d>(
         });
     }
     let start = *pos;
-    let available = data.len() - start;
-    if length as usize > available {
+    let end = start + length as usize;
+    // Fields are read within the record only, so none can run into the next record.
+    let Some(rec) = data.get(..end) else {
         return Err(FieldError::Truncated {
             field: Field::RecordLength,
             at: start,
             needed: length as u64,
-            available,
+            available: data.len() - start,
         });
-    }
-    let end = start + length as usize;
-    // Fields are read within the record only, so none can run into the next record.
-    let rec = &data[..end];
+    };
     let mut p = start;
     if p >= end {
         return Err(FieldError::Mismatch {
