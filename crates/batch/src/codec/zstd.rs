@@ -164,7 +164,6 @@ mod tests {
 
     fn decompress_fresh(payload: &[u8], limit: usize) -> Result<Vec<u8>, CodecError> {
         let mut out = PooledBuf::take();
-        out.truncate(0);
         decompress(payload, &mut out, limit).map(|()| out.to_vec())
     }
 
@@ -190,7 +189,6 @@ mod tests {
         let frame = streamed_frame(&content);
         assert!(frame.len() * ONE_PASS_RATIO < content.len());
         let mut out = PooledBuf::take();
-        out.clear();
         decompress(&frame, &mut out, 1 << 30).unwrap();
         assert_eq!(&out[..], &content[..]);
         // The same buffer again: its capacity now holds the content, so one pass suffices.
