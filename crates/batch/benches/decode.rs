@@ -200,17 +200,22 @@ fn floor_all(input: &[u8]) -> usize {
     sum
 }
 
+/// `KREC_BENCH_BATCHES`: copies of each batch in one walked buffer (1 when unset).
+fn batches_per_walk() -> usize {
+    std::env::var("KREC_BENCH_BATCHES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1)
+        .max(1)
+}
+
 /// Best-of-rounds ns per batch for each implementation, measured interleaved so that load
 /// from other processes hits all three alike (the machine is shared). With
 /// `KREC_BENCH_BATCHES=n` each call decodes `n` copies of the batch in one buffer (one walk,
 /// as a fetch response gives them), and the time is divided by `n`: the walk's own setup,
 /// which a one-batch buffer charges to its only batch, is then shared.
 fn interleaved(shape: &Shape, config: &DecodeConfig) -> [f64; 3] {
-    let copies: usize = std::env::var("KREC_BENCH_BATCHES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1)
-        .max(1);
+    let copies = batches_per_walk();
     let input = repeated(
         &make_batch(shape.records, shape.size, shape.headers, shape.codec),
         copies,
@@ -254,13 +259,17 @@ fn main() {
     ) {
         let config = DecodeConfig::default();
         let count: usize = count.parse().unwrap();
+        let copies = batches_per_walk();
         for shape in shapes().into_iter().filter(|s| name(s).contains(&filter)) {
-            let input = make_batch(shape.records, shape.size, shape.headers, shape.codec);
+            let input = repeated(
+                &make_batch(shape.records, shape.size, shape.headers, shape.codec),
+                copies,
+            );
             for _ in 0..count {
                 black_box(match only.as_str() {
                     "0" => krec(black_box(&input), &config),
                     "1" => kafka_protocol(black_box(&input)),
-                    _ => floor::decode(black_box(&input)),
+                    _ => floor_all(black_box(&input)),
                 });
             }
         }
