@@ -16,18 +16,47 @@ use krec_consumer::cli::decode::{
 use krec_consumer::format::{FormatArgs, RecordContext};
 use support::{batch_spans, fixtures, krec, mixed_segment, parse_krec_json, stderr_text};
 
-const BATCHES: usize = 2000;
-const RECORDS_PER_BATCH: usize = 25;
 const PRODUCER: i64 = 77;
 
-/// A segment of `BATCHES` batches with a committed transaction marker every 100 batches; over
-/// 2 MiB, so the default 1 MiB runs split it several ways.
-fn large_segment() -> Vec<u8> {
-    mixed_segment(BATCHES, RECORDS_PER_BATCH, 100, PRODUCER)
+/// A segment's batch count and records per batch.
+#[derive(Clone, Copy, Debug)]
+struct Shape {
+    batches: usize,
+    records_per_batch: usize,
 }
 
-fn data_records() -> usize {
-    (BATCHES - BATCHES / 100) * RECORDS_PER_BATCH
+/// Batches of a few KiB: the calling thread reads each run and hands its bytes over.
+const SMALL_BATCHES: Shape = Shape {
+    batches: 2000,
+    records_per_batch: 25,
+};
+
+/// A first batch over 16 KiB: the file is cut by header reads and each worker reads its runs
+/// (`positional` in the decode module); the compressed batches after it are smaller.
+const LARGE_BATCHES: Shape = Shape {
+    batches: 200,
+    records_per_batch: 300,
+};
+
+const SHAPES: [Shape; 2] = [SMALL_BATCHES, LARGE_BATCHES];
+
+/// A segment with a committed transaction marker every 100 batches; over 2 MiB, so the
+/// default 1 MiB runs split it several ways.
+fn segment(shape: Shape) -> Vec<u8> {
+    let data = mixed_segment(shape.batches, shape.records_per_batch, 100, PRODUCER);
+    let first = batch_spans(&data)[0].clone();
+    let first_is_large = first.end - first.start >= 16 << 10;
+    assert_eq!(
+        first_is_large,
+        shape.records_per_batch == LARGE_BATCHES.records_per_batch,
+        "{shape:?}: first batch of {} bytes",
+        first.end - first.start
+    );
+    data
+}
+
+fn data_records(shape: Shape) -> usize {
+    (shape.batches - shape.batches / 100) * shape.records_per_batch
 }
 
 fn write_temp(dir: &tempfile::TempDir, name: &str, data: &[u8]) -> PathBuf {
@@ -101,8 +130,14 @@ fn every_fixture_decodes_the_same_on_several_threads() {
 
 #[test]
 fn a_large_segment_decodes_the_same_on_several_threads() {
+    for shape in SHAPES {
+        a_large_segment_decodes_the_same(shape);
+    }
+}
+
+fn a_large_segment_decodes_the_same(shape: Shape) {
     let dir = tempfile::tempdir().expect("temp dir");
-    let data = large_segment();
+    let data = segment(shape);
     assert!(
         data.len() > 2 * DEFAULT_RUN_BYTES,
         "segment is {} bytes",
@@ -115,7 +150,7 @@ fn a_large_segment_decodes_the_same_on_several_threads() {
     }
     let json = decode(&file, &["--threads", "2"], &[]);
     let records = parse_krec_json(&json.stdout);
-    assert_eq!(records.len(), data_records());
+    assert_eq!(records.len(), data_records(shape));
     // Input order: offsets strictly increase across the whole file.
     assert!(records.windows(2).all(|w| w[0].offset < w[1].offset));
     let with_markers = decode(
@@ -128,7 +163,7 @@ fn a_large_segment_decodes_the_same_on_several_threads() {
         .split(|&b| b == b'\n')
         .filter(|l| !l.is_empty())
         .count();
-    assert_eq!(lines, data_records() + BATCHES / 100);
+    assert_eq!(lines, data_records(shape) + shape.batches / 100);
 }
 
 /// The last line of stderr, and the stdout records, must match `--threads 1` exactly, and
@@ -147,7 +182,13 @@ fn assert_fails_the_same(data: &[u8], bad_batch_position: usize) {
 
 #[test]
 fn a_checksum_error_mid_file_prints_the_records_before_it_on_any_thread_count() {
-    let mut data = large_segment();
+    for shape in SHAPES {
+        a_checksum_error_mid_file_prints_the_records_before_it(shape);
+    }
+}
+
+fn a_checksum_error_mid_file_prints_the_records_before_it(shape: Shape) {
+    let mut data = segment(shape);
     let spans = batch_spans(&data);
     let bad = spans[spans.len() / 2 + 3].clone();
     // The last byte of the batch body: covered by the CRC, so the checksum fails.
@@ -169,26 +210,51 @@ fn a_checksum_error_mid_file_prints_the_records_before_it_on_any_thread_count() 
 
 #[test]
 fn a_bad_length_mid_file_fails_the_same_on_any_thread_count() {
-    let mut data = large_segment();
-    let spans = batch_spans(&data);
-    let bad = spans[spans.len() / 3].clone();
-    data[bad.start + 8..bad.start + 12].copy_from_slice(&(-1i32).to_be_bytes());
-    assert_fails_the_same(&data, bad.start);
+    for shape in SHAPES {
+        let mut data = segment(shape);
+        let spans = batch_spans(&data);
+        let bad = spans[spans.len() / 3].clone();
+        data[bad.start + 8..bad.start + 12].copy_from_slice(&(-1i32).to_be_bytes());
+        assert_fails_the_same(&data, bad.start);
+    }
+}
+
+#[test]
+fn a_batch_over_the_size_limit_mid_file_fails_the_same_on_any_thread_count() {
+    for shape in SHAPES {
+        let mut data = segment(shape);
+        let spans = batch_spans(&data);
+        let bad = spans[spans.len() / 2].clone();
+        // Longer than the rest of the file and than the default batch limit.
+        data[bad.start + 8..bad.start + 12].copy_from_slice(&i32::MAX.to_be_bytes());
+        assert_fails_the_same(&data, bad.start);
+    }
 }
 
 #[test]
 fn a_truncated_last_batch_fails_the_same_on_any_thread_count() {
-    let mut data = large_segment();
-    let last = batch_spans(&data).pop().expect("batches");
-    data.truncate(last.start + (last.end - last.start) / 2);
-    assert_fails_the_same(&data, last.start);
+    for shape in SHAPES {
+        let mut data = segment(shape);
+        let last = batch_spans(&data).pop().expect("batches");
+        data.truncate(last.start + (last.end - last.start) / 2);
+        assert_fails_the_same(&data, last.start);
+        // Cut inside the last batch's length field.
+        data.truncate(last.start + 10);
+        assert_fails_the_same(&data, last.start);
+    }
 }
 
 #[test]
 fn a_bad_record_inside_a_batch_prints_that_batchs_earlier_records() {
+    for shape in SHAPES {
+        a_bad_record_inside_a_batch_prints_earlier_records(shape);
+    }
+}
+
+fn a_bad_record_inside_a_batch_prints_earlier_records(shape: Shape) {
     // An uncompressed data batch declaring one record more than it holds, CRC unchecked: the
     // records before it in the same batch are written, then the error.
-    let mut data = large_segment();
+    let mut data = segment(shape);
     let spans = batch_spans(&data);
     let bad = spans
         .iter()
@@ -235,7 +301,7 @@ fn format_args(format: Option<&str>) -> FormatArgs {
 
 #[test]
 fn the_library_call_matches_decode_bytes_and_counts_the_same() {
-    let data = large_segment();
+    let data = segment(SMALL_BATCHES);
     let config = DecodeConfig::default();
     let format = format_args(Some("%o %s\\n"));
     let context = RecordContext::unknown();
@@ -257,13 +323,13 @@ fn the_library_call_matches_decode_bytes_and_counts_the_same() {
             "threads {threads}, run {run_bytes}: output differs"
         );
     }
-    assert_eq!(single.records as usize, data_records());
-    assert_eq!(single.batches as usize, BATCHES);
+    assert_eq!(single.records as usize, data_records(SMALL_BATCHES));
+    assert_eq!(single.batches as usize, SMALL_BATCHES.batches);
 }
 
 #[test]
 fn the_library_call_reports_the_files_byte_position() {
-    let mut data = large_segment();
+    let mut data = segment(SMALL_BATCHES);
     let spans = batch_spans(&data);
     let bad = spans[spans.len() - 10].clone();
     data[bad.end - 1] ^= 1;

@@ -15,6 +15,8 @@
 //! over the whole input ([`decode_bytes`]).
 
 mod parallel;
+#[cfg(unix)]
+mod positional;
 mod runs;
 mod stream;
 
@@ -214,20 +216,31 @@ impl<'a> Files<'a> {
         }
     }
 
-    /// Opens one file (or stdin for `-`) to read run by run; a file larger than
-    /// `--max-file-bytes` is refused before anything is read.
-    fn open(&self, path: &Path) -> Result<RunReader<Box<dyn Read>>, Error> {
-        let limits = RunLimits {
+    fn limits(&self) -> RunLimits {
+        RunLimits {
             run_bytes: self.run_bytes,
             max_entry_bytes: self.config.max_batch_bytes,
             max_input_bytes: self.args.max_file_bytes,
-        };
+        }
+    }
+
+    /// Opens one file (or stdin for `-`) to read run by run; a file larger than
+    /// `--max-file-bytes` is refused before anything is read.
+    fn open(&self, path: &Path) -> Result<RunReader<Box<dyn Read>>, Error> {
+        match self.open_input(path)? {
+            Input::Stdin => Ok(RunReader::new(Box::new(io::stdin().lock()), self.limits())),
+            Input::File { file, .. } => Ok(RunReader::new(Box::new(file), self.limits())),
+        }
+    }
+
+    fn open_input(&self, path: &Path) -> Result<Input, Error> {
         if path == Path::new("-") {
-            return Ok(RunReader::new(Box::new(io::stdin().lock()), limits));
+            return Ok(Input::Stdin);
         }
         let io_error = |source| read_error(path, RunReadError::Io(source), 0);
         let file = std::fs::File::open(path).map_err(io_error)?;
-        let size = file.metadata().map_err(io_error)?.len();
+        let metadata = file.metadata().map_err(io_error)?;
+        let size = metadata.len();
         if size > self.args.max_file_bytes {
             return Err(Error::InputTooLarge {
                 file: path.display().to_string(),
@@ -235,7 +248,41 @@ impl<'a> Files<'a> {
                 limit: self.args.max_file_bytes,
             });
         }
-        Ok(RunReader::new(Box::new(file), limits))
+        Ok(Input::File {
+            file,
+            size,
+            regular: metadata.is_file(),
+        })
+    }
+
+    /// Opens one file for the pool: cut by header reads, each run then read by its worker,
+    /// when the file is regular and its entries large (see `positional`); else read run by
+    /// run on this thread, as [`Files::open`].
+    fn open_for_pool(&self, path: &Path) -> Result<PoolInput, Error> {
+        match self.open_input(path)? {
+            #[cfg(unix)]
+            Input::File {
+                file,
+                size,
+                regular: true,
+            } if positional::PositionalRuns::worth_it(&file, size)
+                .map_err(|source| read_error(path, RunReadError::Io(source), 0))? =>
+            {
+                Ok(PoolInput::Positional(positional::PositionalRuns::new(
+                    std::sync::Arc::new(file),
+                    size,
+                    self.limits(),
+                )))
+            }
+            Input::Stdin => Ok(PoolInput::Stream(RunReader::new(
+                Box::new(io::stdin().lock()),
+                self.limits(),
+            ))),
+            Input::File { file, .. } => Ok(PoolInput::Stream(RunReader::new(
+                Box::new(file),
+                self.limits(),
+            ))),
+        }
     }
 
     /// Decodes one file on this thread, run by run into `buffer`.
@@ -262,16 +309,30 @@ impl<'a> Files<'a> {
     fn decode_on<W: Write>(&self, pool: &mut DecodePool<'a>, out: &mut W) -> Result<(), Error> {
         let files = &self.args.files;
         let mut next_file = 0;
-        let mut current: Option<(usize, RunReader<Box<dyn Read>>)> = None;
+        let mut current: Option<(usize, PoolInput)> = None;
         let next_run = |spare: Vec<u8>| -> Result<Option<SourcedRun<'a>>, Error> {
             let mut spare = Some(spare);
             loop {
-                if let Some((index, runs)) = current.as_mut() {
+                if let Some((index, input)) = current.as_mut() {
                     let index = *index;
-                    match runs.next_run(spare.take().unwrap_or_default()) {
-                        Ok(Some(run)) => {
+                    let next = match input {
+                        PoolInput::Stream(runs) => runs
+                            .next_run(spare.take().unwrap_or_default())
+                            .map(|run| run.map(RunInput::Owned)),
+                        #[cfg(unix)]
+                        PoolInput::Positional(runs) => match runs.next_span() {
+                            Ok(span) => Ok(span.map(|span| RunInput::Positional {
+                                file: std::sync::Arc::clone(runs.file()),
+                                span,
+                                buffer: spare.take().unwrap_or_default(),
+                            })),
+                            Err(error) => Err(RunReadError::Io(error)),
+                        },
+                    };
+                    match next {
+                        Ok(Some(input)) => {
                             return Ok(Some(SourcedRun {
-                                input: RunInput::Owned(run),
+                                input,
                                 source: index,
                                 context: &self.contexts[index],
                             }))
@@ -285,13 +346,18 @@ impl<'a> Files<'a> {
                 let Some(path) = files.get(next_file) else {
                     return Ok(None);
                 };
-                current = Some((next_file, self.open(path)?));
+                current = Some((next_file, self.open_for_pool(path)?));
                 next_file += 1;
             }
         };
         match decode_sources_parallel(pool, next_run, out) {
             Ok(_) => Ok(()),
             Err(SourcesFailure::Read(error)) => Err(error),
+            Err(SourcesFailure::ReadAt { source, error }) => Err(read_error(
+                &files[source],
+                RunReadError::Io(error),
+                self.args.max_file_bytes,
+            )),
             Err(SourcesFailure::Input { source, failure }) => {
                 Err(file_error(&files[source], failure))
             }
@@ -301,6 +367,27 @@ impl<'a> Files<'a> {
             }),
         }
     }
+}
+
+/// An input of the command line, opened.
+enum Input {
+    Stdin,
+    File {
+        file: std::fs::File,
+        /// Its length when opened.
+        size: u64,
+        /// A regular file (not a pipe or a device): positional reads work.
+        #[cfg_attr(not(unix), allow(dead_code))]
+        regular: bool,
+    },
+}
+
+/// An input as the pool reads it: run by run on the calling thread, or cut by header reads
+/// and each run read by its worker.
+enum PoolInput {
+    Stream(RunReader<Box<dyn Read>>),
+    #[cfg(unix)]
+    Positional(positional::PositionalRuns),
 }
 
 /// The error for a failed read of `path` (`limit`: its `--max-file-bytes`).

@@ -2,7 +2,9 @@
 //!
 //! An input is cut into runs of whole log entries (see [`runs`](super::runs)). Worker threads
 //! decode and format whole runs into buffers of their own; the calling thread reads the next
-//! runs meanwhile and writes the formatted buffers out in input order. At most `2 * threads`
+//! runs meanwhile and writes the formatted buffers out in input order. A regular file of large
+//! entries is cut from its entry headers alone and each worker reads its own runs' bytes (see
+//! [`positional`](super::positional)), so the calling thread's serial share stays small. At most `2 * threads`
 //! runs are in flight, so memory stays bounded by that many runs, read and formatted, whatever
 //! the input size.
 //!
@@ -82,6 +84,8 @@ pub fn decode_bytes_parallel<W: Write>(
             Ok(Outcome::FailedRun(run)) => Err(report_failed_run(config, format, &run, out)),
             Err(RunFailure::Decode(failure)) => Err(failure),
             Err(RunFailure::Read(never)) => match never {},
+            // Slices of an image in memory: nothing to read.
+            Err(RunFailure::ReadAt { error, .. }) => Err(DecodeFailure::Output(error)),
         }
     })
 }
@@ -149,6 +153,14 @@ impl Drop for DecodePool<'_> {
 pub(super) enum SourcesFailure<E> {
     /// Reading or opening a source failed (after the runs read before were written).
     Read(E),
+    /// Reading a positional run of source `source` failed (after the runs before were
+    /// written).
+    ReadAt {
+        /// Index of the source, as the runs were tagged.
+        source: usize,
+        /// The failed read.
+        error: io::Error,
+    },
     /// A run of source `source` is malformed; the records before the bad spot were written.
     Input {
         /// Index of the source, as the runs were tagged.
@@ -190,6 +202,7 @@ where
             report_failed_run(pool.config, pool.format, &run, out),
         )),
         Err(RunFailure::Read(error)) => Err(SourcesFailure::Read(error)),
+        Err(RunFailure::ReadAt { source, error }) => Err(SourcesFailure::ReadAt { source, error }),
         // The pool itself only fails to write (or to reach its threads): no run's source.
         Err(RunFailure::Decode(DecodeFailure::Output(error))) => Err(SourcesFailure::Output(error)),
         Err(RunFailure::Decode(failure)) => Err(SourcesFailure::of_run(0, failure)),
@@ -208,10 +221,21 @@ pub(super) struct SourcedRun<'p> {
 }
 
 /// The bytes of one run: a slice of an image in memory, or a buffer of its own read from a
-/// reader; either with its position in the input.
+/// reader; either with its position in the input. Or, for a file of large entries, where the
+/// run lies in the file and the buffer its worker reads it into (see
+/// [`positional`](super::positional)).
 pub(super) enum RunInput<'p> {
-    Slice { start: usize, bytes: &'p [u8] },
+    Slice {
+        start: usize,
+        bytes: &'p [u8],
+    },
     Owned(Run),
+    #[cfg(unix)]
+    Positional {
+        file: Arc<std::fs::File>,
+        span: super::positional::Span,
+        buffer: Vec<u8>,
+    },
 }
 
 impl RunInput<'_> {
@@ -220,13 +244,30 @@ impl RunInput<'_> {
         match self {
             RunInput::Slice { start, .. } => *start,
             RunInput::Owned(run) => run.start,
+            #[cfg(unix)]
+            RunInput::Positional { span, .. } => usize::try_from(span.start).unwrap_or(usize::MAX),
         }
     }
 
+    /// The run's bytes; none for a positional run not read yet ([`RunInput::read`]).
     fn bytes(&self) -> &[u8] {
         match self {
             RunInput::Slice { bytes, .. } => bytes,
             RunInput::Owned(run) => run.bytes(),
+            #[cfg(unix)]
+            RunInput::Positional { .. } => &[],
+        }
+    }
+
+    /// The run with its bytes in memory: a positional run is read from its file here, on the
+    /// worker's thread.
+    fn read(self) -> io::Result<Self> {
+        match self {
+            #[cfg(unix)]
+            RunInput::Positional { file, span, buffer } => Ok(RunInput::Owned(
+                super::positional::read_span(&file, span, buffer)?,
+            )),
+            input => Ok(input),
         }
     }
 
@@ -235,6 +276,8 @@ impl RunInput<'_> {
         match self {
             RunInput::Slice { .. } => None,
             RunInput::Owned(run) => Some(run.into_buffer()),
+            #[cfg(unix)]
+            RunInput::Positional { buffer, .. } => Some(buffer),
         }
     }
 }
@@ -257,6 +300,8 @@ enum RunResult<'p> {
     },
     /// The run holds malformed bytes; the calling thread decodes it again to report them.
     InputFailed(SourcedRun<'p>),
+    /// Reading the bytes of a positional run failed.
+    ReadFailed { source: usize, error: io::Error },
     /// Formatting into memory failed (only a format error can do that).
     OutputFailed(io::Error),
 }
@@ -270,7 +315,13 @@ enum Outcome<'p> {
 
 /// Why the runs stopped with an error.
 enum RunFailure<E> {
+    /// Reading the next run failed on the calling thread.
     Read(E),
+    /// A worker failed to read the bytes of a positional run of source `source`.
+    ReadAt {
+        source: usize,
+        error: io::Error,
+    },
     Decode(DecodeFailure),
 }
 
@@ -306,6 +357,15 @@ fn decode_run<'p>(
     let mut writer = match format.writer(io::sink()) {
         Ok(writer) => writer.gathering_into(output),
         Err(error) => return RunResult::OutputFailed(io::Error::other(error)),
+    };
+    let run = match run.input.read() {
+        Ok(input) => SourcedRun { input, ..run },
+        Err(error) => {
+            return RunResult::ReadFailed {
+                source: run.source,
+                error,
+            }
+        }
     };
     let walk = BatchWalk::new(run.input.bytes(), config);
     match decode_walk(walk, run.context, &mut writer) {
@@ -416,6 +476,9 @@ impl<'p> DecodePool<'p> {
                     summary.add(run_summary);
                 }
                 RunResult::InputFailed(run) => return Ok(Outcome::FailedRun(run)),
+                RunResult::ReadFailed { source, error } => {
+                    return Err(RunFailure::ReadAt { source, error })
+                }
                 RunResult::OutputFailed(error) => return Err(output_failure(error)),
             }
         }

@@ -12,7 +12,7 @@ use std::io::{self, Read};
 use std::ops::Range;
 
 /// Offset (8 bytes) and length (4 bytes): the start of every batch and legacy message.
-const ENTRY_HEADER: usize = 12;
+pub(super) const ENTRY_HEADER: usize = 12;
 
 /// Most bytes asked of the reader at once, so a buffer grows only with bytes actually read,
 /// never by what a length on the wire claims.
@@ -20,7 +20,7 @@ const READ_CHUNK: usize = 1 << 20;
 
 /// Size of the entry at the start of `rest` (header included), if its length field is there
 /// and not negative.
-fn entry_size(rest: &[u8]) -> Option<usize> {
+pub(super) fn entry_size(rest: &[u8]) -> Option<usize> {
     let length = rest.get(8..ENTRY_HEADER)?;
     let length = i32::from_be_bytes(length.try_into().ok()?);
     usize::try_from(length).ok().map(|n| ENTRY_HEADER + n)
@@ -76,6 +76,12 @@ pub(super) struct Run {
 }
 
 impl Run {
+    /// The run at input position `start` whose bytes are the first `len` of `buffer`.
+    pub(super) fn new(start: usize, buffer: Vec<u8>, len: usize) -> Run {
+        debug_assert!(len <= buffer.len());
+        Run { start, buffer, len }
+    }
+
     /// The run's bytes.
     pub(super) fn bytes(&self) -> &[u8] {
         &self.buffer[..self.len]
