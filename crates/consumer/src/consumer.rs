@@ -43,7 +43,7 @@ use std::sync::Arc;
 
 use tokio::sync::{mpsc, Mutex as AsyncMutex};
 
-pub use chunk::{ChunkBatch, ChunkBatches, ChunkRecords, PartitionChunk};
+pub use chunk::{ChunkBatch, ChunkBatchRef, ChunkBatches, ChunkRecords, PartitionChunk};
 pub use config::{ConsumerConfig, OffsetReset, StartOffset};
 
 use crate::client::metadata::MetadataClient;

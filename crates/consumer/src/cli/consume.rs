@@ -6,6 +6,7 @@
 //! that output is in offset order per partition.
 
 use std::io::Write;
+use std::ops::ControlFlow;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -18,7 +19,8 @@ use crate::consumer::group::{
 };
 use crate::consumer::workers::DecodePool;
 use crate::consumer::{
-    Consumer, ConsumerConfig, Fetched, OffsetReset, PartitionChunk, PartitionPosition, StartOffset,
+    ChunkBatchRef, Consumer, ConsumerConfig, Fetched, OffsetReset, PartitionChunk,
+    PartitionPosition, StartOffset,
 };
 use crate::format::{FormatArgs, RecordContext, RecordWriter};
 use crate::Error;
@@ -453,41 +455,32 @@ fn write_chunk<W: Write>(
     };
     let mut written = 0u64;
     let mut reached = false;
-    'batches: for batch in chunk.batches(decode) {
-        let batch = batch?;
-        if batch.batch().is_control() {
-            if writer.prints_control() {
-                for control in batch.control_records() {
-                    writer
-                        .write_control(&context, &control?)
-                        .map_err(output_error)?;
+    // Batches parsed in place and lent (`try_for_each_ref`): moving each out by value cost a
+    // topic of one-record batches about 7% of its CPU.
+    chunk
+        .batches(decode)
+        .try_for_each_ref(|batch| -> Result<ControlFlow<()>, Error> {
+            if batch.batch().is_control() {
+                if writer.prints_control() {
+                    for control in batch.control_records() {
+                        writer
+                            .write_control(&context, &control?)
+                            .map_err(output_error)?;
+                    }
                 }
+                return Ok(ControlFlow::Continue(()));
             }
-            continue;
-        }
-        let mut records = batch.records_in_place();
-        while let Some(record) = records.next_ref() {
-            let record = record?;
-            if let Some(limit) = limit {
-                let slot = progress.claimed.fetch_add(1, Ordering::Relaxed);
-                if slot >= limit {
-                    break 'batches;
-                }
-                if slot + 1 == limit {
-                    progress.count_reached.store(true, Ordering::Relaxed);
-                    reached = true;
-                }
-            }
-            writer
-                .write_record(&context, record)
-                .map_err(output_error)?;
-            last_written = Some(record.offset());
-            written += 1;
-            if reached {
-                break 'batches;
-            }
-        }
-    }
+            let mut state = BatchWriting {
+                writer: &mut *writer,
+                context: &context,
+                progress,
+                limit,
+                written: &mut written,
+                last_written: &mut last_written,
+                reached: &mut reached,
+            };
+            state.write_records(batch)
+        })?;
     writer.flush().map_err(output_error)?;
     progress.records.fetch_add(written, Ordering::Relaxed);
     progress
@@ -504,6 +497,54 @@ fn write_chunk<W: Write>(
         reached,
         next_offset,
     })
+}
+
+/// What [`write_chunk`] keeps while it writes the records of one batch.
+struct BatchWriting<'w, W: Write> {
+    writer: &'w mut RecordWriter<W>,
+    context: &'w RecordContext<'w>,
+    progress: &'w Progress,
+    limit: Option<u64>,
+    written: &'w mut u64,
+    last_written: &'w mut Option<i64>,
+    reached: &'w mut bool,
+}
+
+impl<W: Write> BatchWriting<'_, W> {
+    /// Writes the data records of `batch`; `Break` once `-c`'s count is reached.
+    // A function of its own, so that the record loop gets the record iterator inlined as it
+    // did in `write_chunk` (inside the batch closure the compiler called it, per record: 3%
+    // more CPU on the consume benchmark's topics).
+    #[inline(never)]
+    fn write_records(&mut self, batch: ChunkBatchRef<'_, '_>) -> Result<ControlFlow<()>, Error> {
+        let output_error = |source| Error::Io {
+            context: "writing records".to_owned(),
+            source,
+        };
+        let mut records = batch.records_in_place();
+        while let Some(record) = records.next_ref() {
+            let record = record?;
+            if let Some(limit) = self.limit {
+                let slot = self.progress.claimed.fetch_add(1, Ordering::Relaxed);
+                if slot >= limit {
+                    return Ok(ControlFlow::Break(()));
+                }
+                if slot + 1 == limit {
+                    self.progress.count_reached.store(true, Ordering::Relaxed);
+                    *self.reached = true;
+                }
+            }
+            self.writer
+                .write_record(self.context, record)
+                .map_err(output_error)?;
+            *self.last_written = Some(record.offset());
+            *self.written += 1;
+            if *self.reached {
+                return Ok(ControlFlow::Break(()));
+            }
+        }
+        Ok(ControlFlow::Continue(()))
+    }
 }
 
 fn print_stats(
