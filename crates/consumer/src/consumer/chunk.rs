@@ -206,7 +206,8 @@ impl<'a> ChunkBatches<'a> {
     ///
     /// ```no_run
     /// # use std::ops::ControlFlow;
-    /// # fn print(chunk: &krec_consumer::consumer::PartitionChunk, config: &krec_batch::DecodeConfig)
+    /// # use krec_consumer::consumer::PartitionChunk;
+    /// # fn print(chunk: &PartitionChunk, config: &krec_batch::DecodeConfig)
     /// # -> Result<(), krec_consumer::Error> {
     /// chunk.batches(config).try_for_each_ref(|batch| {
     ///     let mut records = batch.records_in_place();

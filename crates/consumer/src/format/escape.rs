@@ -178,8 +178,8 @@ fn find_escape(bytes: &[u8]) -> (Option<usize>, u64) {
         let mut seen_lanes = [0u8; 16];
         while let Some(chunk) = bytes.get(at..at + 16) {
             let chunk: &[u8; 16] = chunk.try_into().expect("16-byte chunk");
-            sse2::or_into(&mut seen_lanes, chunk);
-            if sse2::needs_escape(chunk) {
+            by16::or_into(&mut seen_lanes, chunk);
+            if by16::needs_escape(chunk) {
                 break;
             }
             at += 16;
@@ -211,7 +211,7 @@ fn find_escape(bytes: &[u8]) -> (Option<usize>, u64) {
 /// `unsafe`, and portable). The eight-byte scan below took about twice the instructions per
 /// byte.
 #[cfg(target_arch = "x86_64")]
-mod sse2 {
+mod by16 {
     /// Whether some byte of `chunk` needs a JSON escape (below 0x20, `"` or `\\`).
     #[inline(always)]
     pub(super) fn needs_escape(chunk: &[u8; 16]) -> bool {

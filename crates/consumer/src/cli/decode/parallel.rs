@@ -4,9 +4,9 @@
 //! decode and format whole runs into buffers of their own; the calling thread reads the next
 //! runs meanwhile and writes the formatted buffers out in input order. A regular file of large
 //! entries is cut from its entry headers alone and each worker reads its own runs' bytes (see
-//! [`positional`](super::positional)), so the calling thread's serial share stays small. At most `2 * threads`
-//! runs are in flight, so memory stays bounded by that many runs, read and formatted, whatever
-//! the input size.
+//! [`positional`](super::positional)), so the calling thread's serial share stays small. At
+//! most `2 * threads` runs are in flight, so memory stays bounded by that many runs, read and
+//! formatted, whatever the input size.
 //!
 //! One [`DecodePool`] serves every file of a command: its threads, their per-thread
 //! decompression buffers and the run buffers live from the first file to the last. (Started per

@@ -17,7 +17,7 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
-use super::runs::{entry_size, Run, RunLimits, ENTRY_HEADER};
+use super::runs::{entry_size, read_fully, Run, RunLimits, ENTRY_HEADER};
 
 /// A file whose first entry is at least this large is cut into runs by header reads: at 16
 /// KiB per entry a header read costs about a quarter of copying the entry.
@@ -132,16 +132,22 @@ pub(super) fn read_span(file: &File, span: Span, mut buffer: Vec<u8>) -> io::Res
 
 /// Fills `buffer` from `file` at `position`; short only at the end of the file.
 fn read_up_to(file: &File, position: u64, buffer: &mut [u8]) -> io::Result<usize> {
-    let mut filled = 0;
-    while filled < buffer.len() {
-        match file.read_at(&mut buffer[filled..], position + filled as u64) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-            Err(error) => return Err(error),
-        }
+    read_fully(&mut ReadAt { file, position }, buffer)
+}
+
+/// Reads `file` from `position` on with `pread`, leaving the file's own offset alone (other
+/// threads read other runs of the same file at the same time).
+struct ReadAt<'f> {
+    file: &'f File,
+    position: u64,
+}
+
+impl io::Read for ReadAt<'_> {
+    fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+        let n = self.file.read_at(buffer, self.position)?;
+        self.position += n as u64;
+        Ok(n)
     }
-    Ok(filled)
 }
 
 #[cfg(test)]
@@ -149,7 +155,7 @@ mod tests {
     use std::io::Write as _;
 
     use super::*;
-    use crate::cli::decode::runs::RunReader;
+    use crate::cli::decode::runs::tests::read_runs as streamed;
 
     fn limits(run_bytes: usize, max_entry_bytes: usize) -> RunLimits {
         RunLimits {
@@ -176,18 +182,6 @@ mod tests {
         temp.write_all(data).expect("write");
         let file = Arc::new(temp.reopen().expect("reopen"));
         (temp, file)
-    }
-
-    /// The runs a [`RunReader`] cuts, as (start, bytes).
-    fn streamed(data: &[u8], limits: RunLimits) -> Vec<(usize, Vec<u8>)> {
-        let mut reader = RunReader::new(data, limits);
-        let mut runs = Vec::new();
-        let mut buffer = Vec::new();
-        while let Some(run) = reader.next_run(buffer).expect("reading a slice") {
-            runs.push((run.start, run.bytes().to_vec()));
-            buffer = run.into_buffer();
-        }
-        runs
     }
 
     /// The runs cut from headers and then read, as (start, bytes).

@@ -243,7 +243,7 @@ impl<R: Read> RunReader<R> {
 }
 
 /// Fills `buffer` from the reader, short only at its end.
-fn read_fully(reader: &mut impl Read, buffer: &mut [u8]) -> io::Result<usize> {
+pub(super) fn read_fully(reader: &mut impl Read, buffer: &mut [u8]) -> io::Result<usize> {
     let mut filled = 0;
     while filled < buffer.len() {
         match reader.read(&mut buffer[filled..]) {
@@ -257,7 +257,7 @@ fn read_fully(reader: &mut impl Read, buffer: &mut [u8]) -> io::Result<usize> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::{RunLimits, RunReadError, RunReader, Runs, READ_CHUNK};
 
     fn limits(run_bytes: usize) -> RunLimits {
@@ -269,7 +269,10 @@ mod tests {
     }
 
     /// Every run a reader gives, read into one reused buffer: position and bytes.
-    fn read_runs(data: &[u8], limits: RunLimits) -> Vec<(usize, Vec<u8>)> {
+    pub(in crate::cli::decode) fn read_runs(
+        data: &[u8],
+        limits: RunLimits,
+    ) -> Vec<(usize, Vec<u8>)> {
         let mut reader = RunReader::new(data, limits);
         let mut runs = Vec::new();
         let mut buffer = Vec::new();
