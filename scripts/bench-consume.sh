@@ -19,6 +19,9 @@
 # Topics (filled once per record count, reused after):
 #   bc-N-lz4, bc-N-zstd, bc-N-none  values of 100-300 B of words, a key, 2 headers; by kcat -P
 #   bc-N-1k                         1 KiB values, no compression; by Kafka's ProducerPerformance
+#   bc-N-single                     N/5 of the same records, uncompressed, one record per batch
+#                                   (kcat -P with batch.num.messages=1, as a producer with
+#                                   linger.ms=0 on a quiet topic writes them)
 # Every consumer writes to /dev/null in the timed runs; before them, one untimed run of each
 # consumer per topic writes into `wc -l` and must show the full record count, or the script
 # stops (a consumer that reads less would look faster). Wall time, CPU seconds (user + sys)
@@ -144,13 +147,15 @@ BOOTSTRAP="$("$KAFKA" bootstrap --name "$BROKER_NAME")"
 SMALL_TOPICS=(lz4 zstd none)
 TOPICS=()
 for codec in "${SMALL_TOPICS[@]}"; do TOPICS+=("bc-$RECORDS-$codec"); done
-TOPICS+=("bc-$RECORDS-1k")
+TOPICS+=("bc-$RECORDS-1k" "bc-$RECORDS-single")
 TOPICS_ALL=("${TOPICS[@]}")
 LARGE_RECORDS=$((RECORDS / 2))
+SINGLE_RECORDS=$((RECORDS / 5))
 
 expected_count() {
     case "$1" in
         *-1k) echo "$LARGE_RECORDS" ;;
+        *-single) echo "$SINGLE_RECORDS" ;;
         *) echo "$RECORDS" ;;
     esac
 }
@@ -198,7 +203,11 @@ fill_topic() {
     [[ "$have" == 0 ]] || die "topic $topic holds $have records, expected 0 or $count: delete target/kafka/$BROKER_NAME (scripts/kafka.sh stop --name $BROKER_NAME --clean)"
     log "filling $topic ($count records, $codec)"
     "$KAFKA" topic --name "$BROKER_NAME" create "$topic" --partitions "$PARTITIONS" >/dev/null 2>&1 || true
-    if [[ "$topic" == *-1k ]]; then
+    if [[ "$topic" == *-single ]]; then
+        head -n "$count" "$PAYLOAD" | kcat -P -b "$BOOTSTRAP" -t "$topic" -K $'\t' -z "$codec" \
+            -H "trace-id=5f0c2d4e-9a51-4f7b-8c1e-3b2a6d7e8f90" -H "source=bench-consume" \
+            -X linger.ms=0 -X batch.num.messages=1 -X queue.buffering.max.messages=1000000
+    elif [[ "$topic" == *-1k ]]; then
         "$KAFKA" tool --name "$BROKER_NAME" org.apache.kafka.tools.ProducerPerformance \
             --topic "$topic" --num-records "$count" --record-size 1024 --throughput -1 \
             --producer-props "bootstrap.servers={bootstrap}" compression.type="$codec" \
@@ -217,6 +226,7 @@ PAYLOAD="$REPO_ROOT/target/bench-consume/payload-$RECORDS.txt"
 make_payload_file "$PAYLOAD" "$RECORDS"
 for codec in "${SMALL_TOPICS[@]}"; do fill_topic "bc-$RECORDS-$codec" "$codec" "$RECORDS"; done
 fill_topic "bc-$RECORDS-1k" none "$LARGE_RECORDS"
+fill_topic "bc-$RECORDS-single" none "$SINGLE_RECORDS"
 ((FILL_ONLY)) && { log "topics filled"; exit 0; }
 
 # --- consumers --------------------------------------------------------------------------------
@@ -312,7 +322,7 @@ for topic in "${TOPICS_ALL[@]}"; do
     ((${#topic_segments[@]})) || die "no segment files of $topic under $DATA_DIR"
     segments+=("${topic_segments[@]}")
 done
-all_records=$((3 * RECORDS + LARGE_RECORDS))
+all_records=$((3 * RECORDS + LARGE_RECORDS + SINGLE_RECORDS))
 for format in raw json; do
     for threads in 1 2; do
         got="$("$KREC" decode --threads "$threads" -f "$format" "${segments[@]}" | wc -l)"

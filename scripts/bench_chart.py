@@ -139,7 +139,10 @@ def draw_chart(stats, topics, consumers, path):
         axes.bar_label(bars, fmt="%.2f", fontsize=7, padding=2)
     axes.set_xticks(range(len(topics)))
     axes.set_xticklabels([t.split("-", 2)[-1] for t in topics])
-    axes.set_xlabel("topic (values of 100-300 B by codec; 1k = 1 KiB values, uncompressed)")
+    axes.set_xlabel(
+        "topic (values of 100-300 B by codec; 1k = 1 KiB values, uncompressed; "
+        "single = one record per batch)"
+    )
     axes.set_ylabel("million records per CPU-second (higher is better)")
     records = next(iter(stats.values()))["records"] if stats else 0
     axes.set_title(f"Consuming a topic end to end: records per CPU-second (user + sys), median; {records:,} records")
