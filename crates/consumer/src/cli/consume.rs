@@ -5,7 +5,7 @@
 //! formatting run on decode threads, one per core by default, each owning whole partitions so
 //! that output is in offset order per partition.
 
-use std::io::Write;
+use std::io::{self, Write};
 use std::ops::ControlFlow;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -447,40 +447,28 @@ fn write_chunk<W: Write>(
             next_offset: None,
         });
     }
-    let mut last_written = None;
     let context = RecordContext::new(chunk.topic(), chunk.partition());
-    let output_error = |source| Error::Io {
-        context: "writing records".to_owned(),
-        source,
+    let mut state = ChunkWriting {
+        writer,
+        context: &context,
+        progress,
+        limit,
+        written: 0,
+        last_written: None,
+        reached: false,
     };
-    let mut written = 0u64;
-    let mut reached = false;
     // Batches parsed in place and lent (`try_for_each_ref`): moving each out by value cost a
     // topic of one-record batches about 7% of its CPU.
     chunk
         .batches(decode)
-        .try_for_each_ref(|batch| -> Result<ControlFlow<()>, Error> {
-            if batch.batch().is_control() {
-                if writer.prints_control() {
-                    for control in batch.control_records() {
-                        writer
-                            .write_control(&context, &control?)
-                            .map_err(output_error)?;
-                    }
-                }
-                return Ok(ControlFlow::Continue(()));
-            }
-            let mut state = BatchWriting {
-                writer: &mut *writer,
-                context: &context,
-                progress,
-                limit,
-                written: &mut written,
-                last_written: &mut last_written,
-                reached: &mut reached,
-            };
-            state.write_records(batch)
-        })?;
+        .try_for_each_ref(|batch| state.write_batch(batch))?;
+    let ChunkWriting {
+        writer,
+        written,
+        last_written,
+        reached,
+        ..
+    } = state;
     writer.flush().map_err(output_error)?;
     progress.records.fetch_add(written, Ordering::Relaxed);
     progress
@@ -499,28 +487,47 @@ fn write_chunk<W: Write>(
     })
 }
 
-/// What [`write_chunk`] keeps while it writes the records of one batch.
-struct BatchWriting<'w, W: Write> {
+fn output_error(source: io::Error) -> Error {
+    Error::Io {
+        context: "writing records".to_owned(),
+        source,
+    }
+}
+
+/// What [`write_chunk`] keeps while it writes a chunk's batches.
+struct ChunkWriting<'w, W: Write> {
     writer: &'w mut RecordWriter<W>,
     context: &'w RecordContext<'w>,
     progress: &'w Progress,
     limit: Option<u64>,
-    written: &'w mut u64,
-    last_written: &'w mut Option<i64>,
-    reached: &'w mut bool,
+    written: u64,
+    last_written: Option<i64>,
+    /// `-c`'s count was reached by a record of this chunk.
+    reached: bool,
 }
 
-impl<W: Write> BatchWriting<'_, W> {
+impl<W: Write> ChunkWriting<'_, W> {
+    /// Writes one batch: its control records if they are printed, else its data records.
+    fn write_batch(&mut self, batch: ChunkBatchRef<'_, '_>) -> Result<ControlFlow<()>, Error> {
+        if !batch.batch().is_control() {
+            return self.write_records(batch);
+        }
+        if self.writer.prints_control() {
+            for control in batch.control_records() {
+                self.writer
+                    .write_control(self.context, &control?)
+                    .map_err(output_error)?;
+            }
+        }
+        Ok(ControlFlow::Continue(()))
+    }
+
     /// Writes the data records of `batch`; `Break` once `-c`'s count is reached.
-    // A function of its own, so that the record loop gets the record iterator inlined as it
-    // did in `write_chunk` (inside the batch closure the compiler called it, per record: 3%
-    // more CPU on the consume benchmark's topics).
+    // A function of its own, so that the record loop gets the record iterator inlined (inside
+    // the batch closure the compiler called it, per record: 3% more CPU on the consume
+    // benchmark's topics).
     #[inline(never)]
     fn write_records(&mut self, batch: ChunkBatchRef<'_, '_>) -> Result<ControlFlow<()>, Error> {
-        let output_error = |source| Error::Io {
-            context: "writing records".to_owned(),
-            source,
-        };
         let mut records = batch.records_in_place();
         while let Some(record) = records.next_ref() {
             let record = record?;
@@ -531,15 +538,15 @@ impl<W: Write> BatchWriting<'_, W> {
                 }
                 if slot + 1 == limit {
                     self.progress.count_reached.store(true, Ordering::Relaxed);
-                    *self.reached = true;
+                    self.reached = true;
                 }
             }
             self.writer
                 .write_record(self.context, record)
                 .map_err(output_error)?;
-            *self.last_written = Some(record.offset());
-            *self.written += 1;
-            if *self.reached {
+            self.last_written = Some(record.offset());
+            self.written += 1;
+            if self.reached {
                 return Ok(ControlFlow::Break(()));
             }
         }

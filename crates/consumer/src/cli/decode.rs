@@ -227,10 +227,7 @@ impl<'a> Files<'a> {
     /// Opens one file (or stdin for `-`) to read run by run; a file larger than
     /// `--max-file-bytes` is refused before anything is read.
     fn open(&self, path: &Path) -> Result<RunReader<Box<dyn Read>>, Error> {
-        match self.open_input(path)? {
-            Input::Stdin => Ok(RunReader::new(Box::new(io::stdin().lock()), self.limits())),
-            Input::File { file, .. } => Ok(RunReader::new(Box::new(file), self.limits())),
-        }
+        Ok(self.open_input(path)?.into_runs(self.limits()))
     }
 
     fn open_input(&self, path: &Path) -> Result<Input, Error> {
@@ -265,7 +262,7 @@ impl<'a> Files<'a> {
                 file,
                 size,
                 regular: true,
-            } if positional::PositionalRuns::worth_it(&file, size)
+            } if positional::PositionalRuns::worth_it(&file)
                 .map_err(|source| read_error(path, RunReadError::Io(source), 0))? =>
             {
                 Ok(PoolInput::Positional(positional::PositionalRuns::new(
@@ -274,14 +271,7 @@ impl<'a> Files<'a> {
                     self.limits(),
                 )))
             }
-            Input::Stdin => Ok(PoolInput::Stream(RunReader::new(
-                Box::new(io::stdin().lock()),
-                self.limits(),
-            ))),
-            Input::File { file, .. } => Ok(PoolInput::Stream(RunReader::new(
-                Box::new(file),
-                self.limits(),
-            ))),
+            input => Ok(PoolInput::Stream(input.into_runs(self.limits()))),
         }
     }
 
@@ -380,6 +370,16 @@ enum Input {
         #[cfg_attr(not(unix), allow(dead_code))]
         regular: bool,
     },
+}
+
+impl Input {
+    /// The input read run by run on the calling thread.
+    fn into_runs(self, limits: RunLimits) -> RunReader<Box<dyn Read>> {
+        match self {
+            Input::Stdin => RunReader::new(Box::new(io::stdin().lock()), limits),
+            Input::File { file, .. } => RunReader::new(Box::new(file), limits),
+        }
+    }
 }
 
 /// An input as the pool reads it: run by run on the calling thread, or cut by header reads

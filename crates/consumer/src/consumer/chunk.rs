@@ -107,14 +107,14 @@ impl PartitionChunk {
         ChunkBatches {
             chunk: self,
             walk: BatchWalk::new_shared(&self.data.records, config),
-            aborts: AbortFilter {
+            gate: BatchGate {
                 chunk: self,
                 pending: aborted,
                 producers: Vec::new(),
+                last_next_offset: None,
+                aborted_records: 0,
             },
-            last_next_offset: None,
             finished: false,
-            aborted_records: 0,
         }
     }
 
@@ -137,23 +137,36 @@ impl PartitionChunk {
 pub struct ChunkBatches<'a> {
     chunk: &'a PartitionChunk,
     walk: BatchWalk<'a>,
-    aborts: AbortFilter<'a>,
-    last_next_offset: Option<i64>,
+    gate: BatchGate<'a>,
     finished: bool,
-    aborted_records: u64,
 }
 
-/// Which transactional batches were aborted, under `read_committed`: a field of its own, so it
-/// can be consulted while the walk lends a batch.
-struct AbortFilter<'a> {
+/// Which of the walk's batches are delivered, and what the walk has passed: a field of its
+/// own, so it can be consulted while the walk lends a batch.
+struct BatchGate<'a> {
     chunk: &'a PartitionChunk,
     /// The fetch response's aborted transactions not reached yet, the next one last.
     pending: Vec<AbortedTransaction>,
     /// Producers whose transaction is aborted at the walk's position.
     producers: Vec<i64>,
+    /// `next_offset` of the last batch walked.
+    last_next_offset: Option<i64>,
+    /// Records hidden so far because their transaction was aborted.
+    aborted_records: u64,
 }
 
-impl AbortFilter<'_> {
+impl BatchGate<'_> {
+    /// Notes that the walk passed `batch`; whether it is delivered: not when its transaction
+    /// was aborted (counted), nor when it lies wholly before the fetch offset.
+    fn admit(&mut self, batch: &Batch<'_>) -> Result<bool, Error> {
+        self.last_next_offset = Some(batch.next_offset());
+        if self.is_aborted(batch)? {
+            self.aborted_records += u64::from(batch.record_count());
+            return Ok(false);
+        }
+        Ok(batch.next_offset() > self.chunk.data.fetch_offset)
+    }
+
     /// Whether `batch` belongs to an aborted transaction, following the fetch response's
     /// aborted list the way Kafka's Java consumer does: a producer becomes aborted once the
     /// walk passes the first offset of one of its aborted transactions, and stops being
@@ -185,19 +198,10 @@ impl AbortFilter<'_> {
     }
 }
 
-/// What to do with a batch the walk produced.
-enum Verdict {
-    Deliver,
-    /// Aborted: its records are hidden.
-    Aborted,
-    /// Wholly before the fetch offset.
-    Before,
-}
-
 impl<'a> ChunkBatches<'a> {
     /// Records hidden so far because their transaction was aborted.
     pub fn aborted_records(&self) -> u64 {
-        self.aborted_records
+        self.gate.aborted_records
     }
 
     /// Calls `each` with every batch to deliver, in order, each parsed in place and lent for
@@ -236,17 +240,13 @@ impl<'a> ChunkBatches<'a> {
                 }
                 Some(Ok(batch)) => batch,
             };
-            self.last_next_offset = Some(batch.next_offset());
-            match judge(self.chunk, &mut self.aborts, batch) {
+            match self.gate.admit(batch) {
                 Err(error) => {
                     self.finished = true;
                     return Err(error.into());
                 }
-                Ok(Verdict::Aborted) => {
-                    self.aborted_records += u64::from(batch.record_count());
-                }
-                Ok(Verdict::Before) => {}
-                Ok(Verdict::Deliver) => {
+                Ok(false) => {}
+                Ok(true) => {
                     let batch = ChunkBatchRef {
                         chunk: self.chunk,
                         batch,
@@ -270,11 +270,11 @@ impl<'a> ChunkBatches<'a> {
                 partition: chunk.partition,
                 fetch_offset: chunk.data.fetch_offset,
                 position,
-                offset: self.last_next_offset.unwrap_or(-1),
+                offset: self.gate.last_next_offset.unwrap_or(-1),
                 length: -1,
             }));
         }
-        match self.last_next_offset {
+        match self.gate.last_next_offset {
             Some(next) if next == chunk.data.next_offset => None,
             other => Some(Err(Error::OffsetGap {
                 topic: chunk.topic.to_string(),
@@ -284,22 +284,6 @@ impl<'a> ChunkBatches<'a> {
             })),
         }
     }
-}
-
-/// What to do with `batch`: the abort filter's verdict, then whether it lies wholly before the
-/// fetch offset.
-fn judge(
-    chunk: &PartitionChunk,
-    aborts: &mut AbortFilter<'_>,
-    batch: &Batch<'_>,
-) -> Result<Verdict, Error> {
-    if aborts.is_aborted(batch)? {
-        return Ok(Verdict::Aborted);
-    }
-    if batch.next_offset() <= chunk.data.fetch_offset {
-        return Ok(Verdict::Before);
-    }
-    Ok(Verdict::Deliver)
 }
 
 impl<'a> Iterator for ChunkBatches<'a> {
@@ -315,17 +299,13 @@ impl<'a> Iterator for ChunkBatches<'a> {
                 }
                 Some(Ok(batch)) => batch,
             };
-            self.last_next_offset = Some(batch.next_offset());
-            match judge(self.chunk, &mut self.aborts, &batch) {
+            match self.gate.admit(&batch) {
                 Err(error) => {
                     self.finished = true;
                     return Some(Err(error));
                 }
-                Ok(Verdict::Aborted) => {
-                    self.aborted_records += u64::from(batch.record_count());
-                }
-                Ok(Verdict::Before) => {}
-                Ok(Verdict::Deliver) => {
+                Ok(false) => {}
+                Ok(true) => {
                     return Some(Ok(ChunkBatch {
                         chunk: self.chunk,
                         batch,

@@ -180,6 +180,8 @@ fn find_escape(bytes: &[u8]) -> (Option<usize>, u64) {
             let chunk: &[u8; 16] = chunk.try_into().expect("16-byte chunk");
             by16::or_into(&mut seen_lanes, chunk);
             if by16::needs_escape(chunk) {
+                // The eight-byte steps below find the byte: searching these 16 bytes one by
+                // one instead measured 2-4% slower on `krec decode -f json`.
                 break;
             }
             at += 16;

@@ -68,11 +68,10 @@ impl PositionalRuns {
 
     /// Whether `file`'s first entry is large enough for header reads to pay off (see
     /// [`POSITIONAL_FROM_ENTRY_BYTES`]).
-    pub(super) fn worth_it(file: &File, len: u64) -> io::Result<bool> {
+    pub(super) fn worth_it(file: &File) -> io::Result<bool> {
         let mut header = [0u8; ENTRY_HEADER];
         let got = read_up_to(file, 0, &mut header)?;
-        Ok(len >= POSITIONAL_FROM_ENTRY_BYTES as u64
-            && entry_size(&header[..got]).is_some_and(|size| size >= POSITIONAL_FROM_ENTRY_BYTES))
+        Ok(entry_size(&header[..got]).is_some_and(|size| size >= POSITIONAL_FROM_ENTRY_BYTES))
     }
 
     /// The next run; `None` at the end of the file.
@@ -279,12 +278,12 @@ mod tests {
             let data = entries(sizes);
             let (_temp, file) = file_with(&data);
             assert_eq!(
-                PositionalRuns::worth_it(&file, data.len() as u64).expect("read"),
+                PositionalRuns::worth_it(&file).expect("read"),
                 expected,
                 "{sizes:?}"
             );
         }
         let (_temp, empty) = file_with(&[]);
-        assert!(!PositionalRuns::worth_it(&empty, 0).expect("read"));
+        assert!(!PositionalRuns::worth_it(&empty).expect("read"));
     }
 }
