@@ -319,12 +319,21 @@ impl Default for PooledBuf {
 }
 
 impl Drop for PooledBuf {
+    // Only the test inline: a buffer that never allocated has nothing to give back, and a
+    // small drop lets the drop of every type holding one (krec-batch's batch body, dropped at
+    // the end of every walk) be inlined instead of called.
     #[inline]
     fn drop(&mut self) {
-        let storage = std::mem::take(&mut self.storage);
-        if storage.capacity() == 0 {
-            return;
+        if self.storage.capacity() != 0 {
+            self.give_back();
         }
+    }
+}
+
+impl PooledBuf {
+    #[inline(never)]
+    fn give_back(&mut self) {
+        let storage = std::mem::take(&mut self.storage);
         // During thread teardown the pool may already be gone; the buffer is then simply freed.
         let _ = POOL.try_with(|pool| {
             if let Ok(mut pool) = pool.try_borrow_mut() {
