@@ -1,12 +1,13 @@
 //! `BatchWalk::next_ref` and `Records::next_ref` (batch and record filled in place) yield
-//! exactly what the iterators yield: the same records field for field, the same errors at the
-//! same places, and the same walk end. (The record iterator is now the in-place path plus a
-//! copy; the batch walk still has two paths, `parse` and `parse_into`.) Inputs mix codecs so the in-place path reuses one
-//! batch's decompression buffer for the next, and legacy messages so it also takes the
-//! by-value path for them.
+//! exactly what the iterators yield: every batch field, the same records field for field, the
+//! same control records, the same errors at the same places, and the same walk end. (The record
+//! iterator is the in-place path plus a copy; the batch walk has two paths, `parse` and
+//! `parse_into`.) Inputs mix codecs, so the in-place path reuses one batch's decompression
+//! buffer for the next, batch attributes (so a field left over from the batch before would
+//! show), control batches, and legacy messages, so it also takes the by-value path for them.
 
 use krec_batch::encode::{BatchBuilder, LegacyBuilder, LegacyMessage};
-use krec_batch::{Batch, BatchWalk, Compression, DecodeConfig, Record};
+use krec_batch::{Batch, BatchWalk, Compression, ControlKind, DecodeConfig, Record};
 use proptest::prelude::*;
 
 /// Everything a record shows, owned, so two walks can be compared.
@@ -39,16 +40,63 @@ impl Seen {
     }
 }
 
-/// What one walk saw: per batch its base offset and records, then the error or end.
+/// Every field a batch shows, so that one the in-place parse failed to overwrite (left from
+/// the batch before) shows as a difference.
+#[derive(Debug, PartialEq)]
+struct BatchSeen {
+    base_offset: i64,
+    next_offset: i64,
+    magic: u8,
+    compression: Compression,
+    timestamp_type: String,
+    transactional: bool,
+    control: bool,
+    delete_horizon: Option<i64>,
+    attributes: i16,
+    producer: (i64, i16, i32),
+    partition_leader_epoch: i32,
+    timestamps: (i64, i64),
+    record_count: u32,
+    position: usize,
+    size: usize,
+    records_bytes: Vec<u8>,
+    control_records: Vec<String>,
+}
+
+impl BatchSeen {
+    fn of(b: &Batch<'_>) -> Self {
+        BatchSeen {
+            base_offset: b.base_offset(),
+            next_offset: b.next_offset(),
+            magic: b.magic(),
+            compression: b.compression(),
+            timestamp_type: format!("{:?}", b.timestamp_type()),
+            transactional: b.is_transactional(),
+            control: b.is_control(),
+            delete_horizon: b.delete_horizon(),
+            attributes: b.attributes(),
+            producer: (b.producer_id(), b.producer_epoch(), b.base_sequence()),
+            partition_leader_epoch: b.partition_leader_epoch(),
+            timestamps: (b.base_timestamp(), b.max_timestamp()),
+            record_count: b.record_count(),
+            position: b.position(),
+            size: b.size(),
+            records_bytes: b.records_bytes().to_vec(),
+            control_records: b.control_records().map(|c| format!("{c:?}")).collect(),
+        }
+    }
+}
+
+/// What one walk saw: every batch and its records, then the error or end.
 #[derive(Debug, PartialEq)]
 enum Event {
-    Batch(i64, u32),
+    Batch(Box<BatchSeen>),
     Record(Seen),
     Error(String),
 }
 
 fn batch_events(batch: &Batch<'_>, out: &mut Vec<Event>, in_place: bool) {
-    out.push(Event::Batch(batch.base_offset(), batch.record_count()));
+    out.push(Event::Batch(Box::new(BatchSeen::of(batch))));
     let mut records = batch.records();
     if in_place {
         while let Some(r) = records.next_ref() {
@@ -116,7 +164,7 @@ fn records() -> impl Strategy<Value = Records> {
         (
             proptest::option::of(bytes(20)),
             proptest::option::of(bytes(200)),
-            // Up to 14 headers: past the 10 the inline index holds, so the spilled index of one
+            // Up to 14 headers: past the 9 the inline index holds, so the spilled index of one
             // record must not leak into the next one filled in the same place.
             proptest::collection::vec(
                 (
@@ -130,11 +178,67 @@ fn records() -> impl Strategy<Value = Records> {
     )
 }
 
-/// Batches of mixed codecs, a legacy message now and then, all in one buffer.
+/// How a v2 batch is written besides its codec and records: a seed for its header fields,
+/// and whether it is a transaction marker instead.
+#[derive(Clone, Copy, Debug)]
+struct Style {
+    seed: u8,
+    control: bool,
+}
+
+fn style() -> impl Strategy<Value = Style> {
+    (any::<u8>(), proptest::bool::weighted(0.15))
+        .prop_map(|(seed, control)| Style { seed, control })
+}
+
+/// A v2 batch's header fields from `style.seed`: each bit turns one of them on, so neighbours
+/// in a segment differ in fields the in-place parse must overwrite.
+fn styled(b: BatchBuilder, style: Style) -> BatchBuilder {
+    let seed = style.seed;
+    let bit = |n: u8| seed & (1 << n) != 0;
+    let mut b = b
+        .log_append_time(bit(0))
+        .transactional(bit(1))
+        .delete_horizon(bit(2))
+        .partition_leader_epoch(if bit(3) { i32::from(seed) } else { -1 })
+        .base_timestamp(1_700_000_000_000 + i64::from(seed))
+        .max_timestamp(1_700_000_000_500 + i64::from(seed));
+    if bit(4) {
+        b = b.producer(
+            1000 + i64::from(seed),
+            i16::from(seed & 0x0f),
+            i32::from(seed) * 3,
+        );
+    }
+    if style.control {
+        let kind = if bit(5) {
+            ControlKind::Commit
+        } else {
+            ControlKind::Abort
+        };
+        b = b.control_marker(kind, i32::from(seed));
+    }
+    b
+}
+
+/// Batches of mixed codecs and header fields, a legacy message now and then, all in one buffer.
 fn segment(batches: &[(Compression, bool, Records)]) -> Vec<u8> {
+    let styles: Vec<Style> = batches
+        .iter()
+        .enumerate()
+        .map(|(i, _)| Style {
+            seed: (i as u8).wrapping_mul(37),
+            control: false,
+        })
+        .collect();
+    styled_segment(batches, &styles)
+}
+
+/// [`segment`] with each v2 batch written in its own style (`styles[i]` for batch `i`).
+fn styled_segment(batches: &[(Compression, bool, Records)], styles: &[Style]) -> Vec<u8> {
     let mut input = Vec::new();
     let mut offset = 0i64;
-    for (codec, legacy, records) in batches {
+    for ((codec, legacy, records), style) in batches.iter().zip(styles) {
         if *legacy && !records.is_empty() {
             // A v1 message set (zstd needs v2, so that codec writes plain messages).
             let codec = if *codec == Compression::Zstd {
@@ -161,7 +265,13 @@ fn segment(batches: &[(Compression, bool, Records)]) -> Vec<u8> {
             offset += records.len() as i64;
             continue;
         }
-        let mut b = BatchBuilder::new(offset).compression(*codec);
+        if style.control {
+            // A marker batch holds the marker only.
+            input.extend_from_slice(&styled(BatchBuilder::new(offset), *style).build());
+            offset += 1;
+            continue;
+        }
+        let mut b = styled(BatchBuilder::new(offset).compression(*codec), *style);
         for (key, value, headers) in records {
             let hs: Vec<(&[u8], Option<&[u8]>)> = headers
                 .iter()
@@ -181,8 +291,9 @@ proptest! {
     #[test]
     fn in_place_walks_equal_iterator_walks(
         batches in proptest::collection::vec((codec(), proptest::bool::weighted(0.1), records()), 0..6),
+        styles in proptest::collection::vec(style(), 6),
     ) {
-        let input = segment(&batches);
+        let input = styled_segment(&batches, &styles);
         let config = DecodeConfig::default();
         prop_assert_eq!(in_place(&input, &config), by_iterator(&input, &config));
     }
