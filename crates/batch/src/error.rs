@@ -286,10 +286,13 @@ pub enum Error {
     },
 }
 
-impl Error {
-    /// Byte position (from the start of the walked input) of the batch the error is in.
-    pub fn position(&self) -> Option<usize> {
-        Some(match self {
+/// The `position` field of an error, whichever variant it is (every variant has one), as
+/// `&usize` or `&mut usize` after the reference given: one list of variants for
+/// [`Error::position`] and [`Error::with_input_start`], so a new variant cannot be added to
+/// one and forgotten in the other (the match is exhaustive).
+macro_rules! position_field {
+    ($error:expr) => {
+        match $error {
             Error::Truncated { position, .. }
             | Error::BatchTooSmall { position, .. }
             | Error::BatchTooLarge { position, .. }
@@ -307,8 +310,15 @@ impl Error {
             | Error::RecordCountMismatch { position, .. }
             | Error::OffsetOutOfOrder { position, .. }
             | Error::InvalidControlRecord { position, .. }
-            | Error::InvalidLegacyMessage { position, .. } => *position,
-        })
+            | Error::InvalidLegacyMessage { position, .. } => position,
+        }
+    };
+}
+
+impl Error {
+    /// Byte position (from the start of the walked input) of the batch the error is in.
+    pub fn position(&self) -> Option<usize> {
+        Some(*position_field!(self))
     }
 
     /// Base offset of the batch the error is in, when it could be read.
@@ -339,26 +349,7 @@ impl Error {
     /// of it (a file decoded run by run): its position becomes the larger input's. Every other
     /// field is already relative to the batch, or to the end of the input.
     pub fn with_input_start(mut self, start: usize) -> Error {
-        let position = match &mut self {
-            Error::Truncated { position, .. }
-            | Error::BatchTooSmall { position, .. }
-            | Error::BatchTooLarge { position, .. }
-            | Error::UnsupportedMagic { position, .. }
-            | Error::ChecksumMismatch { position, .. }
-            | Error::UnknownCompression { position, .. }
-            | Error::InvalidBatchField { position, .. }
-            | Error::TooManyRecords { position, .. }
-            | Error::DecompressedTooLarge { position, .. }
-            | Error::Decompression { position, .. }
-            | Error::RecordTruncated { position, .. }
-            | Error::BadVarint { position, .. }
-            | Error::InvalidLength { position, .. }
-            | Error::RecordLengthMismatch { position, .. }
-            | Error::RecordCountMismatch { position, .. }
-            | Error::OffsetOutOfOrder { position, .. }
-            | Error::InvalidControlRecord { position, .. }
-            | Error::InvalidLegacyMessage { position, .. } => position,
-        };
+        let position = position_field!(&mut self);
         *position = position.saturating_add(start);
         self
     }
