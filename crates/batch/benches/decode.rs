@@ -284,7 +284,7 @@ fn main() {
         for shape in shapes().into_iter().filter(|s| name(s).contains(&filter)) {
             let [k, kp, fl] = interleaved(&shape, &config);
             println!(
-                "INTERLEAVED {} | {k:.0} | {kp:.0} | {fl:.0} | {:.2} | {:.1}",
+                "INTERLEAVED {} | {k:.1} | {kp:.0} | {fl:.1} | {:.2} | {:.1}",
                 name(&shape),
                 k / fl,
                 kp / k
