@@ -49,7 +49,11 @@ impl std::fmt::Display for Field {
 #[non_exhaustive]
 pub enum Error {
     /// The input ends inside a batch where a whole batch was required (a segment file).
-    #[error("truncated batch at byte {position} (base offset {offset:?}): {available} bytes present, {needed:?} needed")]
+    #[error(
+        "truncated batch at byte {position} (base offset {}): {available} bytes present, {}",
+        OrUnread(.offset),
+        Needed(.needed)
+    )]
     Truncated {
         /// Start of the truncated batch.
         position: usize,
@@ -271,9 +275,7 @@ pub enum Error {
         reason: &'static str,
     },
     /// A legacy (v0/v1) message set is malformed.
-    #[error(
-        "legacy message at byte {position} (offset {offset}), inner message {record:?}: {reason}"
-    )]
+    #[error("legacy message at byte {position} (offset {offset}){}: {reason}", InnerMessage(.record))]
     InvalidLegacyMessage {
         /// Start of the top-level message.
         position: usize,
@@ -284,6 +286,42 @@ pub enum Error {
         /// What is wrong.
         reason: &'static str,
     },
+}
+
+/// An optional number in a message: the number, or "not present" (never Rust's `Some(..)`).
+struct OrUnread<'a>(&'a Option<i64>);
+
+impl std::fmt::Display for OrUnread<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(value) => write!(f, "{value}"),
+            None => f.write_str("not present"),
+        }
+    }
+}
+
+/// How many bytes a truncated batch needs, when its length field was there to say.
+struct Needed<'a>(&'a Option<usize>);
+
+impl std::fmt::Display for Needed<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(needed) => write!(f, "{needed} needed"),
+            None => f.write_str("too few to hold its length field"),
+        }
+    }
+}
+
+/// ", inner message N" when the error is in an inner message of a compressed wrapper.
+struct InnerMessage<'a>(&'a Option<u32>);
+
+impl std::fmt::Display for InnerMessage<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(index) => write!(f, ", inner message {index}"),
+            None => Ok(()),
+        }
+    }
 }
 
 /// The `position` field of an error, whichever variant it is (every variant has one), as
@@ -386,7 +424,7 @@ mod tests {
         assert_eq!(moved.offset(), Some(7));
         assert_eq!(
             moved.to_string(),
-            "truncated batch at byte 1040 (base offset Some(7)): 20 bytes present, Some(90) needed"
+            "truncated batch at byte 1040 (base offset 7): 20 bytes present, 90 needed"
         );
         let far = Error::BatchTooSmall {
             position: 5,
@@ -396,5 +434,34 @@ mod tests {
         }
         .with_input_start(usize::MAX);
         assert_eq!(far.position(), Some(usize::MAX), "saturates, never panics");
+    }
+
+    #[test]
+    fn messages_name_missing_parts_in_words_not_as_options() {
+        let cut_short = Error::Truncated {
+            position: 3,
+            offset: None,
+            available: 5,
+            needed: None,
+        };
+        assert_eq!(
+            cut_short.to_string(),
+            "truncated batch at byte 3 (base offset not present): 5 bytes present, \
+             too few to hold its length field"
+        );
+        let legacy = |record| Error::InvalidLegacyMessage {
+            position: 0,
+            offset: 9,
+            record,
+            reason: "inner offsets out of order",
+        };
+        assert_eq!(
+            legacy(Some(2)).to_string(),
+            "legacy message at byte 0 (offset 9), inner message 2: inner offsets out of order"
+        );
+        assert_eq!(
+            legacy(None).to_string(),
+            "legacy message at byte 0 (offset 9): inner offsets out of order"
+        );
     }
 }

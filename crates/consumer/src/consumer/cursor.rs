@@ -352,6 +352,9 @@ mod tests {
         assert!(
             matches!(error, Error::NoProgress { offset: 0, needed: Some(n), .. } if n == whole.len())
         );
+        let message = error.to_string();
+        let needs = format!("(the batch needs {} bytes; raise --max-bytes)", whole.len());
+        assert!(message.ends_with(&needs), "{message}");
     }
 
     #[test]
