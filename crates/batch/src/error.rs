@@ -51,8 +51,8 @@ pub enum Error {
     /// The input ends inside a batch where a whole batch was required (a segment file).
     #[error(
         "truncated batch at byte {position} (base offset {}): {available} bytes present, {}",
-        OrUnread(.offset),
-        Needed(.needed)
+        InWords::new(.offset, ("", ""), "not present"),
+        InWords::new(.needed, ("", " needed"), "too few to hold its length field")
     )]
     Truncated {
         /// Start of the truncated batch.
@@ -275,7 +275,10 @@ pub enum Error {
         reason: &'static str,
     },
     /// A legacy (v0/v1) message set is malformed.
-    #[error("legacy message at byte {position} (offset {offset}){}: {reason}", InnerMessage(.record))]
+    #[error(
+        "legacy message at byte {position} (offset {offset}){}: {reason}",
+        InWords::new(.record, (", inner message ", ""), "")
+    )]
     InvalidLegacyMessage {
         /// Start of the top-level message.
         position: usize,
@@ -288,38 +291,35 @@ pub enum Error {
     },
 }
 
-/// An optional number in a message: the number, or "not present" (never Rust's `Some(..)`).
-struct OrUnread<'a>(&'a Option<i64>);
+/// An optional number in a message, in words: `{before}{value}{after}` when present,
+/// `missing` when not (never Rust's `Some(..)` / `None`).
+struct InWords<'a, T> {
+    value: &'a Option<T>,
+    before: &'static str,
+    after: &'static str,
+    missing: &'static str,
+}
 
-impl std::fmt::Display for OrUnread<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.0 {
-            Some(value) => write!(f, "{value}"),
-            None => f.write_str("not present"),
+impl<'a, T> InWords<'a, T> {
+    fn new(
+        value: &'a Option<T>,
+        (before, after): (&'static str, &'static str),
+        missing: &'static str,
+    ) -> Self {
+        InWords {
+            value,
+            before,
+            after,
+            missing,
         }
     }
 }
 
-/// How many bytes a truncated batch needs, when its length field was there to say.
-struct Needed<'a>(&'a Option<usize>);
-
-impl std::fmt::Display for Needed<'_> {
+impl<T: std::fmt::Display> std::fmt::Display for InWords<'_, T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.0 {
-            Some(needed) => write!(f, "{needed} needed"),
-            None => f.write_str("too few to hold its length field"),
-        }
-    }
-}
-
-/// ", inner message N" when the error is in an inner message of a compressed wrapper.
-struct InnerMessage<'a>(&'a Option<u32>);
-
-impl std::fmt::Display for InnerMessage<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.0 {
-            Some(index) => write!(f, ", inner message {index}"),
-            None => Ok(()),
+        match self.value {
+            Some(value) => write!(f, "{}{value}{}", self.before, self.after),
+            None => f.write_str(self.missing),
         }
     }
 }
