@@ -18,19 +18,25 @@ fuzz_target!(|data: &[u8]| {
     let mut failed = false;
     let mut by_iterator = Vec::new();
     while let Some(batch) = walk.next() {
-        let Ok(batch) = batch else {
-            failed = true;
-            by_iterator.push(Seen::Error);
-            continue;
+        let batch = match batch {
+            Ok(batch) => batch,
+            Err(e) => {
+                failed = true;
+                by_iterator.push(Seen::error(&e));
+                continue;
+            }
         };
         assert!(batch.position() >= last_position);
         assert_eq!(batch.position() + batch.size(), walk.position());
         last_position = walk.position();
         by_iterator.push(Seen::of_batch(&batch));
         for record in batch.records() {
-            let Ok(record) = record else {
-                by_iterator.push(Seen::Error);
-                break;
+            let record = match record {
+                Ok(record) => record,
+                Err(e) => {
+                    by_iterator.push(Seen::error(&e));
+                    break;
+                }
             };
             by_iterator.push(Seen::of(&record));
             for header in record.headers().iter() {
@@ -46,16 +52,19 @@ fuzz_target!(|data: &[u8]| {
     let mut in_place = Vec::new();
     let mut walk_in_place = BatchWalk::new(data, &config);
     while let Some(batch) = walk_in_place.next_ref() {
-        let Ok(batch) = batch else {
-            in_place.push(Seen::Error);
-            continue;
+        let batch = match batch {
+            Ok(batch) => batch,
+            Err(e) => {
+                in_place.push(Seen::error(&e));
+                continue;
+            }
         };
         in_place.push(Seen::of_batch(batch));
         let mut records = batch.records();
         while let Some(record) = records.next_ref() {
             match record {
                 Ok(record) => in_place.push(Seen::of(record)),
-                Err(_) => in_place.push(Seen::Error),
+                Err(e) => in_place.push(Seen::error(&e)),
             }
         }
     }
@@ -68,7 +77,9 @@ fuzz_target!(|data: &[u8]| {
         Some(WalkEnd::Partial { position, .. }) => {
             assert_eq!(position, walk.position());
             assert!(position < data.len());
-            assert!(walk.end_of_file().is_err());
+            let truncated = walk.end_of_file().unwrap_err();
+            assert_eq!(truncated.position(), Some(position));
+            assert!(!truncated.to_string().contains("Some("));
         }
     }
 });
@@ -77,14 +88,50 @@ fuzz_target!(|data: &[u8]| {
 /// compared between the two ways of walking.
 #[derive(Debug, PartialEq)]
 enum Seen {
-    Batch(usize, i64, u32),
-    Record(i64, i64, Option<Vec<u8>>, Option<Vec<u8>>, Vec<(Vec<u8>, Option<Vec<u8>>)>),
-    Error,
+    Batch(
+        usize,
+        i64,
+        u32,
+        i16,
+        (i64, i16, i32),
+        (i64, i64),
+        i32,
+        usize,
+    ),
+    Record(
+        i64,
+        i64,
+        Option<Vec<u8>>,
+        Option<Vec<u8>>,
+        Vec<(Vec<u8>, Option<Vec<u8>>)>,
+    ),
+    /// The error's message: both walks must report the same error, and every message must
+    /// format (no panic in any `Display`) without Rust's `Some(..)` in it.
+    Error(String),
 }
 
 impl Seen {
     fn of_batch(batch: &Batch<'_>) -> Self {
-        Seen::Batch(batch.position(), batch.base_offset(), batch.record_count())
+        Seen::Batch(
+            batch.position(),
+            batch.base_offset(),
+            batch.record_count(),
+            batch.attributes(),
+            (
+                batch.producer_id(),
+                batch.producer_epoch(),
+                batch.base_sequence(),
+            ),
+            (batch.base_timestamp(), batch.max_timestamp()),
+            batch.partition_leader_epoch(),
+            batch.records_bytes().len(),
+        )
+    }
+
+    fn error(error: &krec_batch::Error) -> Self {
+        let message = error.to_string();
+        assert!(!message.contains("Some("), "{message}");
+        Seen::Error(message)
     }
 
     fn of(record: &Record<'_>) -> Self {
