@@ -180,7 +180,7 @@ pub enum Error {
     },
 
     /// A fetch made no progress several times in a row (a batch larger than any fetch allows).
-    #[error("{topic}/{partition}: fetch at offset {offset} returned no complete batch {attempts} times ({}; raise --max-bytes)", BatchNeeds(.needed))]
+    #[error("{topic}/{partition}: fetch at offset {offset} returned no complete batch {attempts} times ({}; raise --max-bytes)", needed_text(*.needed))]
     NoProgress {
         /// The topic.
         topic: String,
@@ -287,14 +287,10 @@ fn offset_text(offset: Option<i64>) -> String {
     offset.map_or_else(|| "unknown".to_owned(), |offset| offset.to_string())
 }
 
-/// "the batch needs N bytes", or that its size is not known, for [`Error::NoProgress`].
-struct BatchNeeds<'a>(&'a Option<usize>);
-
-impl std::fmt::Display for BatchNeeds<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.0 {
-            Some(needed) => write!(f, "the batch needs {needed} bytes"),
-            None => f.write_str("the batch's size did not arrive"),
-        }
-    }
+/// What a batch that did not fit needs, when its size arrived (like [`offset_text`]).
+fn needed_text(needed: Option<usize>) -> String {
+    needed.map_or_else(
+        || "the batch's size did not arrive".to_owned(),
+        |needed| format!("the batch needs {needed} bytes"),
+    )
 }
