@@ -6,7 +6,8 @@
 Each round runs every BINARY once in the decode bench's interleaved mode
 (`KREC_BENCH_INTERLEAVED=FILTER KREC_BENCH_BATCHES=BATCHES BINARY --bench`), so machine load
 hits all of them alike; prints, per shape and binary, the medians over the rounds of krec's ns
-per batch, the floor's, and krec / floor (the median of the per-round ratios).
+per batch, the floor's, and krec / floor (the median of the per-round ratios). kafka-protocol
+is not run (`KREC_BENCH_NO_PEER`): it took most of each run's time.
 
 A binary is a copy of `target/release/deps/decode-<hash>` saved after
 `cargo bench -p krec-batch --bench decode --no-run` on each version compared (the next build
@@ -27,7 +28,8 @@ def main():
     rounds, shape_filter, batches = int(sys.argv[1]), sys.argv[2], sys.argv[3]
     binaries = sys.argv[4:]
     seen = collections.defaultdict(lambda: collections.defaultdict(list))
-    env = dict(os.environ, KREC_BENCH_INTERLEAVED=shape_filter, KREC_BENCH_BATCHES=batches)
+    env = dict(os.environ, KREC_BENCH_INTERLEAVED=shape_filter, KREC_BENCH_BATCHES=batches,
+               KREC_BENCH_NO_PEER="1")
     for _ in range(rounds):
         for binary in binaries:
             out = subprocess.run([binary, "--bench"], env=env, capture_output=True,
