@@ -141,6 +141,21 @@ pub(crate) fn parse_into<'a>(
     // moved in is copied with wide loads over narrow stores, which stall.
     if compression == Compression::None || (count == 0 && payload.is_empty()) {
         batch.body.set_borrowed(payload, shared);
+    } else if let Some(frame) = plain_lz4_frame(compression, payload) {
+        // The frame Kafka producers write, its header parsed once for both ways to read it.
+        let limit = config.max_decompressed_bytes;
+        match frame.stored_content(limit) {
+            Some(content) => batch.body.set_borrowed(content, shared),
+            None => {
+                let buf = batch.body.pooled_mut();
+                buf.clear();
+                if frame.decode_into(limit, buf).is_none() {
+                    // Malformed or over the limit: the general decoder says which.
+                    codec::decompress_into(compression, payload, limit, 2, buf)
+                        .map_err(|e| e.into_error(position, base_offset, compression, config))?;
+                }
+            }
+        }
     } else if let Some(content) = codec::stored_in_place(compression, payload, config) {
         // Records stay slices of the input, so shared-input zero copy holds here too.
         batch.body.set_borrowed(content, shared);
@@ -161,6 +176,15 @@ pub(crate) fn parse_into<'a>(
     }
     batch.layout = Layout::V2;
     Ok(())
+}
+
+#[inline(always)]
+fn plain_lz4_frame(compression: Compression, payload: &[u8]) -> Option<krec_lz4::PlainFrame<'_>> {
+    if compression == Compression::Lz4 {
+        krec_lz4::PlainFrame::parse(payload)
+    } else {
+        None
+    }
 }
 
 /// Iterates the v2 records of a batch, checking each as it is yielded.
