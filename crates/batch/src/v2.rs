@@ -165,13 +165,14 @@ pub(crate) fn parse_into<'a>(
         codec::decompress_into(compression, payload, config.max_decompressed_bytes, 2, buf)
             .map_err(|e| e.into_error(position, base_offset, compression, config))?;
     }
-    let room = batch.body.bytes().len() / MIN_RECORD_SIZE;
-    if count as usize > room {
+    // `count` is below 2^31: the product cannot overflow, and it is cheaper than dividing.
+    let records_len = batch.body.bytes().len();
+    if count as usize * MIN_RECORD_SIZE > records_len {
         return Err(Error::TooManyRecords {
             position,
             offset: base_offset,
             count: count as i64,
-            limit: room as u64,
+            limit: (records_len / MIN_RECORD_SIZE) as u64,
         });
     }
     batch.layout = Layout::V2;
