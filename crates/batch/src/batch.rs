@@ -6,7 +6,7 @@ use crate::buffer::PooledBuf;
 use crate::control::ControlRecords;
 use crate::legacy::LegacyRecords;
 use crate::record::Records;
-use crate::v2::V2Records;
+use crate::v2::{V2Records, HEADER_SIZE as V2_HEADER_SIZE};
 use crate::{Compression, TimestampType};
 
 /// Where the records' bytes live.
@@ -81,22 +81,34 @@ pub(crate) enum Layout {
 pub(crate) struct Header {
     pub(crate) base_offset: i64,
     pub(crate) last_offset_delta: i32,
-    pub(crate) partition_leader_epoch: i32,
     pub(crate) magic: u8,
     pub(crate) attributes: i16,
     pub(crate) compression: Compression,
     pub(crate) timestamp_type: TimestampType,
     pub(crate) base_timestamp: i64,
     pub(crate) max_timestamp: i64,
-    pub(crate) producer_id: i64,
-    pub(crate) producer_epoch: i16,
-    pub(crate) base_sequence: i32,
     pub(crate) record_count: u32,
     pub(crate) position: usize,
     pub(crate) size: usize,
 }
 
 /// Attribute bits of a v2 batch.
+/// Where the fields read on demand sit in a v2 batch header.
+mod v2_field {
+    pub(super) const PARTITION_LEADER_EPOCH_AT: usize = 12;
+    pub(super) const PRODUCER_ID_AT: usize = 43;
+    pub(super) const PRODUCER_EPOCH_AT: usize = 51;
+    pub(super) const BASE_SEQUENCE_AT: usize = 53;
+}
+
+/// The `N` bytes at `at` of a v2 header; every caller's field lies inside the header.
+#[inline(always)]
+fn field<const N: usize>(header: &[u8; V2_HEADER_SIZE], at: usize) -> [u8; N] {
+    let mut bytes = [0; N];
+    bytes.copy_from_slice(&header[at..at + N]);
+    bytes
+}
+
 pub(crate) mod attributes {
     pub(crate) const CODEC_MASK: i16 = 0x07;
     pub(crate) const LOG_APPEND_TIME: i16 = 0x08;
@@ -111,6 +123,10 @@ pub struct Batch<'a> {
     pub(crate) header: Header,
     pub(crate) layout: Layout,
     pub(crate) body: Body<'a>,
+    /// A v2 batch's header bytes, from which the fields that decoding never reads (producer,
+    /// sequence, leader epoch) are read when asked for rather than copied for every batch.
+    /// `None` for legacy messages, which have none of them.
+    pub(crate) v2_header: Option<&'a [u8; V2_HEADER_SIZE]>,
 }
 
 impl<'a> Batch<'a> {
@@ -120,22 +136,19 @@ impl<'a> Batch<'a> {
             header: Header {
                 base_offset: 0,
                 last_offset_delta: 0,
-                partition_leader_epoch: 0,
                 magic: 2,
                 attributes: 0,
                 compression: Compression::None,
                 timestamp_type: TimestampType::CreateTime,
                 base_timestamp: 0,
                 max_timestamp: 0,
-                producer_id: -1,
-                producer_epoch: -1,
-                base_sequence: -1,
                 record_count: 0,
                 position: 0,
                 size: 0,
             },
             layout: Layout::V2,
             body: Body::Borrowed(&[], None),
+            v2_header: None,
         }
     }
 
@@ -183,19 +196,27 @@ impl<'a> Batch<'a> {
     }
     /// Producer id, -1 when none or legacy.
     pub fn producer_id(&self) -> i64 {
-        self.header.producer_id
+        self.v2_header.map_or(-1, |header| {
+            i64::from_be_bytes(field(header, v2_field::PRODUCER_ID_AT))
+        })
     }
     /// Producer epoch, -1 when none or legacy.
     pub fn producer_epoch(&self) -> i16 {
-        self.header.producer_epoch
+        self.v2_header.map_or(-1, |header| {
+            i16::from_be_bytes(field(header, v2_field::PRODUCER_EPOCH_AT))
+        })
     }
     /// Sequence number of the first record, -1 when none or legacy.
     pub fn base_sequence(&self) -> i32 {
-        self.header.base_sequence
+        self.v2_header.map_or(-1, |header| {
+            i32::from_be_bytes(field(header, v2_field::BASE_SEQUENCE_AT))
+        })
     }
     /// Leader epoch stamped by the broker, -1 when none or legacy.
     pub fn partition_leader_epoch(&self) -> i32 {
-        self.header.partition_leader_epoch
+        self.v2_header.map_or(-1, |header| {
+            i32::from_be_bytes(field(header, v2_field::PARTITION_LEADER_EPOCH_AT))
+        })
     }
     /// Base timestamp (legacy v1: the message timestamp; v0: -1).
     pub fn base_timestamp(&self) -> i64 {
@@ -250,6 +271,10 @@ impl std::fmt::Debug for Batch<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Batch")
             .field("header", &self.header)
+            .field("partition_leader_epoch", &self.partition_leader_epoch())
+            .field("producer_id", &self.producer_id())
+            .field("producer_epoch", &self.producer_epoch())
+            .field("base_sequence", &self.base_sequence())
             .field("layout", &self.layout)
             .field("records_bytes", &self.body.bytes().len())
             .finish()

@@ -150,16 +150,12 @@ pub(crate) fn parse<'a>(
     let mut header = Header {
         base_offset: wrapper_offset,
         last_offset_delta: 0,
-        partition_leader_epoch: -1,
         magic: message.magic,
         attributes: message.attributes as i16,
         compression: codec,
         timestamp_type,
         base_timestamp: message.timestamp,
         max_timestamp: message.timestamp,
-        producer_id: -1,
-        producer_epoch: -1,
-        base_sequence: -1,
         record_count: 1,
         position,
         size: bytes.len(),
@@ -169,6 +165,7 @@ pub(crate) fn parse<'a>(
             header,
             layout: Layout::LegacySingle,
             body: Body::Borrowed(bytes, shared),
+            v2_header: None,
         });
     }
     let payload = message
@@ -239,6 +236,7 @@ pub(crate) fn parse<'a>(
         header,
         layout: Layout::LegacyWrapper { offset_base },
         body: Body::Pooled(inner),
+        v2_header: None,
     })
 }
 

@@ -116,7 +116,6 @@ pub(crate) fn parse_into<'a>(
     batch.header = Header {
         base_offset,
         last_offset_delta,
-        partition_leader_epoch: be_i32(bytes, 12),
         magic: 2,
         attributes: attrs,
         compression,
@@ -127,13 +126,11 @@ pub(crate) fn parse_into<'a>(
         },
         base_timestamp: be_i64(bytes, 27),
         max_timestamp: be_i64(bytes, 35),
-        producer_id: be_i64(bytes, 43),
-        producer_epoch: be_i16(bytes, 51),
-        base_sequence: be_i32(bytes, 53),
         record_count: count as u32,
         position,
         size: bytes.len(),
     };
+    batch.v2_header = bytes.first_chunk();
     let payload = &bytes[HEADER_SIZE..];
     // The log cleaner writes empty batches with no payload whatever the codec; there is
     // nothing to decompress.

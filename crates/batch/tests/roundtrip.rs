@@ -407,3 +407,41 @@ fn mixed_magic_input_walks_in_order() {
     let offsets: Vec<i64> = decoded.iter().map(|r| r.0).collect();
     assert_eq!(offsets, vec![0, 1, 2]);
 }
+
+#[test]
+fn legacy_messages_between_v2_batches_have_no_producer_fields() {
+    // Walked in place, each batch is parsed into the one before: a legacy message must not
+    // show the producer fields of the v2 batch before it.
+    let v2 = || {
+        BatchBuilder::new(10)
+            .producer(77, 3, 19)
+            .partition_leader_epoch(5)
+            .record(Some(b"k"), Some(b"v"), &[])
+            .build()
+    };
+    let mut input = v2();
+    for codec in [Compression::None, Compression::Gzip] {
+        let mut legacy = LegacyBuilder::new(1).compression(codec);
+        for m in legacy_messages(2, 0) {
+            legacy = legacy.message(m);
+        }
+        input.extend(legacy.build(20));
+        input.extend(v2());
+    }
+    let config = DecodeConfig::default();
+    let mut walk = BatchWalk::new(&input, &config);
+    let mut seen = Vec::new();
+    while let Some(batch) = walk.next_ref() {
+        let b = batch.unwrap();
+        seen.push((
+            b.magic(),
+            b.producer_id(),
+            b.producer_epoch(),
+            b.base_sequence(),
+            b.partition_leader_epoch(),
+        ));
+    }
+    let (v2, legacy) = ((2, 77, 3, 19, 5), (1, -1, -1, -1, -1));
+    // Uncompressed, each legacy message is a batch of its own; compressed, one wrapper.
+    assert_eq!(seen, [v2, legacy, legacy, v2, legacy, v2]);
+}
