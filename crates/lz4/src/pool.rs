@@ -249,6 +249,35 @@ impl PooledBuf {
         &mut self.storage[self.len..end]
     }
 
+    /// Lends the `additional` bytes after `len()` (initialized, contents unspecified) to `fill`,
+    /// and makes the first `n` of them part of the buffer when `fill` returns `Ok(n)`; grows as
+    /// [`reserve_within`](Self::reserve_within) does when the buffer is short. One bounds test
+    /// on a warm buffer, where `reserve_within`, `writable` and `commit` make five: the
+    /// one-block LZ4 frame of a small batch pays it once per batch.
+    ///
+    /// # Panics
+    /// If `fill` claims more than `additional` bytes: a caller bug, never caused by input data.
+    #[inline(always)]
+    pub(crate) fn fill_spare<E>(
+        &mut self,
+        additional: usize,
+        ceiling: usize,
+        fill: impl FnOnce(&mut [u8]) -> Result<usize, E>,
+    ) -> Result<usize, E> {
+        let end = self.len.saturating_add(additional);
+        if self.storage.len() < end {
+            self.reserve_within(additional, ceiling);
+            self.initialize_to(end);
+        }
+        let written = fill(&mut self.storage[self.len..end])?;
+        assert!(
+            written <= additional,
+            "fill_spare: {written} of {additional} bytes"
+        );
+        self.len += written;
+        Ok(written)
+    }
+
     /// Like [`writable`](Self::writable), and also lends `self[dict_start..len()]` unchanged: the
     /// history a linked LZ4 block may copy from while its output goes into the region.
     pub(crate) fn history_and_writable(
@@ -402,6 +431,35 @@ mod tests {
         let mut buf = PooledBuf::take();
         buf.writable(2);
         buf.commit(3);
+    }
+
+    #[test]
+    fn fill_spare_appends_what_fill_wrote_and_nothing_on_error() {
+        let mut buf = PooledBuf::take();
+        buf.extend_from_slice(b"ab");
+        let n = buf.fill_spare(4, 100, |spare| {
+            assert_eq!(spare.len(), 4);
+            spare[..3].copy_from_slice(b"cde");
+            Ok::<_, ()>(3)
+        });
+        assert_eq!((n, &buf[..]), (Ok(3), &b"abcde"[..]));
+        let failed = buf.fill_spare(4, 100, |spare| {
+            spare.copy_from_slice(b"zzzz");
+            Err(())
+        });
+        assert_eq!((failed, &buf[..]), (Err(()), &b"abcde"[..]));
+        // A new buffer grows to the region it lends; nothing is kept until `fill` says so.
+        let mut small = PooledBuf::take();
+        small.fill_spare(9, 9, |_| Ok::<_, ()>(0)).unwrap();
+        assert!(small.capacity() >= 9);
+        assert!(small.is_empty());
+    }
+
+    #[test]
+    #[should_panic(expected = "fill_spare: 5 of 4 bytes")]
+    fn fill_spare_panics_when_fill_claims_more_than_it_was_lent() {
+        let mut buf = PooledBuf::take();
+        let _ = buf.fill_spare(4, 100, |_| Ok::<_, ()>(5));
     }
 
     #[test]

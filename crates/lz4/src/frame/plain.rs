@@ -120,9 +120,10 @@ fn decode_blocks(
             let region = max_block_size
                 .min(size.saturating_mul(MAX_EXPANSION))
                 .min(room);
-            out.reserve_within(region, ceiling);
-            let written = decode_independent_block(data, out.writable(region)).ok()?;
-            out.commit(written);
+            out.fill_spare(region, ceiling, |spare| {
+                decode_independent_block(data, spare)
+            })
+            .ok()?;
         }
     }
     (position == input.len()).then(|| out.len() - start)
@@ -221,6 +222,20 @@ mod tests {
         if let Some(n) = decoded {
             assert_eq!(n, out.len() - b"earlier".len());
             assert_eq!(Some(&out[b"earlier".len()..]), general, "{frame:02x?}");
+        }
+    }
+
+    #[test]
+    fn the_plain_header_is_accepted_for_every_block_size_and_no_other_code() {
+        for code in 0..8u8 {
+            let mut header = MAGIC.to_le_bytes().to_vec();
+            header.extend([PLAIN_FLG, code << 4]);
+            header.push(super::super::checksum::header_checksum_byte(&header[4..]));
+            let expected = BlockSize::from_code(code).map(BlockSize::bytes);
+            assert_eq!(plain_header(&header, HeaderChecksum::Standard), expected);
+            header[6] ^= 1;
+            assert_eq!(plain_header(&header, HeaderChecksum::Standard), None);
+            assert_eq!(plain_header(&header, HeaderChecksum::Ignore), expected);
         }
     }
 
