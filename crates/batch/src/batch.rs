@@ -52,12 +52,13 @@ impl<'a> Body<'a> {
         }
     }
 
-    /// The shared input the bytes borrow from, if any.
+    /// [`Body::bytes`] and, when the bytes are the input's own, the shared input they are in;
+    /// one match.
     #[inline(always)]
-    pub(crate) fn shared(&self) -> Option<&'a Bytes> {
+    pub(crate) fn bytes_and_shared(&self) -> (&[u8], Option<&'a Bytes>) {
         match self {
-            Body::Borrowed(_, shared) => *shared,
-            Body::Pooled(_) => None,
+            Body::Borrowed(bytes, shared) => (bytes, *shared),
+            Body::Pooled(buf) => (buf, None),
         }
     }
 }

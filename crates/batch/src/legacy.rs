@@ -252,13 +252,14 @@ pub(crate) struct LegacyRecords<'b> {
 
 impl<'b> LegacyRecords<'b> {
     pub(crate) fn new(batch: &'b Batch<'_>) -> Self {
+        let (data, shared) = batch.body.bytes_and_shared();
         let offset_base = match batch.layout {
             Layout::LegacyWrapper { offset_base } => offset_base,
             _ => 0,
         };
         LegacyRecords {
-            data: batch.body.bytes(),
-            shared: batch.body.shared(),
+            data,
+            shared,
             header: &batch.header,
             offset_base,
             pos: 0,

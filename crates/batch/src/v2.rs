@@ -135,14 +135,19 @@ pub(crate) fn parse_into<'a>(
     // The log cleaner writes empty batches with no payload whatever the codec; there is
     // nothing to decompress.
     // Each branch writes the body straight into the batch: a `Body` built first and then
-    // moved in is copied with wide loads over narrow stores, which stall.
-    if compression == Compression::None || (count == 0 && payload.is_empty()) {
+    // moved in is copied with wide loads over narrow stores, which stall. Each also says how
+    // long the records are, which it knows without matching on the body once more.
+    let records_len = if compression == Compression::None || (count == 0 && payload.is_empty()) {
         batch.body.set_borrowed(payload, shared);
+        payload.len()
     } else if let Some(frame) = plain_lz4_frame(compression, payload) {
         // The frame Kafka producers write, its header parsed once for both ways to read it.
         let limit = config.max_decompressed_bytes;
         match frame.stored_content(limit) {
-            Some(content) => batch.body.set_borrowed(content, shared),
+            Some(content) => {
+                batch.body.set_borrowed(content, shared);
+                content.len()
+            }
             None => {
                 let buf = batch.body.pooled_mut();
                 buf.clear();
@@ -151,19 +156,21 @@ pub(crate) fn parse_into<'a>(
                     codec::decompress_into(compression, payload, limit, 2, buf)
                         .map_err(|e| e.into_error(position, base_offset, compression, config))?;
                 }
+                buf.len()
             }
         }
     } else if let Some(content) = codec::stored_in_place(compression, payload, config) {
         // Records stay slices of the input, so shared-input zero copy holds here too.
         batch.body.set_borrowed(content, shared);
+        content.len()
     } else {
         // Into the buffer the batch before used, if it had one: no pool round trip.
         let buf = batch.body.pooled_mut();
         codec::decompress_into(compression, payload, config.max_decompressed_bytes, 2, buf)
             .map_err(|e| e.into_error(position, base_offset, compression, config))?;
-    }
+        buf.len()
+    };
     // `count` is below 2^31: the product cannot overflow, and it is cheaper than dividing.
-    let records_len = batch.body.bytes().len();
     if count as usize * MIN_RECORD_SIZE > records_len {
         return Err(Error::TooManyRecords {
             position,
@@ -416,9 +423,10 @@ impl<'d> RawRecord<'d> {
 
 impl<'b> V2Records<'b> {
     pub(crate) fn new(batch: &'b Batch<'_>) -> Self {
+        let (data, shared) = batch.body.bytes_and_shared();
         V2Records {
-            data: batch.body.bytes(),
-            shared: batch.body.shared(),
+            data,
+            shared,
             header: &batch.header,
             pos: 0,
             index: 0,

@@ -159,17 +159,17 @@ impl<'a> BatchWalk<'a> {
             self.end = Some(WalkEnd::Complete);
             return None;
         }
-        let base_offset = read_i64(rest, 0);
-        if rest.len() < LOG_OVERHEAD {
+        let Some(head) = rest.first_chunk::<LOG_OVERHEAD>() else {
             self.end = Some(WalkEnd::Partial {
                 position,
-                base_offset,
+                base_offset: read_i64(rest, 0),
                 needed: None,
             });
             return None;
-        }
-        let offset = base_offset.unwrap_or_default();
-        let length = i32::from_be_bytes([rest[8], rest[9], rest[10], rest[11]]);
+        };
+        let [o0, o1, o2, o3, o4, o5, o6, o7, l0, l1, l2, l3] = *head;
+        let offset = i64::from_be_bytes([o0, o1, o2, o3, o4, o5, o6, o7]);
+        let length = i32::from_be_bytes([l0, l1, l2, l3]);
         if length < MIN_LENGTH as i32 {
             return Some(Err(Error::BatchTooSmall {
                 position,
@@ -190,7 +190,7 @@ impl<'a> BatchWalk<'a> {
         if rest.len() < size {
             self.end = Some(WalkEnd::Partial {
                 position,
-                base_offset,
+                base_offset: Some(offset),
                 needed: Some(size),
             });
             return None;
