@@ -7,7 +7,7 @@ use crate::codec;
 use crate::error::Field;
 use crate::headers::{fits_inline, InlineIndex, Span};
 use crate::record::Record;
-use crate::varint::{read_varint, read_varlong, VarintError};
+use crate::varint::{read_varint, read_varint_encoded, read_varlong, zigzag32, VarintError};
 use crate::{Compression, DecodeConfig, Error, TimestampType};
 
 /// Size of the v2 batch header, up to and including the record count.
@@ -237,6 +237,19 @@ fn varlong(data: &[u8], pos: &mut usize, field: Field) -> Result<i64, FieldError
     read_varlong(data, pos).map_err(|e| varint_field_error(e, field, at))
 }
 
+/// Reads a length field: `Ok(length)`, or `Err(value)` for a negative value (-1 is null where
+/// the field allows it). Told apart by the encoding's low bit, before zigzag decoding.
+#[inline(always)]
+fn length(data: &[u8], pos: &mut usize, field: Field) -> Result<Result<usize, i32>, FieldError> {
+    let at = *pos;
+    let encoded = read_varint_encoded(data, pos).map_err(|e| varint_field_error(e, field, at))?;
+    Ok(if encoded & 1 == 0 {
+        Ok((encoded >> 1) as usize)
+    } else {
+        Err(zigzag32(encoded))
+    })
+}
+
 /// Names the field and the byte where a varint of it started.
 #[cold]
 fn varint_field_error(error: VarintError, field: Field, at: usize) -> FieldError {
@@ -274,19 +287,19 @@ fn bytes_field<'d>(
             }
         }
     }
-    let len = varint(data, pos, field)?;
-    if len < 0 {
-        if len == -1 && nullable {
-            return Ok(None);
+    let len = match length(data, pos, field)? {
+        Ok(len) => len,
+        Err(-1) if nullable => return Ok(None),
+        Err(negative) => {
+            return Err(FieldError::Length {
+                field,
+                length: negative as i64,
+            })
         }
-        return Err(FieldError::Length {
-            field,
-            length: len as i64,
-        });
-    }
+    };
     let start = *pos;
     // `start` is at most `data.len()` and `len` below 2^31: the sum cannot overflow.
-    let end = start + len as usize;
+    let end = start + len;
     match data.get(start..end) {
         Some(bytes) => {
             *pos = end;
@@ -336,15 +349,17 @@ fn read_record<'d>(
     pos: &mut usize,
     index: &mut InlineIndex,
 ) -> Result<RawRecord<'d>, FieldError> {
-    let length = varint(data, pos, Field::RecordLength)?;
-    if length < 0 {
-        return Err(FieldError::Length {
-            field: Field::RecordLength,
-            length: length as i64,
-        });
-    }
+    let length = match length(data, pos, Field::RecordLength)? {
+        Ok(length) => length,
+        Err(negative) => {
+            return Err(FieldError::Length {
+                field: Field::RecordLength,
+                length: negative as i64,
+            })
+        }
+    };
     let start = *pos;
-    let end = start + length as usize;
+    let end = start + length;
     // Fields are read within the record only, so none can run into the next record.
     let Some(rec) = data.get(..end) else {
         return Err(FieldError::Truncated {

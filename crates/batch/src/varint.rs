@@ -15,23 +15,31 @@ pub(crate) enum VarintError {
 /// producers never set them, and rejecting would make us stricter than the broker.
 #[inline(always)]
 pub(crate) fn read_varint(buf: &[u8], pos: &mut usize) -> Result<i32, VarintError> {
+    read_varint_encoded(buf, pos).map(zigzag32)
+}
+
+/// Reads a varint at `*pos` as it is encoded, before zigzag decoding: even for a value of 0 or
+/// more (half the encoding), odd for a negative one. A length field needs only that bit to
+/// tell a length from -1 (null) or a lie.
+#[inline(always)]
+pub(crate) fn read_varint_encoded(buf: &[u8], pos: &mut usize) -> Result<u32, VarintError> {
     let first = *buf.get(*pos).ok_or(VarintError::Truncated)?;
     if first < 0x80 {
         *pos += 1;
-        return Ok(zigzag32(first as u32));
+        return Ok(first as u32);
     }
     // Two bytes cover lengths up to 8 KiB, the common case for values.
     if let Some(&second) = buf.get(*pos + 1) {
         if second < 0x80 {
             *pos += 2;
-            return Ok(zigzag32((first & 0x7f) as u32 | (second as u32) << 7));
+            return Ok((first & 0x7f) as u32 | (second as u32) << 7);
         }
     }
     read_varint_slow(buf, pos)
 }
 
 #[inline(never)]
-fn read_varint_slow(buf: &[u8], pos: &mut usize) -> Result<i32, VarintError> {
+fn read_varint_slow(buf: &[u8], pos: &mut usize) -> Result<u32, VarintError> {
     let mut value: u32 = 0;
     let mut shift = 0u32;
     let mut at = *pos;
@@ -41,7 +49,7 @@ fn read_varint_slow(buf: &[u8], pos: &mut usize) -> Result<i32, VarintError> {
         if byte & 0x80 == 0 {
             value |= (byte as u32).wrapping_shl(shift);
             *pos = at;
-            return Ok(zigzag32(value));
+            return Ok(value);
         }
         value |= ((byte & 0x7f) as u32).wrapping_shl(shift);
         shift += 7;
@@ -90,8 +98,9 @@ fn read_varlong_slow(buf: &[u8], pos: &mut usize) -> Result<i64, VarintError> {
     }
 }
 
+/// The signed value of a zigzag-encoded 32-bit varint.
 #[inline(always)]
-fn zigzag32(v: u32) -> i32 {
+pub(crate) fn zigzag32(v: u32) -> i32 {
     ((v >> 1) as i32) ^ -((v & 1) as i32)
 }
 
