@@ -99,10 +99,20 @@ fn detect_crc_instructions() -> bool {
 #[target_feature(enable = "sse4.2")]
 fn serial_sse42(crc: u32, data: &[u8]) -> u32 {
     use std::arch::x86_64::{_mm_crc32_u16, _mm_crc32_u32, _mm_crc32_u64, _mm_crc32_u8};
+    let word = |bytes: &[u8]| u64::from_le_bytes(bytes.try_into().unwrap_or_default());
     let mut crc = u64::from(crc);
-    let mut words = data.chunks_exact(8);
-    for word in words.by_ref() {
-        crc = _mm_crc32_u64(crc, u64::from_le_bytes(word.try_into().unwrap_or_default()));
+    // Four words a step, then up to three: a one-word loop with the compiler's unrolling ran
+    // up to seven single-word steps first (a 150-byte batch: 83 instructions in all).
+    let mut blocks = data.chunks_exact(32);
+    for block in blocks.by_ref() {
+        crc = _mm_crc32_u64(crc, word(&block[..8]));
+        crc = _mm_crc32_u64(crc, word(&block[8..16]));
+        crc = _mm_crc32_u64(crc, word(&block[16..24]));
+        crc = _mm_crc32_u64(crc, word(&block[24..]));
+    }
+    let mut words = blocks.remainder().chunks_exact(8);
+    for bytes in words.by_ref() {
+        crc = _mm_crc32_u64(crc, word(bytes));
     }
     let mut crc = crc as u32;
     let mut tail = words.remainder();
