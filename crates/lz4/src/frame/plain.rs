@@ -81,8 +81,42 @@ impl<'i> PlainFrame<'i> {
     /// length, which the caller truncates.
     #[inline(always)]
     pub fn decode_into(&self, limit: usize, out: &mut PooledBuf) -> Option<usize> {
+        // One compressed block and the end mark (what a producer writes for a batch that fits
+        // one block): no block loop.
+        let raw = read_u32(self.input, HEADER_LEN)?;
+        let size = raw as usize;
+        let end = HEADER_LEN + 4 + size;
+        if raw & STORED_BLOCK_FLAG == 0 && size != 0 && self.input.len() == end + 4 {
+            if size > self.max_block_size || read_u32(self.input, end)? != 0 {
+                return None;
+            }
+            let data = self.input.get(HEADER_LEN + 4..end)?;
+            let ceiling = out.len().saturating_add(limit);
+            return decode_compressed_block(data, self.max_block_size, limit, ceiling, out);
+        }
         decode_blocks(self.input, self.max_block_size, limit, out)
     }
+}
+
+/// Appends the content of one compressed block (`data`) of at most `room` bytes, growing `out`
+/// to at most `ceiling` bytes; returns its length.
+#[inline(always)]
+fn decode_compressed_block(
+    data: &[u8],
+    max_block_size: usize,
+    room: usize,
+    ceiling: usize,
+    out: &mut PooledBuf,
+) -> Option<usize> {
+    // The same output bound as the general decoder: a block that would pass it fails in the
+    // block decoder rather than growing the buffer.
+    let region = max_block_size
+        .min(data.len().saturating_mul(MAX_EXPANSION))
+        .min(room);
+    out.fill_spare(region, ceiling, |spare| {
+        decode_independent_block(data, spare)
+    })
+    .ok()
 }
 
 #[inline(always)]
@@ -115,15 +149,7 @@ fn decode_blocks(
             out.reserve_within(size, ceiling);
             out.extend_from_slice(data);
         } else {
-            // The same output bound as the general decoder: a block that would pass it fails
-            // in the block decoder rather than growing the buffer.
-            let region = max_block_size
-                .min(size.saturating_mul(MAX_EXPANSION))
-                .min(room);
-            out.fill_spare(region, ceiling, |spare| {
-                decode_independent_block(data, spare)
-            })
-            .ok()?;
+            decode_compressed_block(data, max_block_size, room, ceiling, out)?;
         }
     }
     (position == input.len()).then(|| out.len() - start)
@@ -223,6 +249,23 @@ mod tests {
             assert_eq!(n, out.len() - b"earlier".len());
             assert_eq!(Some(&out[b"earlier".len()..]), general, "{frame:02x?}");
         }
+    }
+
+    #[test]
+    fn a_compressed_block_over_the_block_size_is_left_to_the_general_decoder() {
+        // 64 KiB of noise fits a 64 KiB block, but compressed it is a little larger: a block
+        // no encoder would write, which the general decoder rejects.
+        let content = incompressible(64 * 1024, 21);
+        let block = lz4_flex::block::compress(&content);
+        assert!(block.len() > 64 * 1024);
+        let mut frame = encode_frame(&[], &EncodeOptions::default());
+        frame.truncate(HEADER_LEN);
+        frame.extend((block.len() as u32).to_le_bytes());
+        frame.extend(&block);
+        frame.extend(0u32.to_le_bytes());
+        let options = options(1 << 20, HeaderChecksum::Standard);
+        assert!(decode_frame_into_general(&frame, &options, &mut PooledBuf::take()).is_err());
+        assert!(!assert_agrees(&frame, &options));
     }
 
     #[test]
