@@ -93,7 +93,6 @@ pub(crate) struct Header {
     pub(crate) size: usize,
 }
 
-/// Attribute bits of a v2 batch.
 /// Where the fields read on demand sit in a v2 batch header.
 mod v2_field {
     pub(super) const PARTITION_LEADER_EPOCH_AT: usize = 12;
@@ -110,6 +109,7 @@ fn field<const N: usize>(header: &[u8; V2_HEADER_SIZE], at: usize) -> [u8; N] {
     bytes
 }
 
+/// Attribute bits of a v2 batch.
 pub(crate) mod attributes {
     pub(crate) const CODEC_MASK: i16 = 0x07;
     pub(crate) const LOG_APPEND_TIME: i16 = 0x08;
