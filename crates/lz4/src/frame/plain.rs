@@ -81,19 +81,6 @@ impl<'i> PlainFrame<'i> {
     /// length, which the caller truncates.
     #[inline(always)]
     pub fn decode_into(&self, limit: usize, out: &mut PooledBuf) -> Option<usize> {
-        // One compressed block and the end mark (what a producer writes for a batch that fits
-        // one block): no block loop.
-        let raw = read_u32(self.input, HEADER_LEN)?;
-        let size = raw as usize;
-        let end = HEADER_LEN + 4 + size;
-        if raw & STORED_BLOCK_FLAG == 0 && size != 0 && self.input.len() == end + 4 {
-            if size > self.max_block_size || read_u32(self.input, end)? != 0 {
-                return None;
-            }
-            let data = self.input.get(HEADER_LEN + 4..end)?;
-            let ceiling = out.len().saturating_add(limit);
-            return decode_compressed_block(data, self.max_block_size, limit, ceiling, out);
-        }
         decode_blocks(self.input, self.max_block_size, limit, out)
     }
 }
@@ -128,6 +115,18 @@ fn decode_blocks(
 ) -> Option<usize> {
     let start = out.len();
     let ceiling = start.saturating_add(limit);
+    // One compressed block and the end mark (what a producer writes for a batch that fits one
+    // block): no block loop.
+    let raw = read_u32(input, HEADER_LEN)?;
+    let size = raw as usize;
+    let end = HEADER_LEN + 4 + size;
+    if raw & STORED_BLOCK_FLAG == 0 && size != 0 && input.len() == end + 4 {
+        if size > max_block_size || read_u32(input, end)? != 0 {
+            return None;
+        }
+        let data = input.get(HEADER_LEN + 4..end)?;
+        return decode_compressed_block(data, max_block_size, limit, ceiling, out);
+    }
     let mut position = HEADER_LEN;
     loop {
         let raw = read_u32(input, position)?;
