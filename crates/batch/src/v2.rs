@@ -330,6 +330,39 @@ pub(crate) fn walk_headers<'d>(
     Ok(())
 }
 
+/// Indexes the headers at the start of `section` into `spans` while their keys and values are
+/// short (a one-byte length under 64, bit 0 clear, so not negative) and inside the section, as
+/// most headers are; returns how many it indexed and the bytes they take. The first header
+/// that is not short is left to the general reader, which also names what is wrong with it.
+/// Out of line, the loop has the registers to itself; inlined into the record reader it
+/// kept its positions on the stack.
+#[inline(never)]
+fn index_short_headers(section: &[u8], spans: &mut [Span]) -> (usize, usize) {
+    let mut at = 0;
+    let mut indexed = 0;
+    while indexed < spans.len() {
+        let Some(&key_length) = section.get(at) else {
+            break;
+        };
+        let value_length_at = at + 1 + (key_length >> 1) as usize;
+        let Some(&value_length) = section.get(value_length_at) else {
+            break;
+        };
+        let value_end = value_length_at + 1 + (value_length >> 1) as usize;
+        if (key_length | value_length) & 0x81 != 0 || value_end > section.len() {
+            break;
+        }
+        // The section is shorter than 64 KiB (the inline index's condition).
+        spans[indexed] = Span {
+            key_start: (at + 1) as u16,
+            value_length_at: value_length_at as u16,
+        };
+        at = value_end;
+        indexed += 1;
+    }
+    (indexed, at)
+}
+
 /// A record's fields as read from the wire.
 pub(crate) struct RawRecord<'d> {
     pub(crate) timestamp_delta: i64,
@@ -393,14 +426,19 @@ fn read_record<'d>(
     let headers_start = p;
     if fits_inline(header_count as usize, end - headers_start) {
         // Positions fit in 16 bits: the section is shorter than 64 KiB.
-        for span in &mut index[..header_count as usize] {
-            let key = bytes_field(rec, &mut p, Field::HeaderKey, false)?.unwrap_or_default();
-            let value_length_at = p - headers_start;
-            bytes_field(rec, &mut p, Field::HeaderValue, true)?;
-            *span = Span {
-                key_start: (value_length_at - key.len()) as u16,
-                value_length_at: value_length_at as u16,
-            };
+        if header_count != 0 {
+            let spans = &mut index[..header_count as usize];
+            let (indexed, used) = index_short_headers(&rec[headers_start..], spans);
+            p += used;
+            for span in &mut spans[indexed..] {
+                let key = bytes_field(rec, &mut p, Field::HeaderKey, false)?.unwrap_or_default();
+                let value_length_at = p - headers_start;
+                bytes_field(rec, &mut p, Field::HeaderValue, true)?;
+                *span = Span {
+                    key_start: (value_length_at - key.len()) as u16,
+                    value_length_at: value_length_at as u16,
+                };
+            }
         }
     } else {
         for _ in 0..header_count {

@@ -139,3 +139,40 @@ fn every_count_around_the_inline_limit_indexes_every_header() {
         });
     }
 }
+
+#[test]
+fn short_long_and_null_headers_in_any_order_read_back_whole() {
+    // The record reader indexes headers whose key and value lengths take one byte on a short
+    // path and hands the first other header to the general reader. Every mix of up to four,
+    // so every hand-over point, must read back exactly what was written.
+    let long_key = vec![b'K'; 64]; // 64 is the first length whose varint takes two bytes
+    let long_value = vec![b'V'; 300];
+    let longest_short = vec![b'm'; 63];
+    let kinds: [(&[u8], Option<&[u8]>); 6] = [
+        (b"trace-id", Some(b"0123")),
+        (&long_key, Some(b"v")),
+        (b"big", Some(&long_value)),
+        (b"null", None),
+        (b"", Some(b"")),
+        (&longest_short, Some(&longest_short)),
+    ];
+    for count in 1..=4u32 {
+        for mix in 0..kinds.len().pow(count) {
+            let headers: Vec<(&[u8], Option<&[u8]>)> = (0..count)
+                .map(|i| kinds[mix / kinds.len().pow(i) % kinds.len()])
+                .collect();
+            with_headers(&headers, |h| {
+                let seen: Vec<Header<'_>> = h.iter().collect();
+                let expected: Vec<Header<'_>> = headers
+                    .iter()
+                    .map(|&(key, value)| Header { key, value })
+                    .collect();
+                assert_eq!(seen, expected, "mix {mix} of {count}");
+                for (key, _) in &headers {
+                    let first = headers.iter().find(|(k, _)| k == key).unwrap();
+                    assert_eq!(h.get(key).map(|x| x.value), Some(first.1), "mix {mix}");
+                }
+            });
+        }
+    }
+}

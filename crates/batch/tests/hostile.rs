@@ -140,6 +140,57 @@ fn lengths_past_the_end_are_truncation_errors() {
 }
 
 #[test]
+fn header_lengths_past_the_record_are_named_after_a_short_header() {
+    // The first header is short (read on the record reader's short-header path); the second
+    // claims more bytes than its record holds, in a one-byte or a two-byte length, in its key
+    // or its value. The general reader must name it, where it starts and what it claims.
+    for (field, claimed) in [
+        (Field::HeaderKey, 20),
+        (Field::HeaderValue, 20),
+        (Field::HeaderKey, 100),
+        (Field::HeaderValue, 100),
+    ] {
+        let mut at = 0;
+        let payload = record_body(|b| {
+            b.push(0);
+            put_varlong(b, 0);
+            put_varint(b, 0);
+            put_varint(b, -1);
+            put_varint(b, -1);
+            put_varint(b, 2);
+            put_varint(b, 1);
+            b.push(b'a');
+            put_varint(b, 1);
+            b.push(b'x');
+            if field == Field::HeaderValue {
+                put_varint(b, 1);
+                b.push(b'b');
+            }
+            put_varint(b, claimed);
+            at = b.len();
+            b.extend_from_slice(b"yy");
+        });
+        // The record-length varint takes one byte before the record's own bytes.
+        let at = at + 1;
+        let err = first_error(
+            &batch_with_payload(1, 0, &payload),
+            &DecodeConfig::default(),
+        );
+        match err {
+            Error::RecordTruncated {
+                field: f,
+                at: a,
+                needed,
+                available: 2,
+                record: 0,
+                ..
+            } if f == field && a == at && needed == claimed as u64 => {}
+            other => panic!("{field:?} claiming {claimed}: {other}"),
+        }
+    }
+}
+
+#[test]
 fn negative_lengths_other_than_minus_one_are_rejected() {
     type WriteFields = Box<dyn Fn(&mut Vec<u8>)>;
     let cases: [(Field, WriteFields); 4] = [
