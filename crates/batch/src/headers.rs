@@ -206,6 +206,12 @@ impl<'r> Headers<'r> {
 /// record, a bad varint).
 #[inline(always)]
 fn value_at(bytes: &[u8], at: usize) -> Option<&[u8]> {
+    // Most values are short: a one-byte length, bit 0 clear (not negative).
+    if let Some(&length) = bytes.get(at) {
+        if length & 0x81 == 0 {
+            return Some(slice(bytes, at + 1, (length >> 1) as usize));
+        }
+    }
     let mut pos = at;
     let len = read_varint(bytes, &mut pos).ok()?;
     if len < 0 {
