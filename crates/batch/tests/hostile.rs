@@ -54,6 +54,17 @@ fn record_body(fields: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
     out
 }
 
+/// A record's fields before its headers (attributes, zero timestamp and offset deltas, null
+/// key and value), then `header_count`.
+fn null_key_and_value(b: &mut Vec<u8>, header_count: i32) {
+    b.push(0);
+    put_varlong(b, 0);
+    put_varint(b, 0);
+    put_varint(b, -1);
+    put_varint(b, -1);
+    put_varint(b, header_count);
+}
+
 #[test]
 fn huge_record_count_is_rejected_before_reading() {
     let config = DecodeConfig::default();
@@ -152,12 +163,7 @@ fn header_lengths_past_the_record_are_named_after_a_short_header() {
     ] {
         let mut at = 0;
         let payload = record_body(|b| {
-            b.push(0);
-            put_varlong(b, 0);
-            put_varint(b, 0);
-            put_varint(b, -1);
-            put_varint(b, -1);
-            put_varint(b, 2);
+            null_key_and_value(b, 2);
             put_varint(b, 1);
             b.push(b'a');
             put_varint(b, 1);
@@ -247,12 +253,7 @@ fn header_counts_the_record_cannot_hold_are_rejected_at_the_count() {
     // headers leave one byte over, an error of another kind).
     for (count, rejected) in [(4, false), (5, true), (1_000_000, true), (i32::MAX, true)] {
         let payload = record_body(|b| {
-            b.push(0);
-            put_varlong(b, 0);
-            put_varint(b, 0);
-            put_varint(b, -1);
-            put_varint(b, -1);
-            put_varint(b, count);
+            null_key_and_value(b, count);
             b.extend_from_slice(&[0; 9]);
         });
         let err = first_error(
