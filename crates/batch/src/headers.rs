@@ -9,7 +9,7 @@
 use std::cell::OnceCell;
 
 use crate::v2::walk_headers;
-use crate::varint::read_varint;
+use crate::varint::{read_varint, SHORT_LENGTH_MASK};
 
 /// Headers indexed inline; beyond this the index spills to the heap. Nine keep a [`Record`]
 /// (which carries the index) within 128 bytes, so moving one by value is a few register
@@ -206,9 +206,9 @@ impl<'r> Headers<'r> {
 /// record, a bad varint).
 #[inline(always)]
 fn value_at(bytes: &[u8], at: usize) -> Option<&[u8]> {
-    // Most values are short: a one-byte length, bit 0 clear (not negative).
+    // Most header values are short: a one-byte length, read without the general reader.
     if let Some(&length) = bytes.get(at) {
-        if length & 0x81 == 0 {
+        if length & SHORT_LENGTH_MASK == 0 {
             return Some(slice(bytes, at + 1, (length >> 1) as usize));
         }
     }

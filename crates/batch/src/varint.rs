@@ -9,6 +9,12 @@ pub(crate) enum VarintError {
     TooLong,
 }
 
+/// A varint length field of one byte holding 0..=63 (most keys, header keys and header
+/// values) has exactly these bits clear: the continuation bit (a longer varint) and the zigzag
+/// sign bit (a negative length; -1 is null). So `byte & SHORT_LENGTH_MASK == 0` is the one test
+/// for "one byte, not negative", and the length is then `byte >> 1`.
+pub(crate) const SHORT_LENGTH_MASK: u8 = 0x81;
+
 /// Reads a zigzag varint (i32) at `*pos`, advancing it.
 ///
 /// Like Java, a fifth byte's bits above bit 31 are dropped rather than rejected: real
@@ -159,6 +165,19 @@ mod tests {
             let mut pos = 0;
             assert_eq!(read_varlong(&bytes, &mut pos), Ok(v), "{v}");
             assert_eq!(pos, bytes.len());
+        }
+    }
+
+    #[test]
+    fn the_short_length_mask_tells_exactly_the_one_byte_lengths_0_to_63() {
+        for byte in 0..=u8::MAX {
+            let mut pos = 0;
+            let read = read_varint(&[byte], &mut pos);
+            let short = matches!(read, Ok(len) if (0..64).contains(&len)) && pos == 1;
+            assert_eq!(byte & SHORT_LENGTH_MASK == 0, short, "{byte:#04x}");
+            if short {
+                assert_eq!(read, Ok(i32::from(byte >> 1)), "{byte:#04x}");
+            }
         }
     }
 
