@@ -25,7 +25,8 @@ struct Shape {
     records_per_batch: usize,
 }
 
-/// Batches of a few KiB: the calling thread reads each run and hands its bytes over.
+/// Batches of a few KiB: the file is cut into byte ranges whose workers read them and pass each
+/// other the batch boundaries (`chained` in the decode module).
 const SMALL_BATCHES: Shape = Shape {
     batches: 2000,
     records_per_batch: 25,

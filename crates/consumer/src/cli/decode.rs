@@ -14,6 +14,8 @@
 //! thread writes (`decode/parallel.rs`). Either way output and errors are those of one walk
 //! over the whole input ([`decode_bytes`]).
 
+#[cfg(unix)]
+mod chained;
 mod parallel;
 #[cfg(unix)]
 mod positional;
@@ -82,8 +84,9 @@ pub struct DecodeArgs {
     pub threads: Option<NonZeroUsize>,
 
     /// Input bytes read and decoded at a time (whole batches, so a run can be larger, up to
-    /// one batch of --max-batch-bytes); with several threads, the unit handed to a thread.
-    /// Smaller means less memory, more reads and hand-overs.
+    /// one batch of --max-batch-bytes); with several threads, the unit handed to a thread
+    /// (at least 64K for a file of batches under 16K). Smaller means less memory, more reads
+    /// and hand-overs.
     #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "1M")]
     pub run_bytes: u64,
 }
@@ -252,9 +255,10 @@ impl<'a> Files<'a> {
         })
     }
 
-    /// Opens one file for the pool: cut by header reads, each run then read by its worker,
-    /// when the file is regular and its entries large (see `positional`); else read run by
-    /// run on this thread, as [`Files::open`].
+    /// Opens one file for the pool. A regular file is read by the workers: cut by header
+    /// reads when its entries are large (see `positional`), else into ranges chained by their
+    /// entry boundaries (see `chained`). Anything else is read run by run on this thread, as
+    /// [`Files::open`].
     fn open_for_pool(&self, path: &Path) -> Result<PoolInput, Error> {
         match self.open_input(path)? {
             #[cfg(unix)]
@@ -271,6 +275,16 @@ impl<'a> Files<'a> {
                     self.limits(),
                 )))
             }
+            #[cfg(unix)]
+            Input::File {
+                file,
+                size,
+                regular: true,
+            } => Ok(PoolInput::Chained(chained::ChainedRuns::new(
+                std::sync::Arc::new(file),
+                size,
+                self.limits(),
+            ))),
             input => Ok(PoolInput::Stream(input.into_runs(self.limits()))),
         }
     }
@@ -318,6 +332,13 @@ impl<'a> Files<'a> {
                             })),
                             Err(error) => Err(RunReadError::Io(error)),
                         },
+                        #[cfg(unix)]
+                        PoolInput::Chained(runs) => {
+                            Ok(runs.next_span().map(|span| RunInput::Chained {
+                                span,
+                                buffer: spare.take().unwrap_or_default(),
+                            }))
+                        }
                     };
                     match next {
                         Ok(Some(input)) => {
@@ -382,12 +403,14 @@ impl Input {
     }
 }
 
-/// An input as the pool reads it: run by run on the calling thread, or cut by header reads
-/// and each run read by its worker.
+/// An input as the pool reads it: run by run on the calling thread, or each run read by its
+/// worker (cut by header reads, or chained by entry boundaries).
 enum PoolInput {
     Stream(RunReader<Box<dyn Read>>),
     #[cfg(unix)]
     Positional(positional::PositionalRuns),
+    #[cfg(unix)]
+    Chained(chained::ChainedRuns),
 }
 
 /// The error for a failed read of `path` (`limit`: its `--max-file-bytes`).

@@ -2,9 +2,11 @@
 //!
 //! An input is cut into runs of whole log entries (see [`runs`](super::runs)). Worker threads
 //! decode and format whole runs into buffers of their own; the calling thread reads the next
-//! runs meanwhile and writes the formatted buffers out in input order. A regular file of large
-//! entries is cut from its entry headers alone and each worker reads its own runs' bytes (see
-//! [`positional`](super::positional)), so the calling thread's serial share stays small. At
+//! runs meanwhile and writes the formatted buffers out in input order. The workers read the
+//! bytes of a regular file's runs themselves, so the calling thread's serial share stays
+//! small: a file of large entries is cut from its entry headers alone (see
+//! [`positional`](super::positional)), a file of small ones into byte ranges whose workers
+//! hand each other the entry boundaries (see [`chained`](super::chained)). At
 //! most `2 * threads` runs are in flight, so memory stays bounded by that many runs, read and
 //! formatted, whatever the input size.
 //!
@@ -221,9 +223,10 @@ pub(super) struct SourcedRun<'p> {
 }
 
 /// The bytes of one run: a slice of an image in memory, or a buffer of its own read from a
-/// reader; either with its position in the input. Or, for a file of large entries, where the
-/// run lies in the file and the buffer its worker reads it into (see
-/// [`positional`](super::positional)).
+/// reader; either with its position in the input. Or, for a regular file, where the run lies
+/// in the file and the buffer its worker reads it into: cut by header reads for large entries
+/// (see [`positional`](super::positional)), a range chained to the runs around it for small
+/// ones (see [`chained`](super::chained)).
 pub(super) enum RunInput<'p> {
     Slice {
         start: usize,
@@ -236,6 +239,11 @@ pub(super) enum RunInput<'p> {
         span: super::positional::Span,
         buffer: Vec<u8>,
     },
+    #[cfg(unix)]
+    Chained {
+        span: super::chained::ChainedSpan,
+        buffer: Vec<u8>,
+    },
 }
 
 impl RunInput<'_> {
@@ -246,27 +254,33 @@ impl RunInput<'_> {
             RunInput::Owned(run) => run.start,
             #[cfg(unix)]
             RunInput::Positional { span, .. } => usize::try_from(span.start).unwrap_or(usize::MAX),
+            #[cfg(unix)]
+            RunInput::Chained { span, .. } => usize::try_from(span.start()).unwrap_or(usize::MAX),
         }
     }
 
-    /// The run's bytes; none for a positional run not read yet ([`RunInput::read`]).
+    /// The run's bytes; none for a run of a file not read yet ([`RunInput::read`]).
     fn bytes(&self) -> &[u8] {
         match self {
             RunInput::Slice { bytes, .. } => bytes,
             RunInput::Owned(run) => run.bytes(),
             #[cfg(unix)]
-            RunInput::Positional { .. } => &[],
+            RunInput::Positional { .. } | RunInput::Chained { .. } => &[],
         }
     }
 
-    /// The run with its bytes in memory: a positional run is read from its file here, on the
-    /// worker's thread.
+    /// The run with its bytes in memory: a run of a file is read here, on the worker's thread
+    /// (a chained one waits for the run before it to say where it starts).
     fn read(self) -> io::Result<Self> {
         match self {
             #[cfg(unix)]
             RunInput::Positional { file, span, buffer } => Ok(RunInput::Owned(
                 super::positional::read_span(&file, span, buffer)?,
             )),
+            #[cfg(unix)]
+            RunInput::Chained { span, buffer } => {
+                Ok(RunInput::Owned(super::chained::read_run(span, buffer)?))
+            }
             input => Ok(input),
         }
     }
@@ -277,7 +291,7 @@ impl RunInput<'_> {
             RunInput::Slice { .. } => None,
             RunInput::Owned(run) => Some(run.into_buffer()),
             #[cfg(unix)]
-            RunInput::Positional { buffer, .. } => Some(buffer),
+            RunInput::Positional { buffer, .. } | RunInput::Chained { buffer, .. } => Some(buffer),
         }
     }
 }

@@ -130,7 +130,7 @@ pub(super) fn read_span(file: &File, span: Span, mut buffer: Vec<u8>) -> io::Res
 }
 
 /// Fills `buffer` from `file` at `position`; short only at the end of the file.
-fn read_up_to(file: &File, position: u64, buffer: &mut [u8]) -> io::Result<usize> {
+pub(super) fn read_up_to(file: &File, position: u64, buffer: &mut [u8]) -> io::Result<usize> {
     read_fully(&mut ReadAt { file, position }, buffer)
 }
 

@@ -69,22 +69,31 @@ impl Iterator for Runs<'_> {
 pub(super) struct Run {
     /// Byte position of the run's first entry in the input.
     pub(super) start: usize,
-    /// Holds the run's bytes first; handed back to [`RunReader::next_run`] once decoded.
+    /// Holds the run's bytes; handed back to [`RunReader::next_run`] once decoded.
     buffer: Vec<u8>,
-    /// Bytes of the run at the start of `buffer`; the rest are stale.
-    len: usize,
+    /// Where the run's bytes are in `buffer`; the rest are stale or another run's.
+    bytes: Range<usize>,
 }
 
 impl Run {
     /// The run at input position `start` whose bytes are the first `len` of `buffer`.
     pub(super) fn new(start: usize, buffer: Vec<u8>, len: usize) -> Run {
-        debug_assert!(len <= buffer.len());
-        Run { start, buffer, len }
+        Run::within(start, buffer, 0..len)
+    }
+
+    /// The run at input position `start` whose bytes are `buffer[bytes]`.
+    pub(super) fn within(start: usize, buffer: Vec<u8>, bytes: Range<usize>) -> Run {
+        debug_assert!(bytes.start <= bytes.end && bytes.end <= buffer.len());
+        Run {
+            start,
+            buffer,
+            bytes,
+        }
     }
 
     /// The run's bytes.
     pub(super) fn bytes(&self) -> &[u8] {
-        &self.buffer[..self.len]
+        &self.buffer[self.bytes.clone()]
     }
 
     /// Its buffer, to read the next run into.
@@ -198,11 +207,7 @@ impl<R: Read> RunReader<R> {
         }
         let start = self.position;
         self.position += filled;
-        Ok(Some(Run {
-            start,
-            buffer,
-            len: filled,
-        }))
+        Ok(Some(Run::new(start, buffer, filled)))
     }
 
     /// Reads up to `count` bytes into `out` from `filled` on, fewer only at the end of the
