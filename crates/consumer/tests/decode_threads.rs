@@ -167,6 +167,36 @@ fn a_large_segment_decodes_the_same(shape: Shape) {
     assert_eq!(lines, data_records(shape) + shape.batches / 100);
 }
 
+/// A file of small batches is cut into byte ranges of at least 64 KiB whose threads pass each
+/// other the batch boundaries. One batch here spans several ranges: the ranges inside it have
+/// empty runs, and the batches after it must all still be decoded, once, in order.
+#[test]
+fn a_batch_larger_than_several_ranges_amid_small_ones_decodes_the_same() {
+    let mut data = mixed_segment(300, 25, 100, PRODUCER);
+    let before = data_records(Shape {
+        batches: 300,
+        records_per_batch: 25,
+    });
+    let mut large = krec_batch::encode::BatchBuilder::new(1_000_000);
+    for i in 0..1_000 {
+        let value = format!("large {i} {}", "x".repeat(250));
+        large = large.record(Some(b"k"), Some(value.as_bytes()), &[]);
+    }
+    let large = large.build();
+    assert!(large.len() > 3 * (64 << 10), "{} bytes", large.len());
+    data.extend(large);
+    data.extend(mixed_segment(300, 25, 100, PRODUCER));
+    assert!(
+        batch_spans(&data)[0].len() < 16 << 10,
+        "a file of small batches"
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = write_temp(&dir, "mixed.log", &data);
+    let single = assert_same_as_one_thread(&file, &[]);
+    assert!(single.status.success(), "{}", stderr_text(&single));
+    assert_eq!(parse_krec_json(&single.stdout).len(), 2 * before + 1_000);
+}
+
 /// The last line of stderr, and the stdout records, must match `--threads 1` exactly, and
 /// name the byte of the batch at fault.
 fn assert_fails_the_same(data: &[u8], bad_batch_position: usize) {
