@@ -568,6 +568,86 @@ mod tests {
         assert!(runs.next_span().is_none(), "the chain is broken");
     }
 
+    /// Entries of random sizes (now and then one larger than many ranges), cut into ranges of
+    /// random sizes, with the file's end cut or one entry refused (negative length, or over
+    /// the entry limit): the runs hold what a streaming read holds, each entry once, in order.
+    mod random {
+        use proptest::prelude::*;
+
+        use super::*;
+
+        fn sizes() -> impl Strategy<Value = Vec<i64>> {
+            prop::collection::vec(
+                prop_oneof![8 => 12i64..400, 2 => 400i64..3_000, 1 => 3_000i64..20_000],
+                1..60,
+            )
+        }
+
+        #[derive(Clone, Debug)]
+        enum Damage {
+            None,
+            /// This many bytes cut off the end (at most the whole file).
+            Cut(usize),
+            /// The entry at this index (modulo the count) gets a negative length.
+            Negative(usize),
+            /// The entry at this index (modulo the count) is over the entry limit.
+            OverLimit(usize),
+        }
+
+        fn damage() -> impl Strategy<Value = Damage> {
+            prop_oneof![
+                Just(Damage::None),
+                (1usize..500).prop_map(Damage::Cut),
+                any::<usize>().prop_map(Damage::Negative),
+                any::<usize>().prop_map(Damage::OverLimit),
+            ]
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(200))]
+            #[test]
+            fn runs_hold_the_streamed_entries(
+                sizes in sizes(),
+                run_bytes in 1usize..8_000,
+                damage in damage(),
+            ) {
+                let mut data = entries(&sizes);
+                let starts: Vec<usize> = sizes
+                    .iter()
+                    .scan(0usize, |at, &size| {
+                        let start = *at;
+                        *at += size as usize;
+                        Some(start)
+                    })
+                    .collect();
+                let mut max_entry_bytes = 1 << 30;
+                let refused_at = match damage {
+                    Damage::None => None,
+                    Damage::Cut(cut) => {
+                        data.truncate(data.len().saturating_sub(cut));
+                        None
+                    }
+                    Damage::Negative(index) => {
+                        let at = starts[index % starts.len()];
+                        data[at + 8..at + 12].copy_from_slice(&(-7i32).to_be_bytes());
+                        Some(at)
+                    }
+                    Damage::OverLimit(index) => {
+                        let index = index % starts.len();
+                        let at = starts[index];
+                        // Every entry before it fits the limit; it does not.
+                        let largest_before = sizes[..index].iter().copied().max().unwrap_or(12);
+                        let size = (largest_before + 1).max(sizes[index]);
+                        data[at + 8..at + 12].copy_from_slice(&((size - 12) as i32).to_be_bytes());
+                        max_entry_bytes = size as usize - 1;
+                        Some(at)
+                    }
+                };
+                assert_same_entries(&data, limits(run_bytes, max_entry_bytes), refused_at);
+            }
+        }
+    }
+
     #[test]
     fn a_file_that_shrank_gives_a_short_run() {
         let data = entries(&[2_000, 3_000]);
