@@ -28,7 +28,7 @@ use std::io::{self, Write};
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 use krec_batch::{BatchWalk, DecodeConfig};
 
@@ -100,22 +100,24 @@ pub(super) fn with_pool<'p, T>(
     body: impl FnOnce(&mut DecodePool<'p>) -> T,
 ) -> T {
     let (job_sender, job_receiver) = mpsc::channel::<Job<'p>>();
-    let (result_sender, result_receiver) = mpsc::channel::<(usize, RunResult<'p>)>();
+    let results = Arc::new(ResultBoard::new(threads.get()));
     let job_receiver = Arc::new(Mutex::new(job_receiver));
     let stop = Arc::new(AtomicBool::new(false));
     std::thread::scope(|scope| {
         for _ in 0..threads.get() {
             let (jobs, stop) = (Arc::clone(&job_receiver), Arc::clone(&stop));
-            let results = result_sender.clone();
-            scope.spawn(move || worker(config, format, &jobs, &stop, &results));
+            let results = Arc::clone(&results);
+            scope.spawn(move || {
+                let _gone = WorkerGone(&results);
+                worker(config, format, &jobs, &stop, &results);
+            });
         }
-        drop(result_sender);
         let mut pool = DecodePool {
             config,
             format,
             max_in_flight: threads.get() * 2,
             jobs: job_sender,
-            results: result_receiver,
+            results,
             stop,
             spare_outputs: Vec::new(),
             spare_inputs: Vec::new(),
@@ -132,7 +134,7 @@ pub(super) struct DecodePool<'p> {
     format: &'p FormatArgs,
     max_in_flight: usize,
     jobs: mpsc::Sender<Job<'p>>,
-    results: mpsc::Receiver<(usize, RunResult<'p>)>,
+    results: Arc<ResultBoard<'p>>,
     stop: Arc<AtomicBool>,
     /// Formatted-output buffers written out and free for the next runs.
     spare_outputs: Vec<Vec<u8>>,
@@ -344,7 +346,7 @@ fn worker<'p>(
     format: &FormatArgs,
     jobs: &Mutex<mpsc::Receiver<Job<'p>>>,
     stop: &AtomicBool,
-    results: &mpsc::Sender<(usize, RunResult<'p>)>,
+    results: &ResultBoard<'p>,
 ) {
     loop {
         // A poisoned lock only means another worker panicked; the queue itself is intact.
@@ -354,9 +356,7 @@ fn worker<'p>(
             return;
         }
         let result = decode_run(config, format, job.run, job.output);
-        if results.send((job.index, result)).is_err() {
-            return;
-        }
+        results.put(job.index, result);
     }
 }
 
@@ -435,7 +435,7 @@ impl<'p> DecodePool<'p> {
         // A read that failed: reported once the runs read before it are written, as one
         // thread does.
         let mut read_failure = None;
-        // Results that arrived before an earlier run's; never more than `max_in_flight`.
+        // Results taken from the board, in order from `next_written`.
         let mut arrived: BTreeMap<usize, RunResult<'p>> = BTreeMap::new();
         let mut next_written = 0usize;
         loop {
@@ -469,8 +469,11 @@ impl<'p> DecodePool<'p> {
             let result = match arrived.remove(&next_written) {
                 Some(result) => result,
                 None => {
-                    let (index, result) = self.results.recv().map_err(|_| workers_gone())?;
-                    arrived.insert(index, result);
+                    arrived.extend(
+                        self.results
+                            .take_from(next_written)
+                            .ok_or_else(workers_gone)?,
+                    );
                     continue;
                 }
             };
@@ -496,6 +499,80 @@ impl<'p> DecodePool<'p> {
                 RunResult::OutputFailed(error) => return Err(output_failure(error)),
             }
         }
+    }
+}
+
+/// Where workers leave the results of their runs for the calling thread, which writes them in
+/// input order.
+///
+/// The calling thread is woken only when the run it waits for is done, not for every run (a
+/// channel woke it for each result, also those it could not write yet): on a machine with as
+/// many cores as decode threads, every wake-up takes a core from a worker. Results that arrive
+/// before the one waited for stay here until it is done; there are never more than the runs in
+/// flight.
+pub(super) struct ResultBoard<'p> {
+    state: Mutex<BoardState<'p>>,
+    done: Condvar,
+}
+
+struct BoardState<'p> {
+    results: BTreeMap<usize, RunResult<'p>>,
+    /// The run the calling thread waits for.
+    waiting_for: usize,
+    /// Workers still running: with none left, nothing more will arrive.
+    workers: usize,
+}
+
+impl<'p> ResultBoard<'p> {
+    fn new(workers: usize) -> Self {
+        ResultBoard {
+            state: Mutex::new(BoardState {
+                results: BTreeMap::new(),
+                waiting_for: 0,
+                workers,
+            }),
+            done: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BoardState<'p>> {
+        // A poisoned lock only means a worker panicked; the results are intact.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Leaves the result of run `index`.
+    fn put(&self, index: usize, result: RunResult<'p>) {
+        let mut state = self.lock();
+        state.results.insert(index, result);
+        if index == state.waiting_for {
+            self.done.notify_one();
+        }
+    }
+
+    /// Waits for run `next` and takes its result with those of the runs right after it that
+    /// are done too; `None` if every worker stopped without leaving it.
+    fn take_from(&self, next: usize) -> Option<Vec<(usize, RunResult<'p>)>> {
+        let mut state = self.lock();
+        state.waiting_for = next;
+        while !state.results.contains_key(&next) && state.workers > 0 {
+            state = self.done.wait(state).unwrap_or_else(|p| p.into_inner());
+        }
+        let mut taken = Vec::new();
+        while let Some(result) = state.results.remove(&(next + taken.len())) {
+            taken.push((next + taken.len(), result));
+        }
+        (!taken.is_empty()).then_some(taken)
+    }
+}
+
+/// Tells the board, when a worker's thread ends however it ends, that one worker fewer may
+/// still leave results.
+struct WorkerGone<'b, 'p>(&'b ResultBoard<'p>);
+
+impl Drop for WorkerGone<'_, '_> {
+    fn drop(&mut self) {
+        self.0.lock().workers -= 1;
+        self.0.done.notify_one();
     }
 }
 
@@ -535,4 +612,79 @@ fn writer_for<W: Write>(format: &FormatArgs, out: W) -> Result<RecordWriter<W>, 
     format
         .writer(out)
         .map_err(|error| DecodeFailure::Output(io::Error::other(error)))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::thread;
+    use std::time::Duration;
+
+    use super::*;
+
+    /// A result that says which run it is, through its error message.
+    fn result(index: usize) -> RunResult<'static> {
+        RunResult::OutputFailed(io::Error::other(format!("run {index}")))
+    }
+
+    fn indices(taken: Option<Vec<(usize, RunResult<'static>)>>) -> Vec<(usize, String)> {
+        taken
+            .expect("results")
+            .into_iter()
+            .map(|(index, result)| match result {
+                RunResult::OutputFailed(error) => (index, error.to_string()),
+                _ => unreachable!("only OutputFailed results are made here"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn results_are_taken_in_order_from_the_one_waited_for() {
+        let board = ResultBoard::new(1);
+        for index in [3, 1, 0, 5] {
+            board.put(index, result(index));
+        }
+        let taken = indices(board.take_from(0));
+        assert_eq!(
+            taken,
+            vec![(0, "run 0".to_string()), (1, "run 1".to_string()),]
+        );
+        board.put(2, result(2));
+        let taken: Vec<usize> = indices(board.take_from(2))
+            .into_iter()
+            .map(|r| r.0)
+            .collect();
+        assert_eq!(taken, vec![2, 3], "5 waits for 4");
+    }
+
+    #[test]
+    fn the_calling_thread_waits_for_the_run_it_needs() {
+        let board = ResultBoard::new(1);
+        board.put(1, result(1));
+        thread::scope(|scope| {
+            scope.spawn(|| {
+                thread::sleep(Duration::from_millis(50));
+                board.put(0, result(0));
+            });
+            let taken: Vec<usize> = indices(board.take_from(0))
+                .into_iter()
+                .map(|r| r.0)
+                .collect();
+            assert_eq!(taken, vec![0, 1]);
+        });
+    }
+
+    #[test]
+    fn workers_gone_without_the_run_leave_nothing_to_take() {
+        let board = ResultBoard::new(2);
+        board.put(1, result(1));
+        thread::scope(|scope| {
+            for _ in 0..2 {
+                scope.spawn(|| {
+                    let _gone = WorkerGone(&board);
+                    thread::sleep(Duration::from_millis(20));
+                });
+            }
+            assert!(board.take_from(0).is_none());
+        });
+    }
 }
