@@ -395,38 +395,12 @@ fn abandoned() -> io::Error {
 
 #[cfg(test)]
 mod tests {
-    use std::io::Write as _;
     use std::thread;
 
     use super::*;
-    use crate::cli::decode::runs::tests::read_runs as streamed;
-
-    fn limits(run_bytes: usize, max_entry_bytes: usize) -> RunLimits {
-        RunLimits {
-            run_bytes,
-            max_entry_bytes,
-            max_input_bytes: u64::MAX,
-        }
-    }
-
-    /// Entries of the given total sizes (12-byte header counted; a size below 12 writes that
-    /// raw length field instead), bodies filled with the entry's index.
-    fn entries(sizes: &[i64]) -> Vec<u8> {
-        let mut data = Vec::new();
-        for (offset, &size) in sizes.iter().enumerate() {
-            data.extend_from_slice(&(offset as i64).to_be_bytes());
-            data.extend_from_slice(&((size - 12) as i32).to_be_bytes());
-            data.resize(data.len() + size.max(12) as usize - 12, offset as u8);
-        }
-        data
-    }
-
-    fn file_with(data: &[u8]) -> (tempfile::NamedTempFile, Arc<File>) {
-        let mut temp = tempfile::NamedTempFile::new().expect("temp file");
-        temp.write_all(data).expect("write");
-        let file = Arc::new(temp.reopen().expect("reopen"));
-        (temp, file)
-    }
+    use crate::cli::decode::runs::tests::{
+        entries_sized as entries, file_with, limits_with as limits, read_runs as streamed,
+    };
 
     /// Every non-empty run, as (start, bytes), read in order on this thread (every start
     /// boundary is then said before its run is read).

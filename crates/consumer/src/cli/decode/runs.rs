@@ -266,11 +266,43 @@ pub(super) mod tests {
     use super::{RunLimits, RunReadError, RunReader, Runs, READ_CHUNK};
 
     fn limits(run_bytes: usize) -> RunLimits {
+        limits_with(run_bytes, 1 << 30)
+    }
+
+    /// Limits with the given run size and entry limit, and no input limit.
+    pub(in crate::cli::decode) fn limits_with(
+        run_bytes: usize,
+        max_entry_bytes: usize,
+    ) -> RunLimits {
         RunLimits {
             run_bytes,
-            max_entry_bytes: 1 << 30,
+            max_entry_bytes,
             max_input_bytes: u64::MAX,
         }
+    }
+
+    /// Entries of the given total sizes (12-byte header counted; a size below 12 writes that
+    /// raw length field instead), bodies filled with the entry's index.
+    pub(in crate::cli::decode) fn entries_sized(sizes: &[i64]) -> Vec<u8> {
+        let mut data = Vec::new();
+        for (offset, &size) in sizes.iter().enumerate() {
+            data.extend_from_slice(&(offset as i64).to_be_bytes());
+            data.extend_from_slice(&((size - 12) as i32).to_be_bytes());
+            data.resize(data.len() + size.max(12) as usize - 12, offset as u8);
+        }
+        data
+    }
+
+    /// A temporary file holding `data` (kept while the first value lives), opened for reading.
+    #[cfg(unix)]
+    pub(in crate::cli::decode) fn file_with(
+        data: &[u8],
+    ) -> (tempfile::NamedTempFile, std::sync::Arc<std::fs::File>) {
+        use std::io::Write as _;
+        let mut temp = tempfile::NamedTempFile::new().expect("temp file");
+        temp.write_all(data).expect("write");
+        let file = std::sync::Arc::new(temp.reopen().expect("reopen"));
+        (temp, file)
     }
 
     /// Every run a reader gives, read into one reused buffer: position and bytes.
@@ -303,13 +335,8 @@ pub(super) mod tests {
     /// Entries of the given total sizes (12-byte header counted), bodies filled with the
     /// entry's index so a misplaced byte shows.
     fn entries(sizes: &[usize]) -> Vec<u8> {
-        let mut data = Vec::new();
-        for (offset, &size) in sizes.iter().enumerate() {
-            data.extend_from_slice(&(offset as i64).to_be_bytes());
-            data.extend_from_slice(&((size - 12) as i32).to_be_bytes());
-            data.resize(data.len() + size - 12, offset as u8);
-        }
-        data
+        let sizes: Vec<i64> = sizes.iter().map(|&size| size as i64).collect();
+        entries_sized(&sizes)
     }
 
     #[test]
