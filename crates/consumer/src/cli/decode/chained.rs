@@ -236,11 +236,20 @@ pub(super) fn read_run(span: ChainedSpan, mut buffer: Vec<u8>) -> io::Result<Run
     let mut walk: Option<HeaderWalk> = None;
     // The range's bytes held in `buffer`, from `start` on; short if the file shrank.
     let mut filled = 0;
-    loop {
+    // The whole range is read (or the file ended inside it).
+    let mut read_all = false;
+    let mut walk = loop {
         if walk.is_none() {
-            match first_entry.peek() {
+            // While there is more to read, only a look; once there is not, a wait.
+            let said = if read_all {
+                Some(first_entry.wait())
+            } else {
+                first_entry.peek()
+            };
+            match said {
                 None => {}
                 Some(Handoff::At(first)) if first >= end => {
+                    // The entry that ended the run before covers this whole range.
                     run_end.say(Handoff::At(first));
                     return empty_at(first, buffer);
                 }
@@ -256,8 +265,10 @@ pub(super) fn read_run(span: ChainedSpan, mut buffer: Vec<u8>) -> io::Result<Run
                 Some(Handoff::Abandoned) => return Err(abandoned()),
             }
         }
-        if filled >= range_len || walk.as_ref().is_some_and(HeaderWalk::done) {
-            break;
+        match walk {
+            Some(walk) if read_all || walk.done() => break walk,
+            _ if read_all => continue,
+            _ => {}
         }
         let piece_end = range_len.min(filled + READ_PIECE_BYTES);
         if buffer.len() < piece_end {
@@ -268,30 +279,9 @@ pub(super) fn read_run(span: ChainedSpan, mut buffer: Vec<u8>) -> io::Result<Run
         if let Some(walk) = walk.as_mut() {
             walk.advance(&buffer[..filled], start);
         }
-        if filled < piece_end {
-            break;
-        }
-    }
-    let (first, mut walk) = match walk {
-        Some(walk) => (walk.first, walk),
-        None => match first_entry.wait() {
-            Handoff::At(first) if first >= end => {
-                // The entry that ended the run before covers this whole range.
-                run_end.say(Handoff::At(first));
-                return empty_at(first, buffer);
-            }
-            Handoff::At(first) => {
-                let mut walk = walk_from(first);
-                walk.advance(&buffer[..filled], start);
-                (first, walk)
-            }
-            Handoff::Ended => {
-                run_end.say(Handoff::Ended);
-                return empty_at(start, buffer);
-            }
-            Handoff::Abandoned => return Err(abandoned()),
-        },
+        read_all = filled == range_len || filled < piece_end;
     };
+    let first = walk.first;
     // The header that crosses the range's end, read after the range.
     while !walk.done() {
         let header_end = to_usize(walk.position - start)? + ENTRY_HEADER;

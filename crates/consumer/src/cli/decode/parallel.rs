@@ -22,7 +22,7 @@
 //! writes the records before the bad spot and reports the error with the input's positions,
 //! exactly as one thread does.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::convert::Infallible;
 use std::io::{self, Write};
 use std::num::NonZeroUsize;
@@ -435,8 +435,8 @@ impl<'p> DecodePool<'p> {
         // A read that failed: reported once the runs read before it are written, as one
         // thread does.
         let mut read_failure = None;
-        // Results taken from the board, in order from `next_written`.
-        let mut arrived: BTreeMap<usize, RunResult<'p>> = BTreeMap::new();
+        // Results taken from the board: those of `next_written` and the runs right after it.
+        let mut ready: VecDeque<RunResult<'p>> = VecDeque::new();
         let mut next_written = 0usize;
         loop {
             while !input_exhausted && *in_flight < self.max_in_flight {
@@ -466,10 +466,10 @@ impl<'p> DecodePool<'p> {
                     None => Ok(Outcome::Done(summary)),
                 };
             }
-            let result = match arrived.remove(&next_written) {
+            let result = match ready.pop_front() {
                 Some(result) => result,
                 None => {
-                    arrived.extend(
+                    ready.extend(
                         self.results
                             .take_from(next_written)
                             .ok_or_else(workers_gone)?,
@@ -550,8 +550,8 @@ impl<'p> ResultBoard<'p> {
     }
 
     /// Waits for run `next` and takes its result with those of the runs right after it that
-    /// are done too; `None` if every worker stopped without leaving it.
-    fn take_from(&self, next: usize) -> Option<Vec<(usize, RunResult<'p>)>> {
+    /// are done too, in order; `None` if every worker stopped without leaving it.
+    fn take_from(&self, next: usize) -> Option<Vec<RunResult<'p>>> {
         let mut state = self.lock();
         state.waiting_for = next;
         while !state.results.contains_key(&next) && state.workers > 0 {
@@ -559,7 +559,7 @@ impl<'p> ResultBoard<'p> {
         }
         let mut taken = Vec::new();
         while let Some(result) = state.results.remove(&(next + taken.len())) {
-            taken.push((next + taken.len(), result));
+            taken.push(result);
         }
         (!taken.is_empty()).then_some(taken)
     }
@@ -626,12 +626,15 @@ mod tests {
         RunResult::OutputFailed(io::Error::other(format!("run {index}")))
     }
 
-    fn indices(taken: Option<Vec<(usize, RunResult<'static>)>>) -> Vec<(usize, String)> {
+    /// Which runs were taken, in the order taken.
+    fn indices(taken: Option<Vec<RunResult<'static>>>) -> Vec<usize> {
         taken
             .expect("results")
             .into_iter()
-            .map(|(index, result)| match result {
-                RunResult::OutputFailed(error) => (index, error.to_string()),
+            .map(|result| match result {
+                RunResult::OutputFailed(error) => error.to_string()["run ".len()..]
+                    .parse()
+                    .expect("made by `result`"),
                 _ => unreachable!("only OutputFailed results are made here"),
             })
             .collect()
@@ -643,17 +646,9 @@ mod tests {
         for index in [3, 1, 0, 5] {
             board.put(index, result(index));
         }
-        let taken = indices(board.take_from(0));
-        assert_eq!(
-            taken,
-            vec![(0, "run 0".to_string()), (1, "run 1".to_string()),]
-        );
+        assert_eq!(indices(board.take_from(0)), vec![0, 1]);
         board.put(2, result(2));
-        let taken: Vec<usize> = indices(board.take_from(2))
-            .into_iter()
-            .map(|r| r.0)
-            .collect();
-        assert_eq!(taken, vec![2, 3], "5 waits for 4");
+        assert_eq!(indices(board.take_from(2)), vec![2, 3], "5 waits for 4");
     }
 
     #[test]
@@ -665,11 +660,7 @@ mod tests {
                 thread::sleep(Duration::from_millis(50));
                 board.put(0, result(0));
             });
-            let taken: Vec<usize> = indices(board.take_from(0))
-                .into_iter()
-                .map(|r| r.0)
-                .collect();
-            assert_eq!(taken, vec![0, 1]);
+            assert_eq!(indices(board.take_from(0)), vec![0, 1]);
         });
     }
 
