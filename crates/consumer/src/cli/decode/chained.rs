@@ -267,6 +267,7 @@ pub(super) fn read_run(span: ChainedSpan, mut buffer: Vec<u8>) -> io::Result<Run
         }
         match walk {
             Some(walk) if read_all || walk.done() => break walk,
+            // Not after a wait, which starts the walk or returns; kept total without a panic.
             _ if read_all => continue,
             _ => {}
         }
