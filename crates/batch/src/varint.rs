@@ -41,21 +41,25 @@ pub(crate) fn read_varint_encoded(buf: &[u8], pos: &mut usize) -> Result<u32, Va
             return Ok((first & 0x7f) as u32 | (second as u32) << 7);
         }
     }
-    read_varint_slow(buf, pos)
+    let (value, end) = read_varint_slow(buf, *pos)?;
+    *pos = end;
+    Ok(value)
 }
 
+/// The varint at `at` and the position after it. Takes and returns the position by value:
+/// a `&mut` to the caller's position, passed to a call that is not inlined, would keep that
+/// position in memory for the whole of the (inlined) record reader, and every field read
+/// would then wait for a store and a load of it.
 #[inline(never)]
-fn read_varint_slow(buf: &[u8], pos: &mut usize) -> Result<u32, VarintError> {
+fn read_varint_slow(buf: &[u8], mut at: usize) -> Result<(u32, usize), VarintError> {
     let mut value: u32 = 0;
     let mut shift = 0u32;
-    let mut at = *pos;
     loop {
         let byte = *buf.get(at).ok_or(VarintError::Truncated)?;
         at += 1;
         if byte & 0x80 == 0 {
             value |= (byte as u32).wrapping_shl(shift);
-            *pos = at;
-            return Ok(value);
+            return Ok((value, at));
         }
         value |= ((byte & 0x7f) as u32).wrapping_shl(shift);
         shift += 7;
@@ -80,21 +84,22 @@ pub(crate) fn read_varlong(buf: &[u8], pos: &mut usize) -> Result<i64, VarintErr
             return Ok(zigzag64((first & 0x7f) as u64 | (second as u64) << 7));
         }
     }
-    read_varlong_slow(buf, pos)
+    let (value, end) = read_varlong_slow(buf, *pos)?;
+    *pos = end;
+    Ok(value)
 }
 
+/// The varlong at `at` and the position after it (by value, as [`read_varint_slow`]).
 #[inline(never)]
-fn read_varlong_slow(buf: &[u8], pos: &mut usize) -> Result<i64, VarintError> {
+fn read_varlong_slow(buf: &[u8], mut at: usize) -> Result<(i64, usize), VarintError> {
     let mut value: u64 = 0;
     let mut shift = 0u32;
-    let mut at = *pos;
     loop {
         let byte = *buf.get(at).ok_or(VarintError::Truncated)?;
         at += 1;
         if byte & 0x80 == 0 {
             value |= (byte as u64).wrapping_shl(shift);
-            *pos = at;
-            return Ok(zigzag64(value));
+            return Ok((zigzag64(value), at));
         }
         value |= ((byte & 0x7f) as u64).wrapping_shl(shift);
         shift += 7;
