@@ -207,10 +207,11 @@ impl<'b> Records<'b> {
                         return Some(Err(e));
                     }
                 }
-                Inner::Legacy(r) => match r.next()? {
-                    Ok(record) => self.current = record,
-                    Err(e) => return Some(Err(e)),
-                },
+                Inner::Legacy(r) => {
+                    if let Err(e) = r.fill_next(&mut self.current)? {
+                        return Some(Err(e));
+                    }
+                }
             }
             if self.current.offset >= self.from {
                 return Some(Ok(&self.current));
