@@ -510,7 +510,8 @@ impl<'b> V2Records<'b> {
     /// Names a record's error with its batch and index. Cold, out of line, and given the two
     /// values it needs rather than `&self`: so made, the iterator's state no longer has its
     /// address passed to a call, and the record loop took 14 fewer instructions a batch and
-    /// 17 fewer a record (10 x 100 B batches, `scripts/decode-instructions.sh`).
+    /// about 17 fewer a record (1 x 100 B and 10 x 100 B batches,
+    /// `scripts/decode-instructions.sh`).
     #[cold]
     #[inline(never)]
     fn error(header: &Header, record: u32, e: FieldError) -> Error {
