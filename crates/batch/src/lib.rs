@@ -63,6 +63,7 @@ mod walk;
 pub mod encode;
 
 pub use batch::Batch;
+pub use buffer::DecompressionBuffer;
 pub use config::DecodeConfig;
 pub use control::{ControlKind, ControlRecord, ControlRecords};
 pub use error::{Error, Field};

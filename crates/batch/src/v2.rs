@@ -2,7 +2,7 @@
 
 use bytes::Bytes;
 
-use crate::batch::{attributes, Batch, Header, Layout};
+use crate::batch::{attributes, Batch, CallerBuffer, Header, Layout};
 use crate::codec;
 use crate::error::Field;
 use crate::headers::{fits_inline, InlineIndex, Span};
@@ -43,13 +43,15 @@ pub(crate) fn parse<'a>(
     shared: Option<&'a Bytes>,
 ) -> Result<Batch<'a>, Error> {
     let mut batch = Batch::placeholder();
-    parse_into(bytes, position, config, shared, &mut batch)?;
+    // An owned batch may outlive the walk: its buffer comes from the pool, never the caller's.
+    parse_into(bytes, position, config, shared, &mut batch, &mut None)?;
     Ok(batch)
 }
 
 /// [`parse`], writing the batch field by field into `batch` (whose old body is dropped first,
 /// so its pooled buffer is the one reused). Building it in place saves moving a 128-byte
-/// value out through `Result` and `Option`, whose copy stalls on store forwarding.
+/// value out through `Result` and `Option`, whose copy stalls on store forwarding. A compressed
+/// batch whose body has no buffer yet takes the caller's, if there is one.
 #[inline]
 pub(crate) fn parse_into<'a>(
     bytes: &'a [u8],
@@ -57,6 +59,7 @@ pub(crate) fn parse_into<'a>(
     config: &DecodeConfig,
     shared: Option<&'a Bytes>,
     batch: &mut Batch<'a>,
+    caller: &mut CallerBuffer<'_>,
 ) -> Result<(), Error> {
     let base_offset = be_i64(bytes, 0);
     if bytes.len() < HEADER_SIZE {
@@ -140,18 +143,18 @@ pub(crate) fn parse_into<'a>(
     // moved in is copied with wide loads over narrow stores, which stall. Each also says how
     // long the records are, which it knows without matching on the body once more.
     let records_len = if compression == Compression::None || (count == 0 && payload.is_empty()) {
-        batch.body.set_borrowed(payload, shared);
+        batch.body.set_borrowed(payload, shared, caller);
         payload.len()
     } else if let Some(frame) = plain_lz4_frame(compression, payload) {
         // The frame Kafka producers write, its header parsed once for both ways to read it.
         let limit = config.max_decompressed_bytes;
         match frame.stored_content(limit) {
             Some(content) => {
-                batch.body.set_borrowed(content, shared);
+                batch.body.set_borrowed(content, shared, caller);
                 content.len()
             }
             None => {
-                let buf = batch.body.pooled_mut();
+                let buf = batch.body.pooled_mut(caller);
                 buf.clear();
                 if frame.decode_into(limit, buf).is_none() {
                     // Malformed or over the limit: the general decoder says which.
@@ -163,11 +166,11 @@ pub(crate) fn parse_into<'a>(
         }
     } else if let Some(content) = codec::stored_in_place(compression, payload, config) {
         // Records stay slices of the input, so shared-input zero copy holds here too.
-        batch.body.set_borrowed(content, shared);
+        batch.body.set_borrowed(content, shared, caller);
         content.len()
     } else {
         // Into the buffer the batch before used, if it had one: no pool round trip.
-        let buf = batch.body.pooled_mut();
+        let buf = batch.body.pooled_mut(caller);
         codec::decompress_into(compression, payload, config.max_decompressed_bytes, 2, buf)
             .map_err(|e| e.into_error(position, base_offset, compression, config))?;
         buf.len()

@@ -2,8 +2,8 @@
 
 use bytes::Bytes;
 
-use crate::batch::Batch;
-use crate::{legacy, v2, DecodeConfig, Error};
+use crate::batch::{Batch, CallerBuffer};
+use crate::{legacy, v2, DecodeConfig, DecompressionBuffer, Error};
 
 /// Bytes before the magic byte that every batch and legacy message shares: offset (8),
 /// length (4), then partition leader epoch (v2) or CRC (v0/v1) (4).
@@ -38,6 +38,8 @@ pub enum WalkEnd {
 ///
 /// Two ways to read it: as an [`Iterator`] of owned batches, or with [`BatchWalk::next_ref`],
 /// which parses each batch in place and lends it out; the second is the hot path (see there).
+/// A caller that walks many inputs can lend it a [`DecompressionBuffer`] to keep between them
+/// ([`BatchWalk::with_buffer`]).
 pub struct BatchWalk<'a> {
     input: &'a [u8],
     shared: Option<&'a Bytes>,
@@ -47,6 +49,9 @@ pub struct BatchWalk<'a> {
     failed: bool,
     /// The batch [`BatchWalk::next_ref`] fills in place.
     current: Batch<'a>,
+    /// The caller's decompression buffer, if it lent one; an empty stand-in while `current`
+    /// holds the buffer.
+    caller: CallerBuffer<'a>,
 }
 
 impl<'a> BatchWalk<'a> {
@@ -60,16 +65,28 @@ impl<'a> BatchWalk<'a> {
             end: None,
             failed: false,
             current: Batch::placeholder(),
+            caller: None,
         }
+    }
+
+    /// Decompresses the batches that [`BatchWalk::next_ref`] lends into `buffer`, the
+    /// caller's, instead of a buffer from the thread's pool: the walk neither takes one nor
+    /// gives one back (see [`DecompressionBuffer`]). The buffer's allocation moves into the
+    /// walk's batch at the first compressed batch and back into `buffer` when the walk is
+    /// dropped (or reaches an uncompressed batch). Batches from the [`Iterator`], which may
+    /// outlive the walk, still take their own from the pool.
+    #[inline]
+    pub fn with_buffer(mut self, buffer: &'a mut DecompressionBuffer) -> Self {
+        self.caller = Some(&mut buffer.buf);
+        self
     }
 
     /// Same as [`BatchWalk::new`], but records of uncompressed batches can also be handed out
     /// as owned [`Bytes`] without a copy ([`Record::key_bytes`](crate::Record::key_bytes)).
     pub fn new_shared(input: &'a Bytes, config: &'a DecodeConfig) -> Self {
-        BatchWalk {
-            shared: Some(input),
-            ..BatchWalk::new(input.as_ref(), config)
-        }
+        let mut walk = BatchWalk::new(input.as_ref(), config);
+        walk.shared = Some(input);
+        walk
     }
 
     /// Byte position (from the start of input) of the next unread batch.
@@ -129,9 +146,16 @@ impl<'a> BatchWalk<'a> {
             Ok(bytes) => {
                 let (position, shared) = (self.position, self.shared);
                 match bytes[MAGIC_AT] {
-                    2 => v2::parse_into(bytes, position, self.config, shared, &mut self.current),
+                    2 => v2::parse_into(
+                        bytes,
+                        position,
+                        self.config,
+                        shared,
+                        &mut self.current,
+                        &mut self.caller,
+                    ),
                     _ => legacy::parse(bytes, position, self.config, shared)
-                        .map(|batch| self.current = batch),
+                        .map(|batch| self.replace_current(batch)),
                 }
                 .map(|()| bytes.len())
             }
@@ -147,6 +171,13 @@ impl<'a> BatchWalk<'a> {
                 Some(Err(e))
             }
         }
+    }
+
+    /// Makes `batch` the current one; a caller's buffer that the old one held goes back to
+    /// the caller (legacy batches, which this is for, decompress into a buffer of their own).
+    fn replace_current(&mut self, batch: Batch<'a>) {
+        self.current.body.return_buffer(&mut self.caller);
+        self.current = batch;
     }
 
     /// The bytes of the next whole batch, checked for length and magic; `None` (with
@@ -239,6 +270,14 @@ impl<'a> Iterator for BatchWalk<'a> {
 }
 
 impl std::iter::FusedIterator for BatchWalk<'_> {}
+
+impl Drop for BatchWalk<'_> {
+    /// Gives the caller's buffer back, with its allocation, if the last batch held it.
+    #[inline(always)]
+    fn drop(&mut self) {
+        self.current.body.return_buffer(&mut self.caller);
+    }
+}
 
 /// Big-endian i64 at `at`, if present.
 #[inline(always)]

@@ -4,7 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-use krec_batch::{BatchWalk, ControlKind, DecodeConfig, TimestampType, WalkEnd};
+use krec_batch::{
+    Batch, BatchWalk, ControlKind, DecodeConfig, DecompressionBuffer, Record, Records,
+    TimestampType, WalkEnd,
+};
 use serde_json::Value;
 
 fn data_dir() -> PathBuf {
@@ -71,49 +74,84 @@ fn parse_expected(line: &str) -> Expected {
     }
 }
 
-/// Data records, and control records as (offset, "commit"/"abort"/"other").
-fn decode(bytes: &[u8]) -> (Vec<Expected>, Vec<(i64, &'static str)>) {
+type Decoded = (Vec<Expected>, Vec<(i64, &'static str)>);
+
+/// Data records, and control records as (offset, "commit"/"abort"/"other"), through the
+/// by-value iterators.
+fn decode(bytes: &[u8]) -> Decoded {
     let config = DecodeConfig::default();
     let mut walk = BatchWalk::new(bytes, &config);
-    let mut out = Vec::new();
-    let mut controls = Vec::new();
+    let mut out = (Vec::new(), Vec::new());
     for batch in walk.by_ref() {
         let batch = batch.expect("batch decodes");
-        for control in batch.control_records() {
-            let control = control.expect("control record decodes");
-            let kind = match control.kind {
-                ControlKind::Commit => "commit",
-                ControlKind::Abort => "abort",
-                _ => "other",
-            };
-            controls.push((control.offset, kind));
-        }
-        for record in batch.records() {
-            let record = record.expect("record decodes");
-            out.push(Expected {
-                offset: record.offset(),
-                timestamp: Some(record.timestamp()),
-                timestamp_type: match record.timestamp_type() {
-                    TimestampType::CreateTime => "create",
-                    TimestampType::LogAppendTime => "log_append",
-                    TimestampType::NoTimestamp => "none",
-                },
-                key: record.key().map(<[u8]>::to_vec),
-                value: record.value().map(<[u8]>::to_vec),
-                headers: record
-                    .headers()
-                    .iter()
-                    .map(|h| (h.key.to_vec(), h.value.map(<[u8]>::to_vec)))
-                    .collect(),
-            });
-        }
+        batch_into(&batch, &mut out, |records, each| {
+            for record in records {
+                each(&record.expect("record decodes"));
+            }
+        });
     }
     assert_eq!(
         walk.end(),
         Some(WalkEnd::Complete),
         "fixture files hold whole batches"
     );
-    (out, controls)
+    out
+}
+
+/// [`decode`] in place, into the caller's decompression buffer.
+fn decode_in_place(bytes: &[u8], buffer: &mut DecompressionBuffer) -> Decoded {
+    let config = DecodeConfig::default();
+    let mut walk = BatchWalk::new(bytes, &config).with_buffer(buffer);
+    let mut out = (Vec::new(), Vec::new());
+    while let Some(batch) = walk.next_ref() {
+        batch_into(
+            batch.expect("batch decodes"),
+            &mut out,
+            |mut records, each| {
+                while let Some(record) = records.next_ref() {
+                    each(record.expect("record decodes"));
+                }
+            },
+        );
+    }
+    assert_eq!(walk.end(), Some(WalkEnd::Complete));
+    out
+}
+
+/// Adds a batch's control records, and its data records as `read` hands them to its second
+/// argument.
+fn batch_into<'b>(
+    batch: &'b Batch<'_>,
+    (out, controls): &mut Decoded,
+    read: impl FnOnce(Records<'b>, &mut dyn FnMut(&Record<'_>)),
+) {
+    for control in batch.control_records() {
+        let control = control.expect("control record decodes");
+        let kind = match control.kind {
+            ControlKind::Commit => "commit",
+            ControlKind::Abort => "abort",
+            _ => "other",
+        };
+        controls.push((control.offset, kind));
+    }
+    read(batch.records(), &mut |record| {
+        out.push(Expected {
+            offset: record.offset(),
+            timestamp: Some(record.timestamp()),
+            timestamp_type: match record.timestamp_type() {
+                TimestampType::CreateTime => "create",
+                TimestampType::LogAppendTime => "log_append",
+                TimestampType::NoTimestamp => "none",
+            },
+            key: record.key().map(<[u8]>::to_vec),
+            value: record.value().map(<[u8]>::to_vec),
+            headers: record
+                .headers()
+                .iter()
+                .map(|h| (h.key.to_vec(), h.value.map(<[u8]>::to_vec)))
+                .collect(),
+        })
+    });
 }
 
 /// Compares, skipping timestamps the producer did not report.
@@ -145,14 +183,44 @@ fn expected_controls(path: &Path) -> Vec<(i64, &'static str)> {
         .collect()
 }
 
-#[test]
-fn every_fixture_decodes_to_the_producers_records() {
+fn fixtures() -> Vec<PathBuf> {
     let mut fixtures: Vec<PathBuf> = std::fs::read_dir(data_dir())
         .expect("tests/data exists")
         .map(|e| e.expect("dir entry").path())
         .filter(|p| p.extension().is_some_and(|e| e == "bin"))
         .collect();
     fixtures.sort();
+    fixtures
+}
+
+/// Every producer's batches, walked in place with one decompression buffer for all files
+/// (each file's compressed batches land in what the file before left there), decode to what
+/// the by-value iterators give, which the test below holds to the producers' records.
+#[test]
+fn every_fixture_decodes_the_same_in_place_into_one_caller_buffer() {
+    let mut buffer = DecompressionBuffer::new();
+    let mut compressed = 0;
+    for bin in fixtures() {
+        let bytes = std::fs::read(&bin).expect("read fixture");
+        let by_iterator = decode(&bytes);
+        assert_eq!(
+            decode_in_place(&bytes, &mut buffer),
+            by_iterator,
+            "{}",
+            bin.display()
+        );
+        compressed += usize::from(!bin.to_string_lossy().contains("-none"));
+    }
+    assert!(compressed > 10, "{compressed} compressed fixtures");
+    assert!(
+        buffer.capacity() > 0,
+        "the compressed fixtures used the buffer"
+    );
+}
+
+#[test]
+fn every_fixture_decodes_to_the_producers_records() {
+    let fixtures = fixtures();
     assert!(
         !fixtures.is_empty(),
         "no golden fixtures in {:?}",

@@ -1,9 +1,10 @@
 //! Walks arbitrary bytes as a fetch response / segment: CRC off so mutations reach the
 //! parsers, small limits so bombs are cheap. Nothing may panic; positions must be consistent;
-//! the in-place walk (`next_ref`) must see exactly what the iterators see.
+//! the in-place walk (`next_ref`), with and without a caller's decompression buffer, must see
+//! exactly what the iterators see.
 #![no_main]
 
-use krec_batch::{Batch, BatchWalk, DecodeConfig, Record, WalkEnd};
+use krec_batch::{Batch, BatchWalk, DecodeConfig, DecompressionBuffer, Record, WalkEnd};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -49,28 +50,36 @@ fuzz_target!(|data: &[u8]| {
             }
         }
     }
-    let mut in_place = Vec::new();
-    let mut walk_in_place = BatchWalk::new(data, &config);
-    while let Some(batch) = walk_in_place.next_ref() {
-        let batch = match batch {
-            Ok(batch) => batch,
-            Err(e) => {
-                in_place.push(Seen::error(&e));
-                continue;
-            }
-        };
-        in_place.push(Seen::of_batch(batch));
-        let mut records = batch.records();
-        while let Some(record) = records.next_ref() {
-            match record {
-                Ok(record) => in_place.push(Seen::of(record)),
-                Err(e) => in_place.push(Seen::error(&e)),
+    // In place twice: on its own, and with a caller's buffer that already holds the bytes
+    // of a walk before (the first one with the buffer), as a consumer's writer thread lends it.
+    let mut buffer = DecompressionBuffer::new();
+    for lend in [false, true, true] {
+        let mut in_place = Vec::new();
+        let mut walk_in_place = BatchWalk::new(data, &config);
+        if lend {
+            walk_in_place = walk_in_place.with_buffer(&mut buffer);
+        }
+        while let Some(batch) = walk_in_place.next_ref() {
+            let batch = match batch {
+                Ok(batch) => batch,
+                Err(e) => {
+                    in_place.push(Seen::error(&e));
+                    continue;
+                }
+            };
+            in_place.push(Seen::of_batch(batch));
+            let mut records = batch.records();
+            while let Some(record) = records.next_ref() {
+                match record {
+                    Ok(record) => in_place.push(Seen::of(record)),
+                    Err(e) => in_place.push(Seen::error(&e)),
+                }
             }
         }
+        assert_eq!(in_place, by_iterator);
+        assert_eq!(walk_in_place.end(), walk.end());
+        assert_eq!(walk_in_place.position(), walk.position());
     }
-    assert_eq!(in_place, by_iterator);
-    assert_eq!(walk_in_place.end(), walk.end());
-    assert_eq!(walk_in_place.position(), walk.position());
     match walk.end() {
         None => assert!(failed),
         Some(WalkEnd::Complete) => assert_eq!(walk.position(), data.len()),

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use krec_batch::DecodeConfig;
+use krec_batch::{DecodeConfig, DecompressionBuffer};
 
 use crate::consumer::group::{
     Assignor, GroupConfig, GroupConsumer, GroupProtocol, NoListener, WrittenOffsets,
@@ -407,11 +407,14 @@ fn start_output_pool(
         let written = written.clone();
         let limit = args.count;
         let mut writer = writer.ok();
+        // Kept from chunk to chunk: a chunk is often one small compressed batch, which would
+        // otherwise take a buffer from the thread's pool and give it back each time.
+        let mut buffer = DecompressionBuffer::new();
         move |chunk: PartitionChunk| {
             let Some(writer) = writer.as_mut() else {
                 return Ok(());
             };
-            let outcome = write_chunk(&chunk, writer, &decode, &progress, limit)?;
+            let outcome = write_chunk(&chunk, writer, &decode, &mut buffer, &progress, limit)?;
             // Flushed by write_chunk: these records have left the sink, so they may be committed.
             if let (Some(written), Some(next_offset)) = (&written, outcome.next_offset) {
                 written.mark(chunk.topic(), chunk.partition(), next_offset);
@@ -438,6 +441,7 @@ fn write_chunk<W: Write>(
     chunk: &PartitionChunk,
     writer: &mut RecordWriter<W>,
     decode: &DecodeConfig,
+    buffer: &mut DecompressionBuffer,
     progress: &Progress,
     limit: Option<u64>,
 ) -> Result<ChunkWritten, Error> {
@@ -461,6 +465,7 @@ fn write_chunk<W: Write>(
     // topic of one-record batches about 7% of its CPU.
     chunk
         .batches(decode)
+        .with_buffer(buffer)
         .try_for_each_ref(|batch| state.write_batch(batch))?;
     let ChunkWriting {
         writer,
