@@ -23,10 +23,20 @@ fn value(offset: i64) -> Vec<u8> {
 
 /// A gzip-compressed v1 wrapper of one message at `offset`.
 fn legacy(offset: i64) -> Vec<u8> {
+    legacy_with(offset, Compression::Gzip)
+}
+
+/// A v1 message at `offset`: a wrapper of one message if `codec` compresses, else the message.
+fn legacy_with(offset: i64, codec: Compression) -> Vec<u8> {
+    let inner_offset = if codec == Compression::None {
+        offset
+    } else {
+        0
+    };
     LegacyBuilder::new(1)
-        .compression(Compression::Gzip)
+        .compression(codec)
         .message(LegacyMessage {
-            offset: 0,
+            offset: inner_offset,
             timestamp: 1_700_000_000_000,
             key: None,
             value: Some(value(offset)),
@@ -91,9 +101,12 @@ fn compressed_batches_go_into_the_callers_buffer_not_the_pool() {
 
         let mut buffer = DecompressionBuffer::new();
         for round in 0..3 {
+            let before = thread_pool_stats();
             let (values, taken) = walk(&input, Some(&mut buffer));
             assert!(values == expected, "round {round}: values differ");
             assert_eq!(taken, 0, "round {round}: buffers taken from the pool");
+            // Nor given to it: each uncompressed batch hands the buffer back to the caller.
+            assert_eq!(thread_pool_stats(), before, "round {round}");
             assert!(buffer.capacity() >= expected[0].len(), "round {round}");
         }
     });
@@ -124,6 +137,30 @@ fn a_legacy_wrapper_between_v2_batches_does_not_lose_the_callers_buffer() {
         let (values, taken) = walk(&input, None);
         assert!(values == expected, "values differ");
         assert_eq!(taken, 5, "without a buffer");
+    });
+}
+
+#[test]
+fn an_uncompressed_legacy_message_hands_the_callers_buffer_back_for_the_next_batch() {
+    on_own_thread(|| {
+        let input = [
+            v2(0, Compression::Lz4),
+            legacy_with(1, Compression::None),
+            v2(2, Compression::Lz4),
+        ]
+        .concat();
+        let expected: Vec<Vec<u8>> = (0..3).map(value).collect();
+        let mut buffer = DecompressionBuffer::new();
+        walk(&input, Some(&mut buffer));
+        // Warm: the second walk neither takes a buffer from the pool nor gives one to it, and
+        // allocates nothing (had the legacy message dropped the caller's buffer, the last
+        // batch would have grown an empty one while the pool kept the old).
+        let before = thread_pool_stats();
+        let (values, taken) = walk(&input, Some(&mut buffer));
+        assert!(values == expected, "values differ");
+        assert_eq!(taken, 0);
+        assert_eq!(thread_pool_stats(), before);
+        assert!(buffer.capacity() >= value(2).len());
     });
 }
 
