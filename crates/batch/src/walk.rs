@@ -30,6 +30,16 @@ pub enum WalkEnd {
     },
 }
 
+/// Where a walk is, in one field so that each step tests one value.
+#[derive(Clone, Copy, Debug)]
+enum State {
+    Walking,
+    /// Stopped on an error: the next batch boundary cannot be trusted.
+    Failed,
+    /// Reached the end of the input, or a batch the input cuts off.
+    Ended(WalkEnd),
+}
+
 /// Walks the concatenated batches (v2 batches or legacy v0/v1 messages) in one buffer: a fetch
 /// response's `records` field, or a whole segment file.
 ///
@@ -45,8 +55,7 @@ pub struct BatchWalk<'a> {
     shared: Option<&'a Bytes>,
     config: &'a DecodeConfig,
     position: usize,
-    end: Option<WalkEnd>,
-    failed: bool,
+    state: State,
     /// The batch [`BatchWalk::next_ref`] fills in place.
     current: Batch<'a>,
     /// The caller's decompression buffer, if it lent one; an empty stand-in while `current`
@@ -62,8 +71,7 @@ impl<'a> BatchWalk<'a> {
             shared: None,
             config,
             position: 0,
-            end: None,
-            failed: false,
+            state: State::Walking,
             current: Batch::placeholder(),
             caller: None,
         }
@@ -97,14 +105,17 @@ impl<'a> BatchWalk<'a> {
     /// After the iterator returned `None`: how the walk ended. `None` while walking, or if the
     /// walk stopped on an error.
     pub fn end(&self) -> Option<WalkEnd> {
-        self.end
+        match self.state {
+            State::Ended(end) => Some(end),
+            State::Walking | State::Failed => None,
+        }
     }
 
     /// For segment files, where every batch must be whole: `Ok` if the walk consumed the
     /// whole input, [`Error::Truncated`] if it ended on a partial batch. Call after `None`.
     pub fn end_of_file(&self) -> Result<(), Error> {
-        match self.end {
-            Some(WalkEnd::Partial {
+        match self.state {
+            State::Ended(WalkEnd::Partial {
                 position,
                 base_offset,
                 needed,
@@ -139,7 +150,7 @@ impl<'a> BatchWalk<'a> {
     /// ```
     #[inline]
     pub fn next_ref(&mut self) -> Option<Result<&Batch<'a>, Error>> {
-        if self.failed || self.end.is_some() {
+        if !matches!(self.state, State::Walking) {
             return None;
         }
         let result = match self.frame()? {
@@ -167,7 +178,7 @@ impl<'a> BatchWalk<'a> {
                 Some(Ok(&self.current))
             }
             Err(e) => {
-                self.failed = true;
+                self.state = State::Failed;
                 Some(Err(e))
             }
         }
@@ -187,11 +198,11 @@ impl<'a> BatchWalk<'a> {
         let position = self.position;
         let rest = &self.input[position..];
         if rest.is_empty() {
-            self.end = Some(WalkEnd::Complete);
+            self.state = State::Ended(WalkEnd::Complete);
             return None;
         }
         let Some(head) = rest.first_chunk::<LOG_OVERHEAD>() else {
-            self.end = Some(WalkEnd::Partial {
+            self.state = State::Ended(WalkEnd::Partial {
                 position,
                 base_offset: read_i64(rest, 0),
                 needed: None,
@@ -219,7 +230,7 @@ impl<'a> BatchWalk<'a> {
             }));
         }
         if rest.len() < size {
-            self.end = Some(WalkEnd::Partial {
+            self.state = State::Ended(WalkEnd::Partial {
                 position,
                 base_offset: Some(offset),
                 needed: Some(size),
@@ -258,12 +269,12 @@ impl<'a> Iterator for BatchWalk<'a> {
     type Item = Result<Batch<'a>, Error>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.failed || self.end.is_some() {
+        if !matches!(self.state, State::Walking) {
             return None;
         }
         let item = self.next_batch();
         if matches!(item, Some(Err(_))) {
-            self.failed = true;
+            self.state = State::Failed;
         }
         item
     }
