@@ -3,10 +3,10 @@
 //! Producers write frames without a content size (librdkafka and the Java client's zstd-jni
 //! both compress as a stream). Streaming decompression of such a frame decodes each block into
 //! zstd's own window buffer and then copies it out; decoding in one pass straight into our
-//! buffer skips that copy. So a frame is first decoded in one pass into a region as large as
-//! the buffer already holds (a pooled buffer keeps the size of the batches before it), and
-//! only if it does not fit there is it decoded again by streaming, which grows the buffer as
-//! the output arrives and stops at the limit.
+//! buffer skips that copy. So a frame is first decoded in one pass into a region sized from
+//! the payload (a warm pooled buffer already holds it), and only if it does not fit there is
+//! it decoded again by streaming, which grows the buffer as the output arrives and stops at
+//! the limit.
 
 use std::cell::RefCell;
 
@@ -22,9 +22,10 @@ use crate::buffer::PooledBuf;
 /// byte that tells a frame that fits from one cut short). Larger outputs stream: above what
 /// the pool keeps, the region would be allocated and zeroed for every batch.
 const ONE_PASS_MAX: usize = (8 << 20) + 1;
-/// A one-pass region is at least this large, or this many times the payload.
+/// A one-pass region is at least this large, or this many times the payload: zstd frames of
+/// text rarely shrink more than 16 times; those that do are streamed.
 const ONE_PASS_MIN: usize = 64 << 10;
-const ONE_PASS_RATIO: usize = 8;
+const ONE_PASS_RATIO: usize = 16;
 
 thread_local! {
     static CONTEXT: RefCell<DCtx<'static>> = RefCell::new(DCtx::create());
@@ -49,12 +50,14 @@ pub(super) fn decompress(
     let hint = declared.map_or(payload.len().saturating_mul(4), |size| size + 1);
     // The region ends at least one byte past the content (or the limit): a frame that fills
     // it completely may have been cut short, and is streamed instead.
+    // From the payload alone, never from what the buffer happens to hold: which decoder runs
+    // decides how a corrupt frame is reported (the one-pass decoder and the streaming one name
+    // different errors), and that must not depend on the batches decoded before.
     let region = match declared {
         Some(size) => size + 1,
-        // What the buffer already holds, so a warm pooled buffer is used as it is rather
-        // than grown.
-        None => (out.capacity() - out.len())
-            .max(payload.len().saturating_mul(ONE_PASS_RATIO))
+        None => payload
+            .len()
+            .saturating_mul(ONE_PASS_RATIO)
             .max(ONE_PASS_MIN)
             .min(limit.saturating_add(1)),
     };
@@ -182,16 +185,16 @@ mod tests {
     }
 
     #[test]
-    fn content_larger_than_the_first_region_streams_and_the_next_batch_takes_one_pass() {
-        // Compresses far better than ONE_PASS_RATIO and is above ONE_PASS_MIN, so a fresh
-        // buffer's region is too small and the frame is streamed.
+    fn content_larger_than_the_region_is_streamed_into_a_fresh_buffer_and_a_warm_one() {
+        // Compresses far better than ONE_PASS_RATIO and is above ONE_PASS_MIN, so the region is
+        // too small and the frame is streamed: into a fresh buffer, and into the same buffer
+        // again once it holds the content (the region does not grow with the buffer).
         let content = text(600_000);
         let frame = streamed_frame(&content);
         assert!(frame.len() * ONE_PASS_RATIO < content.len());
         let mut out = PooledBuf::take();
         decompress(&frame, &mut out, 1 << 30).unwrap();
         assert_eq!(&out[..], &content[..]);
-        // The same buffer again: its capacity now holds the content, so one pass suffices.
         out.clear();
         assert!(out.capacity() > content.len());
         decompress(&frame, &mut out, 1 << 30).unwrap();
