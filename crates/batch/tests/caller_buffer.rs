@@ -126,10 +126,10 @@ fn a_legacy_wrapper_between_v2_batches_does_not_lose_the_callers_buffer() {
         ]
         .concat();
         let expected: Vec<Vec<u8>> = (0..7).map(value).collect();
-        // Each legacy wrapper decompresses into a buffer of its own from the pool; the v2
-        // batches after it (past an uncompressed one, which gives that buffer back) go into
-        // the caller's again. Had the walk dropped the caller's buffer with the batch that held
-        // it, they would each take one more: 4.
+        // Each legacy wrapper decompresses into a buffer of its own from the pool: two taken,
+        // where a walk without a buffer takes one for every run of compressed batches. (That
+        // the caller's buffer itself comes back at a legacy message is held by the next test:
+        // here buffers trade places and the counts would not show it.)
         let mut buffer = DecompressionBuffer::new();
         let (values, taken) = walk(&input, Some(&mut buffer));
         assert!(values == expected, "values differ");

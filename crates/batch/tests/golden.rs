@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use krec_batch::{
-    Batch, BatchWalk, ControlKind, DecodeConfig, DecompressionBuffer, Record, Records,
-    TimestampType, WalkEnd,
+    Batch, BatchWalk, ControlKind, DecodeConfig, DecompressionBuffer, Record, TimestampType,
+    WalkEnd,
 };
 use serde_json::Value;
 
@@ -81,50 +81,40 @@ type Decoded = (Vec<Expected>, Vec<(i64, &'static str)>);
 fn decode(bytes: &[u8]) -> Decoded {
     let config = DecodeConfig::default();
     let mut walk = BatchWalk::new(bytes, &config);
-    let mut out = (Vec::new(), Vec::new());
+    let (mut out, mut controls) = (Vec::new(), Vec::new());
     for batch in walk.by_ref() {
         let batch = batch.expect("batch decodes");
-        batch_into(&batch, &mut out, |records, each| {
-            for record in records {
-                each(&record.expect("record decodes"));
-            }
-        });
+        push_controls(&batch, &mut controls);
+        for record in batch.records() {
+            out.push(seen(&record.expect("record decodes")));
+        }
     }
     assert_eq!(
         walk.end(),
         Some(WalkEnd::Complete),
         "fixture files hold whole batches"
     );
-    out
+    (out, controls)
 }
 
 /// [`decode`] in place, into the caller's decompression buffer.
 fn decode_in_place(bytes: &[u8], buffer: &mut DecompressionBuffer) -> Decoded {
     let config = DecodeConfig::default();
     let mut walk = BatchWalk::new(bytes, &config).with_buffer(buffer);
-    let mut out = (Vec::new(), Vec::new());
+    let (mut out, mut controls) = (Vec::new(), Vec::new());
     while let Some(batch) = walk.next_ref() {
-        batch_into(
-            batch.expect("batch decodes"),
-            &mut out,
-            |mut records, each| {
-                while let Some(record) = records.next_ref() {
-                    each(record.expect("record decodes"));
-                }
-            },
-        );
+        let batch = batch.expect("batch decodes");
+        push_controls(batch, &mut controls);
+        let mut records = batch.records();
+        while let Some(record) = records.next_ref() {
+            out.push(seen(record.expect("record decodes")));
+        }
     }
     assert_eq!(walk.end(), Some(WalkEnd::Complete));
-    out
+    (out, controls)
 }
 
-/// Adds a batch's control records, and its data records as `read` hands them to its second
-/// argument.
-fn batch_into<'b>(
-    batch: &'b Batch<'_>,
-    (out, controls): &mut Decoded,
-    read: impl FnOnce(Records<'b>, &mut dyn FnMut(&Record<'_>)),
-) {
+fn push_controls(batch: &Batch<'_>, controls: &mut Vec<(i64, &'static str)>) {
     for control in batch.control_records() {
         let control = control.expect("control record decodes");
         let kind = match control.kind {
@@ -134,24 +124,26 @@ fn batch_into<'b>(
         };
         controls.push((control.offset, kind));
     }
-    read(batch.records(), &mut |record| {
-        out.push(Expected {
-            offset: record.offset(),
-            timestamp: Some(record.timestamp()),
-            timestamp_type: match record.timestamp_type() {
-                TimestampType::CreateTime => "create",
-                TimestampType::LogAppendTime => "log_append",
-                TimestampType::NoTimestamp => "none",
-            },
-            key: record.key().map(<[u8]>::to_vec),
-            value: record.value().map(<[u8]>::to_vec),
-            headers: record
-                .headers()
-                .iter()
-                .map(|h| (h.key.to_vec(), h.value.map(<[u8]>::to_vec)))
-                .collect(),
-        })
-    });
+}
+
+/// A decoded record in the form of the expected ones.
+fn seen(record: &Record<'_>) -> Expected {
+    Expected {
+        offset: record.offset(),
+        timestamp: Some(record.timestamp()),
+        timestamp_type: match record.timestamp_type() {
+            TimestampType::CreateTime => "create",
+            TimestampType::LogAppendTime => "log_append",
+            TimestampType::NoTimestamp => "none",
+        },
+        key: record.key().map(<[u8]>::to_vec),
+        value: record.value().map(<[u8]>::to_vec),
+        headers: record
+            .headers()
+            .iter()
+            .map(|h| (h.key.to_vec(), h.value.map(<[u8]>::to_vec)))
+            .collect(),
+    }
 }
 
 /// Compares, skipping timestamps the producer did not report.
