@@ -74,7 +74,7 @@ impl<'r> Header<'r> {
 pub struct Headers<'r> {
     /// The headers section (after the header count).
     section: &'r [u8],
-    count: u32,
+    count: HeaderCount,
     inline: InlineIndex,
     spilled: OnceCell<Box<SpilledIndex>>,
 }
@@ -85,33 +85,82 @@ pub(crate) fn fits_inline(count: usize, len: usize) -> bool {
     count <= INLINE_HEADERS && len < MAX_INLINE_SECTION
 }
 
+/// A record's header count, with the top bit set when the inline index does not cover the
+/// record. The record reader knows which index applies when it reads the headers; kept
+/// here, a lookup tells it with one comparison instead of testing [`fits_inline`] again
+/// (two comparisons and the section's length, each lookup).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct HeaderCount(u32);
+
+impl HeaderCount {
+    /// Set on counts whose record uses the wide index. Counts are below it: each header
+    /// takes at least two bytes of a record whose length is an `i32`.
+    const WIDE: u32 = 1 << 31;
+
+    /// `count` headers, covered by the inline index ([`fits_inline`] held).
+    #[inline(always)]
+    pub(crate) fn inline(count: u32) -> Self {
+        HeaderCount(count)
+    }
+
+    /// `count` headers, too many or too long for the inline index.
+    #[inline(always)]
+    pub(crate) fn wide(count: u32) -> Self {
+        HeaderCount(count | Self::WIDE)
+    }
+
+    /// Whether the record uses the wide index.
+    #[inline(always)]
+    fn is_wide(self) -> bool {
+        self.0 & Self::WIDE != 0
+    }
+
+    /// How many headers.
+    #[inline(always)]
+    fn count(self) -> usize {
+        (self.0 & !Self::WIDE) as usize
+    }
+
+    /// No headers, and the inline index (empty) covers them.
+    #[inline(always)]
+    fn is_zero(self) -> bool {
+        self.0 == 0
+    }
+
+    /// How many headers, when the inline index covers them.
+    #[inline(always)]
+    fn inline_count(self) -> Option<usize> {
+        // A wide count has the top bit set, so it is never this small.
+        (self.0 as usize <= INLINE_HEADERS).then_some(self.0 as usize)
+    }
+}
+
 impl<'r> Headers<'r> {
     #[inline(always)]
     pub(crate) fn inline_index_mut(&mut self) -> &mut InlineIndex {
         &mut self.inline
     }
 
-    /// Drops the heap index of the record these headers belonged to before.
-    #[inline(always)]
-    pub(crate) fn forget_spilled_index(&mut self) {
-        if self.spilled.get().is_some() {
-            self.spilled = OnceCell::new();
-        }
-    }
-
     /// `section` is the checked headers section holding `count` headers; the inline index
-    /// was filled while checking it (and is ignored unless [`fits_inline`]).
+    /// was filled while checking it when `count` says it covers them.
     #[inline(always)]
-    pub(crate) fn set_section(&mut self, section: &'r [u8], count: u32) {
+    pub(crate) fn set_section(&mut self, section: &'r [u8], count: HeaderCount) {
         self.section = section;
         self.count = count;
+        // A heap index left from the record these headers belonged to before is read only
+        // through a wide count, so only a wide record needs it gone: records the inline index
+        // covers skip the cell (and the last call of a record walk, which finds no record, no
+        // longer tests it either).
+        if count.is_wide() && self.spilled.get().is_some() {
+            self.spilled = OnceCell::new();
+        }
     }
 
     /// No headers.
     pub(crate) fn none() -> Self {
         Headers {
             section: &[],
-            count: 0,
+            count: HeaderCount::inline(0),
             inline: [Span::default(); INLINE_HEADERS],
             spilled: OnceCell::new(),
         }
@@ -119,18 +168,19 @@ impl<'r> Headers<'r> {
 
     /// Number of headers, duplicates included.
     pub fn len(&self) -> usize {
-        self.count as usize
+        self.count.count()
     }
 
     /// True when the record has no headers.
     pub fn is_empty(&self) -> bool {
-        self.count == 0
+        self.len() == 0
     }
 
     /// The first header with this key.
     #[inline]
     pub fn get(&self, key: &[u8]) -> Option<Header<'r>> {
-        if self.count == 0 {
+        // Only a record without headers has an all-zero count (a wide one has its top bit).
+        if self.count.is_zero() {
             return None;
         }
         self.find(key)
@@ -143,10 +193,9 @@ impl<'r> Headers<'r> {
     #[inline(always)]
     fn find(&self, key: &[u8]) -> Option<Header<'r>> {
         let bytes = self.section;
-        let count = self.count as usize;
-        if !fits_inline(count, bytes.len()) {
+        let Some(count) = self.count.inline_count() else {
             return self.iter().find(|h| h.key == key);
-        }
+        };
         for s in &self.inline[..count] {
             let (start, key_end) = (s.key_start as usize, s.value_length_at as usize);
             if key_end.wrapping_sub(start) != key.len() {
@@ -174,14 +223,12 @@ impl<'r> Headers<'r> {
     #[inline]
     pub fn iter(&self) -> impl Iterator<Item = Header<'r>> + '_ {
         let bytes = self.section;
-        let count = self.count as usize;
-        let (inline, spilled): (&[Span], &[WideSpan]) = if fits_inline(count, bytes.len()) {
-            (&self.inline[..count], &[])
-        } else {
-            (
+        let (inline, spilled): (&[Span], &[WideSpan]) = match self.count.inline_count() {
+            Some(count) => (&self.inline[..count], &[]),
+            None => (
                 &[],
-                &self.spilled.get_or_init(|| spill(bytes, count)).spans[..],
-            )
+                &self.spilled.get_or_init(|| spill(bytes, self.len())).spans[..],
+            ),
         };
         inline
             .iter()

@@ -47,13 +47,6 @@ impl<'r> Record<'r> {
         Record::without_headers(0, 0, timestamp_type, None, None, shared)
     }
 
-    /// Drops a spilled header index left from the record this one was before (records
-    /// filled in place by [`Records::next_ref`] reuse one `Record`).
-    #[inline(always)]
-    pub(crate) fn forget_spilled_index(&mut self) {
-        self.headers.forget_spilled_index();
-    }
-
     /// The header index, for the record iterator to fill in place.
     #[inline(always)]
     pub(crate) fn inline_index_mut(&mut self) -> &mut crate::headers::InlineIndex {
@@ -70,7 +63,7 @@ impl<'r> Record<'r> {
         key: Option<&'r [u8]>,
         value: Option<&'r [u8]>,
         headers: &'r [u8],
-        header_count: u32,
+        header_count: crate::headers::HeaderCount,
     ) {
         self.offset = offset;
         self.timestamp = timestamp;

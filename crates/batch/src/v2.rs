@@ -5,7 +5,7 @@ use bytes::Bytes;
 use crate::batch::{attributes, Batch, CallerBuffer, Header, Layout};
 use crate::codec;
 use crate::error::Field;
-use crate::headers::{fits_inline, InlineIndex, Span};
+use crate::headers::{fits_inline, HeaderCount, InlineIndex, Span};
 use crate::record::Record;
 use crate::varint::{
     read_varint, read_varint_encoded, read_varlong, zigzag32, VarintError, SHORT_LENGTH_MASK,
@@ -378,7 +378,7 @@ pub(crate) struct RawRecord<'d> {
     pub(crate) value: Option<&'d [u8]>,
     /// The headers section (after the header count).
     pub(crate) headers: &'d [u8],
-    pub(crate) header_count: u32,
+    pub(crate) header_count: HeaderCount,
 }
 
 /// Reads one record at `*pos` and checks it uses exactly its declared length. Header spans
@@ -431,7 +431,7 @@ fn read_record<'d>(
         });
     }
     let headers_start = p;
-    if fits_inline(header_count as usize, end - headers_start) {
+    let header_count = if fits_inline(header_count as usize, end - headers_start) {
         // Positions fit in 16 bits: the section is shorter than 64 KiB.
         // Tested first so that records without headers, the most common, skip the call and
         // the loop's setup (without it they paid 5-7 instructions each).
@@ -449,12 +449,14 @@ fn read_record<'d>(
                 };
             }
         }
+        HeaderCount::inline(header_count as u32)
     } else {
         for _ in 0..header_count {
             bytes_field(rec, &mut p, Field::HeaderKey, false)?;
             bytes_field(rec, &mut p, Field::HeaderValue, true)?;
         }
-    }
+        HeaderCount::wide(header_count as u32)
+    };
     if p != end {
         return Err(FieldError::Mismatch {
             declared: length as u64,
@@ -468,7 +470,7 @@ fn read_record<'d>(
         key,
         value,
         headers: &data[headers_start..end],
-        header_count: header_count as u32,
+        header_count,
     })
 }
 
@@ -627,7 +629,6 @@ impl<'b> V2Records<'b> {
     /// header index written straight into it.
     #[inline(always)]
     pub(crate) fn fill_next(&mut self, record: &mut Record<'b>) -> Option<Result<(), Error>> {
-        record.forget_spilled_index();
         let (_, raw) = match self.next_raw(record.inline_index_mut())? {
             Ok(r) => r,
             Err(e) => return Some(Err(e)),

@@ -176,3 +176,75 @@ fn short_long_and_null_headers_in_any_order_read_back_whole() {
         }
     }
 }
+
+/// A record's headers as owned keys and values, in wire order.
+type OwnedHeaders = Vec<(Vec<u8>, Option<Vec<u8>>)>;
+
+#[test]
+fn records_filled_in_place_never_read_the_heap_index_of_the_record_before() {
+    // One `Record` is refilled for each record of a batch: a wide record (too many headers,
+    // or a section past 64 KiB) builds a heap index on first lookup, and neither the records
+    // after it nor the next wide record may read that index.
+    let many: Vec<(Vec<u8>, Vec<u8>)> = (0..12)
+        .map(|i| {
+            (
+                format!("a{i}").into_bytes(),
+                format!("first-{i}").into_bytes(),
+            )
+        })
+        .collect();
+    let others: Vec<(Vec<u8>, Vec<u8>)> = (0..15)
+        .map(|i| {
+            (
+                format!("b{i}").into_bytes(),
+                format!("third-{i}").into_bytes(),
+            )
+        })
+        .collect();
+    let as_headers = |pairs: &[(Vec<u8>, Vec<u8>)]| -> OwnedHeaders {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.clone(), Some(v.clone())))
+            .collect()
+    };
+    let big = vec![0x5au8; 70_000];
+    let records: Vec<OwnedHeaders> = vec![
+        as_headers(&many),
+        vec![(b"a0".to_vec(), Some(b"inline".to_vec()))],
+        as_headers(&others),
+        // Wide by its length alone: two headers, a section past 64 KiB.
+        vec![(b"big".to_vec(), Some(big.clone())), (b"a1".to_vec(), None)],
+        as_headers(&many),
+    ];
+    let mut builder = BatchBuilder::new(0);
+    for headers in &records {
+        let borrowed: Vec<(&[u8], Option<&[u8]>)> = headers
+            .iter()
+            .map(|(k, v)| (k.as_slice(), v.as_deref()))
+            .collect();
+        builder = builder.record(Some(b"k"), None, &borrowed);
+    }
+    let bytes = builder.build();
+    let config = DecodeConfig::default();
+    let mut walk = BatchWalk::new(&bytes, &config);
+    let batch = walk.next_ref().unwrap().unwrap();
+    let mut in_place = batch.records();
+    for (i, expected) in records.iter().enumerate() {
+        let record = in_place.next_ref().unwrap().unwrap();
+        let h = record.headers();
+        // A lookup first, so that a wide record's heap index is built before `iter` reads it.
+        let (first_key, first_value) = &expected[0];
+        assert_eq!(
+            h.get(first_key).map(|x| x.value.map(<[u8]>::to_vec)),
+            Some(first_value.clone()),
+            "record {i}"
+        );
+        assert_eq!(h.get(b"b3").is_some(), i == 2, "record {i}");
+        let seen: OwnedHeaders = h
+            .iter()
+            .map(|x| (x.key.to_vec(), x.value.map(<[u8]>::to_vec)))
+            .collect();
+        assert_eq!(&seen, expected, "record {i}");
+    }
+    assert!(in_place.next_ref().is_none());
+}
