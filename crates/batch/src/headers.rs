@@ -70,7 +70,6 @@ impl<'r> Header<'r> {
 /// A record's headers, with the index of every key and value span.
 ///
 /// The record iterator already checked the bytes, so lookups cannot fail.
-#[derive(Clone)]
 pub struct Headers<'r> {
     /// The headers section (after the header count).
     section: &'r [u8],
@@ -292,6 +291,24 @@ fn spill(bytes: &[u8], count: usize) -> Box<SpilledIndex> {
         });
     });
     Box::new(SpilledIndex { spans })
+}
+
+impl Clone for Headers<'_> {
+    /// A heap index is cloned only with the record it belongs to: a record refilled in place
+    /// keeps the index of an earlier wide record until the next wide one (see
+    /// `set_section`), and a copy of a later record has no use for it.
+    fn clone(&self) -> Self {
+        Headers {
+            section: self.section,
+            count: self.count,
+            inline: self.inline,
+            spilled: if self.count.is_wide() {
+                self.spilled.clone()
+            } else {
+                OnceCell::new()
+            },
+        }
+    }
 }
 
 impl std::fmt::Debug for Headers<'_> {

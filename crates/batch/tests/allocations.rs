@@ -155,3 +155,30 @@ fn warm_batches_decode_without_allocating() {
         }
     }
 }
+
+#[test]
+fn a_copy_of_a_record_does_not_copy_the_heap_index_of_an_earlier_record() {
+    // Eleven headers are past the inline index: the first record's lookup builds a heap
+    // index, which the record refilled in place keeps until the next wide record. A copy of
+    // the second record (one header) must not copy that index.
+    let keys: Vec<Vec<u8>> = (0..11).map(|i| format!("h{i}").into_bytes()).collect();
+    let many: Vec<(&[u8], Option<&[u8]>)> =
+        keys.iter().map(|k| (&k[..], Some(&b"v"[..]))).collect();
+    let input = BatchBuilder::new(0)
+        .record(Some(b"k"), Some(b"v"), &many)
+        .record(Some(b"k"), Some(b"v"), &[(b"one", Some(b"1"))])
+        .build();
+    let config = DecodeConfig::default();
+    let mut walk = BatchWalk::new(&input, &config);
+    let batch = walk.next_ref().unwrap().unwrap();
+    let mut records = batch.records();
+    let wide = records.next_ref().unwrap().unwrap();
+    assert_eq!(wide.headers().get(b"h10").unwrap().value, Some(&b"v"[..]));
+    let inline = records.next_ref().unwrap().unwrap();
+    let before = allocations();
+    let copy = inline.clone();
+    let after = allocations();
+    assert_eq!(after - before, 0, "allocations copying an inline record");
+    assert_eq!(copy.headers().get(b"one").unwrap().value, Some(&b"1"[..]));
+    assert_eq!(copy.headers().len(), 1);
+}
