@@ -362,36 +362,36 @@ mod tests {
         assert_eq!(INSTRUCTIONS_BELOW.load(Ordering::Relaxed), bound);
     }
 
+    /// `split` against the `crc32c` crate on every length from `from` to below 1 KiB.
+    /// Callers check first that the CPU has SSE4.2 and PCLMULQDQ.
+    #[cfg(target_arch = "x86_64")]
+    fn assert_split_matches(split: unsafe fn(&[u8]) -> u32, from: usize, seed: u64) {
+        let data = random_bytes(SMALL_BELOW, seed);
+        for len in from..SMALL_BELOW {
+            // SAFETY: the caller found SSE4.2 and PCLMULQDQ on this CPU.
+            let crc = unsafe { split(&data[..len]) };
+            assert_eq!(crc, crc32c::crc32c(&data[..len]), "length {len}");
+        }
+    }
+
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn the_two_streams_themselves_match_when_the_cpu_has_the_instructions() {
-        if !cpu_has_crc_instructions() {
-            return;
-        }
-        let data = random_bytes(SMALL_BELOW, 13);
-        // From the shortest input that gives each stream one step to 15 steps (60 words a
-        // stream, within the constants' table), each with every tail length: not only the
-        // lengths `crc32c` sends here.
-        for len in 64..SMALL_BELOW {
-            // SAFETY: SSE4.2 and PCLMULQDQ were detected just above.
-            let split = unsafe { two_streams(&data[..len]) };
-            assert_eq!(split, crc32c::crc32c(&data[..len]), "length {len}");
+        if cpu_has_crc_instructions() {
+            // From the shortest input that gives each stream one step to 15 steps (60 words
+            // a stream, within the constants' table), each with every tail length: not only
+            // the lengths `crc32c` sends here.
+            assert_split_matches(two_streams, 64, 13);
         }
     }
 
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn the_three_streams_themselves_match_when_the_cpu_has_the_instructions() {
-        if !cpu_has_crc_instructions() {
-            return;
-        }
-        let data = random_bytes(SMALL_BELOW, 11);
-        // From the shortest input that fills each stream with one word, so every join
-        // constant is used, not only those of the lengths `crc32c` sends here.
-        for len in 24..SMALL_BELOW {
-            // SAFETY: SSE4.2 and PCLMULQDQ were detected just above.
-            let split = unsafe { three_streams(&data[..len]) };
-            assert_eq!(split, crc32c::crc32c(&data[..len]), "length {len}");
+        if cpu_has_crc_instructions() {
+            // From the shortest input that fills each stream with one word, so every join
+            // constant is used, not only those of the lengths `crc32c` sends here.
+            assert_split_matches(three_streams, 24, 11);
         }
     }
 
