@@ -45,7 +45,7 @@ pub(crate) fn crc32c(data: &[u8]) -> u32 {
     #[cfg(target_arch = "x86_64")]
     if data.len() < INSTRUCTIONS_BELOW.load(std::sync::atomic::Ordering::Relaxed) {
         // SAFETY: the bound is above zero only once `detect_crc_instructions` found SSE4.2 and
-        // PCLMULQDQ on this CPU, all these functions need.
+        // PCLMULQDQ on this CPU, which is all `with_crc_instructions` needs.
         return unsafe { with_crc_instructions(data) };
     }
     without_crc_instructions(data)
