@@ -7,7 +7,7 @@
 
 use std::collections::BTreeSet;
 
-use krec::consumer::consumer::{Consumer, ConsumerConfig, Fetched, StartOffset};
+use krec::consumer::{Consumer, ConsumerConfig, Fetched, StartOffset};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -10,10 +10,8 @@
 
 use std::io::Write;
 
-use krec::consumer::consumer::group::{
-    GroupConfig, GroupConsumer, RebalanceListener, TopicPartition,
-};
-use krec::consumer::consumer::{ConsumerConfig, Fetched};
+use krec::consumer::group::{GroupConfig, GroupConsumer, RebalanceListener, TopicPartition};
+use krec::consumer::{ConsumerConfig, Fetched};
 
 /// Reports assignment changes on stderr.
 struct Report;

@@ -100,7 +100,7 @@ if [[ -n "${KREC_BIN:-}" ]]; then
     KREC="$KREC_BIN"
 else
     log "building krec (release)"
-    (cd "$REPO_ROOT" && cargo build -q --release -p krec-consumer --bin krec)
+    (cd "$REPO_ROOT" && cargo build -q --release -p krec-cli --bin krec)
     KREC="$REPO_ROOT/target/release/krec"
 fi
 

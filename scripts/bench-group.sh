@@ -52,7 +52,7 @@ RESULTS="$OUT/results.tsv"
 if [[ -n "${KREC_BIN:-}" ]]; then
     KREC="$KREC_BIN"
 else
-    (cd "$REPO_ROOT" && cargo build -q --release -p krec-consumer --bin krec)
+    (cd "$REPO_ROOT" && cargo build -q --release -p krec-cli --bin krec)
     KREC="$REPO_ROOT/target/release/krec"
 fi
 command -v /usr/bin/python3 >/dev/null || die "/usr/bin/python3 with python3-confluent-kafka is needed (scripts/install-deps.sh)"
@@ -148,9 +148,9 @@ failover_run() {
     args+=(--group-protocol "$protocol" --assignor "$assignor")
     /usr/bin/python3 -c "$PACED" "$BOOTSTRAP" "$topic" 40 2000 &
     producer=$!
-    RUST_LOG=krec_consumer::consumer::group=info "$KREC" "${args[@]}" >"$OUT/f0.out" 2>"$OUT/f0.err" &
+    RUST_LOG=krec_consumer::group=info "$KREC" "${args[@]}" >"$OUT/f0.out" 2>"$OUT/f0.err" &
     local victim=$!
-    RUST_LOG=krec_consumer::consumer::group=info "$KREC" "${args[@]}" >"$OUT/f1.out" 2>"$OUT/f1.err" &
+    RUST_LOG=krec_consumer::group=info "$KREC" "${args[@]}" >"$OUT/f1.out" 2>"$OUT/f1.err" &
     local survivor=$!
     # Settled: the victim's current assignment is half the partitions, for 3 s.
     owned=""

@@ -1,13 +1,28 @@
 //! krec: a fast Kafka consumer and record-batch decoder.
 //!
-//! This crate is a facade: it re-exports the three crates that do the work,
-//! so an embedding program can depend on `krec` alone.
+//! This crate is a facade: it re-exports the crates that do the work, so an embedding
+//! program can depend on `krec` alone. Each depends only on those listed above it.
 //!
-//! - [`lz4`]: Kafka's LZ4 frame decoding into per-thread pooled buffers (`krec-lz4`).
+//! - [`lz4`]: Kafka's LZ4 frames decoded into per-thread pooled buffers (`krec-lz4`).
 //! - [`batch`]: RecordBatch v2 and legacy message-set decoding (`krec-batch`).
-//! - [`consumer`]: the async Kafka consumer, output formats and the `krec` binary (`krec-consumer`).
+//! - [`client`]: the Kafka wire client: connections, Metadata, ListOffsets, Fetch, group
+//!   calls (`krec-client`).
+//! - [`consumer`]: the embeddable async consumer and consumer groups (`krec-consumer`).
+//!
+//! The `krec` command itself is the `krec-cli` package (`cargo install --path crates/cli`).
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), krec::consumer::Error> {
+//! use krec::consumer::{Consumer, ConsumerConfig, StartOffset};
+//! let mut consumer = Consumer::connect(ConsumerConfig::new(vec!["127.0.0.1:9092".into()])).await?;
+//! let partitions = consumer.partitions("events").await?;
+//! consumer.assign("events", &partitions, StartOffset::Beginning).await?;
+//! # Ok(())
+//! # }
+//! ```
 #![deny(missing_docs)]
 
 pub use krec_batch as batch;
+pub use krec_client as client;
 pub use krec_consumer as consumer;
 pub use krec_lz4 as lz4;

@@ -1,17 +1,390 @@
-//! krec-consumer: the async Kafka consumer, the output formats, and the `krec` command.
+//! krec-consumer: the embeddable async Kafka consumer.
 //!
-//! Layout (each module has one job):
-//! - [`format`](mod@format): turning decoded records into output bytes (JSON lines, kcat-style templates, raw).
-//! - [`client`]: the Kafka wire client (connections, ApiVersions, Metadata, ListOffsets, Fetch).
-//! - [`consumer`]: the fetch pipeline and the embeddable async consumer API.
-//! - [`cli`]: the `krec decode` and `krec consume` subcommands.
-//! - [`error`]: the crate's one error enum.
+//! It reads partitions through `krec-client` and hands out their record batches as borrowed
+//! views (`krec-batch`): no copy of record bytes, no output formats, no argument parsing.
+//!
+//! Layout, from the bottom up:
+//! - [`config`]: settings, start offsets, reset policy.
+//! - [`cursor`]: per-partition positions and what one fetch response does to them.
+//! - [`chunk`]: fetched data and its decoding (aborted transactions hidden, borrowed records).
+//! - `coordinator`: Metadata and ListOffsets lookups; starts one fetch loop per leader.
+//! - `fetch_loop`: one fetch in flight per broker, the next sent before decoding.
+//! - [`workers`]: decode threads with per-partition ordering, for programs that print.
+//! - [`group`]: consumer groups (classic protocol and KIP-848) over the same fetch pipeline,
+//!   committing only what has been written out.
+//! - [`error`]: the crate's one error enum; the client's errors wrap into it.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), krec_consumer::Error> {
+//! use krec_consumer::{Consumer, ConsumerConfig, Fetched, StartOffset};
+//! let config = ConsumerConfig::new(vec!["127.0.0.1:9092".into()]);
+//! let mut consumer = Consumer::connect(config.clone()).await?;
+//! let partitions = consumer.partitions("events").await?;
+//! consumer.assign("events", &partitions, StartOffset::Beginning).await?;
+//! loop {
+//!     if let Fetched::Chunk(chunk) = consumer.poll().await? {
+//!         for batch in chunk.batches(&config.decode) {
+//!             for record in batch?.records() {
+//!                 let record = record?;
+//!                 println!("{} {:?}", record.offset(), record.value());
+//!             }
+//!         }
+//!     }
+//! }
+//! # }
+//! ```
 #![deny(missing_docs)]
 
-pub mod cli;
-pub mod client;
-pub mod consumer;
+pub mod chunk;
+pub mod config;
+mod coordinator;
+pub mod cursor;
 pub mod error;
-pub mod format;
+mod fetch_loop;
+pub mod group;
+mod shared;
+pub mod workers;
 
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, Mutex as AsyncMutex};
+
+pub use chunk::{ChunkBatch, ChunkBatchRef, ChunkBatches, ChunkRecords, PartitionChunk};
+pub use config::{ConsumerConfig, OffsetReset, StartOffset};
 pub use error::Error;
+pub use group::{GroupConfig, GroupConsumer};
+
+use cursor::{Cursor, CursorState};
+use krec_client::metadata::MetadataClient;
+use krec_client::Error as ClientError;
+use shared::{Event, Shared};
+
+/// Metadata answers in a row that must miss a topic before [`Consumer::partitions`] calls it
+/// unknown.
+pub const UNKNOWN_TOPIC_LOOKUPS: u32 = 5;
+
+/// The pause between those answers: together about a second, which covers a topic created
+/// just before the consumer started.
+pub const UNKNOWN_TOPIC_RETRY_DELAY: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// What [`Consumer::poll`] returns.
+#[derive(Debug)]
+pub enum Fetched {
+    /// Fetched record batches of one partition.
+    Chunk(PartitionChunk),
+    /// A partition reached its end offset (high watermark, or last stable offset when reading
+    /// committed data) as observed by the fetch that got there.
+    EndOfPartition {
+        /// Topic name.
+        topic: Arc<str>,
+        /// Partition id.
+        partition: i32,
+        /// The end offset.
+        offset: i64,
+    },
+}
+
+/// Where one assigned partition stands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartitionPosition {
+    /// Topic name.
+    pub topic: Arc<str>,
+    /// Partition id.
+    pub partition: i32,
+    /// Next offset to fetch (-1 while the start offset is being looked up).
+    pub offset: i64,
+    /// Last high watermark seen (-1 before the first fetch).
+    pub high_watermark: i64,
+    /// Last stable offset seen (-1 before the first fetch).
+    pub last_stable_offset: i64,
+}
+
+impl PartitionPosition {
+    /// Records between the position and the end the consumer reads to (0 when unknown).
+    pub fn lag(&self, read_committed: bool) -> i64 {
+        let end = if read_committed && self.last_stable_offset >= 0 {
+            self.last_stable_offset
+        } else {
+            self.high_watermark
+        };
+        if end < 0 || self.offset < 0 {
+            0
+        } else {
+            (end - self.offset).max(0)
+        }
+    }
+}
+
+/// An async Kafka consumer of assigned partitions (no consumer group).
+///
+/// Background tasks fetch from every leader with one request in flight per broker; fetched
+/// data waits in a queue bounded by [`ConsumerConfig::buffer_bytes`] until [`Consumer::poll`]
+/// hands it out. Dropping the consumer stops the tasks.
+#[derive(Debug)]
+pub struct Consumer {
+    shared: Arc<Shared>,
+    events: mpsc::UnboundedReceiver<Event>,
+    metadata: Arc<AsyncMutex<MetadataClient>>,
+    /// Set by the first fatal error: later polls fail at once instead of waiting forever.
+    stopped: bool,
+    /// Counts [`Consumer::assign_at`] calls: a partition assigned again starts a generation no
+    /// chunk of its earlier assignment, still queued, can carry.
+    assignments: u64,
+}
+
+impl Consumer {
+    /// Connects to the first bootstrap broker that answers and starts the background tasks.
+    /// Must be called inside a tokio runtime.
+    pub async fn connect(config: ConsumerConfig) -> Result<Self, Error> {
+        let mut metadata = MetadataClient::new(config.bootstrap.clone(), config.connection.clone());
+        metadata.fetch(&[]).await?;
+        let metadata = Arc::new(AsyncMutex::new(metadata));
+        let (sender, events) = mpsc::unbounded_channel();
+        let shared = Shared::new(config, sender);
+        let task = tokio::spawn(coordinator::run(shared.clone(), metadata.clone()));
+        shared.track(task);
+        Ok(Self {
+            shared,
+            events,
+            metadata,
+            stopped: false,
+            assignments: 0,
+        })
+    }
+
+    /// The settings the consumer runs with.
+    pub fn config(&self) -> &ConsumerConfig {
+        &self.shared.config
+    }
+
+    /// The partition ids of `topic`, or [`ClientError::UnknownTopic`].
+    ///
+    /// A topic created a moment ago may not have reached the answering broker's metadata yet
+    /// (KRaft brokers learn of it asynchronously), so "unknown" is believed only after
+    /// [`UNKNOWN_TOPIC_LOOKUPS`] answers in a row, [`UNKNOWN_TOPIC_RETRY_DELAY`] apart.
+    pub async fn partitions(&self, topic: &str) -> Result<Vec<i32>, Error> {
+        let mut lookups = 0;
+        loop {
+            lookups += 1;
+            let metadata = self
+                .metadata
+                .lock()
+                .await
+                .fetch(&[topic.to_owned()])
+                .await?;
+            match metadata.topic(topic) {
+                Ok(found) => return Ok(found.partitions.iter().map(|p| p.partition).collect()),
+                Err(ClientError::UnknownTopic { .. }) if lookups < UNKNOWN_TOPIC_LOOKUPS => {
+                    tracing::debug!(topic, lookups, "topic not in metadata yet; asking again");
+                    tokio::time::sleep(UNKNOWN_TOPIC_RETRY_DELAY).await;
+                }
+                Err(error) => return Err(error.into()),
+            }
+        }
+    }
+
+    /// Adds partitions of `topic`, each starting at `start` (already assigned ones seek).
+    pub async fn assign(
+        &mut self,
+        topic: &str,
+        partitions: &[i32],
+        start: StartOffset,
+    ) -> Result<(), Error> {
+        let existing = self.partitions(topic).await?;
+        if let Some(missing) = partitions.iter().find(|p| !existing.contains(p)) {
+            return Err(Error::UnknownPartition {
+                topic: topic.to_owned(),
+                partition: *missing,
+                count: existing.len(),
+            });
+        }
+        let topic: Arc<str> = Arc::from(topic);
+        {
+            let mut state = self.shared.state();
+            for &partition in partitions {
+                let key = (topic.clone(), partition);
+                match state.cursors.get_mut(&key) {
+                    Some(cursor) => seek_cursor(cursor, start),
+                    None => {
+                        state
+                            .cursors
+                            .insert(key, Cursor::new(topic.clone(), partition, start));
+                    }
+                }
+            }
+            state.metadata_stale = true;
+        }
+        self.shared.coordinator_wakeup.notify_one();
+        Ok(())
+    }
+
+    /// Adds partitions, each with its own start, without checking them against the metadata
+    /// first (a group coordinator's assignment names partitions that exist; one that does not
+    /// fails when the leaders are looked up). Already assigned ones seek.
+    pub fn assign_at(&mut self, starts: &[(String, i32, StartOffset)]) {
+        self.assignments += 1;
+        let generation = self.assignments << 32;
+        {
+            let mut state = self.shared.state();
+            for (topic, partition, start) in starts {
+                let topic: Arc<str> = Arc::from(topic.as_str());
+                let key = (topic.clone(), *partition);
+                match state.cursors.get_mut(&key) {
+                    Some(cursor) => seek_cursor(cursor, *start),
+                    None => {
+                        let mut cursor = Cursor::new(topic, *partition, *start);
+                        cursor.generation = generation;
+                        state.cursors.insert(key, cursor);
+                    }
+                }
+            }
+            state.metadata_stale = true;
+        }
+        self.shared.coordinator_wakeup.notify_one();
+        self.shared.fetch_wakeup.notify_waiters();
+    }
+
+    /// Removes partitions: nothing fetched for them is handed out after this returns (data
+    /// already in flight is dropped when it arrives).
+    pub fn unassign(&mut self, partitions: &[(String, i32)]) {
+        let mut state = self.shared.state();
+        for (topic, partition) in partitions {
+            let key = (Arc::<str>::from(topic.as_str()), *partition);
+            state.cursors.remove(&key);
+        }
+    }
+
+    /// Moves an assigned partition to `start`; data fetched for the old position is dropped.
+    pub fn seek(&mut self, topic: &str, partition: i32, start: StartOffset) -> Result<(), Error> {
+        {
+            let mut state = self.shared.state();
+            let cursor = state
+                .cursors
+                .iter_mut()
+                .find(|((t, p), _)| &**t == topic && *p == partition)
+                .map(|(_, cursor)| cursor)
+                .ok_or_else(|| Error::InvalidArgument {
+                    what: "partition",
+                    detail: format!("{topic}/{partition} is not assigned"),
+                })?;
+            seek_cursor(cursor, start);
+        }
+        self.shared.coordinator_wakeup.notify_one();
+        self.shared.fetch_wakeup.notify_waiters();
+        Ok(())
+    }
+
+    /// The next chunk or end-of-partition notice, in fetch order per partition.
+    ///
+    /// Errors are final: after one, the consumer has stopped fetching.
+    pub async fn poll(&mut self) -> Result<Fetched, Error> {
+        if self.stopped {
+            return Err(Error::Stopped);
+        }
+        loop {
+            let event = self.events.recv().await.ok_or(Error::Stopped)?;
+            match event {
+                Event::Chunk(chunk) => {
+                    if self.is_current(chunk.topic_arc(), chunk.partition(), chunk.generation()) {
+                        return Ok(Fetched::Chunk(chunk));
+                    }
+                }
+                Event::EndOfPartition {
+                    topic,
+                    partition,
+                    offset,
+                    generation,
+                } => {
+                    if self.is_current(&topic, partition, generation) {
+                        return Ok(Fetched::EndOfPartition {
+                            topic,
+                            partition,
+                            offset,
+                        });
+                    }
+                }
+                Event::Failed(error) => {
+                    self.stopped = true;
+                    self.shared.stop();
+                    return Err(error);
+                }
+            }
+        }
+    }
+
+    /// Where every assigned partition stands.
+    pub fn positions(&self) -> Vec<PartitionPosition> {
+        let state = self.shared.state();
+        state
+            .cursors
+            .values()
+            .map(|c| PartitionPosition {
+                topic: c.topic.clone(),
+                partition: c.partition,
+                offset: match c.state {
+                    CursorState::NeedsOffset(_) => -1,
+                    _ => c.offset,
+                },
+                high_watermark: c.high_watermark,
+                last_stable_offset: c.last_stable_offset,
+            })
+            .collect()
+    }
+
+    fn is_current(&self, topic: &Arc<str>, partition: i32, generation: u64) -> bool {
+        let state = self.shared.state();
+        state
+            .cursors
+            .get(&(topic.clone(), partition))
+            .is_some_and(|cursor| cursor.generation == generation)
+    }
+}
+
+impl Drop for Consumer {
+    fn drop(&mut self) {
+        self.shared.stop();
+    }
+}
+
+fn seek_cursor(cursor: &mut Cursor, start: StartOffset) {
+    cursor.generation += 1;
+    cursor.at_end = false;
+    cursor.stalled_fetches = 0;
+    match start {
+        StartOffset::Offset(offset) => {
+            cursor.offset = offset;
+            cursor.state = if cursor.leader >= 0 {
+                CursorState::Ready
+            } else {
+                CursorState::NeedsLeader
+            };
+        }
+        other => cursor.state = CursorState::NeedsOffset(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PartitionPosition;
+    use std::sync::Arc;
+
+    fn position(offset: i64, high_watermark: i64, last_stable_offset: i64) -> PartitionPosition {
+        PartitionPosition {
+            topic: Arc::from("t"),
+            partition: 0,
+            offset,
+            high_watermark,
+            last_stable_offset,
+        }
+    }
+
+    #[test]
+    fn lag_counts_to_the_end_the_consumer_reads_to() {
+        assert_eq!(position(10, 50, 40).lag(false), 40);
+        assert_eq!(position(10, 50, 40).lag(true), 30);
+        // Unknown positions or ends report no lag rather than a made-up one.
+        assert_eq!(position(-1, 50, 40).lag(false), 0);
+        assert_eq!(position(10, -1, -1).lag(true), 0);
+        assert_eq!(position(60, 50, 50).lag(false), 0);
+    }
+}

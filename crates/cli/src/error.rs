@@ -1,0 +1,72 @@
+//! The crate's one error enum.
+
+/// Everything that can go wrong in the `krec` command, with the file, option or topic it concerns.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Consuming failed (the consumer's error names the topic, partition, group or broker).
+    #[error(transparent)]
+    Consumer(#[from] krec_consumer::Error),
+
+    /// Reading or writing a file or stream failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done (e.g. the file path).
+        context: String,
+        /// The underlying I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// A command-line or configuration value is invalid.
+    #[error("invalid {what}: {detail}")]
+    InvalidArgument {
+        /// Which argument.
+        what: &'static str,
+        /// Why it is invalid.
+        detail: String,
+    },
+
+    /// An output format option (`--format` template, delimiter) could not be parsed.
+    #[error("invalid {option} {text:?}: byte {position}: {reason}")]
+    InvalidFormat {
+        /// Which option held the text (e.g. `--format`).
+        option: &'static str,
+        /// The text as given.
+        text: String,
+        /// Byte position of the problem within `text`.
+        position: usize,
+        /// What is wrong there.
+        reason: String,
+    },
+
+    /// An input file holds bytes that are not valid Kafka batches (or ends inside one).
+    #[error("{file}: byte {position}: offset {}: {source}", offset_text(*.offset))]
+    DecodeInput {
+        /// The file (`-` for standard input).
+        file: String,
+        /// Byte position in the file of the batch where decoding failed.
+        position: usize,
+        /// Base offset of that batch, when it could be read.
+        offset: Option<i64>,
+        /// What krec-batch found wrong.
+        #[source]
+        source: krec_batch::Error,
+    },
+
+    /// An input file is larger than the configured bound on what is read into memory.
+    #[error("{file}: {size} bytes, over the limit of {limit} (raise --max-file-bytes)")]
+    InputTooLarge {
+        /// The file (`-` for standard input).
+        file: String,
+        /// Its size, or the bytes read before stopping.
+        size: u64,
+        /// The bound.
+        limit: u64,
+    },
+}
+
+/// Shows an offset that may be unknown.
+fn offset_text(offset: Option<i64>) -> String {
+    offset.map_or_else(|| "unknown".to_owned(), |offset| offset.to_string())
+}

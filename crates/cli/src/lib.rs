@@ -1,0 +1,37 @@
+//! krec-cli: the `krec` command, `krec decode` for segment files and `krec consume` for a
+//! live cluster.
+//!
+//! This library is what the binary, its tests and its benches share; it is not a public API
+//! (embed `krec-consumer` and `krec-batch` instead).
+//!
+//! Layout, from the bottom up:
+//! - [`error`]: the crate's one error enum; the consumer's errors wrap into it.
+//! - [`format`](mod@format): decoded records into output bytes (JSON lines, kcat-style
+//!   templates, raw values).
+//! - [`decode`]: `krec decode`: segment files read in runs of whole batches, decoded on many
+//!   threads, written in input order.
+//! - [`consume`]: `krec consume`: arguments into a consumer configuration, records out, logging.
+//!
+//! ```
+//! use krec_cli::format::{OutputFormat, RecordContext, RecordWriter};
+//!
+//! let file = std::fs::read("../../tests/data/java-lz4.bin").unwrap();
+//! let mut out = Vec::new();
+//! let mut writer = RecordWriter::new(&mut out, OutputFormat::Json);
+//! let context = RecordContext::default();
+//! for batch in krec_batch::BatchWalk::new(&file, &Default::default()) {
+//!     for record in batch.unwrap().records() {
+//!         writer.write_record(&context, &record.unwrap()).unwrap();
+//!     }
+//! }
+//! writer.flush().unwrap();
+//! assert!(out.starts_with(b"{\"topic\""));
+//! ```
+#![deny(missing_docs)]
+
+pub mod consume;
+pub mod decode;
+pub mod error;
+pub mod format;
+
+pub use error::Error;

@@ -1,0 +1,23 @@
+//! The `krec` command: `krec decode` for segment files, `krec consume` for a live cluster.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use krec_cli as cli;
+
+/// krec: a fast Kafka consumer and record-batch decoder.
+#[derive(Debug, Parser)]
+#[command(name = "krec", version, about)]
+enum Command {
+    /// Decode Kafka log segment files and write their records out.
+    Decode(cli::decode::DecodeArgs),
+    /// Consume topics from a Kafka cluster and write their records out.
+    Consume(cli::consume::ConsumeArgs),
+}
+
+fn main() -> ExitCode {
+    match Command::parse() {
+        Command::Decode(args) => cli::decode::run(args),
+        Command::Consume(args) => cli::consume::run(args),
+    }
+}

@@ -1,0 +1,6 @@
+//! Helpers shared by the `krec` binary's tests; each test file takes what it needs.
+#![allow(dead_code)]
+
+pub mod broker;
+pub mod decode;
+pub mod group;

@@ -1,0 +1,118 @@
+//! The crate's one error enum.
+
+/// Everything that can go wrong talking to Kafka brokers, with the broker and request it concerns.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A TCP connection to a broker could not be opened or broke while in use.
+    #[error("broker {broker}: {action}: {source}")]
+    Connection {
+        /// `host:port` of the broker.
+        broker: String,
+        /// What the client was doing (connecting, sending a request, reading a response).
+        action: &'static str,
+        /// The underlying I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// A broker did not answer within the allowed time.
+    #[error("broker {broker}: no response to {api} within {timeout_ms} ms")]
+    Timeout {
+        /// `host:port` of the broker.
+        broker: String,
+        /// The request that timed out.
+        api: &'static str,
+        /// The time limit that passed.
+        timeout_ms: u64,
+    },
+
+    /// A broker sent bytes that do not follow the Kafka protocol.
+    #[error("broker {broker}: malformed {api} response: {detail}")]
+    Protocol {
+        /// `host:port` of the broker.
+        broker: String,
+        /// The request whose response was malformed.
+        api: &'static str,
+        /// What was wrong.
+        detail: String,
+    },
+
+    /// A response frame announced more bytes than the configured bound allows.
+    #[error("broker {broker}: response frame of {size} bytes exceeds the {max} byte limit")]
+    FrameTooLarge {
+        /// `host:port` of the broker.
+        broker: String,
+        /// The size announced on the wire.
+        size: i64,
+        /// The configured bound.
+        max: usize,
+    },
+
+    /// The broker does not speak any version of an API that this client supports.
+    #[error("broker {broker}: no common version of {api} (broker {broker_min}..={broker_max}, ours {ours_min}..={ours_max})")]
+    UnsupportedVersion {
+        /// `host:port` of the broker.
+        broker: String,
+        /// The API.
+        api: &'static str,
+        /// Lowest version the broker speaks.
+        broker_min: i16,
+        /// Highest version the broker speaks.
+        broker_max: i16,
+        /// Lowest version we speak.
+        ours_min: i16,
+        /// Highest version we speak.
+        ours_max: i16,
+    },
+
+    /// A broker answered with an error code that the client cannot recover from.
+    #[error("broker {broker}: {api} for {topic}/{partition}: error {code} ({name})")]
+    Broker {
+        /// `host:port` or node id of the broker.
+        broker: String,
+        /// The request.
+        api: &'static str,
+        /// Topic concerned (empty when the error is not about a topic).
+        topic: String,
+        /// Partition concerned (-1 when not about a partition).
+        partition: i32,
+        /// Kafka's error code.
+        code: i16,
+        /// Kafka's name for the error code.
+        name: String,
+    },
+
+    /// None of the bootstrap brokers could be reached.
+    #[error("no bootstrap broker reachable ({brokers}): last error: {last}")]
+    NoBroker {
+        /// The bootstrap list that was tried.
+        brokers: String,
+        /// The error of the last attempt.
+        last: Box<Error>,
+    },
+
+    /// The topic does not exist in the cluster.
+    #[error("unknown topic {topic:?} (the cluster has no topic of that name)")]
+    UnknownTopic {
+        /// The topic that was asked for.
+        topic: String,
+    },
+
+    /// A command-line or configuration value is invalid.
+    #[error("invalid {what}: {detail}")]
+    InvalidArgument {
+        /// Which argument.
+        what: &'static str,
+        /// Why it is invalid.
+        detail: String,
+    },
+}
+
+impl Error {
+    /// The connection broke or a response did not come in time: worth a new connection and a
+    /// retry, unlike an answer the broker gave.
+    pub fn is_connection_failure(&self) -> bool {
+        matches!(self, Self::Connection { .. } | Self::Timeout { .. })
+    }
+}

@@ -1,0 +1,96 @@
+//! krec-client: the Kafka wire client under `krec-consumer`.
+//!
+//! One [`Connection`] per broker, built from [`ConnectionSettings`] and then used; nothing
+//! above [`connection`] knows how its bytes travel. Messages are encoded and decoded by the
+//! `kafka-protocol` crate (its record codecs off): record bytes stay opaque `Bytes` slices of
+//! the response frame, decoded by krec-batch elsewhere.
+//!
+//! Layout, from the bottom up:
+//! - `frame_pool`, `receive_wait`: the reused response buffers and the socket's wake-up mark.
+//! - [`versions`]: ApiVersions and the version each request is sent at.
+//! - [`connection`]: framing, request/response matching, timeouts, one broker.
+//! - [`metadata`], [`offsets`], [`fetch`], [`group`]: the requests, each in its own module.
+//! - [`error`]: the crate's one error enum, naming the broker and request.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), krec_client::Error> {
+//! use krec_client::metadata::MetadataClient;
+//! use krec_client::ConnectionSettings;
+//!
+//! let settings = ConnectionSettings::default();
+//! let mut client = MetadataClient::new(vec!["127.0.0.1:9092".into()], settings);
+//! let cluster = client.fetch(&["events".to_owned()]).await?;
+//! for partition in &cluster.topic("events")?.partitions {
+//!     let leader = cluster.brokers.get(&partition.leader);
+//!     println!("partition {}: leader {leader:?}", partition.partition);
+//! }
+//! # Ok(())
+//! # }
+//! ```
+#![deny(missing_docs)]
+
+pub mod connection;
+pub mod error;
+pub mod fetch;
+mod frame_pool;
+pub mod group;
+pub mod metadata;
+pub mod offsets;
+mod receive_wait;
+pub mod versions;
+
+pub use connection::{Connection, ConnectionSettings};
+pub use error::Error;
+
+/// Kafka's name for an error code, for messages (`"NOT_LEADER_OR_FOLLOWER"`-like text).
+pub fn error_name(code: i16) -> String {
+    match kafka_protocol::ResponseError::try_from_code(code) {
+        Some(error) => format!("{error:?}"),
+        None => format!("unknown error code {code}"),
+    }
+}
+
+/// Kafka error codes this client reacts to by name.
+pub mod codes {
+    /// OFFSET_OUT_OF_RANGE.
+    pub const OFFSET_OUT_OF_RANGE: i16 = 1;
+    /// CORRUPT_MESSAGE.
+    pub const CORRUPT_MESSAGE: i16 = 2;
+    /// UNKNOWN_TOPIC_OR_PARTITION.
+    pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+    /// LEADER_NOT_AVAILABLE.
+    pub const LEADER_NOT_AVAILABLE: i16 = 5;
+    /// NOT_LEADER_OR_FOLLOWER.
+    pub const NOT_LEADER_OR_FOLLOWER: i16 = 6;
+    /// REPLICA_NOT_AVAILABLE.
+    pub const REPLICA_NOT_AVAILABLE: i16 = 9;
+    /// KAFKA_STORAGE_ERROR.
+    pub const KAFKA_STORAGE_ERROR: i16 = 56;
+    /// FENCED_LEADER_EPOCH.
+    pub const FENCED_LEADER_EPOCH: i16 = 74;
+    /// UNKNOWN_LEADER_EPOCH.
+    pub const UNKNOWN_LEADER_EPOCH: i16 = 75;
+    /// OFFSET_NOT_AVAILABLE.
+    pub const OFFSET_NOT_AVAILABLE: i16 = 78;
+    /// UNKNOWN_TOPIC_ID.
+    pub const UNKNOWN_TOPIC_ID: i16 = 100;
+    /// INCONSISTENT_TOPIC_ID.
+    pub const INCONSISTENT_TOPIC_ID: i16 = 103;
+
+    /// Errors after which the partition's leader must be looked up again before retrying.
+    pub fn needs_metadata_refresh(code: i16) -> bool {
+        matches!(
+            code,
+            UNKNOWN_TOPIC_OR_PARTITION
+                | LEADER_NOT_AVAILABLE
+                | NOT_LEADER_OR_FOLLOWER
+                | REPLICA_NOT_AVAILABLE
+                | KAFKA_STORAGE_ERROR
+                | FENCED_LEADER_EPOCH
+                | UNKNOWN_LEADER_EPOCH
+                | OFFSET_NOT_AVAILABLE
+                | UNKNOWN_TOPIC_ID
+                | INCONSISTENT_TOPIC_ID
+        )
+    }
+}

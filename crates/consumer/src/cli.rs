@@ -1,4 +1,0 @@
-//! The `krec` subcommands.
-
-pub mod consume;
-pub mod decode;

@@ -1,0 +1,230 @@
+//! What a consumer is told: brokers, where to start, limits, and how to react to faults.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use krec_batch::DecodeConfig;
+
+use crate::Error;
+use krec_client::ConnectionSettings;
+
+/// Where a partition starts (kcat's `-o`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StartOffset {
+    /// The log start offset (`beginning`).
+    Beginning,
+    /// The high watermark, or the last stable offset when reading committed data (`end`).
+    End,
+    /// An absolute offset (`OFFSET`).
+    Offset(i64),
+    /// This many records before the end, never before the beginning (`-N`).
+    FromEnd(i64),
+    /// The first record at or after this timestamp in ms; the end if there is none (`@MS`).
+    Timestamp(i64),
+}
+
+impl FromStr for StartOffset {
+    type Err = Error;
+
+    fn from_str(text: &str) -> Result<Self, Error> {
+        let invalid = |detail: &str| Error::InvalidArgument {
+            what: "offset",
+            detail: format!("{text:?}: {detail}"),
+        };
+        match text {
+            "beginning" | "earliest" => Ok(Self::Beginning),
+            "end" | "latest" => Ok(Self::End),
+            _ => {
+                if let Some(ms) = text.strip_prefix('@') {
+                    let ms = ms
+                        .parse::<i64>()
+                        .map_err(|_| invalid("expected @TIMESTAMP_MS"))?;
+                    if ms < 0 {
+                        return Err(invalid("a timestamp cannot be negative"));
+                    }
+                    Ok(Self::Timestamp(ms))
+                } else if let Some(count) = text.strip_prefix('-') {
+                    let count = count
+                        .parse::<i64>()
+                        .ok()
+                        .filter(|count| *count >= 0)
+                        .ok_or_else(|| invalid("expected -N (records before the end)"))?;
+                    Ok(Self::FromEnd(count))
+                } else {
+                    let offset = text.parse::<i64>().map_err(|_| {
+                        invalid("expected beginning, end, OFFSET, -N or @TIMESTAMP_MS")
+                    })?;
+                    Ok(Self::Offset(offset))
+                }
+            }
+        }
+    }
+}
+
+/// What to do when the broker says a fetch offset is out of range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OffsetReset {
+    /// Restart at the log start offset (records before it were deleted; logged as a warning).
+    Earliest,
+    /// Restart at the end.
+    Latest,
+    /// Stop with [`Error::OffsetOutOfRange`].
+    Fail,
+}
+
+impl FromStr for OffsetReset {
+    type Err = Error;
+
+    fn from_str(text: &str) -> Result<Self, Error> {
+        match text {
+            "earliest" | "beginning" => Ok(Self::Earliest),
+            "latest" | "end" => Ok(Self::Latest),
+            "fail" | "error" => Ok(Self::Fail),
+            _ => Err(Error::InvalidArgument {
+                what: "offset reset policy",
+                detail: format!("{text:?}: expected earliest, latest or fail"),
+            }),
+        }
+    }
+}
+
+/// Consumer settings. [`ConsumerConfig::new`] fills in defaults close to the Java client's.
+#[derive(Clone, Debug)]
+pub struct ConsumerConfig {
+    /// Bootstrap brokers, `host:port` each; tried in order until one answers.
+    pub bootstrap: Vec<String>,
+    /// Connection identity, timeouts and the response-frame bound.
+    pub connection: ConnectionSettings,
+    /// Read only committed transactional data (isolation level `read_committed`).
+    pub read_committed: bool,
+    /// How long a broker may hold a fetch waiting for `min_bytes`.
+    pub max_wait: Duration,
+    /// Bytes a broker should gather before answering a fetch.
+    pub min_bytes: i32,
+    /// Record bytes per fetch response (the first batch is returned whole even if larger).
+    pub max_bytes: i32,
+    /// Record bytes per partition in a fetch response.
+    pub partition_max_bytes: i32,
+    /// Bytes of fetched data held before fetching pauses (back-pressure). Response buffers
+    /// kept for reuse add at most half of this again (and at most
+    /// [`ConnectionSettings::frame_pool_bytes`]) per broker connection.
+    pub buffer_bytes: usize,
+    /// Fetch responses per broker whose data may be held at once (queued, or being decoded)
+    /// before that broker's next fetch waits for one to be dropped; `None`: only
+    /// `buffer_bytes` limits fetching ahead. A small limit keeps fetching just ahead of
+    /// decoding, so response buffers are reused instead of freshly mapped; a program that
+    /// keeps chunks while it polls for more must leave it `None` or hold fewer than this.
+    pub max_held_responses: Option<usize>,
+    /// What to do on OFFSET_OUT_OF_RANGE.
+    pub offset_reset: OffsetReset,
+    /// First delay before retrying after a connection or leader error; doubles up to `max_backoff`.
+    pub backoff: Duration,
+    /// Longest delay between retries.
+    pub max_backoff: Duration,
+    /// How long a partition may stay without a reachable leader before the consumer gives up.
+    pub give_up_after: Duration,
+    /// Highest Fetch version to use even if both sides speak a newer one (`None`: the
+    /// highest common version). Lets older protocol paths, such as topic names instead of
+    /// topic ids before v13, be exercised against a new broker.
+    pub max_fetch_version: Option<i16>,
+    /// Limits for decoding batches.
+    pub decode: DecodeConfig,
+}
+
+impl ConsumerConfig {
+    /// Defaults for the given bootstrap brokers.
+    pub fn new(bootstrap: Vec<String>) -> Self {
+        let max_bytes = 50 << 20;
+        Self {
+            bootstrap,
+            connection: ConnectionSettings {
+                max_frame_bytes: max_bytes as usize + (16 << 20),
+                ..ConnectionSettings::default()
+            },
+            read_committed: false,
+            max_wait: Duration::from_millis(500),
+            min_bytes: 1,
+            max_bytes,
+            partition_max_bytes: 1 << 20,
+            buffer_bytes: 256 << 20,
+            max_held_responses: None,
+            offset_reset: OffsetReset::Earliest,
+            backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(2),
+            give_up_after: Duration::from_secs(300),
+            max_fetch_version: None,
+            decode: DecodeConfig::default(),
+        }
+    }
+
+    /// Parses a `host:port[,host:port...]` list.
+    pub fn parse_bootstrap(list: &str) -> Result<Vec<String>, Error> {
+        let brokers: Vec<String> = list
+            .split(',')
+            .map(str::trim)
+            .filter(|b| !b.is_empty())
+            .map(str::to_owned)
+            .collect();
+        if brokers.is_empty() {
+            return Err(Error::InvalidArgument {
+                what: "brokers",
+                detail: format!("{list:?}: expected HOST:PORT[,HOST:PORT...]"),
+            });
+        }
+        for broker in &brokers {
+            let port_ok = broker
+                .rsplit_once(':')
+                .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
+            if !port_ok {
+                return Err(Error::InvalidArgument {
+                    what: "brokers",
+                    detail: format!("{broker:?}: expected HOST:PORT"),
+                });
+            }
+        }
+        Ok(brokers)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn start_offsets_parse_like_kcat() {
+        let cases = [
+            ("beginning", StartOffset::Beginning),
+            ("end", StartOffset::End),
+            ("42", StartOffset::Offset(42)),
+            ("-10", StartOffset::FromEnd(10)),
+            ("@1700000000000", StartOffset::Timestamp(1_700_000_000_000)),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(text.parse::<StartOffset>().unwrap(), expected, "{text}");
+        }
+        for bad in ["", "begin", "@", "@-5", "--3", "1.5", "@x"] {
+            assert!(bad.parse::<StartOffset>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn bootstrap_lists_are_checked() {
+        assert_eq!(
+            ConsumerConfig::parse_bootstrap("a:1, b:2").unwrap(),
+            vec!["a:1".to_owned(), "b:2".to_owned()]
+        );
+        for bad in ["", ",", "a", "a:x", ":9092", "a:70000"] {
+            assert!(ConsumerConfig::parse_bootstrap(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn reset_policies_parse() {
+        assert_eq!("fail".parse::<OffsetReset>().unwrap(), OffsetReset::Fail);
+        assert_eq!(
+            "earliest".parse::<OffsetReset>().unwrap(),
+            OffsetReset::Earliest
+        );
+        assert!("sometimes".parse::<OffsetReset>().is_err());
+    }
+}

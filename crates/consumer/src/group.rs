@@ -1,0 +1,457 @@
+//! Consumer groups: the coordinator spreads the partitions of the subscribed topics over the
+//! members; each member fetches its share and commits what it has written out.
+//!
+//! Layout:
+//! - [`assignor`]: range, round-robin and cooperative-sticky, as pure functions.
+//! - `wire`: the subscription and assignment bytes of the classic protocol.
+//! - `classic`: the classic protocol task (JoinGroup, SyncGroup, Heartbeat, LeaveGroup).
+//! - `kip848`: the consumer protocol task of KIP-848 (ConsumerGroupHeartbeat).
+//! - `session`: what both share: the coordinator connection, offset lookups and commits.
+//! - [`written`]: the written-out positions, the only offsets ever committed.
+//!
+//! The membership task runs on its own, so heartbeats go out however slow the output is. It
+//! talks to [`GroupConsumer`] through events: partitions assigned (with their committed
+//! offsets), partitions to revoke (acknowledged once everything handed out for them has been
+//! written, then committed). Commits also happen every [`GroupConfig::commit_interval`] and
+//! on [`GroupConsumer::close`].
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), krec_consumer::Error> {
+//! use krec_consumer::group::{GroupConfig, GroupConsumer, NoListener};
+//! use krec_consumer::{ConsumerConfig, Fetched};
+//! let config = ConsumerConfig::new(vec!["127.0.0.1:9092".into()]);
+//! let group = GroupConfig::new("my-group", vec!["events".into()]);
+//! let mut consumer = GroupConsumer::join(config.clone(), group, NoListener).await?;
+//! while let Ok(Fetched::Chunk(chunk)) = consumer.poll().await {
+//!     for batch in chunk.batches(&config.decode) {
+//!         for record in batch?.records() {
+//!             println!("{}", record?.offset());
+//!         }
+//!     }
+//!     consumer.mark_written(chunk.topic(), chunk.partition(), chunk.next_offset());
+//! }
+//! consumer.close().await
+//! # }
+//! ```
+
+pub mod assignor;
+mod classic;
+mod kip848;
+mod session;
+mod wire;
+pub mod written;
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot, Mutex as AsyncMutex};
+use tokio::task::JoinHandle;
+
+pub use assignor::{Assignor, TopicPartition};
+pub use written::WrittenOffsets;
+
+use super::{Consumer, ConsumerConfig, Fetched, StartOffset};
+use crate::Error;
+use krec_client::metadata::MetadataClient;
+
+/// Which group protocol a member speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GroupProtocol {
+    /// JoinGroup / SyncGroup / Heartbeat, assignment computed by the leader member.
+    Classic,
+    /// KIP-848's ConsumerGroupHeartbeat, assignment computed by the broker
+    /// (`group.protocol=consumer` in the Java client).
+    Consumer,
+}
+
+impl std::str::FromStr for GroupProtocol {
+    type Err = Error;
+
+    fn from_str(text: &str) -> Result<Self, Error> {
+        match text {
+            "classic" => Ok(Self::Classic),
+            "consumer" => Ok(Self::Consumer),
+            _ => Err(Error::InvalidArgument {
+                what: "group protocol",
+                detail: format!("{text:?}: expected classic or consumer"),
+            }),
+        }
+    }
+}
+
+/// Group membership settings.
+#[derive(Clone, Debug)]
+pub struct GroupConfig {
+    /// `group.id`.
+    pub group_id: String,
+    /// Subscribed topics.
+    pub topics: Vec<String>,
+    /// Classic or KIP-848.
+    pub protocol: GroupProtocol,
+    /// Classic protocol: the assignors offered, in preference order (the Java client's
+    /// default: range, then cooperative-sticky).
+    pub assignors: Vec<Assignor>,
+    /// KIP-848: the server-side assignor (`uniform`, `range`; None: the broker's default).
+    pub server_assignor: Option<String>,
+    /// `group.instance.id` for static membership.
+    pub instance_id: Option<String>,
+    /// Without a heartbeat for this long the coordinator removes the member (classic).
+    pub session_timeout: Duration,
+    /// Time between heartbeats (classic; KIP-848 uses the interval the broker sends).
+    pub heartbeat_interval: Duration,
+    /// How long a rebalance may wait for members to rejoin, and for revoked partitions to be
+    /// written out.
+    pub rebalance_timeout: Duration,
+    /// How often written offsets are committed.
+    pub commit_interval: Duration,
+    /// Where a partition the group has no committed offset for starts (`auto.offset.reset`):
+    /// [`StartOffset::Beginning`] or [`StartOffset::End`].
+    pub start_without_commit: StartOffset,
+}
+
+impl GroupConfig {
+    /// Defaults for a group and its topics (the Java client's defaults where it has them).
+    pub fn new(group_id: impl Into<String>, topics: Vec<String>) -> Self {
+        Self {
+            group_id: group_id.into(),
+            topics,
+            protocol: GroupProtocol::Classic,
+            assignors: vec![Assignor::Range, Assignor::CooperativeSticky],
+            server_assignor: None,
+            instance_id: None,
+            session_timeout: Duration::from_secs(45),
+            heartbeat_interval: Duration::from_secs(3),
+            rebalance_timeout: Duration::from_secs(60),
+            commit_interval: Duration::from_secs(5),
+            start_without_commit: StartOffset::Beginning,
+        }
+    }
+}
+
+/// Told when the member's assignment changes. Called from [`GroupConsumer::poll`].
+pub trait RebalanceListener: Send {
+    /// Partitions newly assigned (they start at their committed offsets).
+    fn on_assigned(&mut self, _partitions: &[TopicPartition]) {}
+    /// Partitions being given up. Nothing more of them is handed out after this call; their
+    /// written positions are committed once everything already handed out is marked written.
+    fn on_revoked(&mut self, _partitions: &[TopicPartition]) {}
+    /// Partitions lost without a chance to commit (the membership expired).
+    fn on_lost(&mut self, partitions: &[TopicPartition]) {
+        self.on_revoked(partitions);
+    }
+}
+
+/// A listener that does nothing.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoListener;
+
+impl RebalanceListener for NoListener {}
+
+/// From the membership task to the consumer handle.
+#[derive(Debug)]
+pub(crate) enum GroupEvent {
+    /// Partitions added, with where each starts.
+    Assigned(Vec<(String, i32, StartOffset)>),
+    /// Partitions to give up; `ack` once everything handed out for them is written.
+    Revoke {
+        partitions: Vec<TopicPartition>,
+        lost: bool,
+        ack: oneshot::Sender<()>,
+    },
+    /// The membership failed for good.
+    Failed(Error),
+}
+
+/// From the consumer handle to the membership task.
+#[derive(Debug)]
+pub(crate) enum Command {
+    /// Commit the written positions now.
+    Commit(oneshot::Sender<Result<(), Error>>),
+    /// Commit, leave the group and stop.
+    Close(oneshot::Sender<Result<(), Error>>),
+}
+
+/// A revocation waiting for the written positions to catch up.
+#[derive(Debug)]
+struct PendingRevoke {
+    partitions: Vec<TopicPartition>,
+    ack: oneshot::Sender<()>,
+    deadline: tokio::time::Instant,
+}
+
+/// A member of a consumer group: fetches the partitions the group assigns it.
+///
+/// Hand every chunk's records to the output, then call [`GroupConsumer::mark_written`] (or
+/// [`WrittenOffsets::mark`] from another thread): only marked offsets are committed.
+pub struct GroupConsumer {
+    consumer: Option<Consumer>,
+    events: mpsc::UnboundedReceiver<GroupEvent>,
+    commands: mpsc::UnboundedSender<Command>,
+    written: Arc<WrittenOffsets>,
+    handed_out: HashMap<TopicPartition, i64>,
+    assigned: BTreeSet<TopicPartition>,
+    listener: Box<dyn RebalanceListener>,
+    pending_revoke: Option<PendingRevoke>,
+    revoke_limit: Duration,
+    task: JoinHandle<()>,
+    failed: bool,
+}
+
+impl std::fmt::Debug for GroupConsumer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GroupConsumer")
+            .field("assigned", &self.assigned)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GroupConsumer {
+    /// Connects, starts the membership task and returns at once; partitions arrive as the
+    /// group assigns them (see [`RebalanceListener`]). Must be called inside a tokio runtime.
+    pub async fn join(
+        config: ConsumerConfig,
+        group: GroupConfig,
+        listener: impl RebalanceListener + 'static,
+    ) -> Result<Self, Error> {
+        if group.topics.is_empty() {
+            return Err(Error::InvalidArgument {
+                what: "topics",
+                detail: "a group member needs at least one topic".to_owned(),
+            });
+        }
+        if group.protocol == GroupProtocol::Classic && group.assignors.is_empty() {
+            return Err(Error::InvalidArgument {
+                what: "assignor",
+                detail: "the classic protocol needs at least one assignor".to_owned(),
+            });
+        }
+        let consumer = Consumer::connect(config.clone()).await?;
+        // Topics that do not exist are an error up front, as for `krec consume -t`.
+        for topic in &group.topics {
+            consumer.partitions(topic).await?;
+        }
+        let metadata = Arc::new(AsyncMutex::new(MetadataClient::new(
+            config.bootstrap.clone(),
+            config.connection.clone(),
+        )));
+        let written = Arc::new(WrittenOffsets::default());
+        let (event_sender, events) = mpsc::unbounded_channel();
+        let (commands, command_receiver) = mpsc::unbounded_channel();
+        let revoke_limit = group.rebalance_timeout;
+        let protocol = group.protocol;
+        let session = session::Session::new(
+            Arc::new(group),
+            &config,
+            metadata,
+            written.clone(),
+            event_sender,
+            command_receiver,
+        );
+        let task = match protocol {
+            GroupProtocol::Classic => tokio::spawn(classic::run(session)),
+            GroupProtocol::Consumer => tokio::spawn(kip848::run(session)),
+        };
+        Ok(Self {
+            consumer: Some(consumer),
+            events,
+            commands,
+            written,
+            handed_out: HashMap::new(),
+            assigned: BTreeSet::new(),
+            listener: Box::new(listener),
+            pending_revoke: None,
+            revoke_limit,
+            task,
+            failed: false,
+        })
+    }
+
+    /// The written-positions table, for threads that write records out.
+    pub fn written(&self) -> Arc<WrittenOffsets> {
+        self.written.clone()
+    }
+
+    /// Records that everything of the partition before `next_offset` has been written out.
+    pub fn mark_written(&self, topic: &str, partition: i32, next_offset: i64) {
+        self.written.mark(topic, partition, next_offset);
+    }
+
+    /// The partitions assigned now.
+    pub fn assignment(&self) -> Vec<TopicPartition> {
+        self.assigned.iter().cloned().collect()
+    }
+
+    /// Where every assigned partition's fetching stands.
+    pub fn positions(&self) -> Vec<super::PartitionPosition> {
+        self.consumer
+            .as_ref()
+            .map(Consumer::positions)
+            .unwrap_or_default()
+    }
+
+    /// The next chunk (or end-of-partition notice) of an assigned partition. Assignment
+    /// changes are applied here, calling the listener. Cancel-safe.
+    pub async fn poll(&mut self) -> Result<Fetched, Error> {
+        loop {
+            if self.failed {
+                return Err(Error::Stopped);
+            }
+            self.finish_revoke().await;
+            let Some(consumer) = self.consumer.as_mut() else {
+                return Err(Error::Stopped);
+            };
+            tokio::select! {
+                biased;
+                event = self.events.recv() => match event {
+                    Some(event) => self.apply(event)?,
+                    None => {
+                        self.failed = true;
+                        return Err(Error::Stopped);
+                    }
+                },
+                fetched = consumer.poll() => {
+                    let fetched = fetched?;
+                    if let Fetched::Chunk(chunk) = &fetched {
+                        let key = (chunk.topic().to_owned(), chunk.partition());
+                        self.handed_out.insert(key, chunk.next_offset());
+                    }
+                    return Ok(fetched);
+                }
+            }
+        }
+    }
+
+    fn apply(&mut self, event: GroupEvent) -> Result<(), Error> {
+        match event {
+            GroupEvent::Assigned(starts) => {
+                let partitions: Vec<TopicPartition> =
+                    starts.iter().map(|(t, p, _)| (t.clone(), *p)).collect();
+                tracing::info!(partitions = %render(&partitions), "partitions assigned");
+                if let Some(consumer) = self.consumer.as_mut() {
+                    consumer.assign_at(&starts);
+                }
+                self.assigned.extend(partitions.iter().cloned());
+                self.listener.on_assigned(&partitions);
+            }
+            GroupEvent::Revoke {
+                partitions,
+                lost,
+                ack,
+            } => {
+                tracing::info!(partitions = %render(&partitions), lost, "partitions revoked");
+                if let Some(consumer) = self.consumer.as_mut() {
+                    consumer.unassign(&partitions);
+                }
+                for partition in &partitions {
+                    self.assigned.remove(partition);
+                }
+                if lost {
+                    self.listener.on_lost(&partitions);
+                } else {
+                    self.listener.on_revoked(&partitions);
+                }
+                self.pending_revoke = Some(PendingRevoke {
+                    partitions,
+                    ack,
+                    deadline: tokio::time::Instant::now() + self.revoke_limit,
+                });
+            }
+            GroupEvent::Failed(error) => {
+                self.failed = true;
+                return Err(error);
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits until everything handed out for the partitions being revoked is marked written
+    /// (or the rebalance timeout passes), then lets the membership task commit and go on.
+    async fn finish_revoke(&mut self) {
+        loop {
+            let Some(pending) = self.pending_revoke.as_ref() else {
+                return;
+            };
+            let caught_up = pending
+                .partitions
+                .iter()
+                .all(|key| match self.handed_out.get(key) {
+                    None => true,
+                    Some(&handed) => self
+                        .written
+                        .get(&key.0, key.1)
+                        .is_none_or(|written| written >= handed),
+                });
+            if caught_up || tokio::time::Instant::now() >= pending.deadline {
+                if !caught_up {
+                    tracing::warn!(partitions = ?pending.partitions,
+                        "revoked partitions not all written out in time; committing what was");
+                }
+                if let Some(pending) = self.pending_revoke.take() {
+                    for key in &pending.partitions {
+                        self.handed_out.remove(key);
+                    }
+                    let _ = pending.ack.send(());
+                }
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+
+    /// Commits the written positions now.
+    pub async fn commit(&mut self) -> Result<(), Error> {
+        let (reply, answer) = oneshot::channel();
+        self.commands
+            .send(Command::Commit(reply))
+            .map_err(|_| Error::Stopped)?;
+        answer.await.map_err(|_| Error::Stopped)?
+    }
+
+    /// Stops fetching (data already handed out can still be written and marked).
+    pub fn stop_fetching(&mut self) {
+        self.consumer = None;
+    }
+
+    /// Stops fetching, commits the written positions and leaves the group (a static member
+    /// stays in it, as the Java client does, so that its restart gets its partitions back).
+    pub async fn close(mut self) -> Result<(), Error> {
+        self.stop_fetching();
+        let (reply, mut answer) = oneshot::channel();
+        if self.commands.send(Command::Close(reply)).is_err() {
+            return Err(Error::Stopped);
+        }
+        let limit = tokio::time::sleep(self.revoke_limit + Duration::from_secs(30));
+        tokio::pin!(limit);
+        loop {
+            tokio::select! {
+                biased;
+                result = &mut answer => return result.map_err(|_| Error::Stopped)?,
+                event = self.events.recv() => match event {
+                    // Fetching has stopped: everything handed out is written by now.
+                    Some(GroupEvent::Revoke { ack, .. }) => { let _ = ack.send(()); }
+                    Some(GroupEvent::Failed(error)) => return Err(error),
+                    Some(GroupEvent::Assigned(_)) => {}
+                    // The task has ended: its answer is already sent, or it never will be.
+                    None => return (&mut answer).await.map_err(|_| Error::Stopped)?,
+                },
+                _ = &mut limit => {
+                    self.task.abort();
+                    return Err(Error::Stopped);
+                }
+            }
+        }
+    }
+}
+
+/// `topic/0,topic/1` (logged on every assignment change; the broker tests read it).
+fn render(partitions: &[TopicPartition]) -> String {
+    let parts: Vec<String> = partitions.iter().map(|(t, p)| format!("{t}/{p}")).collect();
+    parts.join(",")
+}
+
+impl Drop for GroupConsumer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}

@@ -1,0 +1,491 @@
+//! The classic group protocol: JoinGroup, SyncGroup (the leader member assigns), Heartbeat,
+//! OffsetCommit with the generation, LeaveGroup.
+//!
+//! Eager assignors (range, roundrobin) give every partition up before rejoining; with
+//! cooperative-sticky the member keeps its partitions through the rebalance, gives up only
+//! those assigned elsewhere, and rejoins at once so they can move (KIP-429).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use super::assignor::{Assignor, TopicPartition};
+use super::session::{CommitOutcome, Identity, Session};
+use super::wire;
+use super::{Command, GroupEvent};
+use crate::Error;
+use krec_client::group::{self, group_codes, JoinRequest};
+
+/// Runs the membership until it is closed or fails.
+#[tracing::instrument(name = "group", skip_all, fields(group = %session.config.group_id))]
+pub async fn run(session: Session) {
+    let mut member = Classic {
+        session,
+        identity: Identity::default(),
+        protocol: None,
+        owned: BTreeSet::new(),
+    };
+    if let Err(error) = member.run().await {
+        tracing::error!(%error, "group membership failed");
+        let _ = member.session.events.send(GroupEvent::Failed(error));
+    }
+}
+
+struct Classic {
+    session: Session,
+    identity: Identity,
+    /// The assignor the group chose in the last generation.
+    protocol: Option<Assignor>,
+    owned: BTreeSet<TopicPartition>,
+}
+
+/// What ends the heartbeat phase.
+enum Next {
+    Rejoin,
+    Closed,
+}
+
+/// How long a commit before giving partitions up (revoke, close) keeps retrying while the
+/// coordinator is away; periodic commits do not retry (the next period does).
+const FINAL_COMMIT_RETRY: Duration = Duration::from_secs(5);
+
+/// Time allowed for requests that the coordinator answers at once.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+impl Classic {
+    async fn run(&mut self) -> Result<(), Error> {
+        loop {
+            let cooperative = self.protocol.is_some_and(Assignor::is_cooperative);
+            if !cooperative && !self.owned.is_empty() {
+                let all: Vec<TopicPartition> = self.owned.iter().cloned().collect();
+                self.revoke(&all, false).await;
+            }
+            let Some(assignment) = self.join_and_sync().await? else {
+                if let Some(Next::Closed) = self.check_close().await? {
+                    return Ok(());
+                }
+                continue;
+            };
+            let rejoin = self.apply(assignment).await?;
+            if rejoin {
+                continue;
+            }
+            match self.heartbeat_phase().await? {
+                Next::Rejoin => continue,
+                Next::Closed => return Ok(()),
+            }
+        }
+    }
+
+    /// A close asked for while (re)joining: leave now.
+    async fn check_close(&mut self) -> Result<Option<Next>, Error> {
+        match self.session.commands.try_recv() {
+            Ok(Command::Close(reply)) => {
+                let result = self.close().await;
+                let _ = reply.send(result);
+                Ok(Some(Next::Closed))
+            }
+            Ok(Command::Commit(reply)) => {
+                let _ = reply.send(Err(self
+                    .session
+                    .group_error("OffsetCommit", group_codes::REBALANCE_IN_PROGRESS)));
+                Ok(None)
+            }
+            Err(_) => Ok(None),
+        }
+    }
+
+    /// One JoinGroup + SyncGroup round: the new assignment, or None to try again.
+    async fn join_and_sync(&mut self) -> Result<Option<Vec<TopicPartition>>, Error> {
+        let config = self.session.config.clone();
+        let owned: Vec<TopicPartition> = self.owned.iter().cloned().collect();
+        let protocols: Vec<(&'static str, Bytes)> = config
+            .assignors
+            .iter()
+            .map(|assignor| {
+                let cooperative = assignor.is_cooperative();
+                let owned = if cooperative { owned.as_slice() } else { &[] };
+                let metadata = wire::encode_subscription(
+                    &config.topics,
+                    owned,
+                    self.identity.generation,
+                    cooperative,
+                );
+                (assignor.protocol_name(), metadata)
+            })
+            .collect();
+        let join = JoinRequest {
+            group: &config.group_id,
+            member_id: &self.identity.member_id,
+            instance_id: config.instance_id.as_deref(),
+            session_timeout: config.session_timeout,
+            rebalance_timeout: config.rebalance_timeout,
+            protocols,
+        };
+        let answer = match self.session.coordinator().await {
+            Ok(connection) => group::join_group(connection, &join, REQUEST_TIMEOUT)
+                .await
+                .map_err(Error::from),
+            Err(error) => Err(error),
+        };
+        let response = match answer {
+            Ok(response) => response,
+            Err(error) => return self.retry_after(error).await,
+        };
+        match response.error_code {
+            0 => {}
+            group_codes::MEMBER_ID_REQUIRED => {
+                self.identity.member_id = response.member_id.as_str().to_owned();
+                return Ok(None);
+            }
+            group_codes::UNKNOWN_MEMBER_ID => {
+                self.identity = Identity::default();
+                return Ok(None);
+            }
+            group_codes::REBALANCE_IN_PROGRESS | group_codes::ILLEGAL_GENERATION => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                return Ok(None);
+            }
+            code if group_codes::needs_rediscovery(code) => {
+                self.session.lose_coordinator();
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                return Ok(None);
+            }
+            code => return Err(self.session.group_error("JoinGroup", code)),
+        }
+        self.identity.member_id = response.member_id.as_str().to_owned();
+        self.identity.generation = response.generation_id;
+        let protocol_name = response
+            .protocol_name
+            .as_ref()
+            .map(|p| p.as_str().to_owned())
+            .unwrap_or_default();
+        let assignor =
+            Assignor::from_protocol_name(&protocol_name).ok_or_else(|| Error::GroupProtocol {
+                group: config.group_id.clone(),
+                what: format!(
+                    "the group chose assignor {protocol_name:?}, which krec does not offer"
+                ),
+            })?;
+        self.protocol = Some(assignor);
+        let leader = response.leader.as_str() == self.identity.member_id;
+        tracing::info!(generation = self.identity.generation, member = %self.identity.member_id,
+            leader, assignor = protocol_name, members = response.members.len(), "joined the group");
+        let assignments = if leader && !response.skip_assignment {
+            self.assign(assignor, &response.members).await?
+        } else {
+            Vec::new()
+        };
+        let answer = match self.session.coordinator().await {
+            Ok(connection) => group::sync_group(
+                connection,
+                &config.group_id,
+                self.identity.generation,
+                &self.identity.member_id,
+                config.instance_id.as_deref(),
+                &protocol_name,
+                assignments,
+                config.rebalance_timeout + REQUEST_TIMEOUT,
+            )
+            .await
+            .map_err(Error::from),
+            Err(error) => Err(error),
+        };
+        let (code, bytes) = match answer {
+            Ok(answer) => answer,
+            Err(error) => return self.retry_after(error).await,
+        };
+        match code {
+            0 => {}
+            group_codes::REBALANCE_IN_PROGRESS => return Ok(None),
+            group_codes::UNKNOWN_MEMBER_ID => {
+                self.identity = Identity::default();
+                return Ok(None);
+            }
+            group_codes::ILLEGAL_GENERATION => return Ok(None),
+            code if group_codes::needs_rediscovery(code) => {
+                self.session.lose_coordinator();
+                return Ok(None);
+            }
+            code => return Err(self.session.group_error("SyncGroup", code)),
+        }
+        let assignment = wire::decode_assignment(&bytes).map_err(|e| Error::GroupProtocol {
+            group: config.group_id.clone(),
+            what: e.0,
+        })?;
+        Ok(Some(assignment))
+    }
+
+    /// A connection problem: find the coordinator again and retry; anything else is fatal.
+    async fn retry_after(&mut self, error: Error) -> Result<Option<Vec<TopicPartition>>, Error> {
+        match error {
+            error if error.is_connection_failure() => {
+                tracing::warn!(%error, "group coordinator unreachable; finding it again");
+                self.session.lose_coordinator();
+                tokio::time::sleep(self.session.backoff.0).await;
+                Ok(None)
+            }
+            other => Err(other),
+        }
+    }
+
+    /// The leader's work: every member's assignment, encoded for SyncGroup.
+    async fn assign(
+        &mut self,
+        assignor: Assignor,
+        members: &[kafka_protocol::messages::join_group_response::JoinGroupResponseMember],
+    ) -> Result<Vec<(String, Bytes)>, Error> {
+        let group_id = self.session.config.group_id.clone();
+        let mut subscriptions = Vec::with_capacity(members.len());
+        for member in members {
+            let subscription = wire::decode_subscription(
+                member.member_id.as_str(),
+                member.group_instance_id.as_ref().map(|i| i.as_str()),
+                &member.metadata,
+            )
+            .map_err(|e| Error::GroupProtocol {
+                group: group_id.clone(),
+                what: e.0,
+            })?;
+            subscriptions.push(subscription);
+        }
+        let topics: BTreeSet<String> = subscriptions
+            .iter()
+            .flat_map(|s| s.topics.iter().cloned())
+            .collect();
+        let topics: Vec<String> = topics.into_iter().collect();
+        let cluster = self.session.metadata.lock().await.fetch(&topics).await?;
+        let counts: BTreeMap<String, i32> = topics
+            .iter()
+            .filter_map(|topic| {
+                let metadata = cluster.topic(topic).ok()?;
+                Some((topic.clone(), metadata.partitions.len() as i32))
+            })
+            .collect();
+        let assignment = assignor.assign(&subscriptions, &counts);
+        tracing::info!(?assignment, "computed the group's assignment");
+        Ok(assignment
+            .into_iter()
+            .map(|(member, partitions)| (member, wire::encode_assignment(&partitions)))
+            .collect())
+    }
+
+    /// Takes a new assignment: revokes what is no longer ours (cooperative), looks up where
+    /// new partitions start and hands them to the consumer. True when the member must rejoin
+    /// at once (it gave partitions up that another member is waiting for).
+    async fn apply(&mut self, assignment: Vec<TopicPartition>) -> Result<bool, Error> {
+        let new: BTreeSet<TopicPartition> = assignment.into_iter().collect();
+        let revoked: Vec<TopicPartition> = self.owned.difference(&new).cloned().collect();
+        let added: Vec<TopicPartition> = new.difference(&self.owned).cloned().collect();
+        if !revoked.is_empty() {
+            self.revoke(&revoked, false).await;
+        }
+        self.owned = new;
+        if !added.is_empty() {
+            let starts = self.session.starts(&added).await?;
+            let _ = self.session.events.send(GroupEvent::Assigned(starts));
+        }
+        let cooperative = self.protocol.is_some_and(Assignor::is_cooperative);
+        Ok(cooperative && !revoked.is_empty())
+    }
+
+    /// Gives partitions up: waits for the consumer to release them (heartbeating meanwhile),
+    /// commits their written positions unless they were lost, and forgets them.
+    async fn revoke(&mut self, partitions: &[TopicPartition], lost: bool) {
+        if let Some(mut done) = self.session.request_revoke(partitions, lost) {
+            let config = self.session.config.clone();
+            let deadline = tokio::time::Instant::now() + config.rebalance_timeout;
+            loop {
+                tokio::select! {
+                    _ = &mut done => break,
+                    _ = tokio::time::sleep_until(deadline) => {
+                        tracing::warn!(?partitions, "revoked partitions not released in time");
+                        break;
+                    }
+                    _ = tokio::time::sleep(config.heartbeat_interval) => {
+                        // The answer is most likely REBALANCE_IN_PROGRESS, which is why we are here.
+                        let _ = self.heartbeat_once().await;
+                    }
+                }
+            }
+        }
+        if !lost {
+            let set: BTreeSet<TopicPartition> = partitions.iter().cloned().collect();
+            match self
+                .session
+                .commit(&self.identity, &set, FINAL_COMMIT_RETRY)
+                .await
+            {
+                Ok(CommitOutcome::Done) => {}
+                Ok(CommitOutcome::Refused(code)) => {
+                    tracing::warn!(error = %krec_client::error_name(code),
+                        "commit of revoked partitions refused; the next owner starts at the last commit")
+                }
+                Err(error) => tracing::warn!(%error, "commit of revoked partitions failed"),
+            }
+        }
+        for partition in partitions {
+            self.owned.remove(partition);
+        }
+        self.session.forget(partitions);
+    }
+
+    async fn heartbeat_once(&mut self) -> Result<i16, Error> {
+        let config = self.session.config.clone();
+        let connection = self.session.coordinator().await?;
+        let result = group::heartbeat(
+            connection,
+            &config.group_id,
+            self.identity.generation,
+            &self.identity.member_id,
+            config.instance_id.as_deref(),
+        )
+        .await
+        .map_err(Error::from);
+        if result.as_ref().is_err_and(Error::is_connection_failure) {
+            self.session.lose_coordinator();
+        }
+        result
+    }
+
+    /// Heartbeats and periodic commits until a rebalance or a close.
+    async fn heartbeat_phase(&mut self) -> Result<Next, Error> {
+        let config = self.session.config.clone();
+        let mut heartbeat = tokio::time::interval(config.heartbeat_interval);
+        heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut commit = tokio::time::interval(config.commit_interval);
+        commit.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        commit.tick().await;
+        loop {
+            let code = tokio::select! {
+                _ = heartbeat.tick() => match self.heartbeat_once().await {
+                    Ok(code) => code,
+                    Err(error) if error.is_connection_failure() => continue,
+                    Err(error @ Error::RetriesExhausted { .. }) => return Err(error),
+                    Err(error) => {
+                        tracing::warn!(%error, "heartbeat failed");
+                        continue;
+                    }
+                },
+                _ = commit.tick() => match self.commit_owned(Duration::ZERO).await {
+                    Ok(code) => code,
+                    Err(error) => {
+                        tracing::warn!(%error, "periodic commit failed; retrying later");
+                        continue;
+                    }
+                },
+                command = self.session.commands.recv() => match command {
+                    Some(Command::Commit(reply)) => {
+                        let result = match self.commit_owned(Duration::ZERO).await {
+                            Ok(0) => Ok(()),
+                            Ok(code) => Err(self.session.group_error("OffsetCommit", code)),
+                            Err(error) => Err(error),
+                        };
+                        let code = match &result {
+                            Err(Error::Group { code, .. }) => *code,
+                            _ => 0,
+                        };
+                        let _ = reply.send(result);
+                        code
+                    }
+                    Some(Command::Close(reply)) => {
+                        let result = self.close().await;
+                        let _ = reply.send(result);
+                        return Ok(Next::Closed);
+                    }
+                    None => {
+                        let _ = self.close().await;
+                        return Ok(Next::Closed);
+                    }
+                },
+            };
+            match code {
+                0 => {}
+                group_codes::REBALANCE_IN_PROGRESS => {
+                    // Commit while the generation still counts, so the next owner of any
+                    // partition that moves starts where this member's output stopped.
+                    let _ = self.commit_owned(Duration::ZERO).await;
+                    return Ok(Next::Rejoin);
+                }
+                group_codes::UNKNOWN_MEMBER_ID | group_codes::ILLEGAL_GENERATION => {
+                    tracing::warn!(error = %krec_client::error_name(code),
+                        "membership expired; partitions lost, rejoining");
+                    if code == group_codes::UNKNOWN_MEMBER_ID {
+                        self.identity.member_id.clear();
+                    }
+                    self.identity.generation = -1;
+                    let all: Vec<TopicPartition> = self.owned.iter().cloned().collect();
+                    self.revoke(&all, true).await;
+                    return Ok(Next::Rejoin);
+                }
+                group_codes::FENCED_INSTANCE_ID => {
+                    return Err(self.session.group_error("Heartbeat", code));
+                }
+                code if group_codes::needs_rediscovery(code) => self.session.lose_coordinator(),
+                code => tracing::warn!(error = %krec_client::error_name(code), "heartbeat error"),
+            }
+        }
+    }
+
+    /// Commits every owned partition's written position (retrying for `retry_for` while the
+    /// coordinator is away); returns the refusal code (0: none).
+    async fn commit_owned(&mut self, retry_for: Duration) -> Result<i16, Error> {
+        let owned = self.owned.clone();
+        Ok(
+            match self
+                .session
+                .commit(&self.identity, &owned, retry_for)
+                .await?
+            {
+                CommitOutcome::Done => 0,
+                CommitOutcome::Refused(code) => code,
+            },
+        )
+    }
+
+    /// Final commit, then LeaveGroup (dynamic members only: a static member's partitions wait
+    /// for it until its session times out, so a restart gets them back without a rebalance).
+    async fn close(&mut self) -> Result<(), Error> {
+        let committed = self.commit_owned(FINAL_COMMIT_RETRY).await;
+        let config = self.session.config.clone();
+        if config.instance_id.is_none() && !self.identity.member_id.is_empty() {
+            let mut left = Ok(group_codes::NOT_COORDINATOR);
+            // A coordinator that moved gets one more try, at its new place.
+            for _ in 0..2 {
+                left = match self.session.coordinator().await {
+                    Ok(connection) => {
+                        let member = &self.identity.member_id;
+                        group::leave_group(connection, &config.group_id, member, None)
+                            .await
+                            .map_err(Error::from)
+                    }
+                    Err(error) => Err(error),
+                };
+                match &left {
+                    Ok(code) if group_codes::needs_rediscovery(*code) => {
+                        self.session.lose_coordinator()
+                    }
+                    Err(error) if error.is_connection_failure() => self.session.lose_coordinator(),
+                    _ => break,
+                }
+            }
+            match left {
+                Ok(0) => tracing::info!("left the group"),
+                Ok(code) => {
+                    tracing::warn!(error = %krec_client::error_name(code), "LeaveGroup refused")
+                }
+                Err(error) => tracing::warn!(%error, "LeaveGroup failed"),
+            }
+        }
+        match committed? {
+            0 => Ok(()),
+            code if group_codes::is_membership_change(code) => {
+                tracing::warn!(error = %krec_client::error_name(code),
+                    "final commit refused: the partitions' next owner starts at the last commit");
+                Ok(())
+            }
+            code => Err(self.session.group_error("OffsetCommit", code)),
+        }
+    }
+}

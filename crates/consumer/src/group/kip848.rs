@@ -1,0 +1,325 @@
+//! The consumer group protocol of KIP-848: one ConsumerGroupHeartbeat carries the
+//! subscription, the owned partitions and the member epoch; the broker computes assignments
+//! and sends each member its target, which the member reaches by revoking first, then taking
+//! the new partitions, and reporting what it owns in the next heartbeat.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::Duration;
+
+use uuid::Uuid;
+
+use super::assignor::TopicPartition;
+use super::session::{CommitOutcome, Identity, Session};
+use super::{Command, GroupEvent};
+use crate::Error;
+use krec_client::error_name;
+use krec_client::group::{self, group_codes, ConsumerHeartbeat};
+
+/// The member epoch that leaves the group; -2 leaves as a static member that will be back.
+const LEAVE_EPOCH: i32 = -1;
+const STATIC_LEAVE_EPOCH: i32 = -2;
+
+/// How long a commit before giving partitions up (revoke, close) keeps retrying while the
+/// coordinator is away; periodic commits do not retry (the next period does).
+const FINAL_COMMIT_RETRY: Duration = Duration::from_secs(5);
+
+/// Runs the membership until it is closed or fails.
+#[tracing::instrument(name = "group", skip_all, fields(group = %session.config.group_id))]
+pub async fn run(session: Session) {
+    let mut member = Member {
+        session,
+        identity: Identity {
+            member_id: fresh_member_id(),
+            generation: 0,
+        },
+        owned: BTreeSet::new(),
+        topic_names: HashMap::new(),
+        topic_ids: HashMap::new(),
+        interval: Duration::from_millis(100),
+        report_full: true,
+    };
+    if let Err(error) = member.run().await {
+        tracing::error!(%error, "group membership failed");
+        let _ = member.session.events.send(GroupEvent::Failed(error));
+    }
+}
+
+/// A member id of our own making (ConsumerGroupHeartbeat v1 has the client choose it): unique
+/// by process and time, in UUID form.
+fn fresh_member_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let pid = u128::from(std::process::id());
+    Uuid::from_u128(nanos ^ (pid << 96)).to_string()
+}
+
+struct Member {
+    session: Session,
+    /// Member id and member epoch (0: joining).
+    identity: Identity,
+    owned: BTreeSet<TopicPartition>,
+    topic_names: HashMap<Uuid, String>,
+    topic_ids: HashMap<String, Uuid>,
+    interval: Duration,
+    /// Send the subscription and owned partitions in the next heartbeat (after joining or a
+    /// change; otherwise they are left out, meaning "unchanged").
+    report_full: bool,
+}
+
+impl Member {
+    async fn run(&mut self) -> Result<(), Error> {
+        let config = self.session.config.clone();
+        let mut commit = tokio::time::interval(config.commit_interval);
+        commit.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        commit.tick().await;
+        let mut next_heartbeat = tokio::time::Instant::now();
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep_until(next_heartbeat) => {
+                    self.heartbeat().await?;
+                    let wait = if self.report_full { Duration::ZERO } else { self.interval };
+                    next_heartbeat = tokio::time::Instant::now() + wait;
+                }
+                _ = commit.tick() => {
+                    if let Err(error) = self.commit_owned(Duration::ZERO).await {
+                        tracing::warn!(%error, "periodic commit failed; retrying later");
+                    }
+                }
+                command = self.session.commands.recv() => match command {
+                    Some(Command::Commit(reply)) => {
+                        let result = self.commit_owned(Duration::ZERO).await;
+                        let _ = reply.send(result);
+                    }
+                    Some(Command::Close(reply)) => {
+                        let result = self.close().await;
+                        let _ = reply.send(result);
+                        return Ok(());
+                    }
+                    None => {
+                        let _ = self.close().await;
+                        return Ok(());
+                    }
+                },
+            }
+        }
+    }
+
+    async fn heartbeat(&mut self) -> Result<(), Error> {
+        let config = self.session.config.clone();
+        let owned = self.owned_by_id();
+        let request = ConsumerHeartbeat {
+            group: &config.group_id,
+            member_id: &self.identity.member_id,
+            member_epoch: self.identity.generation,
+            instance_id: config.instance_id.as_deref(),
+            rebalance_timeout: config.rebalance_timeout,
+            topics: self.report_full.then_some(config.topics.as_slice()),
+            server_assignor: config.server_assignor.as_deref(),
+            owned: self.report_full.then_some(&owned),
+        };
+        let answer = match self.session.coordinator().await {
+            Ok(connection) => group::consumer_group_heartbeat(connection, &request)
+                .await
+                .map_err(Error::from),
+            Err(error) => Err(error),
+        };
+        let response = match answer {
+            Ok(response) => response,
+            Err(error) if error.is_connection_failure() => {
+                tracing::warn!(%error, "group coordinator unreachable; finding it again");
+                self.session.lose_coordinator();
+                self.report_full = true;
+                tokio::time::sleep(self.session.backoff.0).await;
+                return Ok(());
+            }
+            Err(error) => return Err(error),
+        };
+        match response.error_code {
+            0 => {}
+            group_codes::FENCED_MEMBER_EPOCH | group_codes::UNKNOWN_MEMBER_ID => {
+                tracing::warn!(error = %error_name(response.error_code),
+                    "membership fenced; partitions lost, rejoining");
+                let all: Vec<TopicPartition> = self.owned.iter().cloned().collect();
+                self.revoke(&all, true).await;
+                self.identity.generation = 0;
+                self.report_full = true;
+                return Ok(());
+            }
+            group_codes::UNRELEASED_INSTANCE_ID => {
+                // The previous process with this instance id has not left yet.
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                return Ok(());
+            }
+            code if group_codes::needs_rediscovery(code) => {
+                self.session.lose_coordinator();
+                self.report_full = true;
+                tokio::time::sleep(self.session.backoff.0).await;
+                return Ok(());
+            }
+            code => {
+                let message = response
+                    .error_message
+                    .as_ref()
+                    .map(|m| m.as_str().to_owned());
+                tracing::error!(?message, "ConsumerGroupHeartbeat refused");
+                return Err(self.session.group_error("ConsumerGroupHeartbeat", code));
+            }
+        }
+        if let Some(id) = response.member_id.as_ref() {
+            self.identity.member_id = id.as_str().to_owned();
+        }
+        self.identity.generation = response.member_epoch;
+        self.interval = Duration::from_millis(response.heartbeat_interval_ms.max(100) as u64);
+        self.report_full = false;
+        if let Some(assignment) = response.assignment {
+            let target: Vec<(Uuid, Vec<i32>)> = assignment
+                .topic_partitions
+                .into_iter()
+                .map(|t| (t.topic_id, t.partitions))
+                .collect();
+            self.reconcile(target).await?;
+            // Acknowledge the new ownership at once.
+            self.report_full = true;
+        }
+        Ok(())
+    }
+
+    /// Moves to the broker's target assignment: revoke, then take the new partitions.
+    async fn reconcile(&mut self, target: Vec<(Uuid, Vec<i32>)>) -> Result<(), Error> {
+        if target
+            .iter()
+            .any(|(id, _)| !self.topic_names.contains_key(id))
+        {
+            self.learn_topic_ids().await?;
+        }
+        let mut wanted = BTreeSet::new();
+        for (id, partitions) in target {
+            let Some(name) = self.topic_names.get(&id) else {
+                tracing::warn!(topic_id = %id, "assigned a topic id missing from the metadata");
+                continue;
+            };
+            wanted.extend(partitions.into_iter().map(|p| (name.clone(), p)));
+        }
+        let revoked: Vec<TopicPartition> = self.owned.difference(&wanted).cloned().collect();
+        let added: Vec<TopicPartition> = wanted.difference(&self.owned).cloned().collect();
+        tracing::info!(
+            epoch = self.identity.generation,
+            ?revoked,
+            ?added,
+            "new target assignment"
+        );
+        self.revoke(&revoked, false).await;
+        if !added.is_empty() {
+            let starts = self.session.starts(&added).await?;
+            self.owned.extend(added);
+            let _ = self.session.events.send(GroupEvent::Assigned(starts));
+        }
+        Ok(())
+    }
+
+    async fn learn_topic_ids(&mut self) -> Result<(), Error> {
+        let topics = self.session.config.topics.clone();
+        let cluster = self.session.metadata.lock().await.fetch(&topics).await?;
+        for topic in cluster.topics.values() {
+            if !topic.topic_id.is_nil() {
+                self.topic_names.insert(topic.topic_id, topic.name.clone());
+                self.topic_ids.insert(topic.name.clone(), topic.topic_id);
+            }
+        }
+        Ok(())
+    }
+
+    fn owned_by_id(&self) -> BTreeMap<Uuid, Vec<i32>> {
+        let mut owned: BTreeMap<Uuid, Vec<i32>> = BTreeMap::new();
+        for (topic, partition) in &self.owned {
+            if let Some(id) = self.topic_ids.get(topic) {
+                owned.entry(*id).or_default().push(*partition);
+            }
+        }
+        owned
+    }
+
+    async fn revoke(&mut self, partitions: &[TopicPartition], lost: bool) {
+        if let Some(done) = self.session.request_revoke(partitions, lost) {
+            let limit = self.session.config.rebalance_timeout;
+            if tokio::time::timeout(limit, done).await.is_err() {
+                tracing::warn!(?partitions, "revoked partitions not released in time");
+            }
+        }
+        if !lost && !partitions.is_empty() {
+            let set: BTreeSet<TopicPartition> = partitions.iter().cloned().collect();
+            match self
+                .session
+                .commit(&self.identity, &set, FINAL_COMMIT_RETRY)
+                .await
+            {
+                Ok(CommitOutcome::Done) => {}
+                Ok(CommitOutcome::Refused(code)) => tracing::warn!(error = %error_name(code),
+                    "commit of revoked partitions refused; the next owner starts at the last commit"),
+                Err(error) => tracing::warn!(%error, "commit of revoked partitions failed"),
+            }
+        }
+        for partition in partitions {
+            self.owned.remove(partition);
+        }
+        self.session.forget(partitions);
+    }
+
+    /// Commits every owned partition's written position, retrying for `retry_for` while the
+    /// coordinator is away. A refusal because the membership changed is not an error: the
+    /// positions stay pending (or the partitions' next owner starts at the last commit).
+    async fn commit_owned(&mut self, retry_for: Duration) -> Result<(), Error> {
+        if self.identity.generation <= 0 {
+            return Ok(());
+        }
+        let owned = self.owned.clone();
+        match self
+            .session
+            .commit(&self.identity, &owned, retry_for)
+            .await?
+        {
+            CommitOutcome::Done => Ok(()),
+            CommitOutcome::Refused(code) if group_codes::is_membership_change(code) => {
+                tracing::warn!(error = %error_name(code), "commit refused; positions kept");
+                Ok(())
+            }
+            CommitOutcome::Refused(code) => Err(self.session.group_error("OffsetCommit", code)),
+        }
+    }
+
+    /// Final commit, then the leave heartbeat (epoch -1, or -2 for a static member).
+    async fn close(&mut self) -> Result<(), Error> {
+        let committed = self.commit_owned(FINAL_COMMIT_RETRY).await;
+        let config = self.session.config.clone();
+        let epoch = if config.instance_id.is_some() {
+            STATIC_LEAVE_EPOCH
+        } else {
+            LEAVE_EPOCH
+        };
+        let request = ConsumerHeartbeat {
+            group: &config.group_id,
+            member_id: &self.identity.member_id,
+            member_epoch: epoch,
+            instance_id: config.instance_id.as_deref(),
+            rebalance_timeout: config.rebalance_timeout,
+            topics: None,
+            server_assignor: None,
+            owned: None,
+        };
+        let left = match self.session.coordinator().await {
+            Ok(connection) => group::consumer_group_heartbeat(connection, &request)
+                .await
+                .map_err(Error::from),
+            Err(error) => Err(error),
+        };
+        match left {
+            Ok(response) if response.error_code == 0 => tracing::info!("left the group"),
+            Ok(response) => {
+                tracing::warn!(error = %error_name(response.error_code), "leave refused")
+            }
+            Err(error) => tracing::warn!(%error, "leaving the group failed"),
+        }
+        committed
+    }
+}

@@ -1,0 +1,640 @@
+//! What both group protocols share: the coordinator connection (found again when it moves),
+//! committed-offset lookups for new partitions, commits of written offsets, and the revoke
+//! handshake with the consumer handle.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{mpsc, oneshot, Mutex as AsyncMutex};
+
+use super::assignor::TopicPartition;
+use super::written::WrittenOffsets;
+use super::{Command, GroupConfig, GroupEvent};
+use crate::config::{OffsetReset, StartOffset};
+use crate::shared::Backoff;
+use crate::Error;
+use krec_client::group::{self, group_codes, Committer};
+use krec_client::metadata::MetadataClient;
+use krec_client::{error_name, Connection, ConnectionSettings};
+
+/// The member's identity for commits: generation (classic) or epoch (KIP-848).
+#[derive(Clone, Debug, Default)]
+pub struct Identity {
+    /// Member id.
+    pub member_id: String,
+    /// Generation id or member epoch (-1: none).
+    pub generation: i32,
+}
+
+/// State and links of a membership task.
+#[derive(Debug)]
+pub struct Session {
+    pub config: Arc<GroupConfig>,
+    pub settings: ConnectionSettings,
+    pub bootstrap: Vec<String>,
+    pub reset: OffsetReset,
+    pub metadata: Arc<AsyncMutex<MetadataClient>>,
+    pub written: Arc<WrittenOffsets>,
+    pub events: mpsc::UnboundedSender<GroupEvent>,
+    pub commands: mpsc::UnboundedReceiver<Command>,
+    pub backoff: (Duration, Duration),
+    pub give_up_after: Duration,
+    coordinator: Option<Connection>,
+    committed: HashMap<TopicPartition, i64>,
+}
+
+/// How a commit went.
+#[derive(Debug, PartialEq, Eq)]
+pub enum CommitOutcome {
+    /// Everything asked for is committed.
+    Done,
+    /// The coordinator refused with this group error code (rebalance, generation, member).
+    Refused(i16),
+}
+
+impl Session {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        config: Arc<GroupConfig>,
+        consumer: &crate::ConsumerConfig,
+        metadata: Arc<AsyncMutex<MetadataClient>>,
+        written: Arc<WrittenOffsets>,
+        events: mpsc::UnboundedSender<GroupEvent>,
+        commands: mpsc::UnboundedReceiver<Command>,
+    ) -> Self {
+        Self {
+            config,
+            settings: consumer.connection.clone(),
+            bootstrap: consumer.bootstrap.clone(),
+            reset: consumer.offset_reset,
+            metadata,
+            written,
+            events,
+            commands,
+            backoff: (consumer.backoff, consumer.max_backoff),
+            give_up_after: consumer.give_up_after,
+            coordinator: None,
+            committed: HashMap::new(),
+        }
+    }
+
+    /// A group error with this session's context.
+    pub fn group_error(&self, api: &'static str, code: i16) -> Error {
+        Error::Group {
+            group: self.config.group_id.clone(),
+            broker: self
+                .coordinator
+                .as_ref()
+                .map(|c| c.address().to_owned())
+                .unwrap_or_default(),
+            api,
+            code,
+            name: error_name(code),
+        }
+    }
+
+    /// Drops the coordinator connection so the next use finds the coordinator again.
+    pub fn lose_coordinator(&mut self) {
+        self.coordinator = None;
+    }
+
+    /// The coordinator connection, found (FindCoordinator) and opened when needed, retried
+    /// with backoff until the consumer's give-up time.
+    pub async fn coordinator(&mut self) -> Result<&mut Connection, Error> {
+        if self.coordinator.is_none() {
+            let mut backoff = Backoff::new(self.backoff.0, self.backoff.1);
+            let started = Instant::now();
+            let mut attempts = 0u32;
+            loop {
+                attempts += 1;
+                match self.find_coordinator().await {
+                    Ok(connection) => {
+                        tracing::info!(group = %self.config.group_id,
+                            coordinator = connection.address(), "group coordinator found");
+                        self.coordinator = Some(connection);
+                        break;
+                    }
+                    Err(error) if started.elapsed() > self.give_up_after => {
+                        return Err(Error::RetriesExhausted {
+                            what: format!(
+                                "finding the coordinator of group {}",
+                                self.config.group_id
+                            ),
+                            attempts,
+                            last: Box::new(error),
+                        })
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "group coordinator lookup failed; retrying");
+                        tokio::time::sleep(backoff.next_delay()).await;
+                    }
+                }
+            }
+        }
+        self.coordinator.as_mut().ok_or(Error::Stopped)
+    }
+
+    async fn find_coordinator(&mut self) -> Result<Connection, Error> {
+        let mut candidates: Vec<String> = {
+            let mut metadata = self.metadata.lock().await;
+            match metadata.fetch(&[]).await {
+                Ok(cluster) => {
+                    let mut brokers: Vec<String> = cluster.brokers.values().cloned().collect();
+                    brokers.sort();
+                    brokers
+                }
+                Err(_) => Vec::new(),
+            }
+        };
+        for address in &self.bootstrap {
+            if !candidates.contains(address) {
+                candidates.push(address.clone());
+            }
+        }
+        let mut last = None;
+        for address in candidates {
+            let attempt = async {
+                let mut connection = Connection::connect(&address, &self.settings).await?;
+                match group::find_coordinator(&mut connection, &self.config.group_id).await? {
+                    Ok((_, coordinator)) if coordinator == address => Ok(connection),
+                    Ok((_, coordinator)) => {
+                        Ok(Connection::connect(&coordinator, &self.settings).await?)
+                    }
+                    Err(code) => Err(Error::Group {
+                        group: self.config.group_id.clone(),
+                        broker: address.clone(),
+                        api: "FindCoordinator",
+                        code,
+                        name: error_name(code),
+                    }),
+                }
+            };
+            match attempt.await {
+                Ok(connection) => return Ok(connection),
+                Err(error) => last = Some(error),
+            }
+        }
+        Err(last.unwrap_or(Error::InvalidArgument {
+            what: "brokers",
+            detail: "the bootstrap list is empty".to_owned(),
+        }))
+    }
+
+    /// Where each newly assigned partition starts: its committed offset, or the reset policy
+    /// when the group has none. Starts tracking their written positions.
+    pub async fn starts(
+        &mut self,
+        partitions: &[TopicPartition],
+    ) -> Result<Vec<(String, i32, StartOffset)>, Error> {
+        let mut by_topic: BTreeMap<String, Vec<i32>> = BTreeMap::new();
+        for (topic, partition) in partitions {
+            by_topic.entry(topic.clone()).or_default().push(*partition);
+        }
+        let mut backoff = Backoff::new(self.backoff.0, self.backoff.1);
+        let started = Instant::now();
+        let answers = loop {
+            let group_id = self.config.group_id.clone();
+            let result = async {
+                let connection = self.coordinator().await?;
+                Ok::<_, Error>(group::offset_fetch(connection, &group_id, &by_topic).await?)
+            }
+            .await;
+            let retry = match result {
+                Ok((0, answers)) => {
+                    let unstable = answers
+                        .values()
+                        .any(|a| a.error_code == group_codes::UNSTABLE_OFFSET_COMMIT);
+                    if !unstable {
+                        break answers;
+                    }
+                    None
+                }
+                Ok((code, _)) if group_codes::needs_rediscovery(code) => {
+                    self.lose_coordinator();
+                    Some(self.group_error("OffsetFetch", code))
+                }
+                Ok((code, _)) => return Err(self.group_error("OffsetFetch", code)),
+                Err(error) if error.is_connection_failure() => {
+                    self.lose_coordinator();
+                    Some(error)
+                }
+                Err(error) => return Err(error),
+            };
+            if started.elapsed() > self.give_up_after {
+                return Err(retry.unwrap_or_else(|| self.group_error("OffsetFetch", 88)));
+            }
+            tokio::time::sleep(backoff.next_delay()).await;
+        };
+        let reset = self.config.start_without_commit;
+        let mut starts = Vec::with_capacity(partitions.len());
+        for (topic, partition) in partitions {
+            let key = (topic.clone(), *partition);
+            let committed = answers
+                .get(&key)
+                .filter(|a| a.error_code == 0)
+                .map(|a| a.offset);
+            let start = match committed {
+                Some(offset) if offset >= 0 => {
+                    self.committed.insert(key, offset);
+                    self.written.track(topic, *partition, offset);
+                    StartOffset::Offset(offset)
+                }
+                _ => {
+                    if self.reset == OffsetReset::Fail {
+                        return Err(Error::InvalidArgument {
+                            what: "offset",
+                            detail: format!(
+                                "group {} has no committed offset for {topic}/{partition} and the reset policy is fail",
+                                self.config.group_id
+                            ),
+                        });
+                    }
+                    self.written.track(topic, *partition, -1);
+                    reset
+                }
+            };
+            tracing::debug!(%topic, partition, ?start, "assigned partition starts");
+            starts.push((topic.clone(), *partition, start));
+        }
+        Ok(starts)
+    }
+
+    /// Like [`Session::commit_once`], retrying for up to `retry_for` while the coordinator
+    /// is unreachable or has moved (a broker restarting answers NOT_COORDINATOR for a while).
+    pub async fn commit(
+        &mut self,
+        identity: &Identity,
+        partitions: &BTreeSet<TopicPartition>,
+        retry_for: Duration,
+    ) -> Result<CommitOutcome, Error> {
+        let started = Instant::now();
+        let mut backoff = Backoff::new(self.backoff.0, self.backoff.1);
+        loop {
+            let outcome = self.commit_once(identity, partitions).await;
+            let retriable = match &outcome {
+                Ok(CommitOutcome::Refused(code)) => group_codes::needs_rediscovery(*code),
+                Err(error) => error.is_connection_failure(),
+                _ => false,
+            };
+            if !retriable || started.elapsed() >= retry_for {
+                return outcome;
+            }
+            tokio::time::sleep(backoff.next_delay()).await;
+        }
+    }
+
+    /// Commits the written positions of `partitions` that moved since their last commit, in
+    /// one OffsetCommit. Connection failures are returned (the positions stay pending).
+    pub async fn commit_once(
+        &mut self,
+        identity: &Identity,
+        partitions: &BTreeSet<TopicPartition>,
+    ) -> Result<CommitOutcome, Error> {
+        let offsets: BTreeMap<TopicPartition, i64> = self
+            .written
+            .snapshot(partitions)
+            .into_iter()
+            .filter(|(key, offset)| self.committed.get(key).is_none_or(|c| c < offset))
+            .collect();
+        if offsets.is_empty() {
+            return Ok(CommitOutcome::Done);
+        }
+        let group_id = self.config.group_id.clone();
+        let instance_id = self.config.instance_id.clone();
+        let committer = Committer {
+            group: &group_id,
+            generation: identity.generation,
+            member_id: &identity.member_id,
+            instance_id: instance_id.as_deref(),
+        };
+        let result = async {
+            let connection = self.coordinator().await?;
+            Ok::<_, Error>(group::offset_commit(connection, &committer, &offsets).await?)
+        }
+        .await;
+        let answers = match result {
+            Ok(answers) => answers,
+            Err(error) => {
+                if error.is_connection_failure() {
+                    self.lose_coordinator();
+                }
+                return Err(error);
+            }
+        };
+        let mut refused = None;
+        for (key, code) in answers {
+            if code == 0 {
+                if let Some(&offset) = offsets.get(&key) {
+                    // Parsed by the broker tests: the exact commit history of a member.
+                    tracing::info!(target: "krec::commit", group = %group_id, topic = %key.0,
+                        partition = key.1, offset, "committed");
+                    self.committed.insert(key, offset);
+                }
+            } else {
+                if group_codes::needs_rediscovery(code) {
+                    self.lose_coordinator();
+                }
+                tracing::debug!(topic = %key.0, partition = key.1, error = %error_name(code), "commit refused");
+                refused.get_or_insert(code);
+            }
+        }
+        Ok(refused.map_or(CommitOutcome::Done, CommitOutcome::Refused))
+    }
+
+    /// Forgets revoked partitions (their written and committed positions).
+    pub fn forget(&mut self, partitions: &[TopicPartition]) {
+        self.written.forget(partitions);
+        for key in partitions {
+            self.committed.remove(key);
+        }
+    }
+
+    /// Asks the consumer handle to give partitions up; the receiver completes once it has
+    /// (everything it handed out for them written).
+    pub fn request_revoke(
+        &self,
+        partitions: &[TopicPartition],
+        lost: bool,
+    ) -> Option<oneshot::Receiver<()>> {
+        if partitions.is_empty() {
+            return None;
+        }
+        let (ack, done) = oneshot::channel();
+        let event = GroupEvent::Revoke {
+            partitions: partitions.to_vec(),
+            lost,
+            ack,
+        };
+        self.events.send(event).ok()?;
+        Some(done)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Commits against a fake coordinator that answers OffsetCommit from a script.
+    use super::*;
+    use bytes::{BufMut, Bytes, BytesMut};
+    use kafka_protocol::messages::api_versions_response::ApiVersion;
+    use kafka_protocol::messages::find_coordinator_response::Coordinator;
+    use kafka_protocol::messages::metadata_response::MetadataResponseBroker;
+    use kafka_protocol::messages::offset_commit_response::{
+        OffsetCommitResponsePartition, OffsetCommitResponseTopic,
+    };
+    use kafka_protocol::messages::{
+        ApiKey, ApiVersionsResponse, BrokerId, FindCoordinatorResponse, MetadataResponse,
+        OffsetCommitRequest, OffsetCommitResponse, RequestHeader, ResponseHeader,
+    };
+    use kafka_protocol::protocol::{
+        decode_request_header_from_buffer, Decodable, Encodable, HeaderVersion, StrBytes,
+    };
+    use std::sync::Mutex;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::{TcpListener, TcpStream};
+
+    /// What the fake coordinator answers to each OffsetCommit, in turn, and what it was sent.
+    #[derive(Default)]
+    struct Script {
+        answers: Vec<i16>,
+        commits: Vec<(String, i32, i64, i32)>,
+    }
+
+    async fn fake_coordinator(script: Arc<Mutex<Script>>) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                tokio::spawn(serve(socket, address.port(), script.clone()));
+            }
+        });
+        address.to_string()
+    }
+
+    async fn serve(mut socket: TcpStream, port: u16, script: Arc<Mutex<Script>>) {
+        loop {
+            let mut size = [0u8; 4];
+            if socket.read_exact(&mut size).await.is_err() {
+                return;
+            }
+            let mut frame = vec![0u8; i32::from_be_bytes(size) as usize];
+            if socket.read_exact(&mut frame).await.is_err() {
+                return;
+            }
+            let mut frame = Bytes::from(frame);
+            let header: RequestHeader = decode_request_header_from_buffer(&mut frame).unwrap();
+            let key = ApiKey::try_from(header.request_api_key).unwrap();
+            let version = header.request_api_version;
+            let mut body = BytesMut::new();
+            let header_version = match key {
+                ApiKey::ApiVersions => {
+                    let ranges = [(3, 1, 12), (8, 2, 9), (10, 0, 6), (18, 0, 3)];
+                    ApiVersionsResponse::default()
+                        .with_api_keys(
+                            ranges
+                                .iter()
+                                .map(|&(k, min, max)| {
+                                    ApiVersion::default()
+                                        .with_api_key(k)
+                                        .with_min_version(min)
+                                        .with_max_version(max)
+                                })
+                                .collect(),
+                        )
+                        .encode(&mut body, version)
+                        .unwrap();
+                    ApiVersionsResponse::header_version(version)
+                }
+                ApiKey::Metadata => {
+                    MetadataResponse::default()
+                        .with_brokers(vec![MetadataResponseBroker::default()
+                            .with_node_id(BrokerId(1))
+                            .with_host(StrBytes::from_static_str("127.0.0.1"))
+                            .with_port(i32::from(port))])
+                        .encode(&mut body, version)
+                        .unwrap();
+                    MetadataResponse::header_version(version)
+                }
+                ApiKey::FindCoordinator => {
+                    FindCoordinatorResponse::default()
+                        .with_coordinators(vec![Coordinator::default()
+                            .with_key(StrBytes::from_static_str("g"))
+                            .with_node_id(BrokerId(1))
+                            .with_host(StrBytes::from_static_str("127.0.0.1"))
+                            .with_port(i32::from(port))])
+                        .encode(&mut body, version)
+                        .unwrap();
+                    FindCoordinatorResponse::header_version(version)
+                }
+                ApiKey::OffsetCommit => {
+                    let request = OffsetCommitRequest::decode(&mut frame, version).unwrap();
+                    let code = {
+                        let mut script = script.lock().unwrap();
+                        for topic in &request.topics {
+                            for p in &topic.partitions {
+                                script.commits.push((
+                                    topic.name.0.to_string(),
+                                    p.partition_index,
+                                    p.committed_offset,
+                                    request.generation_id_or_member_epoch,
+                                ));
+                            }
+                        }
+                        if script.answers.is_empty() {
+                            0
+                        } else {
+                            script.answers.remove(0)
+                        }
+                    };
+                    OffsetCommitResponse::default()
+                        .with_topics(
+                            request
+                                .topics
+                                .iter()
+                                .map(|t| {
+                                    OffsetCommitResponseTopic::default()
+                                        .with_name(t.name.clone())
+                                        .with_partitions(
+                                            t.partitions
+                                                .iter()
+                                                .map(|p| {
+                                                    OffsetCommitResponsePartition::default()
+                                                        .with_partition_index(p.partition_index)
+                                                        .with_error_code(code)
+                                                })
+                                                .collect(),
+                                        )
+                                })
+                                .collect(),
+                        )
+                        .encode(&mut body, version)
+                        .unwrap();
+                    OffsetCommitResponse::header_version(version)
+                }
+                other => panic!("the fake coordinator does not speak {other:?}"),
+            };
+            let mut response = BytesMut::new();
+            response.put_i32(0);
+            ResponseHeader::default()
+                .with_correlation_id(header.correlation_id)
+                .encode(&mut response, header_version)
+                .unwrap();
+            response.put(body);
+            let size = (response.len() - 4) as i32;
+            response[..4].copy_from_slice(&size.to_be_bytes());
+            if socket.write_all(&response).await.is_err() {
+                return;
+            }
+        }
+    }
+
+    fn session(address: &str) -> Session {
+        let mut consumer = crate::ConsumerConfig::new(vec![address.to_owned()]);
+        consumer.backoff = Duration::from_millis(5);
+        let metadata = Arc::new(AsyncMutex::new(MetadataClient::new(
+            consumer.bootstrap.clone(),
+            consumer.connection.clone(),
+        )));
+        let (events, _) = mpsc::unbounded_channel();
+        let (_, commands) = mpsc::unbounded_channel();
+        let config = Arc::new(GroupConfig::new("g", vec!["t".to_owned()]));
+        Session::new(
+            config,
+            &consumer,
+            metadata,
+            Arc::new(WrittenOffsets::default()),
+            events,
+            commands,
+        )
+    }
+
+    fn identity() -> Identity {
+        Identity {
+            member_id: "m".to_owned(),
+            generation: 4,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_refused_commit_keeps_the_position_for_the_next_one() {
+        let script = Arc::new(Mutex::new(Script {
+            answers: vec![group_codes::REBALANCE_IN_PROGRESS],
+            ..Script::default()
+        }));
+        let address = fake_coordinator(script.clone()).await;
+        let mut session = session(&address);
+        let partitions: BTreeSet<TopicPartition> = [("t".to_owned(), 0)].into();
+        session.written.track("t", 0, 10);
+        session.written.mark("t", 0, 25);
+        let outcome = session
+            .commit(&identity(), &partitions, Duration::ZERO)
+            .await
+            .unwrap();
+        assert_eq!(
+            outcome,
+            CommitOutcome::Refused(group_codes::REBALANCE_IN_PROGRESS)
+        );
+        // Still pending: sent again by the next commit, which the coordinator takes.
+        let outcome = session
+            .commit(&identity(), &partitions, Duration::ZERO)
+            .await
+            .unwrap();
+        assert_eq!(outcome, CommitOutcome::Done);
+        // Nothing new written: nothing sent.
+        let outcome = session
+            .commit(&identity(), &partitions, Duration::ZERO)
+            .await
+            .unwrap();
+        assert_eq!(outcome, CommitOutcome::Done);
+        let commits = script.lock().unwrap().commits.clone();
+        assert_eq!(
+            commits,
+            vec![("t".to_owned(), 0, 25, 4), ("t".to_owned(), 0, 25, 4)]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_moved_coordinator_is_found_again_within_the_retry_time() {
+        let script = Arc::new(Mutex::new(Script {
+            answers: vec![group_codes::NOT_COORDINATOR, group_codes::NOT_COORDINATOR],
+            ..Script::default()
+        }));
+        let address = fake_coordinator(script.clone()).await;
+        let mut session = session(&address);
+        let partitions: BTreeSet<TopicPartition> = [("t".to_owned(), 3)].into();
+        session.written.track("t", 3, -1);
+        session.written.mark("t", 3, 7);
+        // Without retry time the refusal is returned as is.
+        let outcome = session
+            .commit(&identity(), &partitions, Duration::ZERO)
+            .await
+            .unwrap();
+        assert_eq!(
+            outcome,
+            CommitOutcome::Refused(group_codes::NOT_COORDINATOR)
+        );
+        let outcome = session
+            .commit(&identity(), &partitions, Duration::from_secs(5))
+            .await
+            .unwrap();
+        assert_eq!(outcome, CommitOutcome::Done);
+        assert_eq!(script.lock().unwrap().commits.len(), 3);
+    }
+
+    #[tokio::test]
+    async fn untracked_or_unknown_positions_are_never_committed() {
+        let script = Arc::new(Mutex::new(Script::default()));
+        let address = fake_coordinator(script.clone()).await;
+        let mut session = session(&address);
+        // Tracked at -1 (no committed offset, nothing written yet) and not tracked at all.
+        session.written.track("t", 0, -1);
+        let partitions: BTreeSet<TopicPartition> =
+            [("t".to_owned(), 0), ("t".to_owned(), 1)].into();
+        let outcome = session
+            .commit(&identity(), &partitions, Duration::ZERO)
+            .await
+            .unwrap();
+        assert_eq!(outcome, CommitOutcome::Done);
+        assert!(script.lock().unwrap().commits.is_empty());
+    }
+}
