@@ -14,11 +14,7 @@
 //! thread writes (`decode/parallel.rs`). Either way output and errors are those of one walk
 //! over the whole input ([`decode_bytes`]).
 
-#[cfg(unix)]
-mod chained;
 mod parallel;
-#[cfg(unix)]
-mod positional;
 mod runs;
 mod stream;
 
@@ -84,9 +80,8 @@ pub struct DecodeArgs {
     pub threads: Option<NonZeroUsize>,
 
     /// Input bytes read and decoded at a time (whole batches, so a run can be larger, up to
-    /// one batch of --max-batch-bytes); with several threads, the unit handed to a thread
-    /// (at least 64K for a file of batches under 16K). Smaller means less memory, more reads
-    /// and hand-overs.
+    /// one batch of --max-batch-bytes); with several threads, the unit handed to a thread.
+    /// Smaller means less memory, more reads and hand-overs.
     #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "1M")]
     pub run_bytes: u64,
 }
@@ -230,12 +225,8 @@ impl<'a> Files<'a> {
     /// Opens one file (or stdin for `-`) to read run by run; a file larger than
     /// `--max-file-bytes` is refused before anything is read.
     fn open(&self, path: &Path) -> Result<RunReader<Box<dyn Read>>, Error> {
-        Ok(self.open_input(path)?.into_runs(self.limits()))
-    }
-
-    fn open_input(&self, path: &Path) -> Result<Input, Error> {
         if path == Path::new("-") {
-            return Ok(Input::Stdin);
+            return Ok(RunReader::new(Box::new(io::stdin().lock()), self.limits()));
         }
         let io_error = |source| read_error(path, RunReadError::Io(source), 0);
         let file = std::fs::File::open(path).map_err(io_error)?;
@@ -248,45 +239,7 @@ impl<'a> Files<'a> {
                 limit: self.args.max_file_bytes,
             });
         }
-        Ok(Input::File {
-            file,
-            size,
-            regular: metadata.is_file(),
-        })
-    }
-
-    /// Opens one file for the pool. A regular file is read by the workers: cut by header
-    /// reads when its entries are large (see `positional`), else into ranges chained by their
-    /// entry boundaries (see `chained`). Anything else is read run by run on this thread, as
-    /// [`Files::open`].
-    fn open_for_pool(&self, path: &Path) -> Result<PoolInput, Error> {
-        match self.open_input(path)? {
-            #[cfg(unix)]
-            Input::File {
-                file,
-                size,
-                regular: true,
-            } if positional::PositionalRuns::worth_it(&file)
-                .map_err(|source| read_error(path, RunReadError::Io(source), 0))? =>
-            {
-                Ok(PoolInput::Positional(positional::PositionalRuns::new(
-                    std::sync::Arc::new(file),
-                    size,
-                    self.limits(),
-                )))
-            }
-            #[cfg(unix)]
-            Input::File {
-                file,
-                size,
-                regular: true,
-            } => Ok(PoolInput::Chained(chained::ChainedRuns::new(
-                std::sync::Arc::new(file),
-                size,
-                self.limits(),
-            ))),
-            input => Ok(PoolInput::Stream(input.into_runs(self.limits()))),
-        }
+        Ok(RunReader::new(Box::new(file), self.limits()))
     }
 
     /// Decodes one file on this thread, run by run into `buffer`.
@@ -313,33 +266,15 @@ impl<'a> Files<'a> {
     fn decode_on<W: Write>(&self, pool: &mut DecodePool<'a>, out: &mut W) -> Result<(), Error> {
         let files = &self.args.files;
         let mut next_file = 0;
-        let mut current: Option<(usize, PoolInput)> = None;
+        let mut current: Option<(usize, RunReader<Box<dyn Read>>)> = None;
         let next_run = |spare: Vec<u8>| -> Result<Option<SourcedRun<'a>>, Error> {
             let mut spare = Some(spare);
             loop {
-                if let Some((index, input)) = current.as_mut() {
+                if let Some((index, runs)) = current.as_mut() {
                     let index = *index;
-                    let next = match input {
-                        PoolInput::Stream(runs) => runs
-                            .next_run(spare.take().unwrap_or_default())
-                            .map(|run| run.map(RunInput::Owned)),
-                        #[cfg(unix)]
-                        PoolInput::Positional(runs) => match runs.next_span() {
-                            Ok(span) => Ok(span.map(|span| RunInput::Positional {
-                                file: std::sync::Arc::clone(runs.file()),
-                                span,
-                                buffer: spare.take().unwrap_or_default(),
-                            })),
-                            Err(error) => Err(RunReadError::Io(error)),
-                        },
-                        #[cfg(unix)]
-                        PoolInput::Chained(runs) => {
-                            Ok(runs.next_span().map(|span| RunInput::Chained {
-                                span,
-                                buffer: spare.take().unwrap_or_default(),
-                            }))
-                        }
-                    };
+                    let next = runs
+                        .next_run(spare.take().unwrap_or_default())
+                        .map(|run| run.map(RunInput::Owned));
                     match next {
                         Ok(Some(input)) => {
                             return Ok(Some(SourcedRun {
@@ -357,18 +292,13 @@ impl<'a> Files<'a> {
                 let Some(path) = files.get(next_file) else {
                     return Ok(None);
                 };
-                current = Some((next_file, self.open_for_pool(path)?));
+                current = Some((next_file, self.open(path)?));
                 next_file += 1;
             }
         };
         match decode_sources_parallel(pool, next_run, out) {
             Ok(_) => Ok(()),
             Err(SourcesFailure::Read(error)) => Err(error),
-            Err(SourcesFailure::ReadAt { source, error }) => Err(read_error(
-                &files[source],
-                RunReadError::Io(error),
-                self.args.max_file_bytes,
-            )),
             Err(SourcesFailure::Input { source, failure }) => {
                 Err(file_error(&files[source], failure))
             }
@@ -378,39 +308,6 @@ impl<'a> Files<'a> {
             }),
         }
     }
-}
-
-/// An input of the command line, opened.
-enum Input {
-    Stdin,
-    File {
-        file: std::fs::File,
-        /// Its length when opened.
-        size: u64,
-        /// A regular file (not a pipe or a device): positional reads work.
-        #[cfg_attr(not(unix), allow(dead_code))]
-        regular: bool,
-    },
-}
-
-impl Input {
-    /// The input read run by run on the calling thread.
-    fn into_runs(self, limits: RunLimits) -> RunReader<Box<dyn Read>> {
-        match self {
-            Input::Stdin => RunReader::new(Box::new(io::stdin().lock()), limits),
-            Input::File { file, .. } => RunReader::new(Box::new(file), limits),
-        }
-    }
-}
-
-/// An input as the pool reads it: run by run on the calling thread, or each run read by its
-/// worker (cut by header reads, or chained by entry boundaries).
-enum PoolInput {
-    Stream(RunReader<Box<dyn Read>>),
-    #[cfg(unix)]
-    Positional(positional::PositionalRuns),
-    #[cfg(unix)]
-    Chained(chained::ChainedRuns),
 }
 
 /// The error for a failed read of `path` (`limit`: its `--max-file-bytes`).

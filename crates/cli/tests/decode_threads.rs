@@ -24,15 +24,13 @@ struct Shape {
     records_per_batch: usize,
 }
 
-/// Batches of a few KiB: the file is cut into byte ranges whose workers read them and pass each
-/// other the batch boundaries (`chained` in the decode module).
+/// Batches of a few KiB: many to a run.
 const SMALL_BATCHES: Shape = Shape {
     batches: 2000,
     records_per_batch: 25,
 };
 
-/// A first batch over 16 KiB: the file is cut by header reads and each worker reads its runs
-/// (`positional` in the decode module); the compressed batches after it are smaller.
+/// A first batch over 16 KiB, then smaller compressed ones: few batches to a run.
 const LARGE_BATCHES: Shape = Shape {
     batches: 200,
     records_per_batch: 300,

@@ -2,18 +2,13 @@
 //!
 //! An input is cut into runs of whole log entries (see [`runs`](super::runs)). Worker threads
 //! decode and format whole runs into buffers of their own; the calling thread reads the next
-//! runs meanwhile and writes the formatted buffers out in input order. The workers read the
-//! bytes of a regular file's runs themselves, so the calling thread's serial share stays
-//! small: a file of large entries is cut from its entry headers alone (see
-//! [`positional`](super::positional)), a file of small ones into byte ranges whose workers
-//! hand each other the entry boundaries (see [`chained`](super::chained)). At
-//! most `2 * threads` runs are in flight, so memory stays bounded by that many runs, read and
-//! formatted, whatever the input size.
+//! runs meanwhile and writes the formatted buffers out in input order. At most `2 * threads`
+//! runs are in flight, so memory stays bounded by that many runs, read and formatted,
+//! whatever the input size.
 //!
 //! One [`DecodePool`] serves every file of a command: its threads, their per-thread
-//! decompression buffers and the run buffers live from the first file to the last. (Started per
-//! file, each file paid for new threads and fresh buffers: 64K page faults instead of 12K and
-//! ~8% more CPU on the 16 segments of the scaling benchmark.) The files are one stream of runs
+//! decompression buffers and the run buffers live from the first file to the last (started per
+//! file, each file paid for new threads and fresh buffers). The files are one stream of runs
 //! tagged with their file ([`decode_sources_parallel`]), so the next file is read while the
 //! last runs of the previous one decode.
 //!
@@ -86,8 +81,6 @@ pub fn decode_bytes_parallel<W: Write>(
             Ok(Outcome::FailedRun(run)) => Err(report_failed_run(config, format, &run, out)),
             Err(RunFailure::Decode(failure)) => Err(failure),
             Err(RunFailure::Read(never)) => match never {},
-            // Slices of an image in memory: nothing to read.
-            Err(RunFailure::ReadAt { error, .. }) => Err(DecodeFailure::Output(error)),
         }
     })
 }
@@ -157,14 +150,6 @@ impl Drop for DecodePool<'_> {
 pub(super) enum SourcesFailure<E> {
     /// Reading or opening a source failed (after the runs read before were written).
     Read(E),
-    /// Reading a positional run of source `source` failed (after the runs before were
-    /// written).
-    ReadAt {
-        /// Index of the source, as the runs were tagged.
-        source: usize,
-        /// The failed read.
-        error: io::Error,
-    },
     /// A run of source `source` is malformed; the records before the bad spot were written.
     Input {
         /// Index of the source, as the runs were tagged.
@@ -206,7 +191,6 @@ where
             report_failed_run(pool.config, pool.format, &run, out),
         )),
         Err(RunFailure::Read(error)) => Err(SourcesFailure::Read(error)),
-        Err(RunFailure::ReadAt { source, error }) => Err(SourcesFailure::ReadAt { source, error }),
         // The pool itself only fails to write (or to reach its threads): no run's source.
         Err(RunFailure::Decode(DecodeFailure::Output(error))) => Err(SourcesFailure::Output(error)),
         Err(RunFailure::Decode(failure)) => Err(SourcesFailure::of_run(0, failure)),
@@ -225,27 +209,10 @@ pub(super) struct SourcedRun<'p> {
 }
 
 /// The bytes of one run: a slice of an image in memory, or a buffer of its own read from a
-/// reader; either with its position in the input. Or, for a regular file, where the run lies
-/// in the file and the buffer its worker reads it into: cut by header reads for large entries
-/// (see [`positional`](super::positional)), a range chained to the runs around it for small
-/// ones (see [`chained`](super::chained)).
+/// reader; either with its position in the input.
 pub(super) enum RunInput<'p> {
-    Slice {
-        start: usize,
-        bytes: &'p [u8],
-    },
+    Slice { start: usize, bytes: &'p [u8] },
     Owned(Run),
-    #[cfg(unix)]
-    Positional {
-        file: Arc<std::fs::File>,
-        span: super::positional::Span,
-        buffer: Vec<u8>,
-    },
-    #[cfg(unix)]
-    Chained {
-        span: super::chained::ChainedSpan,
-        buffer: Vec<u8>,
-    },
 }
 
 impl RunInput<'_> {
@@ -254,36 +221,14 @@ impl RunInput<'_> {
         match self {
             RunInput::Slice { start, .. } => *start,
             RunInput::Owned(run) => run.start,
-            #[cfg(unix)]
-            RunInput::Positional { span, .. } => usize::try_from(span.start).unwrap_or(usize::MAX),
-            #[cfg(unix)]
-            RunInput::Chained { span, .. } => usize::try_from(span.start()).unwrap_or(usize::MAX),
         }
     }
 
-    /// The run's bytes; none for a run of a file not read yet ([`RunInput::read`]).
+    /// The run's bytes.
     fn bytes(&self) -> &[u8] {
         match self {
             RunInput::Slice { bytes, .. } => bytes,
             RunInput::Owned(run) => run.bytes(),
-            #[cfg(unix)]
-            RunInput::Positional { .. } | RunInput::Chained { .. } => &[],
-        }
-    }
-
-    /// The run with its bytes in memory: a run of a file is read here, on the worker's thread
-    /// (a chained one waits for the run before it to say where it starts).
-    fn read(self) -> io::Result<Self> {
-        match self {
-            #[cfg(unix)]
-            RunInput::Positional { file, span, buffer } => Ok(RunInput::Owned(
-                super::positional::read_span(&file, span, buffer)?,
-            )),
-            #[cfg(unix)]
-            RunInput::Chained { span, buffer } => {
-                Ok(RunInput::Owned(super::chained::read_run(span, buffer)?))
-            }
-            input => Ok(input),
         }
     }
 
@@ -292,8 +237,6 @@ impl RunInput<'_> {
         match self {
             RunInput::Slice { .. } => None,
             RunInput::Owned(run) => Some(run.into_buffer()),
-            #[cfg(unix)]
-            RunInput::Positional { buffer, .. } | RunInput::Chained { buffer, .. } => Some(buffer),
         }
     }
 }
@@ -316,8 +259,6 @@ enum RunResult<'p> {
     },
     /// The run holds malformed bytes; the calling thread decodes it again to report them.
     InputFailed(SourcedRun<'p>),
-    /// Reading the bytes of a positional run failed.
-    ReadFailed { source: usize, error: io::Error },
     /// Formatting into memory failed (only a format error can do that).
     OutputFailed(io::Error),
 }
@@ -333,11 +274,6 @@ enum Outcome<'p> {
 enum RunFailure<E> {
     /// Reading the next run failed on the calling thread.
     Read(E),
-    /// A worker failed to read the bytes of a positional run of source `source`.
-    ReadAt {
-        source: usize,
-        error: io::Error,
-    },
     Decode(DecodeFailure),
 }
 
@@ -371,15 +307,6 @@ fn decode_run<'p>(
     let mut writer = match format.writer(io::sink()) {
         Ok(writer) => writer.gathering_into(output),
         Err(error) => return RunResult::OutputFailed(io::Error::other(error)),
-    };
-    let run = match run.input.read() {
-        Ok(input) => SourcedRun { input, ..run },
-        Err(error) => {
-            return RunResult::ReadFailed {
-                source: run.source,
-                error,
-            }
-        }
     };
     let walk = BatchWalk::new(run.input.bytes(), config);
     match decode_walk(walk, run.context, &mut writer) {
@@ -493,9 +420,6 @@ impl<'p> DecodePool<'p> {
                     summary.add(run_summary);
                 }
                 RunResult::InputFailed(run) => return Ok(Outcome::FailedRun(run)),
-                RunResult::ReadFailed { source, error } => {
-                    return Err(RunFailure::ReadAt { source, error })
-                }
                 RunResult::OutputFailed(error) => return Err(output_failure(error)),
             }
         }

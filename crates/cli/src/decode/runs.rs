@@ -262,7 +262,7 @@ pub(super) fn read_fully(reader: &mut impl Read, buffer: &mut [u8]) -> io::Resul
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+mod tests {
     use super::{RunLimits, RunReadError, RunReader, Runs, READ_CHUNK};
 
     fn limits(run_bytes: usize) -> RunLimits {
@@ -270,7 +270,7 @@ pub(super) mod tests {
     }
 
     /// Limits with the given run size and entry limit, and no input limit.
-    pub(in crate::decode) fn limits_with(run_bytes: usize, max_entry_bytes: usize) -> RunLimits {
+    fn limits_with(run_bytes: usize, max_entry_bytes: usize) -> RunLimits {
         RunLimits {
             run_bytes,
             max_entry_bytes,
@@ -280,7 +280,7 @@ pub(super) mod tests {
 
     /// Entries of the given total sizes (12-byte header counted; a size below 12 writes that
     /// raw length field instead), bodies filled with the entry's index.
-    pub(in crate::decode) fn entries_sized(sizes: &[i64]) -> Vec<u8> {
+    fn entries_sized(sizes: &[i64]) -> Vec<u8> {
         let mut data = Vec::new();
         for (offset, &size) in sizes.iter().enumerate() {
             data.extend_from_slice(&(offset as i64).to_be_bytes());
@@ -290,20 +290,8 @@ pub(super) mod tests {
         data
     }
 
-    /// A temporary file holding `data` (kept while the first value lives), opened for reading.
-    #[cfg(unix)]
-    pub(in crate::decode) fn file_with(
-        data: &[u8],
-    ) -> (tempfile::NamedTempFile, std::sync::Arc<std::fs::File>) {
-        use std::io::Write as _;
-        let mut temp = tempfile::NamedTempFile::new().expect("temp file");
-        temp.write_all(data).expect("write");
-        let file = std::sync::Arc::new(temp.reopen().expect("reopen"));
-        (temp, file)
-    }
-
     /// Every run a reader gives, read into one reused buffer: position and bytes.
-    pub(in crate::decode) fn read_runs(data: &[u8], limits: RunLimits) -> Vec<(usize, Vec<u8>)> {
+    fn read_runs(data: &[u8], limits: RunLimits) -> Vec<(usize, Vec<u8>)> {
         let mut reader = RunReader::new(data, limits);
         let mut runs = Vec::new();
         let mut buffer = Vec::new();
