@@ -13,8 +13,9 @@ use bytes::Bytes;
 use super::assignor::{Assignor, TopicPartition};
 use super::session::{CommitOutcome, Identity, Session};
 use super::wire;
-use super::{Command, GroupEvent};
+use super::{Command, GroupConfig, GroupEvent};
 use crate::Error;
+use kafka_protocol::messages::JoinGroupResponse;
 use krec_client::group::{self, group_codes, JoinRequest};
 
 /// Runs the membership until it is closed or fails.
@@ -99,6 +100,37 @@ impl Classic {
     /// One JoinGroup + SyncGroup round: the new assignment, or None to try again.
     async fn join_and_sync(&mut self) -> Result<Option<Vec<TopicPartition>>, Error> {
         let config = self.session.config.clone();
+        let Some(response) = self.join(&config).await? else {
+            return Ok(None);
+        };
+        self.identity.member_id = response.member_id.as_str().to_owned();
+        self.identity.generation = response.generation_id;
+        let protocol_name = response
+            .protocol_name
+            .as_ref()
+            .map(|p| p.as_str().to_owned())
+            .unwrap_or_default();
+        let assignor =
+            Assignor::from_protocol_name(&protocol_name).ok_or_else(|| Error::GroupProtocol {
+                group: config.group_id.clone(),
+                what: format!(
+                    "the group chose assignor {protocol_name:?}, which krec does not offer"
+                ),
+            })?;
+        self.protocol = Some(assignor);
+        let leader = response.leader.as_str() == self.identity.member_id;
+        tracing::info!(generation = self.identity.generation, member = %self.identity.member_id,
+            leader, assignor = protocol_name, members = response.members.len(), "joined the group");
+        let assignments = if leader && !response.skip_assignment {
+            self.assign(assignor, &response.members).await?
+        } else {
+            Vec::new()
+        };
+        self.sync(&config, &protocol_name, assignments).await
+    }
+
+    /// JoinGroup with this member's subscription: the response, or None to try again.
+    async fn join(&mut self, config: &GroupConfig) -> Result<Option<JoinGroupResponse>, Error> {
         let owned: Vec<TopicPartition> = self.owned.iter().cloned().collect();
         let protocols: Vec<(&'static str, Bytes)> = config
             .assignors
@@ -131,52 +163,39 @@ impl Classic {
         };
         let response = match answer {
             Ok(response) => response,
-            Err(error) => return self.retry_after(error).await,
+            Err(error) => return self.retry_after(error).await.map(|()| None),
         };
         match response.error_code {
-            0 => {}
+            0 => Ok(Some(response)),
             group_codes::MEMBER_ID_REQUIRED => {
                 self.identity.member_id = response.member_id.as_str().to_owned();
-                return Ok(None);
+                Ok(None)
             }
             group_codes::UNKNOWN_MEMBER_ID => {
                 self.identity = Identity::default();
-                return Ok(None);
+                Ok(None)
             }
             group_codes::REBALANCE_IN_PROGRESS | group_codes::ILLEGAL_GENERATION => {
                 tokio::time::sleep(Duration::from_millis(100)).await;
-                return Ok(None);
+                Ok(None)
             }
             code if group_codes::needs_rediscovery(code) => {
                 self.session.lose_coordinator();
                 tokio::time::sleep(Duration::from_millis(100)).await;
-                return Ok(None);
+                Ok(None)
             }
-            code => return Err(self.session.group_error("JoinGroup", code)),
+            code => Err(self.session.group_error("JoinGroup", code)),
         }
-        self.identity.member_id = response.member_id.as_str().to_owned();
-        self.identity.generation = response.generation_id;
-        let protocol_name = response
-            .protocol_name
-            .as_ref()
-            .map(|p| p.as_str().to_owned())
-            .unwrap_or_default();
-        let assignor =
-            Assignor::from_protocol_name(&protocol_name).ok_or_else(|| Error::GroupProtocol {
-                group: config.group_id.clone(),
-                what: format!(
-                    "the group chose assignor {protocol_name:?}, which krec does not offer"
-                ),
-            })?;
-        self.protocol = Some(assignor);
-        let leader = response.leader.as_str() == self.identity.member_id;
-        tracing::info!(generation = self.identity.generation, member = %self.identity.member_id,
-            leader, assignor = protocol_name, members = response.members.len(), "joined the group");
-        let assignments = if leader && !response.skip_assignment {
-            self.assign(assignor, &response.members).await?
-        } else {
-            Vec::new()
-        };
+    }
+
+    /// SyncGroup (with the assignments, when leader): this member's assignment, or None to
+    /// try again.
+    async fn sync(
+        &mut self,
+        config: &GroupConfig,
+        protocol_name: &str,
+        assignments: Vec<(String, Bytes)>,
+    ) -> Result<Option<Vec<TopicPartition>>, Error> {
         let answer = match self.session.coordinator().await {
             Ok(connection) => group::sync_group(
                 connection,
@@ -184,7 +203,7 @@ impl Classic {
                 self.identity.generation,
                 &self.identity.member_id,
                 config.instance_id.as_deref(),
-                &protocol_name,
+                protocol_name,
                 assignments,
                 config.rebalance_timeout + REQUEST_TIMEOUT,
             )
@@ -194,7 +213,7 @@ impl Classic {
         };
         let (code, bytes) = match answer {
             Ok(answer) => answer,
-            Err(error) => return self.retry_after(error).await,
+            Err(error) => return self.retry_after(error).await.map(|()| None),
         };
         match code {
             0 => {}
@@ -218,13 +237,13 @@ impl Classic {
     }
 
     /// A connection problem: find the coordinator again and retry; anything else is fatal.
-    async fn retry_after(&mut self, error: Error) -> Result<Option<Vec<TopicPartition>>, Error> {
+    async fn retry_after(&mut self, error: Error) -> Result<(), Error> {
         match error {
             error if error.is_connection_failure() => {
                 tracing::warn!(%error, "group coordinator unreachable; finding it again");
                 self.session.lose_coordinator();
                 tokio::time::sleep(self.session.backoff.0).await;
-                Ok(None)
+                Ok(())
             }
             other => Err(other),
         }
