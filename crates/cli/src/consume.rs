@@ -28,9 +28,7 @@ use krec_consumer::{
 /// Fetch responses per broker held (queued or being written) before the next fetch waits.
 /// Fetching only just ahead of the decode threads lets the connection reuse its response
 /// buffers (3 held plus 1 being read fill its pool of 4) instead of mapping fresh memory for
-/// every response: on the consume benchmark this took 20-40% less CPU than letting the
-/// 256 MiB budget alone limit fetching, with no loss of records/s (2, 3 and 4 measured within
-/// 5% of each other; 8 was slower).
+/// every response, which costs far more CPU than it saves (see BENCHMARKS.md, end to end).
 const HELD_RESPONSES: usize = 3;
 
 /// The `-G` options of `krec consume`.
@@ -463,8 +461,8 @@ fn write_chunk<W: Write>(
         last_written: None,
         reached: false,
     };
-    // Batches parsed in place and lent (`try_for_each_ref`): moving each out by value cost a
-    // topic of one-record batches about 7% of its CPU.
+    // Batches parsed in place and lent (`try_for_each_ref`): moving each out by value costs
+    // one-record batches a measurable share of their CPU.
     chunk
         .batches(decode)
         .with_buffer(buffer)
@@ -531,8 +529,7 @@ impl<W: Write> ChunkWriting<'_, W> {
 
     /// Writes the data records of `batch`; `Break` once `-c`'s count is reached.
     // A function of its own, so that the record loop gets the record iterator inlined (inside
-    // the batch closure the compiler called it, per record: 3% more CPU on the consume
-    // benchmark's topics).
+    // the batch closure the compiler called it once per record).
     #[inline(never)]
     fn write_records(&mut self, batch: ChunkBatchRef<'_, '_>) -> Result<ControlFlow<()>, Error> {
         let mut records = batch.records_in_place();

@@ -20,7 +20,8 @@ mod stream;
 
 pub use parallel::{decode_bytes_parallel, Parallelism, DEFAULT_RUN_BYTES};
 use parallel::{
-    decode_sources_parallel, with_pool, DecodePool, RunInput, SourcedRun, SourcesFailure,
+    decode_sources_parallel, with_segment_workers, RunInput, SegmentWorkers, SourcedRun,
+    SourcesFailure,
 };
 use runs::{RunLimits, RunReadError, RunReader};
 
@@ -154,8 +155,8 @@ pub fn run(args: DecodeArgs) -> ExitCode {
     };
     // One set of threads and buffers for all files (see `parallel`).
     if parallelism.threads.get() > 1 {
-        with_pool(&config, &args.format, parallelism.threads, |pool| {
-            files.decode_all(Decoder::Threads(pool), out)
+        with_segment_workers(&config, &args.format, parallelism.threads, |workers| {
+            files.decode_all(Decoder::Threads(workers), out)
         })
     } else {
         files.decode_all(Decoder::OneThread(Vec::new()), out)
@@ -171,10 +172,10 @@ struct Files<'a> {
     run_bytes: usize,
 }
 
-/// Where runs are decoded: on the calling thread into one reused buffer, or on a pool.
+/// Where runs are decoded: on the calling thread into one reused buffer, or on the segment workers.
 enum Decoder<'d, 'p> {
     OneThread(Vec<u8>),
-    Threads(&'d mut DecodePool<'p>),
+    Threads(&'d mut SegmentWorkers<'p>),
 }
 
 impl<'a> Files<'a> {
@@ -189,7 +190,7 @@ impl<'a> Files<'a> {
                 .try_for_each(|(path, context)| {
                     self.decode_file_here(path, context, &mut buffer, &mut out)
                 }),
-            Decoder::Threads(pool) => self.decode_on(pool, &mut out),
+            Decoder::Threads(workers) => self.decode_on(workers, &mut out),
         };
         if let Err(error) = result {
             let flushed = out.flush();
@@ -261,9 +262,13 @@ impl<'a> Files<'a> {
         }
     }
 
-    /// Decodes all files on the pool's threads as one stream of runs, each tagged with its
+    /// Decodes all files on the segment workers as one stream of runs, each tagged with its
     /// file: the next file is opened and read while the last runs of the previous one decode.
-    fn decode_on<W: Write>(&self, pool: &mut DecodePool<'a>, out: &mut W) -> Result<(), Error> {
+    fn decode_on<W: Write>(
+        &self,
+        workers: &mut SegmentWorkers<'a>,
+        out: &mut W,
+    ) -> Result<(), Error> {
         let files = &self.args.files;
         let mut next_file = 0;
         let mut current: Option<(usize, RunReader<Box<dyn Read>>)> = None;
@@ -296,7 +301,7 @@ impl<'a> Files<'a> {
                 next_file += 1;
             }
         };
-        match decode_sources_parallel(pool, next_run, out) {
+        match decode_sources_parallel(workers, next_run, out) {
             Ok(_) => Ok(()),
             Err(SourcesFailure::Read(error)) => Err(error),
             Err(SourcesFailure::Input { source, failure }) => {

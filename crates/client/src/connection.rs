@@ -13,7 +13,7 @@ use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
-use super::frame_pool::FramePool;
+use super::frame_buffers::FrameBuffers;
 use super::receive_wait::ReceiveWait;
 use super::versions::{api_name, ApiRequest, ApiVersions};
 use crate::Error;
@@ -32,7 +32,7 @@ pub struct ConnectionSettings {
     /// Response buffers a connection keeps for reuse, in bytes of capacity (buffers still
     /// referenced by fetched data included). Memory on top of what fetched data holds is at
     /// most this; 0 allocates every response afresh.
-    pub frame_pool_bytes: usize,
+    pub frame_buffer_bytes: usize,
 }
 
 impl Default for ConnectionSettings {
@@ -42,7 +42,7 @@ impl Default for ConnectionSettings {
             connect_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(30),
             max_frame_bytes: 256 << 20,
-            frame_pool_bytes: 64 << 20,
+            frame_buffer_bytes: 64 << 20,
         }
     }
 }
@@ -52,7 +52,7 @@ impl Default for ConnectionSettings {
 pub struct Connection {
     address: String,
     stream: TcpStream,
-    frames: FramePool,
+    frames: FrameBuffers,
     receive_wait: ReceiveWait,
     write_buffer: BytesMut,
     next_correlation_id: i32,
@@ -87,7 +87,7 @@ impl Connection {
         let mut connection = Self {
             address: address.to_owned(),
             stream,
-            frames: FramePool::new(settings.frame_pool_bytes),
+            frames: FrameBuffers::new(settings.frame_buffer_bytes),
             receive_wait: ReceiveWait::default(),
             write_buffer: BytesMut::with_capacity(4 << 10),
             next_correlation_id: 1,
@@ -239,7 +239,7 @@ impl Connection {
     /// the frame a truncated one (both are connection errors the caller reconnects from).
     ///
     /// Requests are sequential, so nothing follows a response on the wire: reads stop at the
-    /// frame's end and each frame fills a buffer of its own (pooled, see [`FramePool`]).
+    /// frame's end and each frame fills a buffer of its own (pooled, see [`FrameBuffers`]).
     async fn read_frame(&mut self) -> Result<Bytes, Error> {
         let mut head = [0u8; 4];
         self.fill(&mut head[..]).await?;

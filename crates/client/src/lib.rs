@@ -6,7 +6,7 @@
 //! the response frame, decoded by krec-batch elsewhere.
 //!
 //! Layout, from the bottom up:
-//! - `frame_pool`, `receive_wait`: the reused response buffers and the socket's wake-up mark.
+//! - `frame_buffers`, `receive_wait`: the reused response buffers and the socket's wake-up mark.
 //! - [`versions`]: ApiVersions and the version each request is sent at.
 //! - [`connection`]: framing, request/response matching, timeouts, one broker.
 //! - [`metadata`], [`offsets`], [`fetch`], [`group`]: the requests, each in its own module.
@@ -32,7 +32,7 @@
 pub mod connection;
 pub mod error;
 pub mod fetch;
-mod frame_pool;
+mod frame_buffers;
 pub mod group;
 pub mod metadata;
 pub mod offsets;

@@ -12,9 +12,8 @@
 
 use tokio::net::TcpStream;
 
-/// The highest mark set: a wake-up per MiB instead of per packet (in the consume benchmark,
-/// 1 MiB took fewer context switches and no more CPU than 256 KiB; 4 and 16 MiB gained
-/// nothing more), and reading still overlaps with the rest of a large response arriving.
+/// The highest mark set: a wake-up per MiB instead of per packet, while reading still overlaps
+/// with the rest of a large response arriving (see BENCHMARKS.md, end to end).
 const MAX_LOW_WATER: usize = 1 << 20;
 
 /// The low-water mark currently set on one socket.

@@ -107,7 +107,7 @@ pub struct ConsumerConfig {
     pub partition_max_bytes: i32,
     /// Bytes of fetched data held before fetching pauses (back-pressure). Response buffers
     /// kept for reuse add at most half of this again (and at most
-    /// [`ConnectionSettings::frame_pool_bytes`]) per broker connection.
+    /// [`ConnectionSettings::frame_buffer_bytes`]) per broker connection.
     pub buffer_bytes: usize,
     /// Fetch responses per broker whose data may be held at once (queued, or being decoded)
     /// before that broker's next fetch waits for one to be dropped; `None`: only

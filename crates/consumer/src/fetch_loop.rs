@@ -81,8 +81,8 @@ impl Fetcher {
         };
         // Reused response buffers are memory the budget does not count: at most half of it.
         let mut connection_settings = config.connection.clone();
-        connection_settings.frame_pool_bytes = connection_settings
-            .frame_pool_bytes
+        connection_settings.frame_buffer_bytes = connection_settings
+            .frame_buffer_bytes
             .min(config.buffer_bytes / 2);
         let response_slots = config
             .max_held_responses

@@ -6,7 +6,7 @@
 //! runs are in flight, so memory stays bounded by that many runs, read and formatted,
 //! whatever the input size.
 //!
-//! One [`DecodePool`] serves every file of a command: its threads, their per-thread
+//! One [`SegmentWorkers`] serves every file of a command: its threads, their per-thread
 //! decompression buffers and the run buffers live from the first file to the last (started per
 //! file, each file paid for new threads and fresh buffers). The files are one stream of runs
 //! tagged with their file ([`decode_sources_parallel`]), so the next file is read while the
@@ -64,7 +64,7 @@ pub fn decode_bytes_parallel<W: Write>(
         writer.flush().map_err(DecodeFailure::Output)?;
         return summary;
     }
-    with_pool(config, format, parallelism.threads, |pool| {
+    with_segment_workers(config, format, parallelism.threads, |workers| {
         let mut runs = Runs::new(data, run_bytes);
         let next_run = move |_spare: Vec<u8>| {
             Ok::<_, Infallible>(runs.next().map(|range| SourcedRun {
@@ -76,7 +76,7 @@ pub fn decode_bytes_parallel<W: Write>(
                 context,
             }))
         };
-        match pool.decode(next_run, out) {
+        match workers.decode(next_run, out) {
             Ok(Outcome::Done(summary)) => Ok(summary),
             Ok(Outcome::FailedRun(run)) => Err(report_failed_run(config, format, &run, out)),
             Err(RunFailure::Decode(failure)) => Err(failure),
@@ -86,11 +86,11 @@ pub fn decode_bytes_parallel<W: Write>(
 }
 
 /// Starts `threads` decode threads for `body` and stops them when it returns.
-pub(super) fn with_pool<'p, T>(
+pub(super) fn with_segment_workers<'p, T>(
     config: &'p DecodeConfig,
     format: &'p FormatArgs,
     threads: NonZeroUsize,
-    body: impl FnOnce(&mut DecodePool<'p>) -> T,
+    body: impl FnOnce(&mut SegmentWorkers<'p>) -> T,
 ) -> T {
     let (job_sender, job_receiver) = mpsc::channel::<Job<'p>>();
     let results = Arc::new(ResultBoard::new(threads.get()));
@@ -105,7 +105,7 @@ pub(super) fn with_pool<'p, T>(
                 worker(config, format, &jobs, &stop, &results);
             });
         }
-        let mut pool = DecodePool {
+        let mut workers = SegmentWorkers {
             config,
             format,
             max_in_flight: threads.get() * 2,
@@ -116,13 +116,13 @@ pub(super) fn with_pool<'p, T>(
             spare_inputs: Vec::new(),
             broken: false,
         };
-        // Dropping the pool drops the job sender, which lets the workers finish.
-        body(&mut pool)
+        // Dropping the workers drops the job sender, which lets the workers finish.
+        body(&mut workers)
     })
 }
 
 /// Decode threads and the buffers they pass around, shared by every input of a command.
-pub(super) struct DecodePool<'p> {
+pub(super) struct SegmentWorkers<'p> {
     config: &'p DecodeConfig,
     format: &'p FormatArgs,
     max_in_flight: usize,
@@ -134,11 +134,11 @@ pub(super) struct DecodePool<'p> {
     /// Input buffers decoded and free for the next runs read.
     spare_inputs: Vec<Vec<u8>>,
     /// An input stopped with runs still in flight; their results would mix with the next
-    /// input's, so the pool takes no more work.
+    /// input's, so the workers take no more work.
     broken: bool,
 }
 
-impl Drop for DecodePool<'_> {
+impl Drop for SegmentWorkers<'_> {
     fn drop(&mut self) {
         // Queued runs of an input that failed are not worth decoding.
         self.stop.store(true, Ordering::Relaxed);
@@ -171,12 +171,12 @@ impl<E> SourcesFailure<E> {
     }
 }
 
-/// Decodes the runs `next_run` reads (from any number of sources, in order) on the pool's
+/// Decodes the runs `next_run` reads (from any number of sources, in order) on the workers
 /// threads, writing their records in order, as [`decode_runs`](super::stream::decode_runs)
 /// does for each source on one thread. The runs of the next source are read while the last
 /// ones of the previous source decode, so the threads do not wait at each file's end.
 pub(super) fn decode_sources_parallel<'p, W, F, E>(
-    pool: &mut DecodePool<'p>,
+    workers: &mut SegmentWorkers<'p>,
     next_run: F,
     out: &mut W,
 ) -> Result<DecodeSummary, SourcesFailure<E>>
@@ -184,14 +184,14 @@ where
     W: Write,
     F: FnMut(Vec<u8>) -> Result<Option<SourcedRun<'p>>, E>,
 {
-    match pool.decode(next_run, out) {
+    match workers.decode(next_run, out) {
         Ok(Outcome::Done(summary)) => Ok(summary),
         Ok(Outcome::FailedRun(run)) => Err(SourcesFailure::of_run(
             run.source,
-            report_failed_run(pool.config, pool.format, &run, out),
+            report_failed_run(workers.config, workers.format, &run, out),
         )),
         Err(RunFailure::Read(error)) => Err(SourcesFailure::Read(error)),
-        // The pool itself only fails to write (or to reach its threads): no run's source.
+        // The workers themselves only fail to write (or to reach its threads): no run's source.
         Err(RunFailure::Decode(DecodeFailure::Output(error))) => Err(SourcesFailure::Output(error)),
         Err(RunFailure::Decode(failure)) => Err(SourcesFailure::of_run(0, failure)),
     }
@@ -303,7 +303,7 @@ fn decode_run<'p>(
     output: Vec<u8>,
 ) -> RunResult<'p> {
     // Formatted straight into the run's output buffer: a writer's own buffer would copy
-    // every byte once more (4% of the CPU of a two-thread JSON decode of the bench segments).
+    // every byte once more.
     let mut writer = match format.writer(io::sink()) {
         Ok(writer) => writer.gathering_into(output),
         Err(error) => return RunResult::OutputFailed(io::Error::other(error)),
@@ -320,7 +320,7 @@ fn decode_run<'p>(
     }
 }
 
-impl<'p> DecodePool<'p> {
+impl<'p> SegmentWorkers<'p> {
     /// Hands the runs `next_run` gives (reading into the spare buffers it is handed) to the
     /// threads, and writes their output to `out` in input order.
     fn decode<W, F, E>(

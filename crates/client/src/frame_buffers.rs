@@ -3,17 +3,17 @@
 //! A fetch response is read into one buffer and handed out as `Bytes` slices (the partitions'
 //! records), which live on in decode threads after the next fetch has been sent. A fresh
 //! allocation per response costs page faults on every page it touches (a large allocation
-//! is mapped fresh by the allocator and unmapped again when freed). The pool keeps a handle
+//! is mapped fresh by the allocator and unmapped again when freed). [`FrameBuffers`] keeps a handle
 //! on each buffer it lent out; once every slice of a frame has been dropped, the handle is
 //! the buffer's only owner and the next frame is read into the same, already mapped, memory.
 //!
-//! Bounded: at most [`FramePool::MAX_BUFFERS`] buffers whose capacities add up to at most
+//! Bounded: at most [`FrameBuffers::MAX_BUFFERS`] buffers whose capacities add up to at most
 //! the configured byte limit, counting buffers still in use. A frame that does not fit gets
-//! an ordinary allocation that is freed with its last slice, as before.
+//! an ordinary allocation that is freed with its last slice.
 
 use bytes::BytesMut;
 
-/// One buffer the pool owns: a zero-length handle sharing the allocation of the frame last
+/// One buffer it owns: a zero-length handle sharing the allocation of the frame last
 /// read into it.
 #[derive(Debug)]
 struct Pooled {
@@ -21,28 +21,28 @@ struct Pooled {
     capacity: usize,
 }
 
-/// A buffer to read one frame into, and whether it goes back to the pool afterwards.
+/// A buffer to read one frame into, and whether it is kept for reuse afterwards.
 #[derive(Debug)]
 pub(crate) struct FrameBuffer {
     /// Empty, with capacity for the whole frame.
     pub(crate) buffer: BytesMut,
-    /// The pool's record of this buffer's capacity when it is pooled.
+    /// Its record of this buffer's capacity when it is pooled.
     pooled_capacity: Option<usize>,
 }
 
 /// The frame buffers of one connection (see the module docs).
 #[derive(Debug)]
-pub(crate) struct FramePool {
+pub(crate) struct FrameBuffers {
     buffers: Vec<Pooled>,
     max_bytes: usize,
 }
 
-impl FramePool {
+impl FrameBuffers {
     /// Buffers kept per connection: enough for the frames a fetch pipeline holds while the
     /// decode threads catch up; deeper back-pressure falls back to plain allocations.
     pub(crate) const MAX_BUFFERS: usize = 4;
 
-    /// A pool whose buffers, in use or idle, hold at most `max_bytes` together.
+    /// Frame buffers that, in use or idle, hold at most `max_bytes` together.
     pub(crate) fn new(max_bytes: usize) -> Self {
         Self {
             buffers: Vec::new(),
@@ -50,12 +50,12 @@ impl FramePool {
         }
     }
 
-    /// Bytes of capacity the pool owns (buffers in use included).
+    /// Bytes of capacity owned (buffers in use included).
     pub(crate) fn pooled_bytes(&self) -> usize {
         self.buffers.iter().map(|b| b.capacity).sum()
     }
 
-    /// Buffers the pool owns (in use included).
+    /// Buffers owned (in use included).
     #[cfg(test)]
     pub(crate) fn pooled_buffers(&self) -> usize {
         self.buffers.len()
@@ -111,7 +111,7 @@ impl FramePool {
     }
 
     /// Takes the frame read into `frame` out as its own `BytesMut`; a pooled buffer keeps a
-    /// handle on the allocation so that the next [`FramePool::take`] can reuse it.
+    /// handle on the allocation so that the next [`FrameBuffers::take`] can reuse it.
     pub(crate) fn finish(&mut self, frame: FrameBuffer) -> BytesMut {
         let FrameBuffer {
             mut buffer,
@@ -130,10 +130,10 @@ impl FramePool {
 
 #[cfg(test)]
 mod tests {
-    use super::FramePool;
+    use super::FrameBuffers;
     use bytes::BufMut;
 
-    fn read_frame(pool: &mut FramePool, size: usize, fill: u8) -> bytes::Bytes {
+    fn read_frame(pool: &mut FrameBuffers, size: usize, fill: u8) -> bytes::Bytes {
         let mut frame = pool.take(size);
         assert!(frame.buffer.is_empty());
         assert!(frame.buffer.capacity() >= size);
@@ -143,7 +143,7 @@ mod tests {
 
     #[test]
     fn a_buffer_is_reused_once_its_frame_is_dropped() {
-        let mut pool = FramePool::new(64 << 20);
+        let mut pool = FrameBuffers::new(64 << 20);
         let first = read_frame(&mut pool, 1 << 20, 1);
         let first_address = first.as_ptr();
         let records = first.slice(100..200);
@@ -166,12 +166,12 @@ mod tests {
 
     #[test]
     fn the_pool_stays_within_its_bounds() {
-        let mut pool = FramePool::new(3 << 20);
+        let mut pool = FrameBuffers::new(3 << 20);
         let mut held = Vec::new();
         for round in 0..10u8 {
             held.push(read_frame(&mut pool, 1 << 20, round));
             assert!(pool.pooled_bytes() <= 3 << 20, "{}", pool.pooled_bytes());
-            assert!(pool.pooled_buffers() <= FramePool::MAX_BUFFERS);
+            assert!(pool.pooled_buffers() <= FrameBuffers::MAX_BUFFERS);
         }
         // Frames beyond the bounds were plain allocations; every frame kept its own bytes.
         for (round, frame) in held.iter().enumerate() {
@@ -181,7 +181,7 @@ mod tests {
 
     #[test]
     fn a_free_buffer_too_small_is_replaced() {
-        let mut pool = FramePool::new(64 << 20);
+        let mut pool = FrameBuffers::new(64 << 20);
         drop(read_frame(&mut pool, 1000, 1));
         let big = read_frame(&mut pool, 1 << 20, 2);
         assert_eq!(pool.pooled_buffers(), 1, "the small one made room");
@@ -194,7 +194,7 @@ mod tests {
 
     #[test]
     fn zero_max_bytes_pools_nothing() {
-        let mut pool = FramePool::new(0);
+        let mut pool = FrameBuffers::new(0);
         let frame = read_frame(&mut pool, 4096, 7);
         assert_eq!(pool.pooled_buffers(), 0);
         assert_eq!(&frame[..], &[7u8; 4096][..]);
