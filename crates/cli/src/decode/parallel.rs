@@ -171,8 +171,8 @@ impl<E> SourcesFailure<E> {
     }
 }
 
-/// Decodes the runs `next_run` reads (from any number of sources, in order) on the workers
-/// threads, writing their records in order, as [`decode_runs`](super::stream::decode_runs)
+/// Decodes the runs `next_run` reads (from any number of sources, in order) on the
+/// segment workers, writing their records in order, as [`decode_runs`](super::stream::decode_runs)
 /// does for each source on one thread. The runs of the next source are read while the last
 /// ones of the previous source decode, so the threads do not wait at each file's end.
 pub(super) fn decode_sources_parallel<'p, W, F, E>(
