@@ -101,7 +101,7 @@ fn pending_work(shared: &Shared) -> Work {
         }
         match cursor.state {
             CursorState::NeedsLeader => metadata = true,
-            CursorState::NeedsOffset(_) if cursor.leader < 0 => metadata = true,
+            CursorState::NeedsOffset(_) if cursor.leader.is_none() => metadata = true,
             CursorState::NeedsOffset(_) => offsets = true,
             CursorState::Ready => {}
         }
@@ -157,12 +157,12 @@ fn apply_metadata(shared: &Shared, metadata: ClusterMetadata) -> Result<(), Erro
             stale = true;
             continue;
         }
-        if cursor.leader != partition.leader && cursor.leader >= 0 {
+        if let Some(from) = cursor.leader.filter(|&from| from != partition.leader) {
             tracing::info!(topic = %cursor.topic, partition = cursor.partition,
-                from = cursor.leader, to = partition.leader, epoch = partition.leader_epoch,
+                from, to = partition.leader, epoch = partition.leader_epoch,
                 "partition leader changed");
         }
-        cursor.leader = partition.leader;
+        cursor.leader = Some(partition.leader);
         cursor.leader_epoch = partition.leader_epoch;
         if cursor.state == CursorState::NeedsLeader {
             cursor.state = CursorState::Ready;
@@ -191,9 +191,9 @@ async fn resolve_offsets(
         let state = shared.state();
         for cursor in state.cursors.values() {
             if let CursorState::NeedsOffset(start) = cursor.state {
-                if cursor.leader >= 0 {
+                if let Some(leader) = cursor.leader {
                     groups
-                        .entry((cursor.leader, cursor.topic.clone()))
+                        .entry((leader, cursor.topic.clone()))
                         .or_default()
                         .push(Pending {
                             partition: cursor.partition,
@@ -244,7 +244,7 @@ async fn resolve_offsets(
                     cursor.stalled_fetches = 0;
                 }
                 Err(code) if codes::needs_metadata_refresh(code) => {
-                    cursor.leader = -1;
+                    cursor.leader = None;
                     state.metadata_stale = true;
                 }
                 Err(code) => {
@@ -332,12 +332,7 @@ async fn lookup_starts(
 /// Starts a fetch loop for each leader that has none.
 fn start_fetch_loops(shared: &Arc<Shared>) {
     let mut state = shared.state();
-    let leaders: Vec<i32> = state
-        .cursors
-        .values()
-        .map(|c| c.leader)
-        .filter(|leader| *leader >= 0)
-        .collect();
+    let leaders: Vec<i32> = state.cursors.values().filter_map(|c| c.leader).collect();
     for leader in leaders {
         if state.fetch_loops.insert(leader) {
             tracing::debug!(node = leader, "starting a fetch loop");

@@ -42,8 +42,8 @@ pub struct Cursor {
     pub state: CursorState,
     /// The next offset to fetch (and to deliver).
     pub offset: i64,
-    /// Node id of the leader, -1 when unknown.
-    pub leader: i32,
+    /// Node id of the leader, when known.
+    pub leader: Option<i32>,
     /// Leader epoch from the last metadata, -1 when unknown.
     pub leader_epoch: i32,
     /// Bumped by every seek, so data fetched for an older position is dropped.
@@ -72,7 +72,7 @@ impl Cursor {
             topic_id: Uuid::nil(),
             state,
             offset,
-            leader: -1,
+            leader: None,
             leader_epoch: -1,
             generation: 0,
             high_watermark: -1,

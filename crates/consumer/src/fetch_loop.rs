@@ -302,7 +302,7 @@ fn apply_partitions(
         };
         if cursor.generation != plan.generation
             || cursor.offset != plan.target.offset
-            || cursor.leader != node
+            || cursor.leader != Some(node)
             || cursor.state != CursorState::Ready
         {
             continue;
@@ -370,7 +370,7 @@ fn plan(shared: &Shared, node: i32) -> (Vec<Planned>, Option<String>) {
     let planned = state
         .cursors
         .values()
-        .filter(|c| c.state == CursorState::Ready && c.leader == node)
+        .filter(|c| c.state == CursorState::Ready && c.leader == Some(node))
         .map(|c| Planned {
             target: FetchTarget {
                 topic: c.topic.to_string(),

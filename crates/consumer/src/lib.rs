@@ -91,26 +91,24 @@ pub struct PartitionPosition {
     pub topic: Arc<str>,
     /// Partition id.
     pub partition: i32,
-    /// Next offset to fetch (-1 while the start offset is being looked up).
-    pub offset: i64,
-    /// Last high watermark seen (-1 before the first fetch).
-    pub high_watermark: i64,
-    /// Last stable offset seen (-1 before the first fetch).
-    pub last_stable_offset: i64,
+    /// Next offset to fetch (none while the start offset is being looked up).
+    pub offset: Option<i64>,
+    /// Last high watermark seen (none before the first fetch).
+    pub high_watermark: Option<i64>,
+    /// Last stable offset seen (none before the first fetch, or when the broker sent none).
+    pub last_stable_offset: Option<i64>,
 }
 
 impl PartitionPosition {
     /// Records between the position and the end the consumer reads to (0 when unknown).
     pub fn lag(&self, read_committed: bool) -> i64 {
-        let end = if read_committed && self.last_stable_offset >= 0 {
-            self.last_stable_offset
-        } else {
-            self.high_watermark
+        let end = match self.last_stable_offset {
+            Some(stable) if read_committed => Some(stable),
+            _ => self.high_watermark,
         };
-        if end < 0 || self.offset < 0 {
-            0
-        } else {
-            (end - self.offset).max(0)
+        match (end, self.offset) {
+            (Some(end), Some(offset)) => (end - offset).max(0),
+            _ => 0,
         }
     }
 }
@@ -322,11 +320,12 @@ impl Consumer {
                 topic: c.topic.clone(),
                 partition: c.partition,
                 offset: match c.state {
-                    CursorState::NeedsOffset(_) => -1,
-                    _ => c.offset,
+                    CursorState::NeedsOffset(_) => None,
+                    _ => Some(c.offset),
                 },
-                high_watermark: c.high_watermark,
-                last_stable_offset: c.last_stable_offset,
+                // The wire's -1 means unknown.
+                high_watermark: Some(c.high_watermark).filter(|&o| o >= 0),
+                last_stable_offset: Some(c.last_stable_offset).filter(|&o| o >= 0),
             })
             .collect()
     }
@@ -353,7 +352,7 @@ fn seek_cursor(cursor: &mut Cursor, start: StartOffset) {
     match start {
         StartOffset::Offset(offset) => {
             cursor.offset = offset;
-            cursor.state = if cursor.leader >= 0 {
+            cursor.state = if cursor.leader.is_some() {
                 CursorState::Ready
             } else {
                 CursorState::NeedsLeader
@@ -368,7 +367,11 @@ mod tests {
     use super::PartitionPosition;
     use std::sync::Arc;
 
-    fn position(offset: i64, high_watermark: i64, last_stable_offset: i64) -> PartitionPosition {
+    fn position(
+        offset: Option<i64>,
+        high_watermark: Option<i64>,
+        last_stable_offset: Option<i64>,
+    ) -> PartitionPosition {
         PartitionPosition {
             topic: Arc::from("t"),
             partition: 0,
@@ -380,11 +383,13 @@ mod tests {
 
     #[test]
     fn lag_counts_to_the_end_the_consumer_reads_to() {
-        assert_eq!(position(10, 50, 40).lag(false), 40);
-        assert_eq!(position(10, 50, 40).lag(true), 30);
+        assert_eq!(position(Some(10), Some(50), Some(40)).lag(false), 40);
+        assert_eq!(position(Some(10), Some(50), Some(40)).lag(true), 30);
+        // Reading committed data with no stable offset known yet: the high watermark.
+        assert_eq!(position(Some(10), Some(50), None).lag(true), 40);
         // Unknown positions or ends report no lag rather than a made-up one.
-        assert_eq!(position(-1, 50, 40).lag(false), 0);
-        assert_eq!(position(10, -1, -1).lag(true), 0);
-        assert_eq!(position(60, 50, 50).lag(false), 0);
+        assert_eq!(position(None, Some(50), Some(40)).lag(false), 0);
+        assert_eq!(position(Some(10), None, None).lag(true), 0);
+        assert_eq!(position(Some(60), Some(50), Some(50)).lag(false), 0);
     }
 }

@@ -237,7 +237,7 @@ impl Session {
             let start = match committed {
                 Some(offset) if offset >= 0 => {
                     self.committed.insert(key, offset);
-                    self.written.track(topic, *partition, offset);
+                    self.written.track(topic, *partition, Some(offset));
                     StartOffset::Offset(offset)
                 }
                 _ => {
@@ -250,7 +250,7 @@ impl Session {
                             ),
                         });
                     }
-                    self.written.track(topic, *partition, -1);
+                    self.written.track(topic, *partition, None);
                     reset
                 }
             };
@@ -564,7 +564,7 @@ mod tests {
         let address = fake_coordinator(script.clone()).await;
         let mut session = session(&address);
         let partitions: BTreeSet<TopicPartition> = [("t".to_owned(), 0)].into();
-        session.written.track("t", 0, 10);
+        session.written.track("t", 0, Some(10));
         session.written.mark("t", 0, 25);
         let outcome = session
             .commit(&identity(), &partitions, Duration::ZERO)
@@ -602,7 +602,7 @@ mod tests {
         let address = fake_coordinator(script.clone()).await;
         let mut session = session(&address);
         let partitions: BTreeSet<TopicPartition> = [("t".to_owned(), 3)].into();
-        session.written.track("t", 3, -1);
+        session.written.track("t", 3, None);
         session.written.mark("t", 3, 7);
         // Without retry time the refusal is returned as is.
         let outcome = session
@@ -627,7 +627,7 @@ mod tests {
         let address = fake_coordinator(script.clone()).await;
         let mut session = session(&address);
         // Tracked at -1 (no committed offset, nothing written yet) and not tracked at all.
-        session.written.track("t", 0, -1);
+        session.written.track("t", 0, None);
         let partitions: BTreeSet<TopicPartition> =
             [("t".to_owned(), 0), ("t".to_owned(), 1)].into();
         let outcome = session

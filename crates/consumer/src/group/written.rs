@@ -10,11 +10,12 @@ use super::assignor::TopicPartition;
 /// and the task that commits them.
 #[derive(Debug, Default)]
 pub struct WrittenOffsets {
-    positions: Mutex<HashMap<String, HashMap<i32, i64>>>,
+    /// Per tracked partition, its written position once known.
+    positions: Mutex<HashMap<String, HashMap<i32, Option<i64>>>>,
 }
 
 impl WrittenOffsets {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, HashMap<i32, i64>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, HashMap<i32, Option<i64>>>> {
         // Positions are plain numbers: a panic elsewhere leaves nothing half-updated.
         self.positions
             .lock()
@@ -30,20 +31,21 @@ impl WrittenOffsets {
             .get_mut(topic)
             .and_then(|partitions| partitions.get_mut(&partition))
         {
-            *position = (*position).max(next_offset);
+            *position = Some(position.map_or(next_offset, |at| at.max(next_offset)));
         }
     }
 
-    /// The written position of a partition, if it is assigned.
+    /// The written position of a partition, if it is assigned and known.
     pub fn get(&self, topic: &str, partition: i32) -> Option<i64> {
         self.lock()
             .get(topic)
             .and_then(|partitions| partitions.get(&partition))
             .copied()
+            .flatten()
     }
 
-    /// Starts tracking a newly assigned partition at its start offset (-1 while unknown).
-    pub(crate) fn track(&self, topic: &str, partition: i32, start: i64) {
+    /// Starts tracking a newly assigned partition at its start offset (none while unknown).
+    pub(crate) fn track(&self, topic: &str, partition: i32, start: Option<i64>) {
         self.lock()
             .entry(topic.to_owned())
             .or_default()
@@ -63,7 +65,7 @@ impl WrittenOffsets {
         }
     }
 
-    /// The known positions of `partitions` (unknown ones, still -1, left out).
+    /// The known positions of `partitions` (unknown ones left out).
     pub(crate) fn snapshot<'a>(
         &self,
         partitions: impl IntoIterator<Item = &'a TopicPartition>,
@@ -72,8 +74,8 @@ impl WrittenOffsets {
         partitions
             .into_iter()
             .filter_map(|(topic, partition)| {
-                let offset = *positions.get(topic)?.get(partition)?;
-                (offset >= 0).then(|| ((topic.clone(), *partition), offset))
+                let offset = (*positions.get(topic)?.get(partition)?)?;
+                Some(((topic.clone(), *partition), offset))
             })
             .collect()
     }
@@ -92,11 +94,11 @@ mod tests {
             None,
             "untracked partitions are ignored"
         );
-        written.track("t", 0, 5);
+        written.track("t", 0, Some(5));
         written.mark("t", 0, 10);
         written.mark("t", 0, 7);
         assert_eq!(written.get("t", 0), Some(10));
-        written.track("t", 1, -1);
+        written.track("t", 1, None);
         let all = [("t".to_owned(), 0), ("t".to_owned(), 1)];
         assert_eq!(
             written.snapshot(&all),
