@@ -143,59 +143,15 @@ pub fn apply_response(
     response: PartitionResponse,
     context: &ResponseContext<'_>,
 ) -> Result<Applied, Error> {
+    if response.error_code != 0 {
+        return apply_error(cursor, &response, context);
+    }
     let ResponseContext {
         read_committed,
-        reset,
-        broker,
         first_in_request,
+        ..
     } = *context;
     let mut applied = Applied::default();
-    match response.error_code {
-        0 => {}
-        codes::OFFSET_OUT_OF_RANGE => {
-            let restart = match reset {
-                OffsetReset::Earliest => StartOffset::Beginning,
-                OffsetReset::Latest => StartOffset::End,
-                OffsetReset::Fail => {
-                    return Err(Error::OffsetOutOfRange {
-                        topic: cursor.topic.to_string(),
-                        partition: cursor.partition,
-                        offset: cursor.offset,
-                        log_start: response.log_start_offset,
-                        high_watermark: response.high_watermark,
-                    })
-                }
-            };
-            tracing::warn!(
-                topic = %cursor.topic, partition = cursor.partition, offset = cursor.offset,
-                log_start = response.log_start_offset, high_watermark = response.high_watermark,
-                policy = ?reset, "offset out of range: resetting"
-            );
-            cursor.state = CursorState::NeedsOffset(restart);
-            applied.reset_offset = true;
-            return Ok(applied);
-        }
-        code if codes::needs_metadata_refresh(code) => {
-            tracing::info!(
-                topic = %cursor.topic, partition = cursor.partition, broker,
-                error = %error_name(code), "fetch error: looking up the leader again"
-            );
-            cursor.state = CursorState::NeedsLeader;
-            applied.refresh_metadata = true;
-            return Ok(applied);
-        }
-        code => {
-            return Err(ClientError::Broker {
-                broker: broker.to_owned(),
-                api: "Fetch",
-                topic: cursor.topic.to_string(),
-                partition: cursor.partition,
-                code,
-                name: error_name(code),
-            }
-            .into())
-        }
-    }
     cursor.high_watermark = response.high_watermark;
     cursor.last_stable_offset = response.last_stable_offset;
     let scan = scan_batches(&response.records).map_err(|bad| Error::MalformedBatch {
@@ -241,6 +197,59 @@ pub fn apply_response(
         applied.reached_end = true;
     }
     Ok(applied)
+}
+
+/// A partition answered with an error code: reset the offset, look up the leader again, or
+/// fail.
+fn apply_error(
+    cursor: &mut Cursor,
+    response: &PartitionResponse,
+    context: &ResponseContext<'_>,
+) -> Result<Applied, Error> {
+    let mut applied = Applied::default();
+    match response.error_code {
+        codes::OFFSET_OUT_OF_RANGE => {
+            let restart = match context.reset {
+                OffsetReset::Earliest => StartOffset::Beginning,
+                OffsetReset::Latest => StartOffset::End,
+                OffsetReset::Fail => {
+                    return Err(Error::OffsetOutOfRange {
+                        topic: cursor.topic.to_string(),
+                        partition: cursor.partition,
+                        offset: cursor.offset,
+                        log_start: response.log_start_offset,
+                        high_watermark: response.high_watermark,
+                    })
+                }
+            };
+            tracing::warn!(
+                topic = %cursor.topic, partition = cursor.partition, offset = cursor.offset,
+                log_start = response.log_start_offset, high_watermark = response.high_watermark,
+                policy = ?context.reset, "offset out of range: resetting"
+            );
+            cursor.state = CursorState::NeedsOffset(restart);
+            applied.reset_offset = true;
+            Ok(applied)
+        }
+        code if codes::needs_metadata_refresh(code) => {
+            tracing::info!(
+                topic = %cursor.topic, partition = cursor.partition, broker = context.broker,
+                error = %error_name(code), "fetch error: looking up the leader again"
+            );
+            cursor.state = CursorState::NeedsLeader;
+            applied.refresh_metadata = true;
+            Ok(applied)
+        }
+        code => Err(ClientError::Broker {
+            broker: context.broker.to_owned(),
+            api: "Fetch",
+            topic: cursor.topic.to_string(),
+            partition: cursor.partition,
+            code,
+            name: error_name(code),
+        }
+        .into()),
+    }
 }
 
 #[cfg(test)]
