@@ -27,6 +27,20 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! Response splitting is a pure function of the bytes, so it runs without a broker: here on a
+//! batch file written by the Java producer, cut short as a fetch response may cut it.
+//!
+//! ```
+//! use krec_client::fetch::scan_batches;
+//!
+//! let records = std::fs::read("../../tests/data/java-lz4.bin").unwrap();
+//! let whole = scan_batches(&records).unwrap();
+//! assert_eq!(whole.complete_bytes, records.len());
+//! let cut = scan_batches(&records[..records.len() - 1]).unwrap();
+//! assert_eq!(cut.batches, whole.batches - 1);
+//! assert!(cut.partial.is_some(), "the cut batch is where the next fetch starts");
+//! ```
 #![deny(missing_docs)]
 
 pub mod connection;
