@@ -23,7 +23,8 @@ use parallel::{
     decode_sources_parallel, with_segment_workers, RunInput, SegmentWorkers, SourcedRun,
     SourcesFailure,
 };
-use runs::{RunLimits, RunReadError, RunReader};
+pub use runs::RunReadError;
+use runs::{RunLimits, RunReader};
 
 use std::io::{self, Read, Write};
 use std::num::NonZeroUsize;
@@ -255,10 +256,7 @@ impl<'a> Files<'a> {
         let format = &self.args.format;
         match stream::decode_runs(&mut runs, self.config, context, format, buffer, out) {
             Ok(_) => Ok(()),
-            Err(ReaderFailure::Read(error)) => {
-                Err(read_error(path, error, self.args.max_file_bytes))
-            }
-            Err(ReaderFailure::Decode(failure)) => Err(file_error(path, failure)),
+            Err(failure) => Err(file_error(path, failure, self.args.max_file_bytes)),
         }
     }
 
@@ -304,9 +302,11 @@ impl<'a> Files<'a> {
         match decode_sources_parallel(workers, next_run, out) {
             Ok(_) => Ok(()),
             Err(SourcesFailure::Read(error)) => Err(error),
-            Err(SourcesFailure::Input { source, failure }) => {
-                Err(file_error(&files[source], failure))
-            }
+            Err(SourcesFailure::Input { source, failure }) => Err(file_error(
+                &files[source],
+                failure,
+                self.args.max_file_bytes,
+            )),
             Err(SourcesFailure::Output(source)) => Err(Error::Io {
                 context: "writing output".into(),
                 source,
@@ -334,17 +334,9 @@ fn is_broken_pipe(error: &Error) -> bool {
     matches!(error, Error::Io { source, .. } if source.kind() == io::ErrorKind::BrokenPipe)
 }
 
-/// Why decoding an input read run by run stopped.
-#[derive(Debug)]
-enum ReaderFailure {
-    /// Reading the input failed, or it is over its limit.
-    Read(RunReadError),
-    /// Decoding or writing failed; positions are the input's.
-    Decode(DecodeFailure),
-}
-
-fn file_error(path: &Path, failure: DecodeFailure) -> Error {
+fn file_error(path: &Path, failure: DecodeFailure, limit: u64) -> Error {
     match failure {
+        DecodeFailure::Read(error) => read_error(path, error, limit),
         DecodeFailure::Input { error, position } => Error::DecodeInput {
             file: path.display().to_string(),
             position,
@@ -368,6 +360,8 @@ pub enum DecodeFailure {
         /// Byte position of the batch at fault: the error's own, else where the walk stood.
         position: usize,
     },
+    /// Reading the input failed, or it holds more than its limit.
+    Read(RunReadError),
     /// Writing the output failed.
     Output(io::Error),
 }

@@ -69,6 +69,7 @@ fn whole_walk_in(
             format!("krec decode: {error}\n")
         }
         Err(DecodeFailure::Output(error)) => panic!("writing to a Vec: {error}"),
+        Err(DecodeFailure::Read(error)) => panic!("a walk of bytes reads nothing: {error:?}"),
     };
     Expected { stdout, stderr }
 }

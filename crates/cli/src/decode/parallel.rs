@@ -79,8 +79,9 @@ pub fn decode_bytes_parallel<W: Write>(
         match workers.decode(next_run, out) {
             Ok(Outcome::Done(summary)) => Ok(summary),
             Ok(Outcome::FailedRun(run)) => Err(report_failed_run(config, format, &run, out)),
-            Err(RunFailure::Decode(failure)) => Err(failure),
-            Err(RunFailure::Read(never)) => match never {},
+            Err(SourcesFailure::Output(error)) => Err(DecodeFailure::Output(error)),
+            Err(SourcesFailure::Input { failure, .. }) => Err(failure),
+            Err(SourcesFailure::Read(never)) => match never {},
         }
     })
 }
@@ -190,10 +191,8 @@ where
             run.source,
             report_failed_run(workers.config, workers.format, &run, out),
         )),
-        Err(RunFailure::Read(error)) => Err(SourcesFailure::Read(error)),
         // The workers themselves only fail to write (or to reach its threads): no run's source.
-        Err(RunFailure::Decode(DecodeFailure::Output(error))) => Err(SourcesFailure::Output(error)),
-        Err(RunFailure::Decode(failure)) => Err(SourcesFailure::of_run(0, failure)),
+        Err(failure) => Err(failure),
     }
 }
 
@@ -270,13 +269,6 @@ enum Outcome<'p> {
     FailedRun(SourcedRun<'p>),
 }
 
-/// Why the runs stopped with an error.
-enum RunFailure<E> {
-    /// Reading the next run failed on the calling thread.
-    Read(E),
-    Decode(DecodeFailure),
-}
-
 fn worker<'p>(
     config: &DecodeConfig,
     format: &FormatArgs,
@@ -315,8 +307,9 @@ fn decode_run<'p>(
             summary,
             input: run.input,
         },
-        Err(DecodeFailure::Input { .. }) => RunResult::InputFailed(run),
         Err(DecodeFailure::Output(error)) => RunResult::OutputFailed(error),
+        // A walk of bytes in memory reads nothing: its other failures are the input's.
+        Err(DecodeFailure::Input { .. } | DecodeFailure::Read(_)) => RunResult::InputFailed(run),
     }
 }
 
@@ -327,15 +320,15 @@ impl<'p> SegmentWorkers<'p> {
         &mut self,
         mut next_run: F,
         out: &mut W,
-    ) -> Result<Outcome<'p>, RunFailure<E>>
+    ) -> Result<Outcome<'p>, SourcesFailure<E>>
     where
         W: Write,
         F: FnMut(Vec<u8>) -> Result<Option<SourcedRun<'p>>, E>,
     {
         if self.broken {
-            return Err(RunFailure::Decode(DecodeFailure::Output(io::Error::other(
+            return Err(SourcesFailure::Output(io::Error::other(
                 "the decode threads stopped after an earlier failure",
-            ))));
+            )));
         }
         let mut in_flight = 0usize;
         let result = self.drive(&mut next_run, out, &mut in_flight);
@@ -351,12 +344,12 @@ impl<'p> SegmentWorkers<'p> {
         next_run: &mut F,
         out: &mut W,
         in_flight: &mut usize,
-    ) -> Result<Outcome<'p>, RunFailure<E>>
+    ) -> Result<Outcome<'p>, SourcesFailure<E>>
     where
         W: Write,
         F: FnMut(Vec<u8>) -> Result<Option<SourcedRun<'p>>, E>,
     {
-        let output_failure = |error| RunFailure::Decode(DecodeFailure::Output(error));
+        let output_failure = SourcesFailure::Output;
         let mut summary = DecodeSummary::default();
         let mut input_exhausted = false;
         // A read that failed: reported once the runs read before it are written, as one
@@ -389,7 +382,7 @@ impl<'p> SegmentWorkers<'p> {
             }
             if *in_flight == 0 {
                 return match read_failure {
-                    Some(error) => Err(RunFailure::Read(error)),
+                    Some(error) => Err(SourcesFailure::Read(error)),
                     None => Ok(Outcome::Done(summary)),
                 };
             }
@@ -526,10 +519,8 @@ fn report_failed_run<W: Write>(
     }
 }
 
-fn workers_gone<E>() -> RunFailure<E> {
-    RunFailure::Decode(DecodeFailure::Output(io::Error::other(
-        "the decode worker threads stopped",
-    )))
+fn workers_gone<E>() -> SourcesFailure<E> {
+    SourcesFailure::Output(io::Error::other("the decode worker threads stopped"))
 }
 
 fn writer_for<W: Write>(format: &FormatArgs, out: W) -> Result<RecordWriter<W>, DecodeFailure> {

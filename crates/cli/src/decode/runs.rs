@@ -102,9 +102,9 @@ impl Run {
     }
 }
 
-/// Why [`RunReader::next_run`] gave no run.
+/// Why reading an input's next run failed.
 #[derive(Debug)]
-pub(super) enum RunReadError {
+pub enum RunReadError {
     /// The reader failed.
     Io(io::Error),
     /// The input holds more than the limit: `read` bytes were read (the limit plus one).

@@ -7,7 +7,7 @@ use std::io::{Read, Write};
 use krec_batch::{BatchWalk, DecodeConfig};
 
 use super::runs::RunReader;
-use super::{decode_walk, DecodeFailure, DecodeSummary, ReaderFailure};
+use super::{decode_walk, DecodeFailure, DecodeSummary};
 use crate::format::{FormatArgs, RecordContext};
 
 /// Decodes every run `runs` reads into `buffer` (reused across inputs), in order, writing
@@ -20,16 +20,16 @@ pub(super) fn decode_runs<R: Read, W: Write>(
     format: &FormatArgs,
     buffer: &mut Vec<u8>,
     out: &mut W,
-) -> Result<DecodeSummary, ReaderFailure> {
-    let mut writer = format.writer(out).map_err(|error| {
-        ReaderFailure::Decode(DecodeFailure::Output(std::io::Error::other(error)))
-    })?;
+) -> Result<DecodeSummary, DecodeFailure> {
+    let mut writer = format
+        .writer(out)
+        .map_err(|error| DecodeFailure::Output(std::io::Error::other(error)))?;
     let mut summary = DecodeSummary::default();
     let result = loop {
         let run = match runs.next_run(std::mem::take(buffer)) {
             Ok(Some(run)) => run,
             Ok(None) => break Ok(()),
-            Err(error) => break Err(ReaderFailure::Read(error)),
+            Err(error) => break Err(DecodeFailure::Read(error)),
         };
         // A run starts on an entry boundary and holds whole entries, but for a cut or refused
         // one that ends the input: its walk meets what a walk of the whole input would.
@@ -37,14 +37,12 @@ pub(super) fn decode_runs<R: Read, W: Write>(
         match decode_walk(walk, context, &mut writer) {
             Ok(run_summary) => summary.add(run_summary),
             Err(failure) => {
-                break Err(ReaderFailure::Decode(failure.with_input_start(run.start)));
+                break Err(failure.with_input_start(run.start));
             }
         }
         *buffer = run.into_buffer();
     };
     // The records before a failure are written before it is reported.
-    writer
-        .flush()
-        .map_err(|error| ReaderFailure::Decode(DecodeFailure::Output(error)))?;
+    writer.flush().map_err(DecodeFailure::Output)?;
     result.map(|()| summary)
 }
