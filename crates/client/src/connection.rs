@@ -296,15 +296,15 @@ impl Connection {
         let timeout = self.settings.request_timeout;
         let mut response: ApiVersionsResponse = self.request_at(&request, 3, timeout).await?;
         // UNSUPPORTED_VERSION: an old broker answers in v0 layout; v0 is understood by all.
-        if response.error_code == 35 {
+        if response.error_code == super::codes::UNSUPPORTED_VERSION {
             response = self.request_at(&request, 0, timeout).await?;
         }
         if response.error_code != 0 {
             return Err(Error::Broker {
                 broker: self.address.clone(),
                 api: "ApiVersions",
-                topic: String::new(),
-                partition: -1,
+                topic: None,
+                partition: None,
                 code: response.error_code,
                 name: super::error_name(response.error_code),
             });

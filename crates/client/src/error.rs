@@ -67,16 +67,16 @@ pub enum Error {
     },
 
     /// A broker answered with an error code that the client cannot recover from.
-    #[error("broker {broker}: {api} for {topic}/{partition}: error {code} ({name})")]
+    #[error("broker {broker}: {api}{}: error {code} ({name})", subject_text(topic.as_deref(), *partition))]
     Broker {
         /// `host:port` or node id of the broker.
         broker: String,
         /// The request.
         api: &'static str,
-        /// Topic concerned (empty when the error is not about a topic).
-        topic: String,
-        /// Partition concerned (-1 when not about a partition).
-        partition: i32,
+        /// Topic concerned, when the error is about one.
+        topic: Option<String>,
+        /// Partition concerned, when the error is about one.
+        partition: Option<i32>,
         /// Kafka's error code.
         code: i16,
         /// Kafka's name for the error code.
@@ -114,5 +114,48 @@ impl Error {
     /// retry, unlike an answer the broker gave.
     pub fn is_connection_failure(&self) -> bool {
         matches!(self, Self::Connection { .. } | Self::Timeout { .. })
+    }
+}
+
+/// What a broker error is about, for its message: ` for TOPIC/PARTITION`, ` for TOPIC`, or
+/// nothing.
+fn subject_text(topic: Option<&str>, partition: Option<i32>) -> String {
+    match (topic, partition) {
+        (Some(topic), Some(partition)) => format!(" for {topic}/{partition}"),
+        (Some(topic), None) => format!(" for {topic}"),
+        _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Error;
+
+    fn broker_error(topic: Option<&str>, partition: Option<i32>) -> String {
+        Error::Broker {
+            broker: "b:1".to_owned(),
+            api: "Fetch",
+            topic: topic.map(str::to_owned),
+            partition,
+            code: 29,
+            name: "TOPIC_AUTHORIZATION_FAILED".to_owned(),
+        }
+        .to_string()
+    }
+
+    #[test]
+    fn a_broker_error_names_only_what_it_is_about() {
+        assert_eq!(
+            broker_error(Some("t"), Some(3)),
+            "broker b:1: Fetch for t/3: error 29 (TOPIC_AUTHORIZATION_FAILED)"
+        );
+        assert_eq!(
+            broker_error(Some("t"), None),
+            "broker b:1: Fetch for t: error 29 (TOPIC_AUTHORIZATION_FAILED)"
+        );
+        assert_eq!(
+            broker_error(None, None),
+            "broker b:1: Fetch: error 29 (TOPIC_AUTHORIZATION_FAILED)"
+        );
     }
 }

@@ -86,6 +86,8 @@ pub mod codes {
     pub const UNKNOWN_LEADER_EPOCH: i16 = 75;
     /// OFFSET_NOT_AVAILABLE.
     pub const OFFSET_NOT_AVAILABLE: i16 = 78;
+    /// UNSUPPORTED_VERSION.
+    pub const UNSUPPORTED_VERSION: i16 = 35;
     /// UNKNOWN_TOPIC_ID.
     pub const UNKNOWN_TOPIC_ID: i16 = 100;
     /// INCONSISTENT_TOPIC_ID.

@@ -251,8 +251,8 @@ async fn resolve_offsets(
                     return Err(ClientError::Broker {
                         broker: address.clone(),
                         api: "ListOffsets",
-                        topic: topic.to_string(),
-                        partition: pending.partition,
+                        topic: Some(topic.to_string()),
+                        partition: Some(pending.partition),
                         code,
                         name: error_name(code),
                     }

@@ -217,8 +217,8 @@ fn apply_error(
                         topic: cursor.topic.to_string(),
                         partition: cursor.partition,
                         offset: cursor.offset,
-                        log_start: response.log_start_offset,
-                        high_watermark: response.high_watermark,
+                        log_start: Some(response.log_start_offset).filter(|&o| o >= 0),
+                        high_watermark: Some(response.high_watermark).filter(|&o| o >= 0),
                     })
                 }
             };
@@ -243,8 +243,8 @@ fn apply_error(
         code => Err(ClientError::Broker {
             broker: context.broker.to_owned(),
             api: "Fetch",
-            topic: cursor.topic.to_string(),
-            partition: cursor.partition,
+            topic: Some(cursor.topic.to_string()),
+            partition: Some(cursor.partition),
             code,
             name: error_name(code),
         }
@@ -407,7 +407,7 @@ mod tests {
             error,
             Error::OffsetOutOfRange {
                 offset: 100,
-                high_watermark: 50,
+                high_watermark: Some(50),
                 ..
             }
         ));

@@ -31,7 +31,7 @@ pub enum Error {
     },
 
     /// The fetch offset is outside the partition's log and the reset policy is `fail`.
-    #[error("{topic}/{partition}: offset {offset} is out of range (log is {log_start}..{high_watermark})")]
+    #[error("{topic}/{partition}: offset {offset} is out of range (log is {}..{})", offset_text(*.log_start), offset_text(*.high_watermark))]
     OffsetOutOfRange {
         /// The topic.
         topic: String,
@@ -39,10 +39,10 @@ pub enum Error {
         partition: i32,
         /// The offset that was fetched.
         offset: i64,
-        /// The log start offset, when known (-1 otherwise).
-        log_start: i64,
-        /// The high watermark, when known (-1 otherwise).
-        high_watermark: i64,
+        /// The log start offset, when the broker sent it.
+        log_start: Option<i64>,
+        /// The high watermark, when the broker sent it.
+        high_watermark: Option<i64>,
     },
 
     /// A partition's records could not be decoded.
@@ -168,4 +168,9 @@ fn needed_text(needed: Option<usize>) -> String {
         || "the batch's size did not arrive".to_owned(),
         |needed| format!("the batch needs {needed} bytes"),
     )
+}
+
+/// An offset the broker may not have sent (`-1` on the wire).
+fn offset_text(offset: Option<i64>) -> String {
+    offset.map_or_else(|| "unknown".to_owned(), |offset| offset.to_string())
 }
