@@ -4,9 +4,11 @@ use bytes::Bytes;
 
 use crate::buffer::PooledBuf;
 use crate::control::ControlRecords;
+use crate::layout::v2::{attributes, HEADER_SIZE as V2_HEADER_SIZE};
+use crate::layout::{self, magic};
 use crate::legacy::LegacyRecords;
 use crate::record::Records;
-use crate::v2::{V2Records, HEADER_SIZE as V2_HEADER_SIZE};
+use crate::v2::V2Records;
 use crate::{Compression, TimestampType};
 
 /// The caller's decompression buffer, if the walk was lent one
@@ -134,29 +136,12 @@ pub(crate) struct Header {
     pub(crate) size: usize,
 }
 
-/// Where the fields read on demand sit in a v2 batch header.
-mod v2_field {
-    pub(super) const PARTITION_LEADER_EPOCH_AT: usize = 12;
-    pub(super) const PRODUCER_ID_AT: usize = 43;
-    pub(super) const PRODUCER_EPOCH_AT: usize = 51;
-    pub(super) const BASE_SEQUENCE_AT: usize = 53;
-}
-
 /// The `N` bytes at `at` of a v2 header; every caller's field lies inside the header.
 #[inline(always)]
 fn field<const N: usize>(header: &[u8; V2_HEADER_SIZE], at: usize) -> [u8; N] {
     let mut bytes = [0; N];
     bytes.copy_from_slice(&header[at..at + N]);
     bytes
-}
-
-/// Attribute bits of a v2 batch.
-pub(crate) mod attributes {
-    pub(crate) const CODEC_MASK: i16 = 0x07;
-    pub(crate) const LOG_APPEND_TIME: i16 = 0x08;
-    pub(crate) const TRANSACTIONAL: i16 = 0x10;
-    pub(crate) const CONTROL: i16 = 0x20;
-    pub(crate) const DELETE_HORIZON: i16 = 0x40;
 }
 
 /// One batch (v2) or one top-level legacy message (v0/v1, possibly a compressed wrapper).
@@ -178,7 +163,7 @@ impl<'a> Batch<'a> {
             header: Header {
                 base_offset: 0,
                 last_offset_delta: 0,
-                magic: 2,
+                magic: magic::V2,
                 attributes: 0,
                 compression: Compression::None,
                 timestamp_type: TimestampType::CreateTime,
@@ -239,25 +224,25 @@ impl<'a> Batch<'a> {
     /// Producer id, -1 when none or legacy.
     pub fn producer_id(&self) -> i64 {
         self.v2_header.map_or(-1, |header| {
-            i64::from_be_bytes(field(header, v2_field::PRODUCER_ID_AT))
+            i64::from_be_bytes(field(header, layout::v2::PRODUCER_ID_AT))
         })
     }
     /// Producer epoch, -1 when none or legacy.
     pub fn producer_epoch(&self) -> i16 {
         self.v2_header.map_or(-1, |header| {
-            i16::from_be_bytes(field(header, v2_field::PRODUCER_EPOCH_AT))
+            i16::from_be_bytes(field(header, layout::v2::PRODUCER_EPOCH_AT))
         })
     }
     /// Sequence number of the first record, -1 when none or legacy.
     pub fn base_sequence(&self) -> i32 {
         self.v2_header.map_or(-1, |header| {
-            i32::from_be_bytes(field(header, v2_field::BASE_SEQUENCE_AT))
+            i32::from_be_bytes(field(header, layout::v2::BASE_SEQUENCE_AT))
         })
     }
     /// Leader epoch stamped by the broker, -1 when none or legacy.
     pub fn partition_leader_epoch(&self) -> i32 {
         self.v2_header.map_or(-1, |header| {
-            i32::from_be_bytes(field(header, v2_field::PARTITION_LEADER_EPOCH_AT))
+            i32::from_be_bytes(field(header, layout::v2::PARTITION_LEADER_EPOCH_AT))
         })
     }
     /// Base timestamp (legacy v1: the message timestamp; v0: -1).

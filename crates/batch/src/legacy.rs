@@ -5,15 +5,14 @@ use bytes::Bytes;
 
 use crate::batch::{Batch, Body, Header, Layout};
 use crate::codec;
+use crate::layout::legacy::{
+    attributes::{CODEC_MASK, LOG_APPEND_TIME},
+    ATTRIBUTES_AT, CRC_AT, FIELD_LENGTH_SIZE, TIMESTAMP_AT, V0_KEY_LENGTH_AT, V0_MIN_LENGTH,
+    V1_KEY_LENGTH_AT, V1_MIN_LENGTH,
+};
+use crate::layout::{be_i32, be_i64, magic, EntryHeader, BASE_OFFSET_AT, MAGIC_AT};
 use crate::record::Record;
-use crate::walk::{read_i64, LOG_OVERHEAD};
 use crate::{Compression, DecodeConfig, Error, TimestampType};
-
-const CRC_AT: usize = 12;
-const MAGIC_AT: usize = 16;
-const ATTRIBUTES_AT: usize = 17;
-const CODEC_MASK: u8 = 0x07;
-const LOG_APPEND_TIME: u8 = 0x08;
 
 /// One legacy message as read from the wire.
 #[derive(Clone, Copy, Debug)]
@@ -30,15 +29,13 @@ struct Message<'d> {
 
 /// Reads the message at the start of `data`; `Ok(None)` if `data` ends inside it.
 fn read_message(data: &[u8], verify_crc: bool) -> Result<Option<Message<'_>>, &'static str> {
-    if data.len() < LOG_OVERHEAD {
+    let Some(entry) = EntryHeader::peek(data) else {
         return Ok(None);
-    }
-    let offset = read_i64(data, 0).unwrap_or_default();
-    let length = i32::from_be_bytes([data[8], data[9], data[10], data[11]]);
-    if length < 0 {
+    };
+    let Some(size) = entry.size() else {
         return Err("negative message size");
-    }
-    let size = LOG_OVERHEAD + length as usize;
+    };
+    let (offset, length) = (entry.base_offset, entry.length);
     if data.len() < size {
         return Ok(None);
     }
@@ -48,29 +45,31 @@ fn read_message(data: &[u8], verify_crc: bool) -> Result<Option<Message<'_>>, &'
     }
     let magic = msg[MAGIC_AT];
     let fixed = match magic {
-        0 => 14,
-        1 => 22,
+        magic::V0 => V0_MIN_LENGTH,
+        magic::V1 => V1_MIN_LENGTH,
         _ => return Err("unsupported magic in legacy message"),
     };
     if (length as usize) < fixed {
         return Err("message size below the minimum");
     }
     if verify_crc {
-        let stored = u32::from_be_bytes([msg[12], msg[13], msg[14], msg[15]]);
+        let stored = be_i32(msg, CRC_AT) as u32;
         if crc32fast::hash(&msg[MAGIC_AT..]) != stored {
             return Err("CRC32 mismatch");
         }
     }
     let attributes = msg[ATTRIBUTES_AT];
-    let (timestamp, mut at) = if magic == 1 {
-        (read_i64(msg, 18).unwrap_or_default(), 26)
+    let (timestamp, mut at) = if magic == magic::V1 {
+        (be_i64(msg, TIMESTAMP_AT), V1_KEY_LENGTH_AT)
     } else {
-        (-1, 18)
+        (-1, V0_KEY_LENGTH_AT)
     };
     let field = |at: &mut usize| -> Result<Option<&[u8]>, &'static str> {
-        let len_bytes = msg.get(*at..*at + 4).ok_or("field length past the end")?;
-        let len = i32::from_be_bytes([len_bytes[0], len_bytes[1], len_bytes[2], len_bytes[3]]);
-        *at += 4;
+        let len_bytes = msg
+            .get(*at..*at + FIELD_LENGTH_SIZE)
+            .ok_or("field length past the end")?;
+        let len = be_i32(len_bytes, 0);
+        *at += FIELD_LENGTH_SIZE;
         if len == -1 {
             return Ok(None);
         }
@@ -116,7 +115,7 @@ pub(crate) fn parse<'a>(
     config: &DecodeConfig,
     shared: Option<&'a Bytes>,
 ) -> Result<Batch<'a>, Error> {
-    let wrapper_offset = read_i64(bytes, 0).unwrap_or_default();
+    let wrapper_offset = be_i64(bytes, BASE_OFFSET_AT);
     let invalid = |record: Option<u32>, reason: &'static str| Error::InvalidLegacyMessage {
         position,
         offset: wrapper_offset,
@@ -124,7 +123,7 @@ pub(crate) fn parse<'a>(
         reason,
     };
     if config.verify_crc && bytes.len() > MAGIC_AT {
-        let stored = u32::from_be_bytes([bytes[CRC_AT], bytes[13], bytes[14], bytes[15]]);
+        let stored = be_i32(bytes, CRC_AT) as u32;
         let computed = crc32fast::hash(&bytes[MAGIC_AT..]);
         if stored != computed {
             return Err(Error::ChecksumMismatch {
@@ -141,9 +140,9 @@ pub(crate) fn parse<'a>(
         Err(reason) => return Err(invalid(None, reason)),
     };
     let codec = compression(message.attributes).map_err(|r| invalid(None, r))?;
-    let log_append = message.magic == 1 && message.attributes & LOG_APPEND_TIME != 0;
+    let log_append = message.magic == magic::V1 && message.attributes & LOG_APPEND_TIME != 0;
     let timestamp_type = match (message.magic, log_append) {
-        (0, _) => TimestampType::NoTimestamp,
+        (magic::V0, _) => TimestampType::NoTimestamp,
         (_, true) => TimestampType::LogAppendTime,
         _ => TimestampType::CreateTime,
     };
@@ -214,7 +213,7 @@ pub(crate) fn parse<'a>(
     }
     let first_inner =
         first_inner.ok_or_else(|| invalid(None, "compressed wrapper holds no messages"))?;
-    let offset_base = if message.magic == 0 {
+    let offset_base = if message.magic == magic::V0 {
         0
     } else {
         wrapper_offset

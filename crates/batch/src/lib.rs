@@ -53,6 +53,7 @@ mod control;
 mod crc;
 mod error;
 mod headers;
+pub mod layout;
 mod legacy;
 mod record;
 mod v2;
@@ -68,6 +69,7 @@ pub use config::DecodeConfig;
 pub use control::{ControlKind, ControlRecord, ControlRecords};
 pub use error::{Error, Field};
 pub use headers::{Header, Headers};
+pub use layout::EntryHeader;
 pub use record::{Record, Records};
 pub use walk::{BatchWalk, WalkEnd};
 

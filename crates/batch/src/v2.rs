@@ -2,38 +2,20 @@
 
 use bytes::Bytes;
 
-use crate::batch::{attributes, Batch, CallerBuffer, Header, Layout};
+use crate::batch::{Batch, CallerBuffer, Header, Layout};
 use crate::codec;
 use crate::error::Field;
 use crate::headers::{fits_inline, HeaderCount, InlineIndex, Span};
+use crate::layout::v2::{
+    attributes, ATTRIBUTES_AT, BASE_TIMESTAMP_AT, CRC_AT, HEADER_SIZE, LAST_OFFSET_DELTA_AT,
+    MAX_TIMESTAMP_AT, MIN_LENGTH, MIN_RECORD_SIZE, RECORD_COUNT_AT,
+};
+use crate::layout::{be_i16, be_i32, be_i64, magic, BASE_OFFSET_AT, LENGTH_AT};
 use crate::record::Record;
 use crate::varint::{
     read_varint, read_varint_encoded, read_varlong, zigzag32, VarintError, SHORT_LENGTH_MASK,
 };
 use crate::{Compression, DecodeConfig, Error, TimestampType};
-
-/// Size of the v2 batch header, up to and including the record count.
-pub(crate) const HEADER_SIZE: usize = 61;
-const CRC_AT: usize = 17;
-const ATTRIBUTES_AT: usize = 21;
-/// The smallest possible record: a one-byte length, attributes, timestamp delta, offset
-/// delta, key length, value length and header count.
-pub(crate) const MIN_RECORD_SIZE: usize = 7;
-
-#[inline(always)]
-fn be_i16(b: &[u8], at: usize) -> i16 {
-    i16::from_be_bytes([b[at], b[at + 1]])
-}
-#[inline(always)]
-fn be_i32(b: &[u8], at: usize) -> i32 {
-    i32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
-}
-#[inline(always)]
-fn be_i64(b: &[u8], at: usize) -> i64 {
-    let mut a = [0u8; 8];
-    a.copy_from_slice(&b[at..at + 8]);
-    i64::from_be_bytes(a)
-}
 
 /// Parses one whole v2 batch (`bytes` is exactly the batch, log overhead included).
 pub(crate) fn parse<'a>(
@@ -61,13 +43,13 @@ pub(crate) fn parse_into<'a>(
     batch: &mut Batch<'a>,
     caller: &mut CallerBuffer<'_>,
 ) -> Result<(), Error> {
-    let base_offset = be_i64(bytes, 0);
+    let base_offset = be_i64(bytes, BASE_OFFSET_AT);
     if bytes.len() < HEADER_SIZE {
         return Err(Error::BatchTooSmall {
             position,
             offset: base_offset,
-            length: be_i32(bytes, 8),
-            minimum: HEADER_SIZE - crate::walk::LOG_OVERHEAD,
+            length: be_i32(bytes, LENGTH_AT),
+            minimum: MIN_LENGTH,
         });
     }
     let invalid = |field: &'static str, value: i64| Error::InvalidBatchField {
@@ -95,7 +77,7 @@ pub(crate) fn parse_into<'a>(
         offset: base_offset,
         codec: codec_id,
     })?;
-    let last_offset_delta = be_i32(bytes, 23);
+    let last_offset_delta = be_i32(bytes, LAST_OFFSET_DELTA_AT);
     if last_offset_delta < 0 {
         return Err(invalid("last offset delta", last_offset_delta as i64));
     }
@@ -106,7 +88,7 @@ pub(crate) fn parse_into<'a>(
     {
         return Err(invalid("base offset", base_offset));
     }
-    let count = be_i32(bytes, 57);
+    let count = be_i32(bytes, RECORD_COUNT_AT);
     if count < 0 {
         return Err(invalid("record count", count as i64));
     }
@@ -121,7 +103,7 @@ pub(crate) fn parse_into<'a>(
     batch.header = Header {
         base_offset,
         last_offset_delta,
-        magic: 2,
+        magic: magic::V2,
         attributes: attrs,
         compression,
         timestamp_type: if attrs & attributes::LOG_APPEND_TIME != 0 {
@@ -129,8 +111,8 @@ pub(crate) fn parse_into<'a>(
         } else {
             TimestampType::CreateTime
         },
-        base_timestamp: be_i64(bytes, 27),
-        max_timestamp: be_i64(bytes, 35),
+        base_timestamp: be_i64(bytes, BASE_TIMESTAMP_AT),
+        max_timestamp: be_i64(bytes, MAX_TIMESTAMP_AT),
         record_count: count as u32,
         position,
         size: bytes.len(),
@@ -158,7 +140,7 @@ pub(crate) fn parse_into<'a>(
                 buf.clear();
                 if frame.decode_into(limit, buf).is_none() {
                     // Malformed or over the limit: the general decoder says which.
-                    codec::decompress_into(compression, payload, limit, 2, buf)
+                    codec::decompress_into(compression, payload, limit, magic::V2, buf)
                         .map_err(|e| e.into_error(position, base_offset, compression, config))?;
                 }
                 buf.len()
@@ -171,8 +153,14 @@ pub(crate) fn parse_into<'a>(
     } else {
         // Into the buffer the batch before used, if it had one: no pool round trip.
         let buf = batch.body.pooled_mut(caller);
-        codec::decompress_into(compression, payload, config.max_decompressed_bytes, 2, buf)
-            .map_err(|e| e.into_error(position, base_offset, compression, config))?;
+        codec::decompress_into(
+            compression,
+            payload,
+            config.max_decompressed_bytes,
+            magic::V2,
+            buf,
+        )
+        .map_err(|e| e.into_error(position, base_offset, compression, config))?;
         buf.len()
     };
     // `count` is below 2^31: the product cannot overflow, and it is cheaper than dividing.

@@ -26,8 +26,11 @@ use std::fs::File;
 use std::io;
 use std::sync::{Arc, Condvar, Mutex};
 
+use krec_batch::layout::ENTRY_HEADER_SIZE;
+use krec_batch::EntryHeader;
+
 use super::positional::read_up_to;
-use super::runs::{entry_size, Run, RunLimits, ENTRY_HEADER};
+use super::runs::{Run, RunLimits};
 
 /// Smallest range, whatever the run size asked for. A range costs a job, a boundary and a
 /// `pread` even when it lies inside one entry and its run is empty; ranges of a byte (as
@@ -285,7 +288,7 @@ pub(super) fn read_run(span: ChainedSpan, mut buffer: Vec<u8>) -> io::Result<Run
     let first = walk.first;
     // The header that crosses the range's end, read after the range.
     while !walk.done() {
-        let header_end = to_usize(walk.position - start)? + ENTRY_HEADER;
+        let header_end = to_usize(walk.position - start)? + ENTRY_HEADER_SIZE;
         filled += read_into(&file, start, &mut buffer, filled, header_end)?;
         if filled < header_end {
             // The file ends inside this header (or shrank): the walk reports the cut entry.
@@ -355,10 +358,10 @@ impl HeaderWalk {
             // `position` is in the range (not done), so it is at most the range's length past
             // `start`, which is a `usize`.
             let at = (self.position - start) as usize;
-            let Some(header) = held.get(at..at + ENTRY_HEADER) else {
+            let Some(header) = held.get(at..at + ENTRY_HEADER_SIZE) else {
                 return;
             };
-            match entry_size(header) {
+            match EntryHeader::peek(header).and_then(EntryHeader::size) {
                 Some(size) if size <= self.max_entry_bytes => {
                     if size as u64 <= self.len - self.position {
                         self.position += size as u64;
@@ -370,7 +373,7 @@ impl HeaderWalk {
                 }
                 // Refused by the walk from its header alone: the run ends after the header.
                 _ => {
-                    self.position += ENTRY_HEADER as u64;
+                    self.position += ENTRY_HEADER_SIZE as u64;
                     self.ended = true;
                 }
             }
@@ -437,7 +440,7 @@ mod tests {
         }
         match refused_at {
             Some(at) => {
-                let keep = at + ENTRY_HEADER.min(data.len() - at);
+                let keep = at + ENTRY_HEADER_SIZE.min(data.len() - at);
                 assert_eq!(joined, &streamed[..keep], "{limits:?}");
             }
             None => assert_eq!(joined, streamed, "{limits:?}"),

@@ -17,7 +17,10 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
-use super::runs::{entry_size, read_fully, Run, RunLimits, ENTRY_HEADER};
+use krec_batch::layout::ENTRY_HEADER_SIZE;
+use krec_batch::EntryHeader;
+
+use super::runs::{read_fully, Run, RunLimits};
 
 /// A file whose first entry is at least this large is cut into runs by header reads: at 16
 /// KiB per entry a header read costs about a quarter of copying the entry.
@@ -69,9 +72,11 @@ impl PositionalRuns {
     /// Whether `file`'s first entry is large enough for header reads to pay off (see
     /// [`POSITIONAL_FROM_ENTRY_BYTES`]).
     pub(super) fn worth_it(file: &File) -> io::Result<bool> {
-        let mut header = [0u8; ENTRY_HEADER];
+        let mut header = [0u8; ENTRY_HEADER_SIZE];
         let got = read_up_to(file, 0, &mut header)?;
-        Ok(entry_size(&header[..got]).is_some_and(|size| size >= POSITIONAL_FROM_ENTRY_BYTES))
+        Ok(EntryHeader::peek(&header[..got])
+            .and_then(EntryHeader::size)
+            .is_some_and(|size| size >= POSITIONAL_FROM_ENTRY_BYTES))
     }
 
     /// The next run; `None` at the end of the file.
@@ -83,9 +88,9 @@ impl PositionalRuns {
         let run_bytes = self.limits.run_bytes as u64;
         let mut end = start;
         while end - start < run_bytes && end < self.len {
-            let mut header = [0u8; ENTRY_HEADER];
+            let mut header = [0u8; ENTRY_HEADER_SIZE];
             let got = read_up_to(&self.file, end, &mut header)?;
-            if got < ENTRY_HEADER {
+            if got < ENTRY_HEADER_SIZE {
                 // The file ends inside this header (or shrank since it was opened): the walk
                 // reports the cut entry.
                 self.len = self.len.min(end + got as u64);
@@ -93,7 +98,7 @@ impl PositionalRuns {
                 self.ended = true;
                 break;
             }
-            match entry_size(&header) {
+            match EntryHeader::peek(&header).and_then(EntryHeader::size) {
                 Some(size) if size <= self.limits.max_entry_bytes => {
                     if size as u64 <= self.len - end {
                         end += size as u64;
@@ -105,7 +110,7 @@ impl PositionalRuns {
                 }
                 // Refused by the walk from its header alone: the run ends after the header.
                 _ => {
-                    end += ENTRY_HEADER as u64;
+                    end += ENTRY_HEADER_SIZE as u64;
                     self.ended = true;
                     break;
                 }
@@ -181,7 +186,7 @@ mod tests {
             assert_eq!(s_start, p_start, "{limits:?}");
             match refused_at {
                 Some(at) if at < s_start + s_bytes.len() && at >= *s_start => {
-                    let keep = at - s_start + ENTRY_HEADER.min(data.len() - at);
+                    let keep = at - s_start + ENTRY_HEADER_SIZE.min(data.len() - at);
                     assert_eq!(&s_bytes[..keep], &p_bytes[..], "{limits:?}");
                 }
                 _ => assert_eq!(s_bytes, p_bytes, "{limits:?}"),
