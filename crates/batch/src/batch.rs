@@ -2,14 +2,15 @@
 
 use bytes::Bytes;
 
+use crate::batch_header::{BatchHeader, Compression, TimestampType};
 use crate::buffer::PooledBuf;
 use crate::control::ControlRecords;
 use crate::layout::v2::{attributes, HEADER_SIZE as V2_HEADER_SIZE};
 use crate::layout::{self, magic};
-use crate::legacy::LegacyRecords;
+use crate::legacy::{self, LegacyBatch, LegacyRecords, Wrapper};
 use crate::record::Records;
-use crate::v2::V2Records;
-use crate::{Compression, TimestampType};
+use crate::v2::{self, V2Records};
+use crate::{codec, DecodeConfig, Error};
 
 /// The caller's decompression buffer, if the walk was lent one
 /// ([`BatchWalk::with_buffer`](crate::BatchWalk::with_buffer)). While a batch body holds the
@@ -98,6 +99,68 @@ impl<'a> Body<'a> {
     }
 }
 
+impl<'a> Body<'a> {
+    /// Makes the body the records of a v2 batch whose payload (the bytes after its header) is
+    /// `payload`; returns their length, which each branch knows without matching on the body
+    /// again. Each branch writes the body straight into place: a `Body` built first and then
+    /// moved in is copied with wide loads over narrow stores, which stall.
+    #[inline(always)]
+    fn decode_v2(
+        &mut self,
+        header: &BatchHeader,
+        payload: &'a [u8],
+        config: &DecodeConfig,
+        shared: Option<&'a Bytes>,
+        caller: &mut CallerBuffer<'_>,
+    ) -> Result<usize, Error> {
+        let compression = header.compression;
+        let error = |e: codec::CodecError| {
+            e.into_error(header.position, header.base_offset, compression, config)
+        };
+        // The log cleaner writes empty batches with no payload whatever the codec; there is
+        // nothing to decompress.
+        if compression == Compression::None || (header.record_count == 0 && payload.is_empty()) {
+            self.set_borrowed(payload, shared, caller);
+            return Ok(payload.len());
+        }
+        if let Some(frame) = plain_lz4_frame(compression, payload) {
+            // The frame Kafka producers write, its header parsed once for both ways to read it.
+            let limit = config.max_decompressed_bytes;
+            if let Some(content) = frame.stored_content(limit) {
+                self.set_borrowed(content, shared, caller);
+                return Ok(content.len());
+            }
+            let buf = self.pooled_mut(caller);
+            buf.clear();
+            if frame.decode_into(limit, buf).is_none() {
+                // Malformed or over the limit: the general decoder says which.
+                codec::decompress_into(compression, payload, limit, magic::V2, buf)
+                    .map_err(error)?;
+            }
+            return Ok(buf.len());
+        }
+        if let Some(content) = codec::stored_in_place(compression, payload, config) {
+            // Records stay slices of the input, so shared-input zero copy holds here too.
+            self.set_borrowed(content, shared, caller);
+            return Ok(content.len());
+        }
+        // Into the buffer the batch before used, if it had one: no pool round trip.
+        let buf = self.pooled_mut(caller);
+        let limit = config.max_decompressed_bytes;
+        codec::decompress_into(compression, payload, limit, magic::V2, buf).map_err(error)?;
+        Ok(buf.len())
+    }
+}
+
+#[inline(always)]
+fn plain_lz4_frame(compression: Compression, payload: &[u8]) -> Option<krec_lz4::PlainFrame<'_>> {
+    if compression == Compression::Lz4 {
+        krec_lz4::PlainFrame::parse(payload)
+    } else {
+        None
+    }
+}
+
 /// Out of line, so that the test before it is all that the walk's drop adds to every walk
 /// (inlined, the swap made the drop a call: 17 instructions more on a one-record uncompressed
 /// batch).
@@ -120,22 +183,6 @@ pub(crate) enum Layout {
     },
 }
 
-/// Header fields of a batch, read once.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Header {
-    pub(crate) base_offset: i64,
-    pub(crate) last_offset_delta: i32,
-    pub(crate) magic: u8,
-    pub(crate) attributes: i16,
-    pub(crate) compression: Compression,
-    pub(crate) timestamp_type: TimestampType,
-    pub(crate) base_timestamp: i64,
-    pub(crate) max_timestamp: i64,
-    pub(crate) record_count: u32,
-    pub(crate) position: usize,
-    pub(crate) size: usize,
-}
-
 /// The `N` bytes at `at` of a v2 header; every caller's field lies inside the header.
 #[inline(always)]
 fn field<const N: usize>(header: &[u8; V2_HEADER_SIZE], at: usize) -> [u8; N] {
@@ -147,7 +194,7 @@ fn field<const N: usize>(header: &[u8; V2_HEADER_SIZE], at: usize) -> [u8; N] {
 /// One batch (v2) or one top-level legacy message (v0/v1, possibly a compressed wrapper).
 /// Owns its decompression buffer (a pooled buffer) when compressed.
 pub struct Batch<'a> {
-    pub(crate) header: Header,
+    pub(crate) header: BatchHeader,
     pub(crate) layout: Layout,
     pub(crate) body: Body<'a>,
     /// A v2 batch's header bytes, from which the fields that decoding never reads (producer,
@@ -160,7 +207,7 @@ impl<'a> Batch<'a> {
     /// An empty batch for [`crate::v2::parse_into`] to fill (never handed out as is).
     pub(crate) fn placeholder() -> Self {
         Batch {
-            header: Header {
+            header: BatchHeader {
                 base_offset: 0,
                 last_offset_delta: 0,
                 magic: magic::V2,
@@ -177,6 +224,66 @@ impl<'a> Batch<'a> {
             body: Body::Borrowed(&[], None),
             v2_header: None,
         }
+    }
+
+    /// Parses one whole v2 batch (`bytes` is exactly the batch, entry header included).
+    pub(crate) fn parse_v2(
+        bytes: &'a [u8],
+        position: usize,
+        config: &DecodeConfig,
+        shared: Option<&'a Bytes>,
+    ) -> Result<Batch<'a>, Error> {
+        let mut batch = Batch::placeholder();
+        // An owned batch may outlive the walk: its buffer comes from the pool, never the
+        // caller's.
+        batch.fill_v2(bytes, position, config, shared, &mut None)?;
+        Ok(batch)
+    }
+
+    /// [`Batch::parse_v2`], written field by field into this batch (whose old body is dropped
+    /// first, so its pooled buffer is the one reused). Filling it in place saves moving the
+    /// whole batch out through `Result` and `Option`, whose copy stalls on store forwarding.
+    /// A compressed batch whose body has no buffer yet takes the caller's, if there is one.
+    #[inline]
+    pub(crate) fn fill_v2(
+        &mut self,
+        bytes: &'a [u8],
+        position: usize,
+        config: &DecodeConfig,
+        shared: Option<&'a Bytes>,
+        caller: &mut CallerBuffer<'_>,
+    ) -> Result<(), Error> {
+        v2::parse_header(bytes, position, config, &mut self.header)?;
+        self.v2_header = bytes.first_chunk();
+        let payload = &bytes[V2_HEADER_SIZE..];
+        let records_len = self
+            .body
+            .decode_v2(&self.header, payload, config, shared, caller)?;
+        v2::check_record_count(&self.header, records_len)?;
+        self.layout = Layout::V2;
+        Ok(())
+    }
+
+    /// Parses one whole top-level legacy message (`bytes` is exactly the message).
+    pub(crate) fn parse_legacy(
+        bytes: &'a [u8],
+        position: usize,
+        config: &DecodeConfig,
+        shared: Option<&'a Bytes>,
+    ) -> Result<Batch<'a>, Error> {
+        let LegacyBatch { header, wrapper } = legacy::parse(bytes, position, config)?;
+        let (layout, body) = match wrapper {
+            None => (Layout::LegacySingle, Body::Borrowed(bytes, shared)),
+            Some(Wrapper { offset_base, inner }) => {
+                (Layout::LegacyWrapper { offset_base }, Body::Pooled(inner))
+            }
+        };
+        Ok(Batch {
+            header,
+            layout,
+            body,
+            v2_header: None,
+        })
     }
 
     /// First offset of the batch.
@@ -276,10 +383,13 @@ impl<'a> Batch<'a> {
         if self.is_control() {
             return Records::empty();
         }
+        let (data, shared) = self.body.bytes_and_shared();
+        let header = &self.header;
         match self.layout {
-            Layout::V2 => Records::v2(V2Records::new(self)),
-            Layout::LegacySingle | Layout::LegacyWrapper { .. } => {
-                Records::legacy(LegacyRecords::new(self))
+            Layout::V2 => Records::v2(V2Records::new(data, header), shared),
+            Layout::LegacySingle => Records::legacy(LegacyRecords::new(data, header, 0), shared),
+            Layout::LegacyWrapper { offset_base } => {
+                Records::legacy(LegacyRecords::new(data, header, offset_base), shared)
             }
         }
     }
@@ -287,7 +397,7 @@ impl<'a> Batch<'a> {
     /// Control records (transaction markers). Empty for data batches.
     pub fn control_records(&self) -> ControlRecords<'_> {
         if self.is_control() && matches!(self.layout, Layout::V2) {
-            ControlRecords::new(V2Records::new(self))
+            ControlRecords::new(V2Records::new(self.body.bytes(), &self.header))
         } else {
             ControlRecords::empty()
         }

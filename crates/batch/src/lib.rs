@@ -45,6 +45,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 mod batch;
+mod batch_header;
 mod buffer;
 mod codec;
 mod config;
@@ -53,6 +54,7 @@ mod control;
 mod crc;
 mod error;
 mod headers;
+mod index;
 pub mod layout;
 mod legacy;
 mod record;
@@ -64,6 +66,7 @@ mod walk;
 pub mod encode;
 
 pub use batch::Batch;
+pub use batch_header::{Compression, TimestampType};
 pub use buffer::DecompressionBuffer;
 pub use config::DecodeConfig;
 pub use control::{ControlKind, ControlRecord, ControlRecords};
@@ -72,55 +75,3 @@ pub use headers::{Header, Headers};
 pub use layout::EntryHeader;
 pub use record::{Record, Records};
 pub use walk::{BatchWalk, WalkEnd};
-
-/// Compression codec of a batch, from the low three bits of its attributes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Compression {
-    /// Codec 0.
-    None,
-    /// Codec 1: gzip (RFC 1952).
-    Gzip,
-    /// Codec 2: snappy, raw or in the xerial framing.
-    Snappy,
-    /// Codec 3: LZ4 frames (Kafka's legacy header-checksum quirk handled for magic 0).
-    Lz4,
-    /// Codec 4: zstd (v2 batches only).
-    Zstd,
-}
-
-impl Compression {
-    /// The codec for the attributes' codec bits, `None` if Kafka defines no such codec.
-    pub fn from_id(id: u8) -> Option<Compression> {
-        Some(match id {
-            0 => Compression::None,
-            1 => Compression::Gzip,
-            2 => Compression::Snappy,
-            3 => Compression::Lz4,
-            4 => Compression::Zstd,
-            _ => return None,
-        })
-    }
-
-    /// The codec number written in the attributes.
-    pub fn id(self) -> u8 {
-        match self {
-            Compression::None => 0,
-            Compression::Gzip => 1,
-            Compression::Snappy => 2,
-            Compression::Lz4 => 3,
-            Compression::Zstd => 4,
-        }
-    }
-}
-
-/// What a record's timestamp means.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TimestampType {
-    /// Set by the producer.
-    CreateTime,
-    /// Set by the broker when it appended the batch (every record gets the batch max timestamp).
-    LogAppendTime,
-    /// Magic 0 messages carry no timestamp.
-    NoTimestamp,
-}

@@ -1,47 +1,27 @@
 //! RecordBatch v2 (magic 2): the header, and the records inside.
 
-use bytes::Bytes;
-
-use crate::batch::{Batch, CallerBuffer, Header, Layout};
-use crate::codec;
+use crate::batch_header::{BatchHeader, Compression, TimestampType};
 use crate::error::Field;
-use crate::headers::{fits_inline, HeaderCount, InlineIndex, Span};
+use crate::index::{fits_inline, HeaderCount, InlineIndex, Span};
 use crate::layout::v2::{
     attributes, ATTRIBUTES_AT, BASE_TIMESTAMP_AT, CRC_AT, HEADER_SIZE, LAST_OFFSET_DELTA_AT,
     MAX_TIMESTAMP_AT, MIN_LENGTH, MIN_RECORD_SIZE, RECORD_COUNT_AT,
 };
 use crate::layout::{be_i16, be_i32, be_i64, magic, BASE_OFFSET_AT, LENGTH_AT};
-use crate::record::Record;
 use crate::varint::{
     read_varint, read_varint_encoded, read_varlong, zigzag32, VarintError, SHORT_LENGTH_MASK,
 };
-use crate::{Compression, DecodeConfig, Error, TimestampType};
+use crate::{DecodeConfig, Error};
 
-/// Parses one whole v2 batch (`bytes` is exactly the batch, log overhead included).
-pub(crate) fn parse<'a>(
-    bytes: &'a [u8],
+/// Reads and checks the header of one whole v2 batch (`bytes` is exactly the batch, entry
+/// header included) into `header`, the CRC over the whole batch included. Written in place
+/// because the walk fills its batch in place (see `Batch::fill_v2`).
+#[inline(always)]
+pub(crate) fn parse_header(
+    bytes: &[u8],
     position: usize,
     config: &DecodeConfig,
-    shared: Option<&'a Bytes>,
-) -> Result<Batch<'a>, Error> {
-    let mut batch = Batch::placeholder();
-    // An owned batch may outlive the walk: its buffer comes from the pool, never the caller's.
-    parse_into(bytes, position, config, shared, &mut batch, &mut None)?;
-    Ok(batch)
-}
-
-/// [`parse`], writing the batch field by field into `batch` (whose old body is dropped first,
-/// so its pooled buffer is the one reused). Building it in place saves moving a 128-byte
-/// value out through `Result` and `Option`, whose copy stalls on store forwarding. A compressed
-/// batch whose body has no buffer yet takes the caller's, if there is one.
-#[inline]
-pub(crate) fn parse_into<'a>(
-    bytes: &'a [u8],
-    position: usize,
-    config: &DecodeConfig,
-    shared: Option<&'a Bytes>,
-    batch: &mut Batch<'a>,
-    caller: &mut CallerBuffer<'_>,
+    header: &mut BatchHeader,
 ) -> Result<(), Error> {
     let base_offset = be_i64(bytes, BASE_OFFSET_AT);
     if bytes.len() < HEADER_SIZE {
@@ -100,7 +80,7 @@ pub(crate) fn parse_into<'a>(
             limit: config.max_records_per_batch as u64,
         });
     }
-    batch.header = Header {
+    *header = BatchHeader {
         base_offset,
         last_offset_delta,
         magic: magic::V2,
@@ -117,79 +97,30 @@ pub(crate) fn parse_into<'a>(
         position,
         size: bytes.len(),
     };
-    batch.v2_header = bytes.first_chunk();
-    let payload = &bytes[HEADER_SIZE..];
-    // The log cleaner writes empty batches with no payload whatever the codec; there is
-    // nothing to decompress.
-    // Each branch writes the body straight into the batch: a `Body` built first and then
-    // moved in is copied with wide loads over narrow stores, which stall. Each also says how
-    // long the records are, which it knows without matching on the body once more.
-    let records_len = if compression == Compression::None || (count == 0 && payload.is_empty()) {
-        batch.body.set_borrowed(payload, shared, caller);
-        payload.len()
-    } else if let Some(frame) = plain_lz4_frame(compression, payload) {
-        // The frame Kafka producers write, its header parsed once for both ways to read it.
-        let limit = config.max_decompressed_bytes;
-        match frame.stored_content(limit) {
-            Some(content) => {
-                batch.body.set_borrowed(content, shared, caller);
-                content.len()
-            }
-            None => {
-                let buf = batch.body.pooled_mut(caller);
-                buf.clear();
-                if frame.decode_into(limit, buf).is_none() {
-                    // Malformed or over the limit: the general decoder says which.
-                    codec::decompress_into(compression, payload, limit, magic::V2, buf)
-                        .map_err(|e| e.into_error(position, base_offset, compression, config))?;
-                }
-                buf.len()
-            }
-        }
-    } else if let Some(content) = codec::stored_in_place(compression, payload, config) {
-        // Records stay slices of the input, so shared-input zero copy holds here too.
-        batch.body.set_borrowed(content, shared, caller);
-        content.len()
-    } else {
-        // Into the buffer the batch before used, if it had one: no pool round trip.
-        let buf = batch.body.pooled_mut(caller);
-        codec::decompress_into(
-            compression,
-            payload,
-            config.max_decompressed_bytes,
-            magic::V2,
-            buf,
-        )
-        .map_err(|e| e.into_error(position, base_offset, compression, config))?;
-        buf.len()
-    };
+    Ok(())
+}
+
+/// Checks that `records_len` bytes of records can hold the header's record count, before a
+/// hostile count makes the record iterator try that many.
+#[inline(always)]
+pub(crate) fn check_record_count(header: &BatchHeader, records_len: usize) -> Result<(), Error> {
+    let count = header.record_count as usize;
     // `count` is below 2^31: the product cannot overflow, and it is cheaper than dividing.
-    if count as usize * MIN_RECORD_SIZE > records_len {
+    if count * MIN_RECORD_SIZE > records_len {
         return Err(Error::TooManyRecords {
-            position,
-            offset: base_offset,
+            position: header.position,
+            offset: header.base_offset,
             count: count as i64,
             limit: (records_len / MIN_RECORD_SIZE) as u64,
         });
     }
-    batch.layout = Layout::V2;
     Ok(())
-}
-
-#[inline(always)]
-fn plain_lz4_frame(compression: Compression, payload: &[u8]) -> Option<krec_lz4::PlainFrame<'_>> {
-    if compression == Compression::Lz4 {
-        krec_lz4::PlainFrame::parse(payload)
-    } else {
-        None
-    }
 }
 
 /// Iterates the v2 records of a batch, checking each as it is yielded.
 pub(crate) struct V2Records<'b> {
     data: &'b [u8],
-    shared: Option<&'b Bytes>,
-    header: &'b Header,
+    header: &'b BatchHeader,
     pos: usize,
     index: u32,
     /// Smallest offset delta the next record may have.
@@ -474,12 +405,12 @@ impl<'d> RawRecord<'d> {
 }
 
 impl<'b> V2Records<'b> {
-    pub(crate) fn new(batch: &'b Batch<'_>) -> Self {
-        let (data, shared) = batch.body.bytes_and_shared();
+    /// The records in `data` (the batch's records bytes, decompressed if need be) of the batch
+    /// whose header is `header`.
+    pub(crate) fn new(data: &'b [u8], header: &'b BatchHeader) -> Self {
         V2Records {
             data,
-            shared,
-            header: &batch.header,
+            header,
             pos: 0,
             index: 0,
             min_delta: 0,
@@ -496,7 +427,7 @@ impl<'b> V2Records<'b> {
         }
     }
 
-    pub(crate) fn header(&self) -> &'b Header {
+    pub(crate) fn header(&self) -> &'b BatchHeader {
         self.header
     }
 
@@ -507,7 +438,7 @@ impl<'b> V2Records<'b> {
     /// `scripts/decode-instructions.sh`).
     #[cold]
     #[inline(never)]
-    fn error(header: &Header, record: u32, e: FieldError) -> Error {
+    fn error(header: &BatchHeader, record: u32, e: FieldError) -> Error {
         let (position, offset) = (header.position, header.base_offset);
         match e {
             FieldError::Truncated {
@@ -606,35 +537,6 @@ impl<'b> V2Records<'b> {
         let index = self.index;
         self.index += 1;
         Some(Ok((index, raw)))
-    }
-
-    /// A record to fill with [`V2Records::fill_next`].
-    pub(crate) fn empty_record(&self) -> Record<'b> {
-        Record::empty(self.header.timestamp_type, self.shared)
-    }
-
-    /// Reads the next data record into `record` (made by [`V2Records::empty_record`]), the
-    /// header index written straight into it.
-    #[inline(always)]
-    pub(crate) fn fill_next(&mut self, record: &mut Record<'b>) -> Option<Result<(), Error>> {
-        let (_, raw) = match self.next_raw(record.inline_index_mut())? {
-            Ok(r) => r,
-            Err(e) => return Some(Err(e)),
-        };
-        let header = self.header;
-        let timestamp = match header.timestamp_type {
-            TimestampType::LogAppendTime => header.max_timestamp,
-            _ => header.base_timestamp.wrapping_add(raw.timestamp_delta),
-        };
-        record.set_fields(
-            header.base_offset + raw.offset_delta as i64,
-            timestamp,
-            raw.key,
-            raw.value,
-            raw.headers,
-            raw.header_count,
-        );
-        Some(Ok(()))
     }
 }
 

@@ -4,7 +4,7 @@ use bytes::Bytes;
 
 use crate::batch::{Batch, CallerBuffer};
 use crate::layout::{self, magic, EntryHeader, ENTRY_HEADER_SIZE, MAGIC_AT};
-use crate::{legacy, v2, DecodeConfig, DecompressionBuffer, Error};
+use crate::{DecodeConfig, DecompressionBuffer, Error};
 
 /// No entry of any magic is shorter than a magic 0 message, so a shorter length is corrupt
 /// before the magic byte is even read.
@@ -154,15 +154,11 @@ impl<'a> BatchWalk<'a> {
             Ok(bytes) => {
                 let (position, shared) = (self.position, self.shared);
                 match bytes[MAGIC_AT] {
-                    magic::V2 => v2::parse_into(
-                        bytes,
-                        position,
-                        self.config,
-                        shared,
-                        &mut self.current,
-                        &mut self.caller,
-                    ),
-                    _ => legacy::parse(bytes, position, self.config, shared)
+                    magic::V2 => {
+                        self.current
+                            .fill_v2(bytes, position, self.config, shared, &mut self.caller)
+                    }
+                    _ => Batch::parse_legacy(bytes, position, self.config, shared)
                         .map(|batch| self.replace_current(batch)),
                 }
                 .map(|()| bytes.len())
@@ -253,8 +249,8 @@ impl<'a> BatchWalk<'a> {
         };
         let (position, shared) = (self.position, self.shared);
         let result = match bytes[MAGIC_AT] {
-            magic::V2 => v2::parse(bytes, position, self.config, shared),
-            _ => legacy::parse(bytes, position, self.config, shared),
+            magic::V2 => Batch::parse_v2(bytes, position, self.config, shared),
+            _ => Batch::parse_legacy(bytes, position, self.config, shared),
         };
         if result.is_ok() {
             self.position = position + bytes.len();
