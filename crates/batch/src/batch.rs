@@ -26,8 +26,7 @@ pub(crate) enum Body<'a> {
     /// long as the walk's batches are compressed; a pool's goes back to the pool on drop.
     ///
     /// The caller's buffer is moved in rather than borrowed so that the hot path knows one
-    /// kind of buffer: a third variant borrowing it made each match on the body cost more, 19
-    /// instructions a batch in 100-batch LZ4 walks.
+    /// kind of buffer: a third variant borrowing it made each match on the body cost more.
     Pooled(PooledBuf),
 }
 
@@ -162,8 +161,7 @@ fn plain_lz4_frame(compression: Compression, payload: &[u8]) -> Option<krec_lz4:
 }
 
 /// Out of line, so that the test before it is all that the walk's drop adds to every walk
-/// (inlined, the swap made the drop a call: 17 instructions more on a one-record uncompressed
-/// batch).
+/// (inlined, the swap made the drop itself a call).
 #[inline(never)]
 fn swap_buffers(a: &mut PooledBuf, b: &mut PooledBuf) {
     std::mem::swap(a, b);

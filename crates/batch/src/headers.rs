@@ -2,9 +2,9 @@
 //!
 //! The record iterator must parse every header anyway to check that a record uses exactly its
 //! declared length, so that same pass writes each header's key and value span into an inline
-//! index (16-bit positions, 9 headers, 36 bytes, no heap). Lookups only read the index and
-//! never re-scan the record. Records with more than 9 headers, or a headers section of 64 KiB
-//! or more, get a 32-bit index built on the heap on first use instead.
+//! index (16-bit positions, up to `INLINE_HEADERS` headers, no heap; see `index`). Lookups
+//! only read the index and never re-scan the record. Records with more headers, or a headers
+//! section of 64 KiB or more, get a 32-bit index built on the heap on first use instead.
 
 use std::cell::OnceCell;
 

@@ -1,9 +1,9 @@
 //! The header index the record parser fills as it checks a record's headers: plain data
 //! (spans of 16-bit positions) that the [`Headers`](crate::Headers) view reads.
 
-/// Headers indexed inline; beyond this the index spills to the heap. Nine keep a [`Record`]
-/// (which carries the index) within 128 bytes, so moving one by value is a few register
-/// stores rather than a `memcpy` call.
+/// Headers indexed inline; beyond this the index spills to the heap. As many as keep a
+/// [`Record`] (which carries the index) within 128 bytes, so moving one by value is a few
+/// register stores rather than a `memcpy` call.
 ///
 /// [`Record`]: crate::Record
 pub(crate) const INLINE_HEADERS: usize = 9;
@@ -11,8 +11,8 @@ pub(crate) const INLINE_HEADERS: usize = 9;
 pub(crate) const MAX_INLINE_SECTION: usize = u16::MAX as usize;
 
 /// Where one header lies inside the record's headers section: the start of its key bytes and
-/// the position of its value-length varint (which is also where the key ends). Four bytes per
-/// header keep the inline index at 64 bytes, cheap to carry in every record; the value's
+/// the position of its value-length varint (which is also where the key ends). Two 16-bit
+/// positions per header keep the inline index cheap to carry in every record; the value's
 /// length is read from its (already checked) varint when the value is asked for.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Span {

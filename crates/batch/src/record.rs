@@ -130,9 +130,8 @@ enum Inner<'b> {
 ///
 /// Two ways to read it: as an [`Iterator`] of owned [`Record`] views, or with
 /// [`Records::next_ref`], which fills one record in place and lends it out. The second is the
-/// hot path: a `Record` is 128 bytes, and returning one by value through
-/// `Option<Result<..>>` costs two copies and a store-forwarding stall per record, about a
-/// third of the decode time of a small uncompressed record.
+/// hot path: returning a `Record` by value through `Option<Result<..>>` costs two copies and
+/// a store-forwarding stall per record, a large share of a small record's decode time.
 ///
 /// ```
 /// # use krec_batch::{BatchWalk, DecodeConfig};
@@ -272,8 +271,8 @@ impl<'b> Iterator for Records<'b> {
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         // Through the in-place path and a copy: one way to read a v2 record, so a program that
-        // uses both ways does not get the hot path compiled twice (and worse: with two callers
-        // the compiler inlined it differently, ~15% slower on 1000 x 100 B).
+        // uses both ways does not get the hot path compiled twice (with two callers the
+        // compiler inlined it differently, and slower).
         match self.next_ref()? {
             Ok(record) => Some(Ok(record.clone())),
             Err(e) => Some(Err(e)),

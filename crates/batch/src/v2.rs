@@ -353,7 +353,7 @@ fn read_record<'d>(
     let header_count = if fits_inline(header_count as usize, end - headers_start) {
         // Positions fit in 16 bits: the section is shorter than 64 KiB.
         // Tested first so that records without headers, the most common, skip the call and
-        // the loop's setup (without it they paid 5-7 instructions each).
+        // the loop's setup.
         if header_count != 0 {
             let spans = &mut index[..header_count as usize];
             let (indexed, used) = index_short_headers(&rec[headers_start..], spans);
@@ -432,10 +432,8 @@ impl<'b> V2Records<'b> {
     }
 
     /// Names a record's error with its batch and index. Cold, out of line, and given the two
-    /// values it needs rather than `&self`: so made, the iterator's state no longer has its
-    /// address passed to a call, and the record loop took 14 fewer instructions a batch and
-    /// about 17 fewer a record (1 x 100 B and 10 x 100 B batches,
-    /// `scripts/decode-instructions.sh`).
+    /// values it needs rather than `&self`, so that the iterator's state never has its address
+    /// passed to a call and stays in registers in the record loop.
     #[cold]
     #[inline(never)]
     fn error(header: &BatchHeader, record: u32, e: FieldError) -> Error {

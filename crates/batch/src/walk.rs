@@ -128,9 +128,8 @@ impl<'a> BatchWalk<'a> {
 
     /// The next batch, parsed in place and lent until the next call; `None` at the end (see
     /// [`BatchWalk::end`]) or after the first error. Yields exactly what the [`Iterator`]
-    /// would. A `Batch` is 128 bytes: handing one out by value through `Option<Result<..>>`
-    /// copies it twice and stalls on store forwarding, which on one-record batches cost about
-    /// a fifth of the decode time.
+    /// would. Handing a `Batch` out by value through `Option<Result<..>>` copies it twice and
+    /// stalls on store forwarding, a large share of a one-record batch's decode time.
     ///
     /// ```
     /// # use krec_batch::{BatchWalk, DecodeConfig};
