@@ -22,7 +22,7 @@ pub(crate) enum Body<'a> {
     /// Uncompressed: a slice of the walked input, and that input as shared `Bytes` when the
     /// walk was given them (kept here rather than in [`Batch`] so a batch fits in 128 bytes).
     Borrowed(&'a [u8], Option<&'a Bytes>),
-    /// Decompressed into a buffer from the thread's pool, or the caller's, moved in for as
+    /// Decompressed into a buffer from the per-thread buffer pool, or the caller's, moved in for as
     /// long as the walk's batches are compressed; a pool's goes back to the pool on drop.
     ///
     /// The caller's buffer is moved in rather than borrowed so that the hot path knows one
@@ -41,7 +41,7 @@ impl<'a> Body<'a> {
 
     /// Makes the body borrow `bytes`. A body that already borrows is overwritten in place:
     /// plain assignment would call the drop glue of the old body on every batch, pooled or not.
-    /// A buffer it held goes back to the caller, if the walk has one, or the thread's pool.
+    /// A buffer it held goes back to the caller, if the walk has one, or the per-thread buffer pool.
     #[inline(always)]
     pub(crate) fn set_borrowed(
         &mut self,
@@ -72,7 +72,7 @@ impl<'a> Body<'a> {
     }
 
     /// The buffer to decompress into: the one the body has, else the caller's, else one from
-    /// the thread's pool.
+    /// the per-thread buffer pool.
     #[inline]
     pub(crate) fn pooled_mut(&mut self, caller: &mut CallerBuffer<'_>) -> &mut PooledBuf {
         if let Body::Borrowed(..) = self {

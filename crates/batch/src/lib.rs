@@ -11,7 +11,7 @@
 //! * [`BatchWalk`] walks concatenated RecordBatch v2 batches and legacy v0/v1 messages. A
 //!   batch cut off at the end of the input ends the walk cleanly ([`WalkEnd::Partial`]).
 //! * [`Batch`] reads the batch header in place, checks the CRC and decompresses (gzip,
-//!   snappy, lz4, zstd) into a per-thread pooled buffer, bounded by [`DecodeConfig`].
+//!   snappy, lz4, zstd) into a buffer from the per-thread buffer pool, bounded by [`DecodeConfig`].
 //! * [`Record`] is a borrowed view; the record iterator checks every record uses exactly its
 //!   declared bytes and that the batch holds exactly its declared count. That same pass
 //!   writes every header's key and value span into an index inline in the record (a few

@@ -301,7 +301,8 @@ pub(crate) struct RawRecord<'d> {
 }
 
 /// Reads one record at `*pos` and checks it uses exactly its declared length. Header spans
-/// go into `index` when the section fits the inline index.
+/// go into `index` when the section fits the inline index. One function although long: it is
+/// the per-record hot path, each step reading from the position the one before left.
 #[inline(always)]
 fn read_record<'d>(
     data: &'d [u8],

@@ -75,7 +75,7 @@ impl<'a> BatchWalk<'a> {
     }
 
     /// Decompresses the batches that [`BatchWalk::next_ref`] lends into `buffer`, the
-    /// caller's, instead of a buffer from the thread's pool: the walk neither takes one nor
+    /// caller's, instead of a buffer from the per-thread buffer pool: the walk neither takes one nor
     /// gives one back (see [`DecompressionBuffer`]). The buffer's allocation moves into the
     /// walk's batch at the first compressed batch and back into `buffer` when the walk is
     /// dropped (or reaches an uncompressed batch). Batches from the [`Iterator`], which may

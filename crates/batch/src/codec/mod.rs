@@ -61,7 +61,7 @@ pub(crate) fn stored_in_place<'p>(
     }
 }
 
-/// Decompresses a whole payload into a buffer from this thread's pool; at most `limit` bytes.
+/// Decompresses a whole payload into a buffer from the per-thread buffer pool; at most `limit` bytes.
 /// `magic` selects Kafka's LZ4 header-checksum quirk for magic 0.
 pub(crate) fn decompress(
     codec: Compression,
