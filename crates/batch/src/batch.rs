@@ -2,12 +2,15 @@
 
 use bytes::Bytes;
 
+use crate::batch_header::{BatchHeader, Compression, TimestampType};
 use crate::buffer::PooledBuf;
 use crate::control::ControlRecords;
-use crate::legacy::LegacyRecords;
+use crate::layout::v2::{attributes, HEADER_SIZE as V2_HEADER_SIZE};
+use crate::layout::{self, magic};
+use crate::legacy::{self, LegacyBatch, LegacyRecords, Wrapper};
 use crate::record::Records;
-use crate::v2::{V2Records, HEADER_SIZE as V2_HEADER_SIZE};
-use crate::{Compression, TimestampType};
+use crate::v2::{self, V2Records};
+use crate::{codec, DecodeConfig, Error};
 
 /// The caller's decompression buffer, if the walk was lent one
 /// ([`BatchWalk::with_buffer`](crate::BatchWalk::with_buffer)). While a batch body holds the
@@ -19,12 +22,11 @@ pub(crate) enum Body<'a> {
     /// Uncompressed: a slice of the walked input, and that input as shared `Bytes` when the
     /// walk was given them (kept here rather than in [`Batch`] so a batch fits in 128 bytes).
     Borrowed(&'a [u8], Option<&'a Bytes>),
-    /// Decompressed into a buffer from the thread's pool, or the caller's, moved in for as
+    /// Decompressed into a buffer from the per-thread buffer pool, or the caller's, moved in for as
     /// long as the walk's batches are compressed; a pool's goes back to the pool on drop.
     ///
     /// The caller's buffer is moved in rather than borrowed so that the hot path knows one
-    /// kind of buffer: a third variant borrowing it made each match on the body cost more, 19
-    /// instructions a batch in 100-batch LZ4 walks.
+    /// kind of buffer: a third variant borrowing it made each match on the body cost more.
     Pooled(PooledBuf),
 }
 
@@ -39,7 +41,7 @@ impl<'a> Body<'a> {
 
     /// Makes the body borrow `bytes`. A body that already borrows is overwritten in place:
     /// plain assignment would call the drop glue of the old body on every batch, pooled or not.
-    /// A buffer it held goes back to the caller, if the walk has one, or the thread's pool.
+    /// A buffer it held goes back to the caller, if the walk has one, or the per-thread buffer pool.
     #[inline(always)]
     pub(crate) fn set_borrowed(
         &mut self,
@@ -70,7 +72,7 @@ impl<'a> Body<'a> {
     }
 
     /// The buffer to decompress into: the one the body has, else the caller's, else one from
-    /// the thread's pool.
+    /// the per-thread buffer pool.
     #[inline]
     pub(crate) fn pooled_mut(&mut self, caller: &mut CallerBuffer<'_>) -> &mut PooledBuf {
         if let Body::Borrowed(..) = self {
@@ -96,9 +98,70 @@ impl<'a> Body<'a> {
     }
 }
 
+impl<'a> Body<'a> {
+    /// Makes the body the records of a v2 batch whose payload (the bytes after its header) is
+    /// `payload`; returns their length, which each branch knows without matching on the body
+    /// again. Each branch writes the body straight into place: a `Body` built first and then
+    /// moved in is copied with wide loads over narrow stores, which stall.
+    #[inline(always)]
+    fn decode_v2(
+        &mut self,
+        header: &BatchHeader,
+        payload: &'a [u8],
+        config: &DecodeConfig,
+        shared: Option<&'a Bytes>,
+        caller: &mut CallerBuffer<'_>,
+    ) -> Result<usize, Error> {
+        let compression = header.compression;
+        let error = |e: codec::CodecError| {
+            e.into_error(header.position, header.base_offset, compression, config)
+        };
+        // The log cleaner writes empty batches with no payload whatever the codec; there is
+        // nothing to decompress.
+        if compression == Compression::None || (header.record_count == 0 && payload.is_empty()) {
+            self.set_borrowed(payload, shared, caller);
+            return Ok(payload.len());
+        }
+        if let Some(frame) = plain_lz4_frame(compression, payload) {
+            // The frame Kafka producers write, its header parsed once for both ways to read it.
+            let limit = config.max_decompressed_bytes;
+            if let Some(content) = frame.stored_content(limit) {
+                self.set_borrowed(content, shared, caller);
+                return Ok(content.len());
+            }
+            let buf = self.pooled_mut(caller);
+            buf.clear();
+            if frame.decode_into(limit, buf).is_none() {
+                // Malformed or over the limit: the general decoder says which.
+                codec::decompress_into(compression, payload, limit, magic::V2, buf)
+                    .map_err(error)?;
+            }
+            return Ok(buf.len());
+        }
+        if let Some(content) = codec::stored_in_place(compression, payload, config) {
+            // Records stay slices of the input, so shared-input zero copy holds here too.
+            self.set_borrowed(content, shared, caller);
+            return Ok(content.len());
+        }
+        // Into the buffer the batch before used, if it had one: no pool round trip.
+        let buf = self.pooled_mut(caller);
+        let limit = config.max_decompressed_bytes;
+        codec::decompress_into(compression, payload, limit, magic::V2, buf).map_err(error)?;
+        Ok(buf.len())
+    }
+}
+
+#[inline(always)]
+fn plain_lz4_frame(compression: Compression, payload: &[u8]) -> Option<krec_lz4::PlainFrame<'_>> {
+    if compression == Compression::Lz4 {
+        krec_lz4::PlainFrame::parse(payload)
+    } else {
+        None
+    }
+}
+
 /// Out of line, so that the test before it is all that the walk's drop adds to every walk
-/// (inlined, the swap made the drop a call: 17 instructions more on a one-record uncompressed
-/// batch).
+/// (inlined, the swap made the drop itself a call).
 #[inline(never)]
 fn swap_buffers(a: &mut PooledBuf, b: &mut PooledBuf) {
     std::mem::swap(a, b);
@@ -118,30 +181,6 @@ pub(crate) enum Layout {
     },
 }
 
-/// Header fields of a batch, read once.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Header {
-    pub(crate) base_offset: i64,
-    pub(crate) last_offset_delta: i32,
-    pub(crate) magic: u8,
-    pub(crate) attributes: i16,
-    pub(crate) compression: Compression,
-    pub(crate) timestamp_type: TimestampType,
-    pub(crate) base_timestamp: i64,
-    pub(crate) max_timestamp: i64,
-    pub(crate) record_count: u32,
-    pub(crate) position: usize,
-    pub(crate) size: usize,
-}
-
-/// Where the fields read on demand sit in a v2 batch header.
-mod v2_field {
-    pub(super) const PARTITION_LEADER_EPOCH_AT: usize = 12;
-    pub(super) const PRODUCER_ID_AT: usize = 43;
-    pub(super) const PRODUCER_EPOCH_AT: usize = 51;
-    pub(super) const BASE_SEQUENCE_AT: usize = 53;
-}
-
 /// The `N` bytes at `at` of a v2 header; every caller's field lies inside the header.
 #[inline(always)]
 fn field<const N: usize>(header: &[u8; V2_HEADER_SIZE], at: usize) -> [u8; N] {
@@ -150,19 +189,10 @@ fn field<const N: usize>(header: &[u8; V2_HEADER_SIZE], at: usize) -> [u8; N] {
     bytes
 }
 
-/// Attribute bits of a v2 batch.
-pub(crate) mod attributes {
-    pub(crate) const CODEC_MASK: i16 = 0x07;
-    pub(crate) const LOG_APPEND_TIME: i16 = 0x08;
-    pub(crate) const TRANSACTIONAL: i16 = 0x10;
-    pub(crate) const CONTROL: i16 = 0x20;
-    pub(crate) const DELETE_HORIZON: i16 = 0x40;
-}
-
 /// One batch (v2) or one top-level legacy message (v0/v1, possibly a compressed wrapper).
 /// Owns its decompression buffer (a pooled buffer) when compressed.
 pub struct Batch<'a> {
-    pub(crate) header: Header,
+    pub(crate) header: BatchHeader,
     pub(crate) layout: Layout,
     pub(crate) body: Body<'a>,
     /// A v2 batch's header bytes, from which the fields that decoding never reads (producer,
@@ -175,10 +205,10 @@ impl<'a> Batch<'a> {
     /// An empty batch for [`crate::v2::parse_into`] to fill (never handed out as is).
     pub(crate) fn placeholder() -> Self {
         Batch {
-            header: Header {
+            header: BatchHeader {
                 base_offset: 0,
                 last_offset_delta: 0,
-                magic: 2,
+                magic: magic::V2,
                 attributes: 0,
                 compression: Compression::None,
                 timestamp_type: TimestampType::CreateTime,
@@ -192,6 +222,66 @@ impl<'a> Batch<'a> {
             body: Body::Borrowed(&[], None),
             v2_header: None,
         }
+    }
+
+    /// Parses one whole v2 batch (`bytes` is exactly the batch, entry header included).
+    pub(crate) fn parse_v2(
+        bytes: &'a [u8],
+        position: usize,
+        config: &DecodeConfig,
+        shared: Option<&'a Bytes>,
+    ) -> Result<Batch<'a>, Error> {
+        let mut batch = Batch::placeholder();
+        // An owned batch may outlive the walk: its buffer comes from the pool, never the
+        // caller's.
+        batch.fill_v2(bytes, position, config, shared, &mut None)?;
+        Ok(batch)
+    }
+
+    /// [`Batch::parse_v2`], written field by field into this batch (whose old body is dropped
+    /// first, so its pooled buffer is the one reused). Filling it in place saves moving the
+    /// whole batch out through `Result` and `Option`, whose copy stalls on store forwarding.
+    /// A compressed batch whose body has no buffer yet takes the caller's, if there is one.
+    #[inline]
+    pub(crate) fn fill_v2(
+        &mut self,
+        bytes: &'a [u8],
+        position: usize,
+        config: &DecodeConfig,
+        shared: Option<&'a Bytes>,
+        caller: &mut CallerBuffer<'_>,
+    ) -> Result<(), Error> {
+        v2::parse_header(bytes, position, config, &mut self.header)?;
+        self.v2_header = bytes.first_chunk();
+        let payload = &bytes[V2_HEADER_SIZE..];
+        let records_len = self
+            .body
+            .decode_v2(&self.header, payload, config, shared, caller)?;
+        v2::check_record_count(&self.header, records_len)?;
+        self.layout = Layout::V2;
+        Ok(())
+    }
+
+    /// Parses one whole top-level legacy message (`bytes` is exactly the message).
+    pub(crate) fn parse_legacy(
+        bytes: &'a [u8],
+        position: usize,
+        config: &DecodeConfig,
+        shared: Option<&'a Bytes>,
+    ) -> Result<Batch<'a>, Error> {
+        let LegacyBatch { header, wrapper } = legacy::parse(bytes, position, config)?;
+        let (layout, body) = match wrapper {
+            None => (Layout::LegacySingle, Body::Borrowed(bytes, shared)),
+            Some(Wrapper { offset_base, inner }) => {
+                (Layout::LegacyWrapper { offset_base }, Body::Pooled(inner))
+            }
+        };
+        Ok(Batch {
+            header,
+            layout,
+            body,
+            v2_header: None,
+        })
     }
 
     /// First offset of the batch.
@@ -239,25 +329,25 @@ impl<'a> Batch<'a> {
     /// Producer id, -1 when none or legacy.
     pub fn producer_id(&self) -> i64 {
         self.v2_header.map_or(-1, |header| {
-            i64::from_be_bytes(field(header, v2_field::PRODUCER_ID_AT))
+            i64::from_be_bytes(field(header, layout::v2::PRODUCER_ID_AT))
         })
     }
     /// Producer epoch, -1 when none or legacy.
     pub fn producer_epoch(&self) -> i16 {
         self.v2_header.map_or(-1, |header| {
-            i16::from_be_bytes(field(header, v2_field::PRODUCER_EPOCH_AT))
+            i16::from_be_bytes(field(header, layout::v2::PRODUCER_EPOCH_AT))
         })
     }
     /// Sequence number of the first record, -1 when none or legacy.
     pub fn base_sequence(&self) -> i32 {
         self.v2_header.map_or(-1, |header| {
-            i32::from_be_bytes(field(header, v2_field::BASE_SEQUENCE_AT))
+            i32::from_be_bytes(field(header, layout::v2::BASE_SEQUENCE_AT))
         })
     }
     /// Leader epoch stamped by the broker, -1 when none or legacy.
     pub fn partition_leader_epoch(&self) -> i32 {
         self.v2_header.map_or(-1, |header| {
-            i32::from_be_bytes(field(header, v2_field::PARTITION_LEADER_EPOCH_AT))
+            i32::from_be_bytes(field(header, layout::v2::PARTITION_LEADER_EPOCH_AT))
         })
     }
     /// Base timestamp (legacy v1: the message timestamp; v0: -1).
@@ -291,10 +381,13 @@ impl<'a> Batch<'a> {
         if self.is_control() {
             return Records::empty();
         }
+        let (data, shared) = self.body.bytes_and_shared();
+        let header = &self.header;
         match self.layout {
-            Layout::V2 => Records::v2(V2Records::new(self)),
-            Layout::LegacySingle | Layout::LegacyWrapper { .. } => {
-                Records::legacy(LegacyRecords::new(self))
+            Layout::V2 => Records::v2(V2Records::new(data, header), shared),
+            Layout::LegacySingle => Records::legacy(LegacyRecords::new(data, header, 0), shared),
+            Layout::LegacyWrapper { offset_base } => {
+                Records::legacy(LegacyRecords::new(data, header, offset_base), shared)
             }
         }
     }
@@ -302,7 +395,7 @@ impl<'a> Batch<'a> {
     /// Control records (transaction markers). Empty for data batches.
     pub fn control_records(&self) -> ControlRecords<'_> {
         if self.is_control() && matches!(self.layout, Layout::V2) {
-            ControlRecords::new(V2Records::new(self))
+            ControlRecords::new(V2Records::new(self.body.bytes(), &self.header))
         } else {
             ControlRecords::empty()
         }

@@ -8,9 +8,9 @@ pub(crate) use krec_lz4::pool::PooledBuf;
 ///
 /// Without one, a walk's first compressed batch takes a buffer from the thread's pool and the
 /// walk gives it back when it is dropped. That trip is small against a walk of many batches,
-/// but a fetch response often holds one small batch per partition: a walk of one one-record
-/// LZ4 batch cost 32 instructions fewer with this buffer when it was added (990 -> 958). A
-/// walk given it decompresses into it and leaves it filled, ready for the next walk.
+/// but a fetch response often holds one small batch per partition, whose walk it shows in
+/// (see BENCHMARKS.md, krec-batch). A walk given this buffer decompresses into it and leaves
+/// it filled, ready for the next walk.
 ///
 /// It keeps its allocation, as large as the largest batch content it has held, which
 /// [`DecodeConfig::max_decompressed_bytes`](crate::DecodeConfig::max_decompressed_bytes)

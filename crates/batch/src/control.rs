@@ -1,6 +1,7 @@
 //! Control records: the transaction markers of control batches.
 
-use crate::headers::{Span, INLINE_HEADERS};
+use crate::batch_header::TimestampType;
+use crate::index::{Span, INLINE_HEADERS};
 use crate::v2::V2Records;
 use crate::Error;
 
@@ -103,7 +104,7 @@ impl ControlRecords<'_> {
             ControlKind::Other(_) => None,
         };
         let timestamp = match header.timestamp_type {
-            crate::TimestampType::LogAppendTime => header.max_timestamp,
+            TimestampType::LogAppendTime => header.max_timestamp,
             _ => header.base_timestamp.wrapping_add(raw.timestamp_delta),
         };
         Some(Ok(ControlRecord {

@@ -1,24 +1,19 @@
 //! CRC32C of a v2 batch.
 //!
 //! The CRC covers every byte of every batch, so on large uncompressed batches it is the
-//! largest cost after the kernel's receive copy. Four paths, by length:
+//! largest cost after the kernel's receive copy. Four paths, by length (the measurements
+//! that chose them are in BENCHMARKS.md, krec-batch):
 //! - below [`SPLIT_FROM`] bytes (a one-record batch without headers): one serial stream of
-//!   the SSE4.2 `crc32` instruction. It is bound by that instruction's latency (3 cycles per
-//!   8 bytes) but is the fewest instructions, and there the decode hides most of its latency
-//!   behind the work that follows (splitting measured no faster);
+//!   the SSE4.2 `crc32` instruction: latency-bound, but the fewest instructions, and the
+//!   decode hides most of its latency behind the work that follows;
 //! - from there to [`THREE_FROM`] (a one-record batch with a few headers): two streams, in
-//!   64-byte steps, then the rest serially. Measured on its own, with each call waiting for
-//!   the last, it is 1.05-1.3x the three streams' time there (the serial rest is up to 63
-//!   bytes); in a decode that waits on nothing the CRC computes, it measured the same time
-//!   with a quarter fewer instructions (a 244-byte batch: 91 against 121);
+//!   64-byte steps, then the rest serially: as fast as three streams inside a decode, with
+//!   fewer instructions;
 //! - from there to [`SMALL_BELOW`]: three streams, with no setup beyond splitting the input
-//!   in three, joined with two carry-less multiplications. Measured on its own: 700 B in
-//!   27 ns against 45 ns for `crc-fast` and 65 ns for the `crc32c` crate;
-//! - from 1 KiB, and every input on CPUs without SSE4.2 and PCLMULQDQ: the `crc-fast` crate,
-//!   which folds 64-byte lanes with carry-less multiplications (VPCLMULQDQ on AVX-512
-//!   machines). On the AMD EPYC it was first measured on, 2.3-2.4x the `crc32c` crate from 1.5 KiB up
-//!   (16 KiB: 231 ns against 558 ns, 71 GB/s). Around 1 KiB it overtakes the three streams:
-//!   a 10 x 100 B batch (1.3 KB) decodes in 135 ns with it, 145 ns with three streams.
+//!   in three, joined with two carry-less multiplications;
+//! - from [`SMALL_BELOW`], and every input on CPUs without SSE4.2 and PCLMULQDQ: the
+//!   `crc-fast` crate, which folds 64-byte lanes with carry-less multiplications (VPCLMULQDQ
+//!   on AVX-512 machines) and overtakes the three streams there.
 //!
 //! How the streams join: the `crc32` instruction keeps a 32-bit remainder `r`; feeding it
 //! `n` more bytes `B` gives `r * x^(8n) + crc0(B) mod P`, where `crc0(B)` is `B`'s remainder
@@ -90,9 +85,8 @@ fn large(data: &[u8]) -> u32 {
 
 /// Inputs shorter than this take the paths that use SSE4.2 and PCLMULQDQ: [`SMALL_BELOW`]
 /// once the CPU is known to have both, 0 before that and on CPUs without them. Kept in one
-/// word, so that one comparison per batch tests both the length and the CPU (asked per
-/// batch, the standard library's two feature lookups were ~14 instructions of a one-record
-/// batch's ~970; a separate flag byte, 4).
+/// word, so that one comparison per batch tests both the length and the CPU (the standard
+/// library's feature lookups, or a separate flag, cost more per batch).
 #[cfg(target_arch = "x86_64")]
 static INSTRUCTIONS_BELOW: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 /// Whether the CPU was asked yet.
@@ -119,9 +113,8 @@ fn detect_crc_instructions() -> bool {
 
 /// CRC32C of `data` in one serial stream of `crc32` instructions: 128 bytes a step, then at
 /// most one step each of 64, 32, 16, 8, 4, 2 and 1 bytes (the binary digits of what is left),
-/// so a short input pays one length test per step and no loop bookkeeping beyond it.
-/// Iterator-based chunking spent more on bookkeeping than on `crc32` instructions: a 171-byte
-/// batch took 75 instructions for 21 `crc32`s, 54 now.
+/// so a short input pays one length test per step and no loop bookkeeping beyond it
+/// (iterator-based chunking spent more on bookkeeping than on the `crc32`s themselves).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "sse4.2")]
 fn serial_crc32c(mut data: &[u8]) -> u32 {
@@ -243,7 +236,7 @@ fn shift(r: u32, constant: u32) -> u32 {
 
 /// CRC32C of `data` (from [`SPLIT_FROM`] to below [`SMALL_BELOW`] bytes) in two or three
 /// streams by its length. One call for both keeps the choice out of the batch reader, where
-/// it cost the serial path's callers 3 instructions.
+/// the serial path's callers paid for it.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "sse4.2,pclmulqdq")]
 #[inline(never)]

@@ -2,36 +2,15 @@
 //!
 //! The record iterator must parse every header anyway to check that a record uses exactly its
 //! declared length, so that same pass writes each header's key and value span into an inline
-//! index (16-bit positions, 9 headers, 36 bytes, no heap). Lookups only read the index and
-//! never re-scan the record. Records with more than 9 headers, or a headers section of 64 KiB
-//! or more, get a 32-bit index built on the heap on first use instead.
+//! index (16-bit positions, up to `INLINE_HEADERS` headers, no heap; see `index`). Lookups
+//! only read the index and never re-scan the record. Records with more headers, or a headers
+//! section of 64 KiB or more, get a 32-bit index built on the heap on first use instead.
 
 use std::cell::OnceCell;
 
+use crate::index::{HeaderCount, InlineIndex, Span, INLINE_HEADERS};
 use crate::v2::walk_headers;
 use crate::varint::{read_varint, SHORT_LENGTH_MASK};
-
-/// Headers indexed inline; beyond this the index spills to the heap. Nine keep a [`Record`]
-/// (which carries the index) within 128 bytes, so moving one by value is a few register
-/// stores rather than a `memcpy` call.
-///
-/// [`Record`]: crate::Record
-pub(crate) const INLINE_HEADERS: usize = 9;
-/// Headers sections this long or longer use the wide index (16-bit positions would not do).
-pub(crate) const MAX_INLINE_SECTION: usize = u16::MAX as usize;
-
-/// Where one header lies inside the record's headers section: the start of its key bytes and
-/// the position of its value-length varint (which is also where the key ends). Four bytes per
-/// header keep the inline index at 64 bytes, cheap to carry in every record; the value's
-/// length is read from its (already checked) varint when the value is asked for.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Span {
-    pub(crate) key_start: u16,
-    pub(crate) value_length_at: u16,
-}
-
-/// The inline index, filled while the record is checked.
-pub(crate) type InlineIndex = [Span; INLINE_HEADERS];
 
 /// A header's key and value positions, for records the inline index cannot cover.
 #[derive(Clone, Copy, Debug)]
@@ -76,62 +55,6 @@ pub struct Headers<'r> {
     count: HeaderCount,
     inline: InlineIndex,
     spilled: OnceCell<Box<SpilledIndex>>,
-}
-
-/// Whether the inline index covers a section of `len` bytes holding `count` headers.
-#[inline(always)]
-pub(crate) fn fits_inline(count: usize, len: usize) -> bool {
-    count <= INLINE_HEADERS && len < MAX_INLINE_SECTION
-}
-
-/// A record's header count, with the top bit set when the inline index does not cover the
-/// record. The record reader knows which index applies when it reads the headers; kept
-/// here, a lookup tells it with one comparison instead of testing [`fits_inline`] again
-/// (two comparisons and the section's length, each lookup).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct HeaderCount(u32);
-
-impl HeaderCount {
-    /// Set on counts whose record uses the wide index. Counts are below it: each header
-    /// takes at least two bytes of a record whose length is an `i32`.
-    const WIDE: u32 = 1 << 31;
-
-    /// `count` headers, covered by the inline index ([`fits_inline`] held).
-    #[inline(always)]
-    pub(crate) fn inline(count: u32) -> Self {
-        HeaderCount(count)
-    }
-
-    /// `count` headers, too many or too long for the inline index.
-    #[inline(always)]
-    pub(crate) fn wide(count: u32) -> Self {
-        HeaderCount(count | Self::WIDE)
-    }
-
-    /// Whether the record uses the wide index.
-    #[inline(always)]
-    fn is_wide(self) -> bool {
-        self.0 & Self::WIDE != 0
-    }
-
-    /// How many headers.
-    #[inline(always)]
-    fn count(self) -> usize {
-        (self.0 & !Self::WIDE) as usize
-    }
-
-    /// No headers, and the inline index (empty) covers them.
-    #[inline(always)]
-    fn is_zero(self) -> bool {
-        self.0 == 0
-    }
-
-    /// How many headers, when the inline index covers them.
-    #[inline(always)]
-    fn inline_count(self) -> Option<usize> {
-        // A wide count has the top bit set, so it is never this small.
-        (self.0 as usize <= INLINE_HEADERS).then_some(self.0 as usize)
-    }
 }
 
 impl<'r> Headers<'r> {

@@ -1,19 +1,81 @@
 //! Legacy message sets, magic 0 and 1: per-message CRC32, compressed wrapper messages
-//! holding an inner message set, v1 relative inner offsets and timestamps.
+//! holding an inner message set, v1 relative inner offsets and timestamps. Parsing yields
+//! plain data ([`LegacyBatch`], [`LegacyRecord`]) that the batch and record views are filled
+//! from.
 
-use bytes::Bytes;
-
-use crate::batch::{Batch, Body, Header, Layout};
+use crate::batch_header::{BatchHeader, Compression, TimestampType};
+use crate::buffer::PooledBuf;
 use crate::codec;
-use crate::record::Record;
-use crate::walk::{read_i64, LOG_OVERHEAD};
-use crate::{Compression, DecodeConfig, Error, TimestampType};
+use crate::layout::legacy::{
+    attributes::{CODEC_MASK, LOG_APPEND_TIME},
+    ATTRIBUTES_AT, CRC_AT, FIELD_LENGTH_SIZE, TIMESTAMP_AT, V0_KEY_LENGTH_AT, V0_MIN_LENGTH,
+    V1_KEY_LENGTH_AT, V1_MIN_LENGTH,
+};
+use crate::layout::{be_i32, be_i64, magic, EntryHeader, BASE_OFFSET_AT, MAGIC_AT};
+use crate::{DecodeConfig, Error};
 
-const CRC_AT: usize = 12;
-const MAGIC_AT: usize = 16;
-const ATTRIBUTES_AT: usize = 17;
-const CODEC_MASK: u8 = 0x07;
-const LOG_APPEND_TIME: u8 = 0x08;
+/// What is wrong with a legacy message, before the batch context is added (as v2's field
+/// errors are); [`MessageError::reason`] is the text [`Error::InvalidLegacyMessage`] carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum MessageError {
+    NegativeSize,
+    BelowMinimumSize,
+    UnsupportedMagic,
+    Crc32Mismatch,
+    FieldLengthPastEnd,
+    NegativeFieldLength,
+    FieldPastEnd,
+    SizeMismatch,
+    UnknownCodec,
+    Cut,
+    InnerCut,
+    NullWrapperValue,
+    InnerMagicDiffers,
+    NestedCompression,
+    InnerOffsetsNotIncreasing,
+    EmptyWrapper,
+    InnerOffsetsOverflow,
+    InnerOffsetsBackwards,
+    ChangedAfterCheck,
+}
+
+impl MessageError {
+    /// What the error says.
+    pub(crate) fn reason(self) -> &'static str {
+        match self {
+            MessageError::NegativeSize => "negative message size",
+            MessageError::BelowMinimumSize => "message size below the minimum",
+            MessageError::UnsupportedMagic => "unsupported magic in legacy message",
+            MessageError::Crc32Mismatch => "CRC32 mismatch",
+            MessageError::FieldLengthPastEnd => "field length past the end",
+            MessageError::NegativeFieldLength => "negative field length other than -1",
+            MessageError::FieldPastEnd => "field runs past the end",
+            MessageError::SizeMismatch => "message size does not match its fields",
+            MessageError::UnknownCodec => "unknown or v2-only compression codec in legacy message",
+            MessageError::Cut => "message cut",
+            MessageError::InnerCut => "inner message cut",
+            MessageError::NullWrapperValue => "compressed wrapper with a null value",
+            MessageError::InnerMagicDiffers => "inner message magic differs from the wrapper's",
+            MessageError::NestedCompression => "nested compression",
+            MessageError::InnerOffsetsNotIncreasing => "inner offsets not increasing",
+            MessageError::EmptyWrapper => "compressed wrapper holds no messages",
+            MessageError::InnerOffsetsOverflow => "inner offsets overflow",
+            MessageError::InnerOffsetsBackwards => "inner offsets go backwards",
+            MessageError::ChangedAfterCheck => "message changed after it was checked",
+        }
+    }
+
+    /// The error for the top-level message at `position` (offset `offset`), about its inner
+    /// message `record` when there is one.
+    fn at(self, position: usize, offset: i64, record: Option<u32>) -> Error {
+        Error::InvalidLegacyMessage {
+            position,
+            offset,
+            record,
+            reason: self.reason(),
+        }
+    }
+}
 
 /// One legacy message as read from the wire.
 #[derive(Clone, Copy, Debug)]
@@ -24,74 +86,49 @@ struct Message<'d> {
     timestamp: i64,
     key: Option<&'d [u8]>,
     value: Option<&'d [u8]>,
-    /// Bytes the message takes, log overhead included.
+    /// Bytes the message takes, entry header included.
     size: usize,
 }
 
 /// Reads the message at the start of `data`; `Ok(None)` if `data` ends inside it.
-fn read_message(data: &[u8], verify_crc: bool) -> Result<Option<Message<'_>>, &'static str> {
-    if data.len() < LOG_OVERHEAD {
+fn read_message(data: &[u8], verify_crc: bool) -> Result<Option<Message<'_>>, MessageError> {
+    let Some(entry) = EntryHeader::peek(data) else {
         return Ok(None);
-    }
-    let offset = read_i64(data, 0).unwrap_or_default();
-    let length = i32::from_be_bytes([data[8], data[9], data[10], data[11]]);
-    if length < 0 {
-        return Err("negative message size");
-    }
-    let size = LOG_OVERHEAD + length as usize;
+    };
+    let size = entry.size().ok_or(MessageError::NegativeSize)?;
     if data.len() < size {
         return Ok(None);
     }
     let msg = &data[..size];
     if size <= MAGIC_AT {
-        return Err("message size below the minimum");
+        return Err(MessageError::BelowMinimumSize);
     }
     let magic = msg[MAGIC_AT];
     let fixed = match magic {
-        0 => 14,
-        1 => 22,
-        _ => return Err("unsupported magic in legacy message"),
+        magic::V0 => V0_MIN_LENGTH,
+        magic::V1 => V1_MIN_LENGTH,
+        _ => return Err(MessageError::UnsupportedMagic),
     };
-    if (length as usize) < fixed {
-        return Err("message size below the minimum");
+    if (entry.length as usize) < fixed {
+        return Err(MessageError::BelowMinimumSize);
     }
-    if verify_crc {
-        let stored = u32::from_be_bytes([msg[12], msg[13], msg[14], msg[15]]);
-        if crc32fast::hash(&msg[MAGIC_AT..]) != stored {
-            return Err("CRC32 mismatch");
-        }
+    if verify_crc && crc32fast::hash(&msg[MAGIC_AT..]) != be_i32(msg, CRC_AT) as u32 {
+        return Err(MessageError::Crc32Mismatch);
     }
-    let attributes = msg[ATTRIBUTES_AT];
-    let (timestamp, mut at) = if magic == 1 {
-        (read_i64(msg, 18).unwrap_or_default(), 26)
+    let (timestamp, mut at) = if magic == magic::V1 {
+        (be_i64(msg, TIMESTAMP_AT), V1_KEY_LENGTH_AT)
     } else {
-        (-1, 18)
+        (-1, V0_KEY_LENGTH_AT)
     };
-    let field = |at: &mut usize| -> Result<Option<&[u8]>, &'static str> {
-        let len_bytes = msg.get(*at..*at + 4).ok_or("field length past the end")?;
-        let len = i32::from_be_bytes([len_bytes[0], len_bytes[1], len_bytes[2], len_bytes[3]]);
-        *at += 4;
-        if len == -1 {
-            return Ok(None);
-        }
-        if len < 0 {
-            return Err("negative field length other than -1");
-        }
-        let bytes = msg
-            .get(*at..*at + len as usize)
-            .ok_or("field runs past the end")?;
-        *at += len as usize;
-        Ok(Some(bytes))
-    };
-    let key = field(&mut at)?;
-    let value = field(&mut at)?;
+    let key = bytes_field(msg, &mut at)?;
+    let value = bytes_field(msg, &mut at)?;
     if at != size {
-        return Err("message size does not match its fields");
+        return Err(MessageError::SizeMismatch);
     }
     Ok(Some(Message {
-        offset,
+        offset: entry.base_offset,
         magic,
-        attributes,
+        attributes: msg[ATTRIBUTES_AT],
         timestamp,
         key,
         value,
@@ -99,32 +136,62 @@ fn read_message(data: &[u8], verify_crc: bool) -> Result<Option<Message<'_>>, &'
     }))
 }
 
-fn compression(attributes: u8) -> Result<Compression, &'static str> {
+/// Reads an `i32` length then that many bytes at `*at` of `msg`; -1 is null.
+fn bytes_field<'d>(msg: &'d [u8], at: &mut usize) -> Result<Option<&'d [u8]>, MessageError> {
+    let len_bytes = msg
+        .get(*at..*at + FIELD_LENGTH_SIZE)
+        .ok_or(MessageError::FieldLengthPastEnd)?;
+    let len = be_i32(len_bytes, 0);
+    *at += FIELD_LENGTH_SIZE;
+    if len == -1 {
+        return Ok(None);
+    }
+    if len < 0 {
+        return Err(MessageError::NegativeFieldLength);
+    }
+    let bytes = msg
+        .get(*at..*at + len as usize)
+        .ok_or(MessageError::FieldPastEnd)?;
+    *at += len as usize;
+    Ok(Some(bytes))
+}
+
+fn compression(attributes: u8) -> Result<Compression, MessageError> {
     match attributes & CODEC_MASK {
         0 => Ok(Compression::None),
         1 => Ok(Compression::Gzip),
         2 => Ok(Compression::Snappy),
         3 => Ok(Compression::Lz4),
-        _ => Err("unknown or v2-only compression codec in legacy message"),
+        _ => Err(MessageError::UnknownCodec),
     }
 }
 
-/// Parses one whole top-level legacy message (`bytes` is exactly the message).
-pub(crate) fn parse<'a>(
-    bytes: &'a [u8],
+/// A parsed top-level legacy message, as plain data.
+pub(crate) struct LegacyBatch {
+    pub(crate) header: BatchHeader,
+    /// The decompressed inner message set and what to add to its offsets, for a compressed
+    /// wrapper; `None` for an uncompressed message, which is its own one record.
+    pub(crate) wrapper: Option<Wrapper>,
+}
+
+/// A compressed wrapper's inner message set.
+pub(crate) struct Wrapper {
+    /// Added to each inner message's offset (0 for magic 0, whose inner offsets are absolute).
+    pub(crate) offset_base: i64,
+    pub(crate) inner: PooledBuf,
+}
+
+/// Parses one whole top-level legacy message (`bytes` is exactly the message); a compressed
+/// wrapper is decompressed and every inner message checked.
+pub(crate) fn parse(
+    bytes: &[u8],
     position: usize,
     config: &DecodeConfig,
-    shared: Option<&'a Bytes>,
-) -> Result<Batch<'a>, Error> {
-    let wrapper_offset = read_i64(bytes, 0).unwrap_or_default();
-    let invalid = |record: Option<u32>, reason: &'static str| Error::InvalidLegacyMessage {
-        position,
-        offset: wrapper_offset,
-        record,
-        reason,
-    };
+) -> Result<LegacyBatch, Error> {
+    let wrapper_offset = be_i64(bytes, BASE_OFFSET_AT);
+    let invalid = |e: MessageError| e.at(position, wrapper_offset, None);
     if config.verify_crc && bytes.len() > MAGIC_AT {
-        let stored = u32::from_be_bytes([bytes[CRC_AT], bytes[13], bytes[14], bytes[15]]);
+        let stored = be_i32(bytes, CRC_AT) as u32;
         let computed = crc32fast::hash(&bytes[MAGIC_AT..]);
         if stored != computed {
             return Err(Error::ChecksumMismatch {
@@ -135,19 +202,17 @@ pub(crate) fn parse<'a>(
             });
         }
     }
-    let message = match read_message(bytes, false) {
-        Ok(Some(m)) => m,
-        Ok(None) => return Err(invalid(None, "message cut")),
-        Err(reason) => return Err(invalid(None, reason)),
-    };
-    let codec = compression(message.attributes).map_err(|r| invalid(None, r))?;
-    let log_append = message.magic == 1 && message.attributes & LOG_APPEND_TIME != 0;
+    let message = read_message(bytes, false)
+        .and_then(|m| m.ok_or(MessageError::Cut))
+        .map_err(invalid)?;
+    let codec = compression(message.attributes).map_err(invalid)?;
+    let log_append = message.magic == magic::V1 && message.attributes & LOG_APPEND_TIME != 0;
     let timestamp_type = match (message.magic, log_append) {
-        (0, _) => TimestampType::NoTimestamp,
+        (magic::V0, _) => TimestampType::NoTimestamp,
         (_, true) => TimestampType::LogAppendTime,
         _ => TimestampType::CreateTime,
     };
-    let mut header = Header {
+    let mut header = BatchHeader {
         base_offset: wrapper_offset,
         last_offset_delta: 0,
         magic: message.magic,
@@ -161,18 +226,34 @@ pub(crate) fn parse<'a>(
         size: bytes.len(),
     };
     if codec == Compression::None {
-        return Ok(Batch {
+        return Ok(LegacyBatch {
             header,
-            layout: Layout::LegacySingle,
-            body: Body::Borrowed(bytes, shared),
-            v2_header: None,
+            wrapper: None,
         });
     }
     let payload = message
         .value
-        .ok_or_else(|| invalid(None, "compressed wrapper with a null value"))?;
+        .ok_or(MessageError::NullWrapperValue)
+        .map_err(invalid)?;
     let inner = codec::decompress(codec, payload, config.max_decompressed_bytes, message.magic)
         .map_err(|e| e.into_error(position, wrapper_offset, codec, config))?;
+    let offset_base = check_inner(&inner, &message, &mut header, config)?;
+    Ok(LegacyBatch {
+        header,
+        wrapper: Some(Wrapper { offset_base, inner }),
+    })
+}
+
+/// Checks every inner message of the wrapper `wrapper` (whose header is `header`) and sets the
+/// header's offsets and count from them; returns what turns inner offsets into absolute ones.
+fn check_inner(
+    inner: &[u8],
+    wrapper: &Message<'_>,
+    header: &mut BatchHeader,
+    config: &DecodeConfig,
+) -> Result<i64, Error> {
+    let (position, wrapper_offset) = (header.position, wrapper.offset);
+    let invalid = |e: MessageError, record| e.at(position, wrapper_offset, record);
     // First pass: check every inner message and find the last inner offset, which v1 needs
     // to turn relative inner offsets into absolute ones.
     let mut at = 0;
@@ -180,19 +261,14 @@ pub(crate) fn parse<'a>(
     let mut first_inner = None;
     let mut last_inner = 0;
     while at < inner.len() {
-        let m = match read_message(&inner[at..], config.verify_crc) {
-            Ok(Some(m)) => m,
-            Ok(None) => return Err(invalid(Some(count), "inner message cut")),
-            Err(reason) => return Err(invalid(Some(count), reason)),
-        };
-        if m.magic != message.magic {
-            return Err(invalid(
-                Some(count),
-                "inner message magic differs from the wrapper's",
-            ));
+        let m = read_message(&inner[at..], config.verify_crc)
+            .and_then(|m| m.ok_or(MessageError::InnerCut))
+            .map_err(|e| invalid(e, Some(count)))?;
+        if m.magic != wrapper.magic {
+            return Err(invalid(MessageError::InnerMagicDiffers, Some(count)));
         }
         if m.attributes & CODEC_MASK != 0 {
-            return Err(invalid(Some(count), "nested compression"));
+            return Err(invalid(MessageError::NestedCompression, Some(count)));
         }
         if count as usize >= config.max_records_per_batch {
             return Err(Error::TooManyRecords {
@@ -205,62 +281,62 @@ pub(crate) fn parse<'a>(
         // Producers number inner messages in increasing order; holding every offset between
         // the first and the last also keeps the absolute offsets from overflowing.
         if first_inner.is_some() && m.offset <= last_inner {
-            return Err(invalid(Some(count), "inner offsets not increasing"));
+            return Err(invalid(
+                MessageError::InnerOffsetsNotIncreasing,
+                Some(count),
+            ));
         }
         first_inner.get_or_insert(m.offset);
         last_inner = m.offset;
         count += 1;
         at += m.size;
     }
-    let first_inner =
-        first_inner.ok_or_else(|| invalid(None, "compressed wrapper holds no messages"))?;
-    let offset_base = if message.magic == 0 {
+    let first_inner = first_inner.ok_or_else(|| invalid(MessageError::EmptyWrapper, None))?;
+    let overflow = || invalid(MessageError::InnerOffsetsOverflow, None);
+    let offset_base = if wrapper.magic == magic::V0 {
         0
     } else {
         wrapper_offset
             .checked_sub(last_inner)
-            .ok_or_else(|| invalid(None, "inner offsets overflow"))?
+            .ok_or_else(overflow)?
     };
-    let base_offset = offset_base
-        .checked_add(first_inner)
-        .ok_or_else(|| invalid(None, "inner offsets overflow"))?;
+    let base_offset = offset_base.checked_add(first_inner).ok_or_else(overflow)?;
     let last_offset = offset_base + last_inner;
     let span = last_offset
         .checked_sub(base_offset)
         .filter(|s| (0..=i32::MAX as i64).contains(s))
-        .ok_or_else(|| invalid(None, "inner offsets go backwards"))?;
+        .ok_or_else(|| invalid(MessageError::InnerOffsetsBackwards, None))?;
     header.base_offset = base_offset;
     header.last_offset_delta = span as i32;
     header.record_count = count;
-    Ok(Batch {
-        header,
-        layout: Layout::LegacyWrapper { offset_base },
-        body: Body::Pooled(inner),
-        v2_header: None,
-    })
+    Ok(offset_base)
+}
+
+/// One record of a legacy batch, as plain data.
+pub(crate) struct LegacyRecord<'d> {
+    pub(crate) offset: i64,
+    pub(crate) timestamp: i64,
+    pub(crate) timestamp_type: TimestampType,
+    pub(crate) key: Option<&'d [u8]>,
+    pub(crate) value: Option<&'d [u8]>,
 }
 
 /// Iterates the messages of a legacy batch: the message itself, or a wrapper's inner set.
 pub(crate) struct LegacyRecords<'b> {
     data: &'b [u8],
-    shared: Option<&'b Bytes>,
-    header: &'b Header,
+    header: &'b BatchHeader,
     offset_base: i64,
     pos: usize,
     index: u32,
 }
 
 impl<'b> LegacyRecords<'b> {
-    pub(crate) fn new(batch: &'b Batch<'_>) -> Self {
-        let (data, shared) = batch.body.bytes_and_shared();
-        let offset_base = match batch.layout {
-            Layout::LegacyWrapper { offset_base } => offset_base,
-            _ => 0,
-        };
+    /// The messages in `data` (the message itself, or a wrapper's decompressed inner set) of
+    /// the batch whose header is `header`; `offset_base` is the wrapper's ([`Wrapper`]).
+    pub(crate) fn new(data: &'b [u8], header: &'b BatchHeader, offset_base: i64) -> Self {
         LegacyRecords {
             data,
-            shared,
-            header: &batch.header,
+            header,
             offset_base,
             pos: 0,
             index: 0,
@@ -271,23 +347,8 @@ impl<'b> LegacyRecords<'b> {
         (self.header.record_count - self.index.min(self.header.record_count)) as usize
     }
 
-    /// The next message, written into `record` as the v2 iterator writes its records.
-    /// Out of line, and with the v2 side's result type, so that the record loop the two
-    /// share handles no `Record` returned by value: with the legacy arm returning one, the v2
-    /// records took 18 more instructions a batch and about 6 more a record (1 x 100 B and
-    /// 10 x 100 B batches, `scripts/decode-instructions.sh`).
-    #[inline(never)]
-    pub(crate) fn fill_next(&mut self, record: &mut Record<'b>) -> Option<Result<(), Error>> {
-        match self.next()? {
-            Ok(next) => {
-                *record = next;
-                Some(Ok(()))
-            }
-            Err(e) => Some(Err(e)),
-        }
-    }
-
-    fn next(&mut self) -> Option<Result<Record<'b>, Error>> {
+    /// The next message as a record, `None` after the last.
+    pub(crate) fn next_record(&mut self) -> Option<Result<LegacyRecord<'b>, Error>> {
         if self.pos >= self.data.len() {
             return None;
         }
@@ -297,12 +358,11 @@ impl<'b> LegacyRecords<'b> {
             Ok(Some(m)) => m,
             _ => {
                 self.pos = self.data.len();
-                return Some(Err(Error::InvalidLegacyMessage {
-                    position: self.header.position,
-                    offset: self.header.base_offset,
-                    record: Some(self.index),
-                    reason: "message changed after it was checked",
-                }));
+                return Some(Err(MessageError::ChangedAfterCheck.at(
+                    self.header.position,
+                    self.header.base_offset,
+                    Some(self.index),
+                )));
             }
         };
         self.pos += m.size;
@@ -313,13 +373,12 @@ impl<'b> LegacyRecords<'b> {
             }
             other => (m.timestamp, other),
         };
-        Some(Ok(Record::without_headers(
-            self.offset_base + m.offset,
+        Some(Ok(LegacyRecord {
+            offset: self.offset_base + m.offset,
             timestamp,
             timestamp_type,
-            m.key,
-            m.value,
-            self.shared,
-        )))
+            key: m.key,
+            value: m.value,
+        }))
     }
 }

@@ -1,5 +1,7 @@
 //! krec-batch turns the bytes of a Kafka fetch response (a partition's `records` field) or of
-//! a Kafka log segment file into records, checking every byte.
+//! a Kafka log segment file into records, checking every byte: RecordBatch v2 and legacy
+//! v0/v1 message sets, CRC32C/CRC32, the four codecs, and every record's fields and headers,
+//! with no heap allocation per batch once warm.
 //!
 //! ```text
 //! BatchWalk ──> Batch ──> Records ──> Record ──> Headers (indexed in the pass that checks them)
@@ -9,31 +11,58 @@
 //! * [`BatchWalk`] walks concatenated RecordBatch v2 batches and legacy v0/v1 messages. A
 //!   batch cut off at the end of the input ends the walk cleanly ([`WalkEnd::Partial`]).
 //! * [`Batch`] reads the batch header in place, checks the CRC and decompresses (gzip,
-//!   snappy, lz4, zstd) into a per-thread pooled buffer, bounded by [`DecodeConfig`].
+//!   snappy, lz4, zstd) into a buffer from the per-thread buffer pool, bounded by [`DecodeConfig`].
 //! * [`Record`] is a borrowed view; the record iterator checks every record uses exactly its
 //!   declared bytes and that the batch holds exactly its declared count. That same pass
-//!   writes every header's key and value span into an inline index in the record (16
+//!   writes every header's key and value span into an index inline in the record (a few
 //!   headers, no heap), so [`Headers::get`] never re-scans the record.
 //! * Legacy v0/v1 message sets (per-message CRC32, compressed wrappers, relative v1 inner
 //!   offsets, magic-0 LZ4 header checksums) come out of the same walk as one [`Batch`] per
 //!   top-level message.
+//! * [`EntryHeader`] peeks at the entry header every batch and message starts with, for code
+//!   that only needs to know where entries end; [`layout`] names every field's position.
+//!
+//! # Layout
+//!
+//! Modules use only those before them in this list; the crate root only re-exports.
+//!
+//! 1. Leaves: `layout` (the wire layout and the entry-header peek), `varint`, `crc`, `codec`
+//!    and `buffer` (decompression into krec-lz4's per-thread buffer pool), `config`, `error`,
+//!    and the plain data parsing yields: `batch_header` (a batch's header fields) and `index`
+//!    (the header spans a record's check writes).
+//! 2. Parsers: `v2` (a batch header into a `BatchHeader`, records into raw fields and the
+//!    header index) and `legacy` (messages and compressed wrappers into a `BatchHeader` and
+//!    plain records).
+//! 3. Views, filled from what the parsers yield: `headers` ([`Headers`]), `record`
+//!    ([`Record`], [`Records`]), `control` ([`ControlRecords`]), then `batch` ([`Batch`]:
+//!    the header, and the records' bytes, decompressed if need be).
+//! 4. `walk` ([`BatchWalk`]): splits the input into entries and fills one batch per entry.
+//!
+//! # Example
 //!
 //! ```
+//! use krec_batch::encode::BatchBuilder;
 //! use krec_batch::{BatchWalk, DecodeConfig, WalkEnd};
-//! # let input: Vec<u8> = Vec::new();
+//!
+//! let mut input = BatchBuilder::new(100)
+//!     .record(Some(b"k"), Some(b"v"), &[(b"trace-id", Some(b"abc"))])
+//!     .build();
+//! input.extend_from_slice(&input.clone()[..20]); // a second batch, cut short
 //! let config = DecodeConfig::default();
 //! let mut walk = BatchWalk::new(&input, &config);
 //! for batch in walk.by_ref() {
 //!     let batch = batch?;
 //!     for record in batch.records() {
 //!         let record = record?;
-//!         let _trace = record.headers().get(b"trace-id");
+//!         assert_eq!(record.offset(), 100);
+//!         assert_eq!(record.headers().get(b"trace-id").unwrap().value, Some(&b"abc"[..]));
 //!     }
 //! }
-//! if let Some(WalkEnd::Partial { base_offset, .. }) = walk.end() {
-//!     // A fetch response cut a batch: fetch again from `base_offset`.
-//!     let _ = base_offset;
-//! }
+//! // A fetch response cut the second batch: fetch again from its base offset.
+//! assert!(matches!(
+//!     walk.end(),
+//!     Some(WalkEnd::Partial { base_offset: Some(100), .. })
+//! ));
 //! # Ok::<(), krec_batch::Error>(())
 //! ```
 //!
@@ -45,6 +74,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 mod batch;
+mod batch_header;
 mod buffer;
 mod codec;
 mod config;
@@ -53,6 +83,8 @@ mod control;
 mod crc;
 mod error;
 mod headers;
+mod index;
+pub mod layout;
 mod legacy;
 mod record;
 mod v2;
@@ -63,62 +95,12 @@ mod walk;
 pub mod encode;
 
 pub use batch::Batch;
+pub use batch_header::{Compression, TimestampType};
 pub use buffer::DecompressionBuffer;
 pub use config::DecodeConfig;
 pub use control::{ControlKind, ControlRecord, ControlRecords};
 pub use error::{Error, Field};
 pub use headers::{Header, Headers};
+pub use layout::EntryHeader;
 pub use record::{Record, Records};
 pub use walk::{BatchWalk, WalkEnd};
-
-/// Compression codec of a batch, from the low three bits of its attributes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Compression {
-    /// Codec 0.
-    None,
-    /// Codec 1: gzip (RFC 1952).
-    Gzip,
-    /// Codec 2: snappy, raw or in the xerial framing.
-    Snappy,
-    /// Codec 3: LZ4 frames (Kafka's legacy header-checksum quirk handled for magic 0).
-    Lz4,
-    /// Codec 4: zstd (v2 batches only).
-    Zstd,
-}
-
-impl Compression {
-    /// The codec for the attributes' codec bits, `None` if Kafka defines no such codec.
-    pub fn from_id(id: u8) -> Option<Compression> {
-        Some(match id {
-            0 => Compression::None,
-            1 => Compression::Gzip,
-            2 => Compression::Snappy,
-            3 => Compression::Lz4,
-            4 => Compression::Zstd,
-            _ => return None,
-        })
-    }
-
-    /// The codec number written in the attributes.
-    pub fn id(self) -> u8 {
-        match self {
-            Compression::None => 0,
-            Compression::Gzip => 1,
-            Compression::Snappy => 2,
-            Compression::Lz4 => 3,
-            Compression::Zstd => 4,
-        }
-    }
-}
-
-/// What a record's timestamp means.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TimestampType {
-    /// Set by the producer.
-    CreateTime,
-    /// Set by the broker when it appended the batch (every record gets the batch max timestamp).
-    LogAppendTime,
-    /// Magic 0 messages carry no timestamp.
-    NoTimestamp,
-}

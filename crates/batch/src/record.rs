@@ -2,10 +2,12 @@
 
 use bytes::Bytes;
 
+use crate::batch_header::TimestampType;
 use crate::headers::Headers;
+use crate::index::{HeaderCount, InlineIndex};
 use crate::legacy::LegacyRecords;
 use crate::v2::V2Records;
-use crate::{Error, TimestampType};
+use crate::Error;
 
 /// A borrowed record view. `'r` borrows from the walked input or from the batch's pooled
 /// decompression buffer.
@@ -49,7 +51,7 @@ impl<'r> Record<'r> {
 
     /// The header index, for the record iterator to fill in place.
     #[inline(always)]
-    pub(crate) fn inline_index_mut(&mut self) -> &mut crate::headers::InlineIndex {
+    pub(crate) fn inline_index_mut(&mut self) -> &mut InlineIndex {
         self.headers.inline_index_mut()
     }
 
@@ -63,7 +65,7 @@ impl<'r> Record<'r> {
         key: Option<&'r [u8]>,
         value: Option<&'r [u8]>,
         headers: &'r [u8],
-        header_count: crate::headers::HeaderCount,
+        header_count: HeaderCount,
     ) {
         self.offset = offset;
         self.timestamp = timestamp;
@@ -128,9 +130,8 @@ enum Inner<'b> {
 ///
 /// Two ways to read it: as an [`Iterator`] of owned [`Record`] views, or with
 /// [`Records::next_ref`], which fills one record in place and lends it out. The second is the
-/// hot path: a `Record` is 128 bytes, and returning one by value through
-/// `Option<Result<..>>` costs two copies and a store-forwarding stall per record, about a
-/// third of the decode time of a small uncompressed record.
+/// hot path: returning a `Record` by value through `Option<Result<..>>` costs two copies and
+/// a store-forwarding stall per record, a large share of a small record's decode time.
 ///
 /// ```
 /// # use krec_batch::{BatchWalk, DecodeConfig};
@@ -164,17 +165,20 @@ impl<'b> Records<'b> {
             from: i64::MIN,
         }
     }
-    pub(crate) fn v2(records: V2Records<'b>) -> Self {
+    /// The records of a v2 batch; `shared` is the walked input when the records' bytes are
+    /// in it ([`Record::key_bytes`]).
+    pub(crate) fn v2(records: V2Records<'b>, shared: Option<&'b Bytes>) -> Self {
         Records {
-            current: records.empty_record(),
+            current: Record::empty(records.header().timestamp_type, shared),
             inner: Inner::V2(records),
             from: i64::MIN,
         }
     }
-    pub(crate) fn legacy(records: LegacyRecords<'b>) -> Self {
+    /// The records of a legacy batch; `shared` as for [`Records::v2`].
+    pub(crate) fn legacy(records: LegacyRecords<'b>, shared: Option<&'b Bytes>) -> Self {
         Records {
             inner: Inner::Legacy(records),
-            current: Record::empty(TimestampType::CreateTime, None),
+            current: Record::empty(TimestampType::CreateTime, shared),
             from: i64::MIN,
         }
     }
@@ -196,12 +200,12 @@ impl<'b> Records<'b> {
             match &mut self.inner {
                 Inner::Empty => return None,
                 Inner::V2(r) => {
-                    if let Err(e) = r.fill_next(&mut self.current)? {
+                    if let Err(e) = fill_v2(r, &mut self.current)? {
                         return Some(Err(e));
                     }
                 }
                 Inner::Legacy(r) => {
-                    if let Err(e) = r.fill_next(&mut self.current)? {
+                    if let Err(e) = fill_legacy(r, &mut self.current)? {
                         return Some(Err(e));
                     }
                 }
@@ -213,14 +217,62 @@ impl<'b> Records<'b> {
     }
 }
 
+/// Reads the next data record of `records` into `record`, the header index written straight
+/// into it.
+#[inline(always)]
+fn fill_v2<'b>(records: &mut V2Records<'b>, record: &mut Record<'b>) -> Option<Result<(), Error>> {
+    let (_, raw) = match records.next_raw(record.inline_index_mut())? {
+        Ok(r) => r,
+        Err(e) => return Some(Err(e)),
+    };
+    let header = records.header();
+    let timestamp = match header.timestamp_type {
+        TimestampType::LogAppendTime => header.max_timestamp,
+        _ => header.base_timestamp.wrapping_add(raw.timestamp_delta),
+    };
+    record.set_fields(
+        header.base_offset + raw.offset_delta as i64,
+        timestamp,
+        raw.key,
+        raw.value,
+        raw.headers,
+        raw.header_count,
+    );
+    Some(Ok(()))
+}
+
+/// The next legacy message, written into `record` as [`fill_v2`] writes its records. Out of
+/// line, and with `fill_v2`'s result type, so that the record loop the two share handles no
+/// `Record` returned by value, which slowed the v2 records (see BENCHMARKS.md, krec-batch).
+#[inline(never)]
+fn fill_legacy<'b>(
+    records: &mut LegacyRecords<'b>,
+    record: &mut Record<'b>,
+) -> Option<Result<(), Error>> {
+    match records.next_record()? {
+        Ok(next) => {
+            *record = Record::without_headers(
+                next.offset,
+                next.timestamp,
+                next.timestamp_type,
+                next.key,
+                next.value,
+                record.shared,
+            );
+            Some(Ok(()))
+        }
+        Err(e) => Some(Err(e)),
+    }
+}
+
 impl<'b> Iterator for Records<'b> {
     type Item = Result<Record<'b>, Error>;
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         // Through the in-place path and a copy: one way to read a v2 record, so a program that
-        // uses both ways does not get the hot path compiled twice (and worse: with two callers
-        // the compiler inlined it differently, ~15% slower on 1000 x 100 B).
+        // uses both ways does not get the hot path compiled twice (with two callers the
+        // compiler inlined it differently, and slower).
         match self.next_ref()? {
             Ok(record) => Some(Ok(record.clone())),
             Err(e) => Some(Err(e)),

@@ -1,73 +1,35 @@
 //! RecordBatch v2 (magic 2): the header, and the records inside.
 
-use bytes::Bytes;
-
-use crate::batch::{attributes, Batch, CallerBuffer, Header, Layout};
-use crate::codec;
+use crate::batch_header::{BatchHeader, Compression, TimestampType};
 use crate::error::Field;
-use crate::headers::{fits_inline, HeaderCount, InlineIndex, Span};
-use crate::record::Record;
+use crate::index::{fits_inline, HeaderCount, InlineIndex, Span};
+use crate::layout::v2::{
+    attributes, ATTRIBUTES_AT, BASE_TIMESTAMP_AT, CRC_AT, HEADER_SIZE, LAST_OFFSET_DELTA_AT,
+    MAX_TIMESTAMP_AT, MIN_LENGTH, MIN_RECORD_SIZE, RECORD_COUNT_AT,
+};
+use crate::layout::{be_i16, be_i32, be_i64, magic, BASE_OFFSET_AT, LENGTH_AT};
 use crate::varint::{
     read_varint, read_varint_encoded, read_varlong, zigzag32, VarintError, SHORT_LENGTH_MASK,
 };
-use crate::{Compression, DecodeConfig, Error, TimestampType};
+use crate::{DecodeConfig, Error};
 
-/// Size of the v2 batch header, up to and including the record count.
-pub(crate) const HEADER_SIZE: usize = 61;
-const CRC_AT: usize = 17;
-const ATTRIBUTES_AT: usize = 21;
-/// The smallest possible record: a one-byte length, attributes, timestamp delta, offset
-/// delta, key length, value length and header count.
-pub(crate) const MIN_RECORD_SIZE: usize = 7;
-
+/// Reads and checks the header of one whole v2 batch (`bytes` is exactly the batch, entry
+/// header included) into `header`, the CRC over the whole batch included. Written in place
+/// because the walk fills its batch in place (see `Batch::fill_v2`).
 #[inline(always)]
-fn be_i16(b: &[u8], at: usize) -> i16 {
-    i16::from_be_bytes([b[at], b[at + 1]])
-}
-#[inline(always)]
-fn be_i32(b: &[u8], at: usize) -> i32 {
-    i32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
-}
-#[inline(always)]
-fn be_i64(b: &[u8], at: usize) -> i64 {
-    let mut a = [0u8; 8];
-    a.copy_from_slice(&b[at..at + 8]);
-    i64::from_be_bytes(a)
-}
-
-/// Parses one whole v2 batch (`bytes` is exactly the batch, log overhead included).
-pub(crate) fn parse<'a>(
-    bytes: &'a [u8],
+pub(crate) fn parse_header(
+    bytes: &[u8],
     position: usize,
     config: &DecodeConfig,
-    shared: Option<&'a Bytes>,
-) -> Result<Batch<'a>, Error> {
-    let mut batch = Batch::placeholder();
-    // An owned batch may outlive the walk: its buffer comes from the pool, never the caller's.
-    parse_into(bytes, position, config, shared, &mut batch, &mut None)?;
-    Ok(batch)
-}
-
-/// [`parse`], writing the batch field by field into `batch` (whose old body is dropped first,
-/// so its pooled buffer is the one reused). Building it in place saves moving a 128-byte
-/// value out through `Result` and `Option`, whose copy stalls on store forwarding. A compressed
-/// batch whose body has no buffer yet takes the caller's, if there is one.
-#[inline]
-pub(crate) fn parse_into<'a>(
-    bytes: &'a [u8],
-    position: usize,
-    config: &DecodeConfig,
-    shared: Option<&'a Bytes>,
-    batch: &mut Batch<'a>,
-    caller: &mut CallerBuffer<'_>,
+    header: &mut BatchHeader,
 ) -> Result<(), Error> {
-    let base_offset = be_i64(bytes, 0);
+    let base_offset = be_i64(bytes, BASE_OFFSET_AT);
     if bytes.len() < HEADER_SIZE {
         return Err(Error::BatchTooSmall {
             position,
             offset: base_offset,
-            length: be_i32(bytes, 8),
-            minimum: HEADER_SIZE - crate::walk::LOG_OVERHEAD,
+            length: be_i32(bytes, LENGTH_AT),
+            minimum: MIN_LENGTH,
         });
     }
     let invalid = |field: &'static str, value: i64| Error::InvalidBatchField {
@@ -95,7 +57,7 @@ pub(crate) fn parse_into<'a>(
         offset: base_offset,
         codec: codec_id,
     })?;
-    let last_offset_delta = be_i32(bytes, 23);
+    let last_offset_delta = be_i32(bytes, LAST_OFFSET_DELTA_AT);
     if last_offset_delta < 0 {
         return Err(invalid("last offset delta", last_offset_delta as i64));
     }
@@ -106,7 +68,7 @@ pub(crate) fn parse_into<'a>(
     {
         return Err(invalid("base offset", base_offset));
     }
-    let count = be_i32(bytes, 57);
+    let count = be_i32(bytes, RECORD_COUNT_AT);
     if count < 0 {
         return Err(invalid("record count", count as i64));
     }
@@ -118,10 +80,10 @@ pub(crate) fn parse_into<'a>(
             limit: config.max_records_per_batch as u64,
         });
     }
-    batch.header = Header {
+    *header = BatchHeader {
         base_offset,
         last_offset_delta,
-        magic: 2,
+        magic: magic::V2,
         attributes: attrs,
         compression,
         timestamp_type: if attrs & attributes::LOG_APPEND_TIME != 0 {
@@ -129,79 +91,36 @@ pub(crate) fn parse_into<'a>(
         } else {
             TimestampType::CreateTime
         },
-        base_timestamp: be_i64(bytes, 27),
-        max_timestamp: be_i64(bytes, 35),
+        base_timestamp: be_i64(bytes, BASE_TIMESTAMP_AT),
+        max_timestamp: be_i64(bytes, MAX_TIMESTAMP_AT),
         record_count: count as u32,
         position,
         size: bytes.len(),
     };
-    batch.v2_header = bytes.first_chunk();
-    let payload = &bytes[HEADER_SIZE..];
-    // The log cleaner writes empty batches with no payload whatever the codec; there is
-    // nothing to decompress.
-    // Each branch writes the body straight into the batch: a `Body` built first and then
-    // moved in is copied with wide loads over narrow stores, which stall. Each also says how
-    // long the records are, which it knows without matching on the body once more.
-    let records_len = if compression == Compression::None || (count == 0 && payload.is_empty()) {
-        batch.body.set_borrowed(payload, shared, caller);
-        payload.len()
-    } else if let Some(frame) = plain_lz4_frame(compression, payload) {
-        // The frame Kafka producers write, its header parsed once for both ways to read it.
-        let limit = config.max_decompressed_bytes;
-        match frame.stored_content(limit) {
-            Some(content) => {
-                batch.body.set_borrowed(content, shared, caller);
-                content.len()
-            }
-            None => {
-                let buf = batch.body.pooled_mut(caller);
-                buf.clear();
-                if frame.decode_into(limit, buf).is_none() {
-                    // Malformed or over the limit: the general decoder says which.
-                    codec::decompress_into(compression, payload, limit, 2, buf)
-                        .map_err(|e| e.into_error(position, base_offset, compression, config))?;
-                }
-                buf.len()
-            }
-        }
-    } else if let Some(content) = codec::stored_in_place(compression, payload, config) {
-        // Records stay slices of the input, so shared-input zero copy holds here too.
-        batch.body.set_borrowed(content, shared, caller);
-        content.len()
-    } else {
-        // Into the buffer the batch before used, if it had one: no pool round trip.
-        let buf = batch.body.pooled_mut(caller);
-        codec::decompress_into(compression, payload, config.max_decompressed_bytes, 2, buf)
-            .map_err(|e| e.into_error(position, base_offset, compression, config))?;
-        buf.len()
-    };
+    Ok(())
+}
+
+/// Checks that `records_len` bytes of records can hold the header's record count, before a
+/// hostile count makes the record iterator try that many.
+#[inline(always)]
+pub(crate) fn check_record_count(header: &BatchHeader, records_len: usize) -> Result<(), Error> {
+    let count = header.record_count as usize;
     // `count` is below 2^31: the product cannot overflow, and it is cheaper than dividing.
-    if count as usize * MIN_RECORD_SIZE > records_len {
+    if count * MIN_RECORD_SIZE > records_len {
         return Err(Error::TooManyRecords {
-            position,
-            offset: base_offset,
+            position: header.position,
+            offset: header.base_offset,
             count: count as i64,
             limit: (records_len / MIN_RECORD_SIZE) as u64,
         });
     }
-    batch.layout = Layout::V2;
     Ok(())
-}
-
-#[inline(always)]
-fn plain_lz4_frame(compression: Compression, payload: &[u8]) -> Option<krec_lz4::PlainFrame<'_>> {
-    if compression == Compression::Lz4 {
-        krec_lz4::PlainFrame::parse(payload)
-    } else {
-        None
-    }
 }
 
 /// Iterates the v2 records of a batch, checking each as it is yielded.
 pub(crate) struct V2Records<'b> {
     data: &'b [u8],
-    shared: Option<&'b Bytes>,
-    header: &'b Header,
+    header: &'b BatchHeader,
     pos: usize,
     index: u32,
     /// Smallest offset delta the next record may have.
@@ -382,7 +301,8 @@ pub(crate) struct RawRecord<'d> {
 }
 
 /// Reads one record at `*pos` and checks it uses exactly its declared length. Header spans
-/// go into `index` when the section fits the inline index.
+/// go into `index` when the section fits the inline index. One function although long: it is
+/// the per-record hot path, each step reading from the position the one before left.
 #[inline(always)]
 fn read_record<'d>(
     data: &'d [u8],
@@ -434,7 +354,7 @@ fn read_record<'d>(
     let header_count = if fits_inline(header_count as usize, end - headers_start) {
         // Positions fit in 16 bits: the section is shorter than 64 KiB.
         // Tested first so that records without headers, the most common, skip the call and
-        // the loop's setup (without it they paid 5-7 instructions each).
+        // the loop's setup.
         if header_count != 0 {
             let spans = &mut index[..header_count as usize];
             let (indexed, used) = index_short_headers(&rec[headers_start..], spans);
@@ -486,12 +406,12 @@ impl<'d> RawRecord<'d> {
 }
 
 impl<'b> V2Records<'b> {
-    pub(crate) fn new(batch: &'b Batch<'_>) -> Self {
-        let (data, shared) = batch.body.bytes_and_shared();
+    /// The records in `data` (the batch's records bytes, decompressed if need be) of the batch
+    /// whose header is `header`.
+    pub(crate) fn new(data: &'b [u8], header: &'b BatchHeader) -> Self {
         V2Records {
             data,
-            shared,
-            header: &batch.header,
+            header,
             pos: 0,
             index: 0,
             min_delta: 0,
@@ -508,18 +428,16 @@ impl<'b> V2Records<'b> {
         }
     }
 
-    pub(crate) fn header(&self) -> &'b Header {
+    pub(crate) fn header(&self) -> &'b BatchHeader {
         self.header
     }
 
     /// Names a record's error with its batch and index. Cold, out of line, and given the two
-    /// values it needs rather than `&self`: so made, the iterator's state no longer has its
-    /// address passed to a call, and the record loop took 14 fewer instructions a batch and
-    /// about 17 fewer a record (1 x 100 B and 10 x 100 B batches,
-    /// `scripts/decode-instructions.sh`).
+    /// values it needs rather than `&self`, so that the iterator's state never has its address
+    /// passed to a call and stays in registers in the record loop.
     #[cold]
     #[inline(never)]
-    fn error(header: &Header, record: u32, e: FieldError) -> Error {
+    fn error(header: &BatchHeader, record: u32, e: FieldError) -> Error {
         let (position, offset) = (header.position, header.base_offset);
         match e {
             FieldError::Truncated {
@@ -618,35 +536,6 @@ impl<'b> V2Records<'b> {
         let index = self.index;
         self.index += 1;
         Some(Ok((index, raw)))
-    }
-
-    /// A record to fill with [`V2Records::fill_next`].
-    pub(crate) fn empty_record(&self) -> Record<'b> {
-        Record::empty(self.header.timestamp_type, self.shared)
-    }
-
-    /// Reads the next data record into `record` (made by [`V2Records::empty_record`]), the
-    /// header index written straight into it.
-    #[inline(always)]
-    pub(crate) fn fill_next(&mut self, record: &mut Record<'b>) -> Option<Result<(), Error>> {
-        let (_, raw) = match self.next_raw(record.inline_index_mut())? {
-            Ok(r) => r,
-            Err(e) => return Some(Err(e)),
-        };
-        let header = self.header;
-        let timestamp = match header.timestamp_type {
-            TimestampType::LogAppendTime => header.max_timestamp,
-            _ => header.base_timestamp.wrapping_add(raw.timestamp_delta),
-        };
-        record.set_fields(
-            header.base_offset + raw.offset_delta as i64,
-            timestamp,
-            raw.key,
-            raw.value,
-            raw.headers,
-            raw.header_count,
-        );
-        Some(Ok(()))
     }
 }
 

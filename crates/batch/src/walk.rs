@@ -3,15 +3,12 @@
 use bytes::Bytes;
 
 use crate::batch::{Batch, CallerBuffer};
-use crate::{legacy, v2, DecodeConfig, DecompressionBuffer, Error};
+use crate::layout::{self, magic, EntryHeader, ENTRY_HEADER_SIZE, MAGIC_AT};
+use crate::{DecodeConfig, DecompressionBuffer, Error};
 
-/// Bytes before the magic byte that every batch and legacy message shares: offset (8),
-/// length (4), then partition leader epoch (v2) or CRC (v0/v1) (4).
-pub(crate) const LOG_OVERHEAD: usize = 12;
-const MAGIC_AT: usize = 16;
-/// The smallest legacy message (v0: crc, magic, attributes, key length, value length); no
-/// batch of any magic is smaller, so smaller lengths are corrupt before we even see the magic.
-const MIN_LENGTH: usize = 14;
+/// No entry of any magic is shorter than a magic 0 message, so a shorter length is corrupt
+/// before the magic byte is even read.
+const MIN_LENGTH: usize = layout::legacy::V0_MIN_LENGTH;
 
 /// How a walk ended, once the iterator has returned `None`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,7 +75,7 @@ impl<'a> BatchWalk<'a> {
     }
 
     /// Decompresses the batches that [`BatchWalk::next_ref`] lends into `buffer`, the
-    /// caller's, instead of a buffer from the thread's pool: the walk neither takes one nor
+    /// caller's, instead of a buffer from the per-thread buffer pool: the walk neither takes one nor
     /// gives one back (see [`DecompressionBuffer`]). The buffer's allocation moves into the
     /// walk's batch at the first compressed batch and back into `buffer` when the walk is
     /// dropped (or reaches an uncompressed batch). Batches from the [`Iterator`], which may
@@ -131,9 +128,8 @@ impl<'a> BatchWalk<'a> {
 
     /// The next batch, parsed in place and lent until the next call; `None` at the end (see
     /// [`BatchWalk::end`]) or after the first error. Yields exactly what the [`Iterator`]
-    /// would. A `Batch` is 128 bytes: handing one out by value through `Option<Result<..>>`
-    /// copies it twice and stalls on store forwarding, which on one-record batches cost about
-    /// a fifth of the decode time.
+    /// would. Handing a `Batch` out by value through `Option<Result<..>>` copies it twice and
+    /// stalls on store forwarding, a large share of a one-record batch's decode time.
     ///
     /// ```
     /// # use krec_batch::{BatchWalk, DecodeConfig};
@@ -157,15 +153,11 @@ impl<'a> BatchWalk<'a> {
             Ok(bytes) => {
                 let (position, shared) = (self.position, self.shared);
                 match bytes[MAGIC_AT] {
-                    2 => v2::parse_into(
-                        bytes,
-                        position,
-                        self.config,
-                        shared,
-                        &mut self.current,
-                        &mut self.caller,
-                    ),
-                    _ => legacy::parse(bytes, position, self.config, shared)
+                    magic::V2 => {
+                        self.current
+                            .fill_v2(bytes, position, self.config, shared, &mut self.caller)
+                    }
+                    _ => Batch::parse_legacy(bytes, position, self.config, shared)
                         .map(|batch| self.replace_current(batch)),
                 }
                 .map(|()| bytes.len())
@@ -201,17 +193,18 @@ impl<'a> BatchWalk<'a> {
             self.state = State::Ended(WalkEnd::Complete);
             return None;
         }
-        let Some(head) = rest.first_chunk::<LOG_OVERHEAD>() else {
+        let Some(head) = rest.first_chunk::<ENTRY_HEADER_SIZE>() else {
             self.state = State::Ended(WalkEnd::Partial {
                 position,
-                base_offset: read_i64(rest, 0),
+                base_offset: EntryHeader::peek_base_offset(rest),
                 needed: None,
             });
             return None;
         };
-        let [o0, o1, o2, o3, o4, o5, o6, o7, l0, l1, l2, l3] = *head;
-        let offset = i64::from_be_bytes([o0, o1, o2, o3, o4, o5, o6, o7]);
-        let length = i32::from_be_bytes([l0, l1, l2, l3]);
+        let EntryHeader {
+            base_offset: offset,
+            length,
+        } = EntryHeader::read(head);
         if length < MIN_LENGTH as i32 {
             return Some(Err(Error::BatchTooSmall {
                 position,
@@ -220,7 +213,7 @@ impl<'a> BatchWalk<'a> {
                 minimum: MIN_LENGTH,
             }));
         }
-        let size = LOG_OVERHEAD + length as usize;
+        let size = ENTRY_HEADER_SIZE + length as usize;
         if size > self.config.max_batch_bytes {
             return Some(Err(Error::BatchTooLarge {
                 position,
@@ -238,12 +231,12 @@ impl<'a> BatchWalk<'a> {
             return None;
         }
         let bytes = &rest[..size];
-        match bytes[MAGIC_AT] as i8 {
-            0..=2 => Some(Ok(bytes)),
-            magic => Some(Err(Error::UnsupportedMagic {
+        match bytes[MAGIC_AT] {
+            magic::V0..=magic::V2 => Some(Ok(bytes)),
+            other => Some(Err(Error::UnsupportedMagic {
                 position,
                 offset,
-                magic,
+                magic: other as i8,
             })),
         }
     }
@@ -255,8 +248,8 @@ impl<'a> BatchWalk<'a> {
         };
         let (position, shared) = (self.position, self.shared);
         let result = match bytes[MAGIC_AT] {
-            2 => v2::parse(bytes, position, self.config, shared),
-            _ => legacy::parse(bytes, position, self.config, shared),
+            magic::V2 => Batch::parse_v2(bytes, position, self.config, shared),
+            _ => Batch::parse_legacy(bytes, position, self.config, shared),
         };
         if result.is_ok() {
             self.position = position + bytes.len();
@@ -288,11 +281,4 @@ impl Drop for BatchWalk<'_> {
     fn drop(&mut self) {
         self.current.body.return_buffer(&mut self.caller);
     }
-}
-
-/// Big-endian i64 at `at`, if present.
-#[inline(always)]
-pub(crate) fn read_i64(buf: &[u8], at: usize) -> Option<i64> {
-    let bytes = buf.get(at..at + 8)?;
-    Some(i64::from_be_bytes(bytes.try_into().ok()?))
 }

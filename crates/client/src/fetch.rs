@@ -1,14 +1,15 @@
 //! Fetch: building requests, splitting responses per partition, and the header-only scan that
 //! finds where the next fetch starts.
 //!
-//! The scan reads only the 12-byte entry prefix and the batch's last-offset field, so the fetch
-//! loop can send the next request before any CRC check or decompression happens; the full
+//! The scan reads only each entry's header ([`EntryHeader`]), its magic byte and a v2 batch's
+//! last offset delta, so the fetch loop can send the next request before any CRC check or decompression happens; the full
 //! decode (on a worker) re-checks everything.
 
 use bytes::Bytes;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::{FetchRequest, FetchResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
+use krec_batch::layout::{self, EntryHeader};
 use uuid::Uuid;
 
 /// Fetch versions from this one on name topics by id (KIP-516).
@@ -172,16 +173,6 @@ pub struct ScanError {
     pub length: i32,
 }
 
-/// Smallest length field of a v2 batch (header without records) and of a v0 message.
-const MIN_V2_LENGTH: i32 = 49;
-const MIN_LEGACY_LENGTH: i32 = 14;
-/// Entry prefix: base offset (8) + length (4).
-const ENTRY_PREFIX: usize = 12;
-/// Position of the magic byte in both v2 batches and legacy messages.
-const MAGIC_AT: usize = 16;
-/// Position of lastOffsetDelta in a v2 batch.
-const LAST_OFFSET_DELTA_AT: usize = 23;
-
 /// Walks batch headers only: where complete batches end and which offset comes next.
 pub fn scan_batches(records: &[u8]) -> Result<Scan, ScanError> {
     let mut scan = Scan {
@@ -193,38 +184,36 @@ pub fn scan_batches(records: &[u8]) -> Result<Scan, ScanError> {
     let mut position = 0usize;
     while position < records.len() {
         let rest = &records[position..];
-        if rest.len() < MAGIC_AT + 1 {
-            let offset = read_i64(rest).unwrap_or(-1);
+        let (Some(entry), Some(magic)) = (EntryHeader::peek(rest), EntryHeader::peek_magic(rest))
+        else {
+            let offset = EntryHeader::peek_base_offset(rest).unwrap_or(-1);
             scan.partial = Some((offset, 0));
             break;
-        }
-        let offset = read_i64(rest).unwrap_or(-1);
-        let length = i32::from_be_bytes([rest[8], rest[9], rest[10], rest[11]]);
-        let magic = rest[MAGIC_AT];
-        let min_length = if magic >= 2 {
-            MIN_V2_LENGTH
-        } else {
-            MIN_LEGACY_LENGTH
         };
-        if length < min_length || magic > 2 {
+        let EntryHeader {
+            base_offset: offset,
+            length,
+        } = entry;
+        let min_length = if magic >= layout::magic::V2 {
+            layout::v2::MIN_LENGTH
+        } else {
+            layout::legacy::V0_MIN_LENGTH
+        };
+        if length < min_length as i32 || magic > layout::magic::V2 {
             return Err(ScanError {
                 position,
                 offset,
                 length,
             });
         }
-        let size = ENTRY_PREFIX + length as usize;
+        let size = layout::ENTRY_HEADER_SIZE + length as usize;
         if rest.len() < size {
             scan.partial = Some((offset, size));
             break;
         }
-        let next = if magic == 2 {
-            let delta = i32::from_be_bytes([
-                rest[LAST_OFFSET_DELTA_AT],
-                rest[LAST_OFFSET_DELTA_AT + 1],
-                rest[LAST_OFFSET_DELTA_AT + 2],
-                rest[LAST_OFFSET_DELTA_AT + 3],
-            ]);
+        let next = if magic == layout::magic::V2 {
+            let at = layout::v2::LAST_OFFSET_DELTA_AT;
+            let delta = i32::from_be_bytes([rest[at], rest[at + 1], rest[at + 2], rest[at + 3]]);
             offset.saturating_add(i64::from(delta)).saturating_add(1)
         } else {
             // A legacy entry (even a compressed wrapper) carries the offset of its last message.
@@ -238,13 +227,10 @@ pub fn scan_batches(records: &[u8]) -> Result<Scan, ScanError> {
     Ok(scan)
 }
 
-fn read_i64(bytes: &[u8]) -> Option<i64> {
-    Some(i64::from_be_bytes(bytes.get(..8)?.try_into().ok()?))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use krec_batch::layout::{ENTRY_HEADER_SIZE, MAGIC_AT};
 
     /// A v2 batch header with `records` bytes of body; only the fields the scan reads are real.
     fn v2_batch(base: i64, last_delta: i32, body: usize) -> Vec<u8> {
@@ -256,7 +242,7 @@ mod tests {
         batch.extend_from_slice(&0u32.to_be_bytes()); // crc
         batch.extend_from_slice(&0u16.to_be_bytes()); // attributes
         batch.extend_from_slice(&last_delta.to_be_bytes());
-        batch.resize(ENTRY_PREFIX + 49 + body, 0);
+        batch.resize(ENTRY_HEADER_SIZE + 49 + body, 0);
         batch
     }
 
@@ -305,7 +291,7 @@ mod tests {
         message.extend_from_slice(&41i64.to_be_bytes());
         message.extend_from_slice(&20i32.to_be_bytes());
         message.extend_from_slice(&[0, 0, 0, 0, 1]); // crc, magic 1
-        message.resize(ENTRY_PREFIX + 20, 0);
+        message.resize(ENTRY_HEADER_SIZE + 20, 0);
         let scan = scan_batches(&message).unwrap();
         assert_eq!(scan.next_offset, Some(42));
     }
@@ -325,7 +311,10 @@ mod tests {
         let mut huge = v2_batch(5, 0, 0);
         huge[8..12].copy_from_slice(&i32::MAX.to_be_bytes());
         let scan = scan_batches(&huge).unwrap();
-        assert_eq!(scan.partial, Some((5, ENTRY_PREFIX + i32::MAX as usize)));
+        assert_eq!(
+            scan.partial,
+            Some((5, ENTRY_HEADER_SIZE + i32::MAX as usize))
+        );
         assert_eq!(scan.batches, 0);
     }
 

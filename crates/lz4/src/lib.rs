@@ -1,4 +1,4 @@
-//! krec-lz4: Kafka's LZ4 frames decoded straight into per-thread pooled buffers.
+//! krec-lz4: Kafka's LZ4 frames decoded straight into buffers from the per-thread buffer pool.
 //!
 //! Kafka compresses a record batch body (and, in the legacy formats, a wrapper message's value)
 //! as one LZ4 *frame*. [`decode_frame`] parses the frame itself and decodes each block with
@@ -18,8 +18,8 @@
 //! assert_eq!(&decoded[..], b"hello, kafka");
 //! ```
 //!
-//! Modules: [`frame`] (the format), [`pool`] (the buffers, shared with krec-batch's other
-//! codecs), and the [`Error`] type.
+//! Modules: [`frame`] (the format), [`pool`] (the per-thread buffer pool, shared with
+//! krec-batch's other codecs), and the [`Error`] type.
 
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]

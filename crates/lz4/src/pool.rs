@@ -1,4 +1,4 @@
-//! A per-thread pool of byte buffers for decompressed output.
+//! The per-thread buffer pool: byte buffers for decompressed output.
 //!
 //! Decoding a batch needs an output buffer as large as the batch's content. Allocating (and
 //! zeroing) a fresh one per batch is what made Kafka's Java LZ4 decoder slow on small batches
@@ -13,7 +13,7 @@ use std::cell::RefCell;
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 
-/// Bounds of the calling thread's buffer pool.
+/// Bounds of the per-thread buffer pool (the calling thread's).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PoolConfig {
     /// How many idle buffers the thread keeps; further returned buffers are freed.
@@ -37,7 +37,7 @@ impl Default for PoolConfig {
     }
 }
 
-/// A snapshot of the calling thread's pool.
+/// A snapshot of the per-thread buffer pool.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PoolStats {
     /// Idle buffers currently kept.
@@ -123,7 +123,7 @@ thread_local! {
     static POOL: RefCell<ThreadPool> = const { RefCell::new(ThreadPool::EMPTY) };
 }
 
-/// Sets the bounds of the calling thread's pool; kept buffers that no longer fit are freed now.
+/// Sets the bounds of the per-thread buffer pool; kept buffers that no longer fit are freed now.
 pub fn set_thread_pool_config(config: PoolConfig) {
     let _ = POOL.try_with(|pool| {
         if let Ok(mut pool) = pool.try_borrow_mut() {
@@ -132,19 +132,19 @@ pub fn set_thread_pool_config(config: PoolConfig) {
     });
 }
 
-/// The bounds of the calling thread's pool.
+/// The bounds of the per-thread buffer pool.
 pub fn thread_pool_config() -> PoolConfig {
     POOL.try_with(|pool| pool.borrow().config)
         .unwrap_or_default()
 }
 
-/// A snapshot of the calling thread's pool: what it keeps now and what it has done so far.
+/// A snapshot of the per-thread buffer pool: what it keeps now and what it has done so far.
 pub fn thread_pool_stats() -> PoolStats {
     POOL.try_with(|pool| pool.borrow().stats())
         .unwrap_or_default()
 }
 
-/// A growable byte buffer taken from the calling thread's pool.
+/// A growable byte buffer taken from the per-thread buffer pool.
 ///
 /// It dereferences to the bytes written so far (`len()` of them). Dropping it hands the allocation
 /// back to the pool of the thread that drops it, within that pool's bounds.
@@ -161,7 +161,7 @@ pub struct PooledBuf {
 }
 
 impl PooledBuf {
-    /// An empty buffer; reuses a kept allocation when the thread's pool has one.
+    /// An empty buffer; reuses a kept allocation when the per-thread buffer pool has one.
     #[inline]
     pub fn take() -> PooledBuf {
         let storage = POOL
@@ -333,7 +333,7 @@ impl PooledBuf {
     }
 
     // Inline, with the growth out of line: a warm buffer is already initialized that far,
-    // and a call with its register saves cost a one-record LZ4 batch ~20 instructions.
+    // and a call with its register saves showed in one-record LZ4 batches.
     #[inline(always)]
     fn ensure_initialized(&mut self, additional: usize) -> usize {
         let end = self

@@ -61,7 +61,7 @@ pub(crate) fn stored_in_place<'p>(
     }
 }
 
-/// Decompresses a whole payload into a buffer from this thread's pool; at most `limit` bytes.
+/// Decompresses a whole payload into a buffer from the per-thread buffer pool; at most `limit` bytes.
 /// `magic` selects Kafka's LZ4 header-checksum quirk for magic 0.
 pub(crate) fn decompress(
     codec: Compression,
@@ -76,8 +76,8 @@ pub(crate) fn decompress(
 
 /// [`decompress`] into `out`, which is cleared first: the v2 walk reuses the buffer of the
 /// batch before rather than returning it to the pool and taking it back.
-// Not inlined into the batch parser: the uncompressed path, which never comes here, ran 10%
-// slower on one-record batches with this code in its function.
+// Not inlined into the batch parser: with this code in its function the uncompressed path,
+// which never comes here, ran slower on one-record batches.
 #[inline(never)]
 pub(crate) fn decompress_into(
     codec: Compression,

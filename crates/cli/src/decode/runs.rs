@@ -11,20 +11,12 @@
 use std::io::{self, Read};
 use std::ops::Range;
 
-/// Offset (8 bytes) and length (4 bytes): the start of every batch and legacy message.
-pub(super) const ENTRY_HEADER: usize = 12;
+use krec_batch::layout::ENTRY_HEADER_SIZE;
+use krec_batch::EntryHeader;
 
 /// Most bytes asked of the reader at once, so a buffer grows only with bytes actually read,
 /// never by what a length on the wire claims.
 const READ_CHUNK: usize = 1 << 20;
-
-/// Size of the entry at the start of `rest` (header included), if its length field is there
-/// and not negative.
-pub(super) fn entry_size(rest: &[u8]) -> Option<usize> {
-    let length = rest.get(8..ENTRY_HEADER)?;
-    let length = i32::from_be_bytes(length.try_into().ok()?);
-    usize::try_from(length).ok().map(|n| ENTRY_HEADER + n)
-}
 
 /// Cuts an image into runs of whole entries. An entry whose length is negative or reaches
 /// past the end makes the rest of the image one last run, whose walk then reports it.
@@ -54,7 +46,7 @@ impl Iterator for Runs<'_> {
         }
         let mut end = start;
         while end - start < self.run_bytes && end < self.data.len() {
-            match entry_size(&self.data[end..]) {
+            match EntryHeader::peek(&self.data[end..]).and_then(EntryHeader::size) {
                 Some(size) if size <= self.data.len() - end => end += size,
                 _ => end = self.data.len(),
             }
@@ -173,10 +165,10 @@ impl<R: Read> RunReader<R> {
                     break 0;
                 }
                 let rest = &buffer[whole..filled];
-                if rest.len() < ENTRY_HEADER {
-                    break ENTRY_HEADER - rest.len();
+                if rest.len() < ENTRY_HEADER_SIZE {
+                    break ENTRY_HEADER_SIZE - rest.len();
                 }
-                match entry_size(rest) {
+                match EntryHeader::peek(rest).and_then(EntryHeader::size) {
                     Some(size) if size <= self.limits.max_entry_bytes => {
                         if size <= rest.len() {
                             whole += size;

@@ -15,7 +15,7 @@ const WINDOW: usize = 64 * 1024;
 /// can extend a match is 255, and every other byte yields at most one output byte.
 pub(super) const MAX_EXPANSION: usize = 255;
 
-/// Decodes a whole frame into a buffer taken from the calling thread's pool.
+/// Decodes a whole frame into a buffer taken from the per-thread buffer pool.
 #[inline]
 pub fn decode_frame(input: &[u8], options: &DecodeOptions) -> Result<PooledBuf, Error> {
     let mut out = PooledBuf::take();
