@@ -121,8 +121,8 @@ mod floor;
 fn floor_file(segment: &[u8]) -> (u64, usize) {
     let (mut position, mut batches, mut sum) = (0, 0, 0);
     while position + 12 <= segment.len() {
-        let length = i32::from_be_bytes(segment[position + 8..position + 12].try_into().unwrap());
-        let end = position + 12 + length as usize;
+        let entry = krec_batch::EntryHeader::peek(&segment[position..]).unwrap();
+        let end = position + entry.size().unwrap();
         sum += floor::decode(&segment[position..end]);
         batches += 1;
         position = end;

@@ -194,8 +194,8 @@ fn floor_all(input: &[u8]) -> usize {
     let mut sum = 0;
     let mut position = 0;
     while position < input.len() {
-        let length = i32::from_be_bytes(input[position + 8..position + 12].try_into().unwrap());
-        let end = position + 12 + length as usize;
+        let entry = krec_batch::EntryHeader::peek(&input[position..]).unwrap();
+        let end = position + entry.size().unwrap();
         sum += floor::decode(&input[position..end]);
         position = end;
     }

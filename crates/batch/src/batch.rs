@@ -181,14 +181,6 @@ pub(crate) enum Layout {
     },
 }
 
-/// The `N` bytes at `at` of a v2 header; every caller's field lies inside the header.
-#[inline(always)]
-fn field<const N: usize>(header: &[u8; V2_HEADER_SIZE], at: usize) -> [u8; N] {
-    let mut bytes = [0; N];
-    bytes.copy_from_slice(&header[at..at + N]);
-    bytes
-}
-
 /// One batch (v2) or one top-level legacy message (v0/v1, possibly a compressed wrapper).
 /// Owns its decompression buffer (a pooled buffer) when compressed.
 pub struct Batch<'a> {
@@ -329,25 +321,25 @@ impl<'a> Batch<'a> {
     /// Producer id, -1 when none or legacy.
     pub fn producer_id(&self) -> i64 {
         self.v2_header.map_or(-1, |header| {
-            i64::from_be_bytes(field(header, layout::v2::PRODUCER_ID_AT))
+            layout::be_i64(header, layout::v2::PRODUCER_ID_AT)
         })
     }
     /// Producer epoch, -1 when none or legacy.
     pub fn producer_epoch(&self) -> i16 {
         self.v2_header.map_or(-1, |header| {
-            i16::from_be_bytes(field(header, layout::v2::PRODUCER_EPOCH_AT))
+            layout::be_i16(header, layout::v2::PRODUCER_EPOCH_AT)
         })
     }
     /// Sequence number of the first record, -1 when none or legacy.
     pub fn base_sequence(&self) -> i32 {
         self.v2_header.map_or(-1, |header| {
-            i32::from_be_bytes(field(header, layout::v2::BASE_SEQUENCE_AT))
+            layout::be_i32(header, layout::v2::BASE_SEQUENCE_AT)
         })
     }
     /// Leader epoch stamped by the broker, -1 when none or legacy.
     pub fn partition_leader_epoch(&self) -> i32 {
         self.v2_header.map_or(-1, |header| {
-            i32::from_be_bytes(field(header, layout::v2::PARTITION_LEADER_EPOCH_AT))
+            layout::be_i32(header, layout::v2::PARTITION_LEADER_EPOCH_AT)
         })
     }
     /// Base timestamp (legacy v1: the message timestamp; v0: -1).

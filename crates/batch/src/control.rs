@@ -2,6 +2,7 @@
 
 use crate::batch_header::TimestampType;
 use crate::index::{Span, INLINE_HEADERS};
+use crate::layout;
 use crate::v2::V2Records;
 use crate::Error;
 
@@ -82,11 +83,11 @@ impl ControlRecords<'_> {
             Some(_) => return Some(Err(invalid("key shorter than 4 bytes"))),
             None => return Some(Err(invalid("null key"))),
         };
-        let version = i16::from_be_bytes([key[0], key[1]]);
+        let version = layout::be_i16(key, 0);
         if version < 0 {
             return Some(Err(invalid("negative key version")));
         }
-        let kind = match i16::from_be_bytes([key[2], key[3]]) {
+        let kind = match layout::be_i16(key, 2) {
             0 => ControlKind::Abort,
             1 => ControlKind::Commit,
             other => ControlKind::Other(other),
@@ -94,7 +95,7 @@ impl ControlRecords<'_> {
         // Commit/abort value: EndTransactionMarker = version (i16), coordinator epoch (i32).
         let coordinator_epoch = match kind {
             ControlKind::Abort | ControlKind::Commit => match raw.value() {
-                Some(v) if v.len() >= 6 => Some(i32::from_be_bytes([v[2], v[3], v[4], v[5]])),
+                Some(v) if v.len() >= 6 => Some(layout::be_i32(v, 2)),
                 _ => {
                     return Some(Err(invalid(
                         "end transaction marker value shorter than 6 bytes",

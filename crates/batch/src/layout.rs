@@ -159,6 +159,14 @@ impl EntryHeader {
         bytes.first_chunk().map(|b| i64::from_be_bytes(*b))
     }
 
+    /// The `lastOffsetDelta` of the v2 batch at the start of `bytes`, if that many bytes are
+    /// there (the caller knows the entry is a v2 batch from its magic byte).
+    #[inline(always)]
+    pub fn peek_last_offset_delta(bytes: &[u8]) -> Option<i32> {
+        let at = v2::LAST_OFFSET_DELTA_AT;
+        bytes.get(at..at + 4).map(|_| be_i32(bytes, at))
+    }
+
     /// The magic byte of the entry at the start of `bytes`, if that many bytes are there.
     #[inline(always)]
     pub fn peek_magic(bytes: &[u8]) -> Option<u8> {

@@ -42,7 +42,7 @@ fn records_before(expected: &[ExpectedRecord], data: &[u8], batches: usize) -> V
 }
 
 fn base_offset(data: &[u8], at: usize) -> i64 {
-    i64::from_be_bytes(data[at..at + 8].try_into().expect("8 bytes"))
+    krec_batch::EntryHeader::peek_base_offset(&data[at..]).expect("8 bytes")
 }
 
 fn write_temp(dir: &tempfile::TempDir, name: &str, data: &[u8]) -> PathBuf {

@@ -278,7 +278,7 @@ fn errors_mid_file_name_the_same_byte_and_offset_as_the_whole_walk() {
         .find(|span| good[span.start + 22] & 0x27 == 0)
         .expect("an uncompressed data batch")
         .clone();
-    let count_at = bad.start + 57;
+    let count_at = bad.start + krec_batch::layout::v2::RECORD_COUNT_AT;
     let count = i32::from_be_bytes(good[count_at..count_at + 4].try_into().expect("4 bytes"));
     record_count[count_at..count_at + 4].copy_from_slice(&(count + 1).to_be_bytes());
 

@@ -225,7 +225,7 @@ fn a_checksum_error_mid_file_prints_the_records_before_it(shape: Shape) {
     let dir = tempfile::tempdir().expect("temp dir");
     let file = write_temp(&dir, "bad.log", &data);
     let output = decode(&file, &["--threads", "2"], &[]);
-    let first_bad_offset = i64::from_be_bytes(data[bad.start..bad.start + 8].try_into().unwrap());
+    let first_bad_offset = krec_batch::EntryHeader::peek_base_offset(&data[bad.start..]).unwrap();
     let records = parse_krec_json(&output.stdout);
     assert!(!records.is_empty());
     assert!(records.iter().all(|r| r.offset < first_bad_offset));
@@ -282,7 +282,7 @@ fn a_bad_record_inside_a_batch_prints_earlier_records(shape: Shape) {
         .expect("an uncompressed data batch")
         .clone();
     // The records count field (last 4 bytes of the 61-byte header) says one more than is there.
-    let count_at = bad.start + 57;
+    let count_at = bad.start + krec_batch::layout::v2::RECORD_COUNT_AT;
     let count = i32::from_be_bytes(data[count_at..count_at + 4].try_into().unwrap());
     data[count_at..count_at + 4].copy_from_slice(&(count + 1).to_be_bytes());
     let dir = tempfile::tempdir().expect("temp dir");
@@ -374,7 +374,7 @@ fn the_library_call_reports_the_files_byte_position() {
         }
         other => panic!("expected an input failure, got {other:?}"),
     }
-    let first_bad_offset = i64::from_be_bytes(data[bad.start..bad.start + 8].try_into().unwrap());
+    let first_bad_offset = krec_batch::EntryHeader::peek_base_offset(&data[bad.start..]).unwrap();
     let printed = parse_krec_json(&out);
     assert_eq!(printed.last().map(|r| r.offset), Some(first_bad_offset - 1));
 }

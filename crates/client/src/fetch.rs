@@ -212,8 +212,8 @@ pub fn scan_batches(records: &[u8]) -> Result<Scan, ScanError> {
             break;
         }
         let next = if magic == layout::magic::V2 {
-            let at = layout::v2::LAST_OFFSET_DELTA_AT;
-            let delta = i32::from_be_bytes([rest[at], rest[at + 1], rest[at + 2], rest[at + 3]]);
+            // Inside the entry: `size` bytes, at least a v2 header's, are there.
+            let delta = EntryHeader::peek_last_offset_delta(rest).unwrap_or(0);
             offset.saturating_add(i64::from(delta)).saturating_add(1)
         } else {
             // A legacy entry (even a compressed wrapper) carries the offset of its last message.

@@ -22,6 +22,7 @@ use kafka_protocol::protocol::{
     decode_request_header_from_buffer, Decodable, Encodable, HeaderVersion, StrBytes,
 };
 use krec_batch::encode::BatchBuilder;
+use krec_batch::EntryHeader;
 use krec_consumer::Error;
 use krec_consumer::{Consumer, ConsumerConfig, Fetched, OffsetReset, StartOffset};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -59,7 +60,7 @@ struct Script {
 impl Script {
     fn end_offset(&self) -> i64 {
         self.batches.last().map_or(0, |(base, bytes)| {
-            let delta = i32::from_be_bytes(bytes[23..27].try_into().unwrap());
+            let delta = EntryHeader::peek_last_offset_delta(bytes).unwrap();
             base + i64::from(delta) + 1
         })
     }
@@ -68,7 +69,7 @@ impl Script {
     fn records_from(&self, offset: i64, limit: usize) -> Bytes {
         let mut out = Vec::new();
         for (base, bytes) in &self.batches {
-            let delta = i32::from_be_bytes(bytes[23..27].try_into().unwrap());
+            let delta = EntryHeader::peek_last_offset_delta(bytes).unwrap();
             if base + i64::from(delta) >= offset {
                 out.extend_from_slice(bytes);
             }

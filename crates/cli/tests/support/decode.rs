@@ -159,8 +159,8 @@ pub fn batch_spans(data: &[u8]) -> Vec<Range<usize>> {
     let mut spans = Vec::new();
     let mut at = 0;
     while at < data.len() {
-        let length = i32::from_be_bytes(data[at + 8..at + 12].try_into().expect("4 bytes"));
-        let end = at + 12 + usize::try_from(length).expect("fixture lengths are positive");
+        let entry = krec_batch::EntryHeader::peek(&data[at..]).expect("a whole entry header");
+        let end = at + entry.size().expect("fixture lengths are positive");
         spans.push(at..end);
         at = end;
     }
