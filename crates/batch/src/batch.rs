@@ -122,22 +122,6 @@ impl<'a> Body<'a> {
             self.set_borrowed(payload, shared, caller);
             return Ok(payload.len());
         }
-        if let Some(frame) = plain_lz4_frame(compression, payload) {
-            // The frame Kafka producers write, its header parsed once for both ways to read it.
-            let limit = config.max_decompressed_bytes;
-            if let Some(content) = frame.stored_content(limit) {
-                self.set_borrowed(content, shared, caller);
-                return Ok(content.len());
-            }
-            let buf = self.pooled_mut(caller);
-            buf.clear();
-            if frame.decode_into(limit, buf).is_none() {
-                // Malformed or over the limit: the general decoder says which.
-                codec::decompress_into(compression, payload, limit, magic::V2, buf)
-                    .map_err(error)?;
-            }
-            return Ok(buf.len());
-        }
         if let Some(content) = codec::stored_in_place(compression, payload, config) {
             // Records stay slices of the input, so shared-input zero copy holds here too.
             self.set_borrowed(content, shared, caller);
@@ -148,15 +132,6 @@ impl<'a> Body<'a> {
         let limit = config.max_decompressed_bytes;
         codec::decompress_into(compression, payload, limit, magic::V2, buf).map_err(error)?;
         Ok(buf.len())
-    }
-}
-
-#[inline(always)]
-fn plain_lz4_frame(compression: Compression, payload: &[u8]) -> Option<krec_lz4::PlainFrame<'_>> {
-    if compression == Compression::Lz4 {
-        krec_lz4::PlainFrame::parse(payload)
-    } else {
-        None
     }
 }
 

@@ -31,7 +31,7 @@ pub mod pool;
 pub use error::Error;
 pub use frame::{
     decode_frame, decode_frame_into, encode_frame, encode_frame_into, encode_frame_with_mode,
-    stored_content, BlockMode, BlockSize, DecodeOptions, EncodeOptions, HeaderChecksum, PlainFrame,
+    stored_content, BlockMode, BlockSize, DecodeOptions, EncodeOptions, HeaderChecksum,
 };
 pub use pool::{
     set_thread_pool_config, thread_pool_config, thread_pool_stats, PoolConfig, PoolStats, PooledBuf,

@@ -11,8 +11,6 @@ mod encode;
 mod header;
 mod plain;
 
-pub use plain::PlainFrame;
-
 pub use decode::{decode_frame, decode_frame_into, decode_frame_into_general, stored_content};
 pub use encode::{encode_frame, encode_frame_into, encode_frame_with_mode};
 

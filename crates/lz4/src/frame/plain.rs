@@ -30,61 +30,6 @@ pub(super) fn decode(input: &[u8], options: &DecodeOptions, out: &mut PooledBuf)
     decode_blocks(input, max_block_size, options.max_decompressed_size, out)
 }
 
-/// A frame whose header is the plain one Kafka producers write (magic 1 and 2 batches), its
-/// header checksum checked.
-///
-/// For a caller that decodes many small frames and can read a stored block in place: one header
-/// parse serves both [`PlainFrame::stored_content`] and [`PlainFrame::decode_into`]. Like the
-/// rest of the fast path it never decides an error: `None` from any of its functions means
-/// "decode this frame with [`decode_frame_into`](crate::decode_frame_into)", which names the
-/// problem if there is one.
-#[derive(Clone, Copy, Debug)]
-pub struct PlainFrame<'i> {
-    input: &'i [u8],
-    max_block_size: usize,
-}
-
-impl<'i> PlainFrame<'i> {
-    /// The frame in `input`, if it starts with a well-formed plain header.
-    #[inline(always)]
-    pub fn parse(input: &'i [u8]) -> Option<Self> {
-        let max_block_size = plain_header(input, HeaderChecksum::Standard)?;
-        Some(PlainFrame {
-            input,
-            max_block_size,
-        })
-    }
-
-    /// The content, as a slice of the input, if the frame is exactly one stored block of at
-    /// most `limit` bytes and the end mark. Accepts nothing [`decode_frame_into`] would reject.
-    ///
-    /// [`decode_frame_into`]: crate::decode_frame_into
-    #[inline(always)]
-    pub fn stored_content(&self, limit: usize) -> Option<&'i [u8]> {
-        let raw = read_u32(self.input, HEADER_LEN)?;
-        let size = (raw & !STORED_BLOCK_FLAG) as usize;
-        let end = HEADER_LEN + 4 + size;
-        // One stored block, not empty, within both limits, then the end mark and nothing more.
-        let whole = raw & STORED_BLOCK_FLAG != 0
-            && size != 0
-            && size <= self.max_block_size
-            && size <= limit
-            && self.input.len() == end + 4;
-        if !whole || read_u32(self.input, end)? != 0 {
-            return None;
-        }
-        self.input.get(HEADER_LEN + 4..end)
-    }
-
-    /// Appends the content to `out` and returns its length, or `None` if a block is malformed
-    /// or the content would pass `limit`; `out` may then hold part of the content past its old
-    /// length, which the caller truncates.
-    #[inline(always)]
-    pub fn decode_into(&self, limit: usize, out: &mut PooledBuf) -> Option<usize> {
-        decode_blocks(self.input, self.max_block_size, limit, out)
-    }
-}
-
 /// Appends the content of one compressed block (`data`) of at most `room` bytes, growing `out`
 /// to at most `ceiling` bytes; returns its length.
 #[inline(always)]
@@ -219,35 +164,7 @@ mod tests {
             assert_eq!(general.as_ref().ok(), Some(&n), "{frame:02x?}");
             assert_eq!(&fast_out[..], &general_out[..]);
         }
-        if options.header_checksum == HeaderChecksum::Standard {
-            let content = general.is_ok().then(|| &general_out[b"earlier".len()..]);
-            assert_plain_frame_agrees(frame, options.max_decompressed_size, content);
-        }
         fast.is_some()
-    }
-
-    /// [`PlainFrame`]'s two readers are held to the general decoder the same way, and decode
-    /// exactly the frames the fast path decodes. `general` is the general decoder's content,
-    /// `None` if it failed.
-    fn assert_plain_frame_agrees(frame: &[u8], limit: usize, general: Option<&[u8]>) {
-        let options = options(limit, HeaderChecksum::Standard);
-        let fast = decode(frame, &options, &mut PooledBuf::take());
-        let Some(plain) = PlainFrame::parse(frame) else {
-            assert_eq!(fast, None, "{frame:02x?}");
-            return;
-        };
-        if let Some(content) = plain.stored_content(limit) {
-            assert_eq!(Some(content), general, "{frame:02x?}");
-            assert!(frame.as_ptr_range().contains(&content.as_ptr()));
-        }
-        let mut out = PooledBuf::take();
-        out.extend_from_slice(b"earlier");
-        let decoded = plain.decode_into(limit, &mut out);
-        assert_eq!(decoded, fast, "{frame:02x?}");
-        if let Some(n) = decoded {
-            assert_eq!(n, out.len() - b"earlier".len());
-            assert_eq!(Some(&out[b"earlier".len()..]), general, "{frame:02x?}");
-        }
     }
 
     #[test]
@@ -279,28 +196,6 @@ mod tests {
             assert_eq!(plain_header(&header, HeaderChecksum::Standard), None);
             assert_eq!(plain_header(&header, HeaderChecksum::Ignore), expected);
         }
-    }
-
-    #[test]
-    fn a_frame_of_one_stored_block_is_read_in_place() {
-        let data = incompressible(100, 9);
-        let frame = encode_frame(&data, &EncodeOptions::default());
-        let plain = PlainFrame::parse(&frame).unwrap();
-        assert_eq!(plain.stored_content(100), Some(&data[..]));
-        // Over the limit, or with anything after the end mark: decoded the general way.
-        assert_eq!(plain.stored_content(99), None);
-        let mut longer = frame.clone();
-        longer.push(0);
-        assert_eq!(
-            PlainFrame::parse(&longer).unwrap().stored_content(100),
-            None
-        );
-        // A compressed block is never handed out as content.
-        let compressed = encode_frame(&[b'a'; 100], &EncodeOptions::default());
-        assert_eq!(
-            PlainFrame::parse(&compressed).unwrap().stored_content(100),
-            None
-        );
     }
 
     fn plain_frames() -> Vec<Vec<u8>> {
