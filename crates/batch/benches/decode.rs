@@ -8,12 +8,10 @@
 //! ```
 //!
 //! Every implementation reads every record's key and value and does two header lookups.
-//! krec is read the fast way, in place (`next_ref`), with a decompression buffer kept from
-//! one walk to the next (`BatchWalk::with_buffer`) as `krec consume` keeps one per writer
-//! thread; `benches/iterators.rs` compares that with the by-value iterators. They are
-//! separate binaries on purpose: with both paths in one binary the compiler inlined the
-//! in-place path differently and it measured ~15% slower (1000 x 100 B: 12.7 -> 14.5 us),
-//! which would misstate either.
+//! krec is read the fast way, in place (`next_ref`), as `krec decode` and `krec consume` read
+//! it; `benches/iterators.rs` compares that with the by-value iterators. They are separate
+//! binaries on purpose: with both paths in one binary the compiler inlined the in-place path
+//! differently and it measured slower, which would misstate either.
 //! Allocations per warm batch are counted by a counting global allocator and printed at the end.
 
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -26,7 +24,7 @@ use criterion::{Criterion, Throughput};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::RecordBatchDecoder;
 use krec_batch::encode::BatchBuilder;
-use krec_batch::{BatchWalk, Compression, DecodeConfig, DecompressionBuffer};
+use krec_batch::{BatchWalk, Compression, DecodeConfig};
 
 struct Counting;
 static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
@@ -91,9 +89,9 @@ fn make_batch(records: usize, size: usize, headers: usize, codec: Compression) -
     Bytes::from(b.build())
 }
 
-fn krec(input: &Bytes, config: &DecodeConfig, buffer: &mut DecompressionBuffer) -> usize {
+fn krec(input: &Bytes, config: &DecodeConfig) -> usize {
     let mut sum = 0;
-    let mut walk = BatchWalk::new_shared(input, config).with_buffer(buffer);
+    let mut walk = BatchWalk::new_shared(input, config);
     while let Some(batch) = walk.next_ref() {
         let batch = batch.unwrap();
         let mut records = batch.records();
@@ -222,13 +220,12 @@ fn interleaved(shape: &Shape, config: &DecodeConfig) -> [f64; 3] {
         &make_batch(shape.records, shape.size, shape.headers, shape.codec),
         copies,
     );
-    let expected = krec(&input, config, &mut DecompressionBuffer::new());
+    let expected = krec(&input, config);
     assert_eq!(kafka_protocol(&input), expected, "{}", name(shape));
     assert_eq!(floor_all(&input) > 0, expected > 0);
     let iterations =
         (200_000 / (copies * shape.records * shape.size / 100).max(1)).clamp(20, 20_000);
     let mut best = [f64::MAX; 3];
-    let mut buffer = DecompressionBuffer::new();
     // For `perf stat`: time only one implementation (0 krec, 1 kafka-protocol, 2 floor).
     let only: Option<usize> = std::env::var("KREC_BENCH_ONLY")
         .ok()
@@ -243,7 +240,7 @@ fn interleaved(shape: &Shape, config: &DecodeConfig) -> [f64; 3] {
             let start = std::time::Instant::now();
             for _ in 0..iterations {
                 black_box(match slot {
-                    0 => krec(black_box(&input), config, &mut buffer),
+                    0 => krec(black_box(&input), config),
                     1 => kafka_protocol(black_box(&input)),
                     _ => floor_all(black_box(&input)),
                 });
@@ -270,10 +267,9 @@ fn main() {
                 &make_batch(shape.records, shape.size, shape.headers, shape.codec),
                 copies,
             );
-            let mut buffer = DecompressionBuffer::new();
             for _ in 0..count {
                 black_box(match only.as_str() {
-                    "0" => krec(black_box(&input), &config, &mut buffer),
+                    "0" => krec(black_box(&input), &config),
                     "1" => kafka_protocol(black_box(&input)),
                     _ => floor_all(black_box(&input)),
                 });
@@ -311,25 +307,21 @@ fn main() {
     let mut alloc_rows = Vec::new();
     for shape in shapes() {
         let input = make_batch(shape.records, shape.size, shape.headers, shape.codec);
-        let expected = krec(&input, &config, &mut DecompressionBuffer::new());
+        let expected = krec(&input, &config);
         assert_eq!(kafka_protocol(&input), expected, "{}", name(&shape));
         assert_eq!(floor::decode(&input) > 0, expected > 0);
         let mut group = c.benchmark_group(name(&shape));
         group.throughput(Throughput::Elements(shape.records as u64));
-        group.bench_function("krec", |b| {
-            let mut buffer = DecompressionBuffer::new();
-            b.iter(|| krec(black_box(&input), &config, &mut buffer))
-        });
+        group.bench_function("krec", |b| b.iter(|| krec(black_box(&input), &config)));
         group.bench_function("kafka-protocol", |b| {
             b.iter(|| kafka_protocol(black_box(&input)))
         });
         group.bench_function("floor", |b| b.iter(|| floor::decode(black_box(&input))));
         group.finish();
-        let mut buffer = DecompressionBuffer::new();
         alloc_rows.push((
             name(&shape),
             input.len(),
-            allocations_per_batch(|| krec(&input, &config, &mut buffer)),
+            allocations_per_batch(|| krec(&input, &config)),
             allocations_per_batch(|| kafka_protocol(&input)),
         ));
     }

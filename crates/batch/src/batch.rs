@@ -12,21 +12,13 @@ use crate::record::Records;
 use crate::v2::{self, V2Records};
 use crate::{codec, DecodeConfig, Error};
 
-/// The caller's decompression buffer, if the walk was lent one
-/// ([`BatchWalk::with_buffer`](crate::BatchWalk::with_buffer)). While a batch body holds the
-/// buffer, this holds an empty one in its place.
-pub(crate) type CallerBuffer<'a> = Option<&'a mut PooledBuf>;
-
 /// Where the records' bytes live.
 pub(crate) enum Body<'a> {
     /// Uncompressed: a slice of the walked input, and that input as shared `Bytes` when the
     /// walk was given them (kept here rather than in [`Batch`] so a batch fits in 128 bytes).
     Borrowed(&'a [u8], Option<&'a Bytes>),
-    /// Decompressed into a buffer from the per-thread buffer pool, or the caller's, moved in for as
-    /// long as the walk's batches are compressed; a pool's goes back to the pool on drop.
-    ///
-    /// The caller's buffer is moved in rather than borrowed so that the hot path knows one
-    /// kind of buffer: a third variant borrowing it made each match on the body cost more.
+    /// Decompressed into a buffer from the per-thread buffer pool, which it goes back to on
+    /// drop.
     Pooled(PooledBuf),
 }
 
@@ -41,45 +33,24 @@ impl<'a> Body<'a> {
 
     /// Makes the body borrow `bytes`. A body that already borrows is overwritten in place:
     /// plain assignment would call the drop glue of the old body on every batch, pooled or not.
-    /// A buffer it held goes back to the caller, if the walk has one, or the per-thread buffer pool.
+    /// A buffer it held goes back to the per-thread buffer pool.
     #[inline(always)]
-    pub(crate) fn set_borrowed(
-        &mut self,
-        bytes: &'a [u8],
-        shared: Option<&'a Bytes>,
-        caller: &mut CallerBuffer<'_>,
-    ) {
+    pub(crate) fn set_borrowed(&mut self, bytes: &'a [u8], shared: Option<&'a Bytes>) {
         match self {
             Body::Borrowed(old_bytes, old_shared) => {
                 *old_bytes = bytes;
                 *old_shared = shared;
             }
-            Body::Pooled(_) => {
-                self.return_buffer(caller);
-                *self = Body::Borrowed(bytes, shared);
-            }
+            Body::Pooled(_) => *self = Body::Borrowed(bytes, shared),
         }
     }
 
-    /// Moves a buffer the body holds back into the caller's place (whatever was there, the
-    /// empty stand-in or a buffer of its own, is what the body drops). Without a caller's
-    /// buffer, nothing: the body's drop gives its buffer back to the pool.
-    #[inline(always)]
-    pub(crate) fn return_buffer(&mut self, caller: &mut CallerBuffer<'_>) {
-        if let (Body::Pooled(buf), Some(caller)) = (self, caller) {
-            swap_buffers(buf, caller);
-        }
-    }
-
-    /// The buffer to decompress into: the one the body has, else the caller's, else one from
-    /// the per-thread buffer pool.
+    /// The buffer to decompress into: the one the body has, else one from the per-thread
+    /// buffer pool.
     #[inline]
-    pub(crate) fn pooled_mut(&mut self, caller: &mut CallerBuffer<'_>) -> &mut PooledBuf {
+    pub(crate) fn pooled_mut(&mut self) -> &mut PooledBuf {
         if let Body::Borrowed(..) = self {
-            *self = Body::Pooled(match caller {
-                Some(caller) => std::mem::replace(*caller, PooledBuf::empty()),
-                None => PooledBuf::take(),
-            });
+            *self = Body::Pooled(PooledBuf::take());
         }
         match self {
             Body::Pooled(buf) => buf,
@@ -110,7 +81,6 @@ impl<'a> Body<'a> {
         payload: &'a [u8],
         config: &DecodeConfig,
         shared: Option<&'a Bytes>,
-        caller: &mut CallerBuffer<'_>,
     ) -> Result<usize, Error> {
         let compression = header.compression;
         let error = |e: codec::CodecError| {
@@ -119,27 +89,20 @@ impl<'a> Body<'a> {
         // The log cleaner writes empty batches with no payload whatever the codec; there is
         // nothing to decompress.
         if compression == Compression::None || (header.record_count == 0 && payload.is_empty()) {
-            self.set_borrowed(payload, shared, caller);
+            self.set_borrowed(payload, shared);
             return Ok(payload.len());
         }
         if let Some(content) = codec::stored_in_place(compression, payload, config) {
             // Records stay slices of the input, so shared-input zero copy holds here too.
-            self.set_borrowed(content, shared, caller);
+            self.set_borrowed(content, shared);
             return Ok(content.len());
         }
         // Into the buffer the batch before used, if it had one: no pool round trip.
-        let buf = self.pooled_mut(caller);
+        let buf = self.pooled_mut();
         let limit = config.max_decompressed_bytes;
         codec::decompress_into(compression, payload, limit, magic::V2, buf).map_err(error)?;
         Ok(buf.len())
     }
-}
-
-/// Out of line, so that the test before it is all that the walk's drop adds to every walk
-/// (inlined, the swap made the drop itself a call).
-#[inline(never)]
-fn swap_buffers(a: &mut PooledBuf, b: &mut PooledBuf) {
-    std::mem::swap(a, b);
 }
 
 /// How to read the records of a batch.
@@ -199,16 +162,13 @@ impl<'a> Batch<'a> {
         shared: Option<&'a Bytes>,
     ) -> Result<Batch<'a>, Error> {
         let mut batch = Batch::placeholder();
-        // An owned batch may outlive the walk: its buffer comes from the pool, never the
-        // caller's.
-        batch.fill_v2(bytes, position, config, shared, &mut None)?;
+        batch.fill_v2(bytes, position, config, shared)?;
         Ok(batch)
     }
 
     /// [`Batch::parse_v2`], written field by field into this batch (whose old body is dropped
     /// first, so its pooled buffer is the one reused). Filling it in place saves moving the
     /// whole batch out through `Result` and `Option`, whose copy stalls on store forwarding.
-    /// A compressed batch whose body has no buffer yet takes the caller's, if there is one.
     #[inline]
     pub(crate) fn fill_v2(
         &mut self,
@@ -216,14 +176,11 @@ impl<'a> Batch<'a> {
         position: usize,
         config: &DecodeConfig,
         shared: Option<&'a Bytes>,
-        caller: &mut CallerBuffer<'_>,
     ) -> Result<(), Error> {
         v2::parse_header(bytes, position, config, &mut self.header)?;
         self.v2_header = bytes.first_chunk();
         let payload = &bytes[V2_HEADER_SIZE..];
-        let records_len = self
-            .body
-            .decode_v2(&self.header, payload, config, shared, caller)?;
+        let records_len = self.body.decode_v2(&self.header, payload, config, shared)?;
         v2::check_record_count(&self.header, records_len)?;
         self.layout = Layout::V2;
         Ok(())

@@ -96,7 +96,6 @@ pub mod encode;
 
 pub use batch::Batch;
 pub use batch_header::{Compression, TimestampType};
-pub use buffer::DecompressionBuffer;
 pub use config::DecodeConfig;
 pub use control::{ControlKind, ControlRecord, ControlRecords};
 pub use error::{Error, Field};

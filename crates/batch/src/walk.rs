@@ -2,9 +2,9 @@
 
 use bytes::Bytes;
 
-use crate::batch::{Batch, CallerBuffer};
+use crate::batch::Batch;
 use crate::layout::{self, magic, EntryHeader, ENTRY_HEADER_SIZE, MAGIC_AT};
-use crate::{DecodeConfig, DecompressionBuffer, Error};
+use crate::{DecodeConfig, Error};
 
 /// No entry of any magic is shorter than a magic 0 message, so a shorter length is corrupt
 /// before the magic byte is even read.
@@ -45,8 +45,6 @@ enum State {
 ///
 /// Two ways to read it: as an [`Iterator`] of owned batches, or with [`BatchWalk::next_ref`],
 /// which parses each batch in place and lends it out; the second is the hot path (see there).
-/// A caller that walks many inputs can lend it a [`DecompressionBuffer`] to keep between them
-/// ([`BatchWalk::with_buffer`]).
 pub struct BatchWalk<'a> {
     input: &'a [u8],
     shared: Option<&'a Bytes>,
@@ -55,9 +53,6 @@ pub struct BatchWalk<'a> {
     state: State,
     /// The batch [`BatchWalk::next_ref`] fills in place.
     current: Batch<'a>,
-    /// The caller's decompression buffer, if it lent one; an empty stand-in while `current`
-    /// holds the buffer.
-    caller: CallerBuffer<'a>,
 }
 
 impl<'a> BatchWalk<'a> {
@@ -70,20 +65,7 @@ impl<'a> BatchWalk<'a> {
             position: 0,
             state: State::Walking,
             current: Batch::placeholder(),
-            caller: None,
         }
-    }
-
-    /// Decompresses the batches that [`BatchWalk::next_ref`] lends into `buffer`, the
-    /// caller's, instead of a buffer from the per-thread buffer pool: the walk neither takes one nor
-    /// gives one back (see [`DecompressionBuffer`]). The buffer's allocation moves into the
-    /// walk's batch at the first compressed batch and back into `buffer` when the walk is
-    /// dropped (or reaches an uncompressed batch). Batches from the [`Iterator`], which may
-    /// outlive the walk, still take their own from the pool.
-    #[inline]
-    pub fn with_buffer(mut self, buffer: &'a mut DecompressionBuffer) -> Self {
-        self.caller = Some(&mut buffer.buf);
-        self
     }
 
     /// Same as [`BatchWalk::new`], but records of uncompressed batches can also be handed out
@@ -153,10 +135,7 @@ impl<'a> BatchWalk<'a> {
             Ok(bytes) => {
                 let (position, shared) = (self.position, self.shared);
                 match bytes[MAGIC_AT] {
-                    magic::V2 => {
-                        self.current
-                            .fill_v2(bytes, position, self.config, shared, &mut self.caller)
-                    }
+                    magic::V2 => self.current.fill_v2(bytes, position, self.config, shared),
                     _ => Batch::parse_legacy(bytes, position, self.config, shared)
                         .map(|batch| self.replace_current(batch)),
                 }
@@ -176,10 +155,9 @@ impl<'a> BatchWalk<'a> {
         }
     }
 
-    /// Makes `batch` the current one; a caller's buffer that the old one held goes back to
-    /// the caller (legacy batches, which this is for, decompress into a buffer of their own).
+    /// Makes `batch` the current one (legacy batches, which this is for, decompress into a
+    /// buffer of their own).
     fn replace_current(&mut self, batch: Batch<'a>) {
-        self.current.body.return_buffer(&mut self.caller);
         self.current = batch;
     }
 
@@ -274,11 +252,3 @@ impl<'a> Iterator for BatchWalk<'a> {
 }
 
 impl std::iter::FusedIterator for BatchWalk<'_> {}
-
-impl Drop for BatchWalk<'_> {
-    /// Gives the caller's buffer back, with its allocation, if the last batch held it.
-    #[inline(always)]
-    fn drop(&mut self) {
-        self.current.body.return_buffer(&mut self.caller);
-    }
-}

@@ -4,7 +4,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 use krec_batch::encode::BatchBuilder;
-use krec_batch::{BatchWalk, Compression, DecodeConfig, DecompressionBuffer, Record};
+use krec_batch::{BatchWalk, Compression, DecodeConfig, Record};
 
 struct Counting;
 
@@ -73,23 +73,6 @@ fn decode_in_place(input: &[u8], config: &DecodeConfig) -> usize {
     sum
 }
 
-/// The in-place path with a decompression buffer the caller keeps between walks.
-fn decode_into_callers_buffer(
-    input: &[u8],
-    config: &DecodeConfig,
-    buffer: &mut DecompressionBuffer,
-) -> usize {
-    let mut sum = 0;
-    let mut walk = BatchWalk::new(input, config).with_buffer(buffer);
-    while let Some(batch) = walk.next_ref() {
-        let mut records = batch.unwrap().records();
-        while let Some(record) = records.next_ref() {
-            sum += touch(record.unwrap());
-        }
-    }
-    sum
-}
-
 fn batch(codec: Compression, records: usize) -> Vec<u8> {
     let value = [b'v'; 100];
     let mut builder = BatchBuilder::new(0).compression(codec);
@@ -141,17 +124,6 @@ fn warm_batches_decode_without_allocating() {
                     "{codec:?} x {records} ({path}): allocations on warm batches"
                 );
             }
-            let mut buffer = DecompressionBuffer::new();
-            let cold = decode_into_callers_buffer(&input, &config, &mut buffer);
-            let before = allocations();
-            let warm = decode_into_callers_buffer(&input, &config, &mut buffer);
-            let after = allocations();
-            assert_eq!(cold, warm);
-            assert_eq!(
-                after - before,
-                0,
-                "{codec:?} x {records} (caller's buffer): allocations on warm batches"
-            );
         }
     }
 }

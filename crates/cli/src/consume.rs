@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use krec_batch::{DecodeConfig, DecompressionBuffer};
+use krec_batch::DecodeConfig;
 
 use crate::format::{FormatArgs, RecordContext, RecordWriter};
 use crate::Error;
@@ -407,14 +407,11 @@ fn start_output_workers(
         let written = written.clone();
         let limit = args.count;
         let mut writer = writer.ok();
-        // Kept from chunk to chunk: a chunk is often one small compressed batch, which would
-        // otherwise take a buffer from the thread's pool and give it back each time.
-        let mut buffer = DecompressionBuffer::new();
         move |chunk: PartitionChunk| {
             let Some(writer) = writer.as_mut() else {
                 return Ok(());
             };
-            let outcome = write_chunk(&chunk, writer, &decode, &mut buffer, &progress, limit)?;
+            let outcome = write_chunk(&chunk, writer, &decode, &progress, limit)?;
             // Flushed by write_chunk: these records have left the sink, so they may be committed.
             if let (Some(written), Some(next_offset)) = (&written, outcome.next_offset) {
                 written.mark(chunk.topic(), chunk.partition(), next_offset);
@@ -441,7 +438,6 @@ fn write_chunk<W: Write>(
     chunk: &PartitionChunk,
     writer: &mut RecordWriter<W>,
     decode: &DecodeConfig,
-    buffer: &mut DecompressionBuffer,
     progress: &Progress,
     limit: Option<u64>,
 ) -> Result<ChunkWritten, Error> {
@@ -465,7 +461,6 @@ fn write_chunk<W: Write>(
     // one-record batches a measurable share of their CPU.
     chunk
         .batches(decode)
-        .with_buffer(buffer)
         .try_for_each_ref(|batch| state.write_batch(batch))?;
     let ChunkWriting {
         writer,

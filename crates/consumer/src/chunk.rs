@@ -4,8 +4,7 @@
 use std::sync::Arc;
 
 use krec_batch::{
-    Batch, BatchWalk, ControlKind, ControlRecord, DecodeConfig, DecompressionBuffer, Record,
-    Records, WalkEnd,
+    Batch, BatchWalk, ControlKind, ControlRecord, DecodeConfig, Record, Records, WalkEnd,
 };
 use tokio::sync::OwnedSemaphorePermit;
 
@@ -200,14 +199,6 @@ impl BatchGate<'_> {
 }
 
 impl<'a> ChunkBatches<'a> {
-    /// Decompresses the batches [`ChunkBatches::try_for_each_ref`] lends into `buffer`, kept by
-    /// the caller from chunk to chunk, rather than into a buffer from the thread's pool (see
-    /// [`BatchWalk::with_buffer`]).
-    pub fn with_buffer(mut self, buffer: &'a mut DecompressionBuffer) -> Self {
-        self.walk = self.walk.with_buffer(buffer);
-        self
-    }
-
     /// Records hidden so far because their transaction was aborted.
     pub fn aborted_records(&self) -> u64 {
         self.gate.aborted_records
