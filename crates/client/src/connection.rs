@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{
-    ApiVersionsRequest, ApiVersionsResponse, RequestHeader, ResponseHeader,
+    ApiKey, ApiVersionsRequest, ApiVersionsResponse, RequestHeader, ResponseHeader,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
 use tokio::io::AsyncWriteExt;
@@ -98,9 +98,9 @@ impl Connection {
         connection.versions = connection.negotiate_versions().await?;
         tracing::debug!(
             broker = address,
-            fetch = ?connection.versions.range(1),
-            metadata = ?connection.versions.range(3),
-            list_offsets = ?connection.versions.range(2),
+            fetch = ?connection.versions.range(ApiKey::Fetch as i16),
+            metadata = ?connection.versions.range(ApiKey::Metadata as i16),
+            list_offsets = ?connection.versions.range(ApiKey::ListOffsets as i16),
             "connected"
         );
         Ok(connection)
@@ -385,8 +385,11 @@ mod tests {
         let connection = Connection::connect(&address, &ConnectionSettings::default())
             .await
             .unwrap();
-        assert_eq!(connection.versions().range(3), Some((0, 12)));
-        assert_eq!(connection.versions().range(1), None);
+        assert_eq!(
+            connection.versions().range(ApiKey::Metadata as i16),
+            Some((0, 12))
+        );
+        assert_eq!(connection.versions().range(ApiKey::Fetch as i16), None);
     }
 
     #[tokio::test]
