@@ -87,6 +87,10 @@ pub fn stored_content<'i>(input: &'i [u8], options: &DecodeOptions) -> Option<&'
     if !first_block_is_stored(input) {
         return None;
     }
+    // The frame Kafka producers write, on a short path; any other goes the general way.
+    if let Some(content) = super::plain::stored_content(input, options) {
+        return Some(content);
+    }
     stored_content_checked(input, options)
 }
 

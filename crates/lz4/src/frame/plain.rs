@@ -99,6 +99,26 @@ fn decode_blocks(
     (position == input.len()).then(|| out.len() - start)
 }
 
+/// The content of a plain frame of exactly one stored block within `options`' limit, as a slice
+/// of `input`; `None` for any other frame, left to the general reader.
+#[inline(always)]
+pub(super) fn stored_content<'i>(input: &'i [u8], options: &DecodeOptions) -> Option<&'i [u8]> {
+    let max_block_size = plain_header(input, options.header_checksum)?;
+    let raw = read_u32(input, HEADER_LEN)?;
+    let size = (raw & !STORED_BLOCK_FLAG) as usize;
+    let end = HEADER_LEN + 4 + size;
+    // One stored block, not empty, within both limits, then the end mark and nothing more.
+    let whole = raw & STORED_BLOCK_FLAG != 0
+        && size != 0
+        && size <= max_block_size
+        && size <= options.max_decompressed_size
+        && input.len() == end + 4;
+    if !whole || read_u32(input, end)? != 0 {
+        return None;
+    }
+    input.get(HEADER_LEN + 4..end)
+}
+
 /// The maximum block size, if `input` starts with a plain frame's header whose checksum byte
 /// is right (checked as the general decoder would under `checksum`).
 #[inline(always)]
@@ -164,6 +184,12 @@ mod tests {
             assert_eq!(general.as_ref().ok(), Some(&n), "{frame:02x?}");
             assert_eq!(&fast_out[..], &general_out[..]);
         }
+        // The stored-block reader accepts only what the general decoder accepts, in place.
+        if let Some(content) = stored_content(frame, options) {
+            assert_eq!(general.as_ref().ok(), Some(&content.len()), "{frame:02x?}");
+            assert_eq!(content, &general_out[b"earlier".len()..], "{frame:02x?}");
+            assert!(frame.as_ptr_range().contains(&content.as_ptr()));
+        }
         fast.is_some()
     }
 
@@ -196,6 +222,24 @@ mod tests {
             assert_eq!(plain_header(&header, HeaderChecksum::Standard), None);
             assert_eq!(plain_header(&header, HeaderChecksum::Ignore), expected);
         }
+    }
+
+    #[test]
+    fn a_frame_of_one_stored_block_is_read_in_place() {
+        let data = incompressible(100, 9);
+        let frame = encode_frame(&data, &EncodeOptions::default());
+        let read = |frame: &[u8], limit| {
+            stored_content(frame, &options(limit, HeaderChecksum::Standard)).map(<[u8]>::to_vec)
+        };
+        assert_eq!(read(&frame, 100), Some(data.clone()));
+        // Over the limit, or with anything after the end mark: left to the general reader.
+        assert_eq!(read(&frame, 99), None);
+        let mut longer = frame.clone();
+        longer.push(0);
+        assert_eq!(read(&longer, 100), None);
+        // A compressed block is never handed out as content.
+        let compressed = encode_frame(&[b'a'; 100], &EncodeOptions::default());
+        assert_eq!(read(&compressed, 100), None);
     }
 
     fn plain_frames() -> Vec<Vec<u8>> {
