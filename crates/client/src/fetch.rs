@@ -158,8 +158,17 @@ pub struct Scan {
     pub batches: usize,
     /// Offset after the last complete batch, if there is one.
     pub next_offset: Option<i64>,
-    /// A trailing batch that the response cut short: `(base offset, full size in bytes)`.
-    pub partial: Option<(i64, usize)>,
+    /// A trailing batch that the response cut short.
+    pub partial: Option<PartialBatch>,
+}
+
+/// A trailing batch cut short, with what its first bytes tell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PartialBatch {
+    /// Its base offset, when its first 8 bytes arrived.
+    pub base_offset: Option<i64>,
+    /// Its whole size in bytes, when its entry header and magic byte arrived.
+    pub size: Option<usize>,
 }
 
 /// A batch header that cannot be valid (the full decode would reject it too).
@@ -186,8 +195,10 @@ pub fn scan_batches(records: &[u8]) -> Result<Scan, ScanError> {
         let rest = &records[position..];
         let (Some(entry), Some(magic)) = (EntryHeader::peek(rest), EntryHeader::peek_magic(rest))
         else {
-            let offset = EntryHeader::peek_base_offset(rest).unwrap_or(-1);
-            scan.partial = Some((offset, 0));
+            scan.partial = Some(PartialBatch {
+                base_offset: EntryHeader::peek_base_offset(rest),
+                size: None,
+            });
             break;
         };
         let EntryHeader {
@@ -208,7 +219,10 @@ pub fn scan_batches(records: &[u8]) -> Result<Scan, ScanError> {
         }
         let size = layout::ENTRY_HEADER_SIZE + length as usize;
         if rest.len() < size {
-            scan.partial = Some((offset, size));
+            scan.partial = Some(PartialBatch {
+                base_offset: Some(offset),
+                size: Some(size),
+            });
             break;
         }
         let next = if magic == layout::magic::V2 {
@@ -275,13 +289,13 @@ mod tests {
             assert_eq!(scan.batches, 1, "cut {cut}");
             assert_eq!(scan.next_offset, Some(2));
             assert_eq!(scan.complete_bytes, first.len());
-            let (base, needed) = scan.partial.unwrap();
-            if cut >= 8 {
-                assert_eq!(base, 2);
-            }
-            if cut > MAGIC_AT {
-                assert_eq!(needed, second.len());
-            }
+            let partial = scan.partial.unwrap();
+            assert_eq!(partial.base_offset, (cut >= 8).then_some(2), "cut {cut}");
+            assert_eq!(
+                partial.size,
+                (cut > MAGIC_AT).then_some(second.len()),
+                "cut {cut}"
+            );
         }
     }
 
@@ -313,7 +327,10 @@ mod tests {
         let scan = scan_batches(&huge).unwrap();
         assert_eq!(
             scan.partial,
-            Some((5, ENTRY_HEADER_SIZE + i32::MAX as usize))
+            Some(PartialBatch {
+                base_offset: Some(5),
+                size: Some(ENTRY_HEADER_SIZE + i32::MAX as usize),
+            })
         );
         assert_eq!(scan.batches, 0);
     }

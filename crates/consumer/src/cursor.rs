@@ -185,7 +185,7 @@ pub fn apply_response(
                     partition: cursor.partition,
                     offset: cursor.offset,
                     attempts: cursor.stalled_fetches,
-                    needed: scan.partial.map(|(_, needed)| needed),
+                    needed: scan.partial.and_then(|partial| partial.size),
                 });
             }
         }
