@@ -33,6 +33,22 @@
 //! }
 //! # }
 //! ```
+//!
+//! Its configuration takes the forms a command line gives, checked before anything connects:
+//!
+//! ```
+//! use krec_consumer::{ConsumerConfig, OffsetReset, StartOffset};
+//!
+//! let brokers = ConsumerConfig::parse_bootstrap("127.0.0.1:9092, 127.0.0.1:9093").unwrap();
+//! let mut config = ConsumerConfig::new(brokers);
+//! config.offset_reset = "earliest".parse::<OffsetReset>().unwrap();
+//! assert_eq!("-100".parse::<StartOffset>().unwrap(), StartOffset::FromEnd(100));
+//! assert_eq!("@1700000000000".parse::<StartOffset>().unwrap(), StartOffset::Timestamp(1700000000000));
+//! assert!(ConsumerConfig::parse_bootstrap("no-port").is_err());
+//! ```
+//!
+//! `examples/consume.rs` and `examples/group.rs` run against a broker (each starts with its
+//! `cargo run` line).
 #![deny(missing_docs)]
 
 pub mod chunk;
