@@ -265,13 +265,11 @@ impl<'a> ChunkBatches<'a> {
         let chunk = self.chunk;
         if let Some(WalkEnd::Partial { position, .. }) = self.walk.end() {
             // The fetch loop only hands out complete batches; a cut here means the two disagree.
-            return Some(Err(Error::MalformedBatch {
+            return Some(Err(Error::CutBatch {
                 topic: chunk.topic.to_string(),
                 partition: chunk.partition,
                 fetch_offset: chunk.data.fetch_offset,
                 position,
-                offset: self.gate.last_next_offset.unwrap_or(-1),
-                length: -1,
             }));
         }
         match self.gate.last_next_offset {
@@ -598,6 +596,18 @@ mod tests {
                     ..
                 }
             ),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_batch_cut_inside_a_chunk_is_an_error_not_a_quiet_end() {
+        let whole = data_batch(0, -1, false, &["a"]);
+        let second = data_batch(1, -1, false, &["b"]);
+        let c = chunk(&[whole.clone(), second[..20].to_vec()], 0, 1, &[], false);
+        let error = values(&c).unwrap_err();
+        assert!(
+            matches!(&error, Error::CutBatch { position, fetch_offset: 0, .. } if *position == whole.len()),
             "{error}"
         );
     }

@@ -76,6 +76,20 @@ pub enum Error {
         length: i32,
     },
 
+    /// A chunk's walk found a batch cut short that the fetch's header scan had counted whole:
+    /// the two disagree about the bytes, so nothing after it can be trusted.
+    #[error("{topic}/{partition} at fetch offset {fetch_offset}: batch at byte {position} is cut short inside data the fetch counted as whole batches")]
+    CutBatch {
+        /// The topic.
+        topic: String,
+        /// The partition.
+        partition: i32,
+        /// The offset the fetch started at.
+        fetch_offset: i64,
+        /// Byte position of the cut batch in the partition's record bytes.
+        position: usize,
+    },
+
     /// Offsets did not follow each other: records would be lost or duplicated.
     #[error("{topic}/{partition}: offsets not contiguous: expected {expected}, got {actual}")]
     OffsetGap {
