@@ -177,18 +177,6 @@ impl PooledBuf {
         }
     }
 
-    /// An empty buffer with no allocation, leaving the pool alone: for a buffer its owner keeps
-    /// for good (krec-batch's caller-held decompression buffer), which [`take`](Self::take)
-    /// would take a kept buffer for. It allocates on first use; dropped, it goes to the pool of
-    /// the dropping thread like any other.
-    pub const fn empty() -> PooledBuf {
-        PooledBuf {
-            storage: Vec::new(),
-            len: 0,
-            open_region: 0,
-        }
-    }
-
     /// Number of bytes written.
     pub fn len(&self) -> usize {
         self.len
@@ -425,14 +413,6 @@ impl AsRef<[u8]> for BytesOwner {
 mod tests {
     use super::*;
 
-    impl PooledBuf {
-        /// The buffer with `n` bytes written: an allocation to give back.
-        fn into_filled(mut self, n: usize) -> PooledBuf {
-            self.extend_from_slice(&vec![7; n]);
-            self
-        }
-    }
-
     #[test]
     fn writable_then_commit_makes_bytes_visible() {
         let mut buf = PooledBuf::take();
@@ -480,24 +460,6 @@ mod tests {
     fn fill_spare_panics_when_fill_claims_more_than_it_was_lent() {
         let mut buf = PooledBuf::take();
         let _ = buf.fill_spare(4, 100, |_| Ok::<_, ()>(5));
-    }
-
-    #[test]
-    fn an_empty_buffer_leaves_the_pool_alone_until_dropped() {
-        // A kept buffer that `empty` must not take.
-        drop(PooledBuf::take().into_filled(16));
-        let before = thread_pool_stats();
-        assert_eq!(before.buffers_kept, 1);
-        let mut buf = PooledBuf::empty();
-        assert_eq!((buf.len(), buf.capacity()), (0, 0));
-        assert_eq!(thread_pool_stats(), before);
-        buf.extend_from_slice(b"grown");
-        drop(buf);
-        let after = thread_pool_stats();
-        assert_eq!(
-            (after.buffers_kept, after.returned),
-            (2, before.returned + 1)
-        );
     }
 
     #[test]
