@@ -1,6 +1,85 @@
 //! The one error type of krec-batch.
 
+use std::fmt;
+
 use crate::Compression;
+
+/// What is wrong with a legacy (v0/v1) message, as [`Error::InvalidLegacyMessage`] says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LegacyFault {
+    /// "negative message size".
+    NegativeSize,
+    /// "message size below the minimum".
+    BelowMinimumSize,
+    /// "unsupported magic in legacy message".
+    UnsupportedMagic,
+    /// "CRC32 mismatch".
+    Crc32Mismatch,
+    /// "field length past the end".
+    FieldLengthPastEnd,
+    /// "negative field length other than -1".
+    NegativeFieldLength,
+    /// "field runs past the end".
+    FieldPastEnd,
+    /// "message size does not match its fields".
+    SizeMismatch,
+    /// "unknown or v2-only compression codec in legacy message".
+    UnknownCodec,
+    /// "message cut".
+    Cut,
+    /// "inner message cut".
+    InnerCut,
+    /// "compressed wrapper with a null value".
+    NullWrapperValue,
+    /// "inner message magic differs from the wrapper's".
+    InnerMagicDiffers,
+    /// "nested compression".
+    NestedCompression,
+    /// "inner offsets not increasing".
+    InnerOffsetsNotIncreasing,
+    /// "compressed wrapper holds no messages".
+    EmptyWrapper,
+    /// "inner offsets overflow".
+    InnerOffsetsOverflow,
+    /// "inner offsets go backwards".
+    InnerOffsetsBackwards,
+    /// "message changed after it was checked".
+    ChangedAfterCheck,
+}
+
+impl LegacyFault {
+    /// What the fault says, in words.
+    pub fn reason(self) -> &'static str {
+        match self {
+            LegacyFault::NegativeSize => "negative message size",
+            LegacyFault::BelowMinimumSize => "message size below the minimum",
+            LegacyFault::UnsupportedMagic => "unsupported magic in legacy message",
+            LegacyFault::Crc32Mismatch => "CRC32 mismatch",
+            LegacyFault::FieldLengthPastEnd => "field length past the end",
+            LegacyFault::NegativeFieldLength => "negative field length other than -1",
+            LegacyFault::FieldPastEnd => "field runs past the end",
+            LegacyFault::SizeMismatch => "message size does not match its fields",
+            LegacyFault::UnknownCodec => "unknown or v2-only compression codec in legacy message",
+            LegacyFault::Cut => "message cut",
+            LegacyFault::InnerCut => "inner message cut",
+            LegacyFault::NullWrapperValue => "compressed wrapper with a null value",
+            LegacyFault::InnerMagicDiffers => "inner message magic differs from the wrapper's",
+            LegacyFault::NestedCompression => "nested compression",
+            LegacyFault::InnerOffsetsNotIncreasing => "inner offsets not increasing",
+            LegacyFault::EmptyWrapper => "compressed wrapper holds no messages",
+            LegacyFault::InnerOffsetsOverflow => "inner offsets overflow",
+            LegacyFault::InnerOffsetsBackwards => "inner offsets go backwards",
+            LegacyFault::ChangedAfterCheck => "message changed after it was checked",
+        }
+    }
+}
+
+impl fmt::Display for LegacyFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.reason())
+    }
+}
 
 /// Which length-prefixed field of a record or message a length error is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,8 +103,8 @@ pub enum Field {
     HeaderValue,
 }
 
-impl std::fmt::Display for Field {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl fmt::Display for Field {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Field::RecordLength => "record length",
             Field::TimestampDelta => "timestamp delta",
@@ -287,7 +366,7 @@ pub enum Error {
         /// Index of the inner message, when inside a compressed wrapper.
         record: Option<u32>,
         /// What is wrong.
-        reason: &'static str,
+        reason: LegacyFault,
     },
 }
 
@@ -315,8 +394,8 @@ impl<'a, T> InWords<'a, T> {
     }
 }
 
-impl<T: std::fmt::Display> std::fmt::Display for InWords<'_, T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl<T: fmt::Display> fmt::Display for InWords<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.value {
             Some(value) => write!(f, "{}{value}{}", self.before, self.after),
             None => f.write_str(self.missing),
@@ -409,7 +488,7 @@ impl Error {
 
 #[cfg(test)]
 mod tests {
-    use super::Error;
+    use super::{Error, LegacyFault};
 
     #[test]
     fn with_input_start_moves_only_the_position() {
@@ -453,15 +532,15 @@ mod tests {
             position: 0,
             offset: 9,
             record,
-            reason: "inner offsets out of order",
+            reason: LegacyFault::InnerOffsetsBackwards,
         };
         assert_eq!(
             legacy(Some(2)).to_string(),
-            "legacy message at byte 0 (offset 9), inner message 2: inner offsets out of order"
+            "legacy message at byte 0 (offset 9), inner message 2: inner offsets go backwards"
         );
         assert_eq!(
             legacy(None).to_string(),
-            "legacy message at byte 0 (offset 9): inner offsets out of order"
+            "legacy message at byte 0 (offset 9): inner offsets go backwards"
         );
     }
 }

@@ -6,6 +6,7 @@
 use crate::batch_header::{BatchHeader, Compression, TimestampType};
 use crate::buffer::PooledBuf;
 use crate::codec;
+use crate::error::LegacyFault;
 use crate::layout::legacy::{
     attributes::{CODEC_MASK, LOG_APPEND_TIME},
     ATTRIBUTES_AT, CRC_AT, FIELD_LENGTH_SIZE, TIMESTAMP_AT, V0_KEY_LENGTH_AT, V0_MIN_LENGTH,
@@ -14,57 +15,7 @@ use crate::layout::legacy::{
 use crate::layout::{be_i32, be_i64, magic, EntryHeader, BASE_OFFSET_AT, MAGIC_AT};
 use crate::{DecodeConfig, Error};
 
-/// What is wrong with a legacy message, before the batch context is added (as v2's field
-/// errors are); [`MessageError::reason`] is the text [`Error::InvalidLegacyMessage`] carries.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum MessageError {
-    NegativeSize,
-    BelowMinimumSize,
-    UnsupportedMagic,
-    Crc32Mismatch,
-    FieldLengthPastEnd,
-    NegativeFieldLength,
-    FieldPastEnd,
-    SizeMismatch,
-    UnknownCodec,
-    Cut,
-    InnerCut,
-    NullWrapperValue,
-    InnerMagicDiffers,
-    NestedCompression,
-    InnerOffsetsNotIncreasing,
-    EmptyWrapper,
-    InnerOffsetsOverflow,
-    InnerOffsetsBackwards,
-    ChangedAfterCheck,
-}
-
-impl MessageError {
-    /// What the error says.
-    pub(crate) fn reason(self) -> &'static str {
-        match self {
-            MessageError::NegativeSize => "negative message size",
-            MessageError::BelowMinimumSize => "message size below the minimum",
-            MessageError::UnsupportedMagic => "unsupported magic in legacy message",
-            MessageError::Crc32Mismatch => "CRC32 mismatch",
-            MessageError::FieldLengthPastEnd => "field length past the end",
-            MessageError::NegativeFieldLength => "negative field length other than -1",
-            MessageError::FieldPastEnd => "field runs past the end",
-            MessageError::SizeMismatch => "message size does not match its fields",
-            MessageError::UnknownCodec => "unknown or v2-only compression codec in legacy message",
-            MessageError::Cut => "message cut",
-            MessageError::InnerCut => "inner message cut",
-            MessageError::NullWrapperValue => "compressed wrapper with a null value",
-            MessageError::InnerMagicDiffers => "inner message magic differs from the wrapper's",
-            MessageError::NestedCompression => "nested compression",
-            MessageError::InnerOffsetsNotIncreasing => "inner offsets not increasing",
-            MessageError::EmptyWrapper => "compressed wrapper holds no messages",
-            MessageError::InnerOffsetsOverflow => "inner offsets overflow",
-            MessageError::InnerOffsetsBackwards => "inner offsets go backwards",
-            MessageError::ChangedAfterCheck => "message changed after it was checked",
-        }
-    }
-
+impl LegacyFault {
     /// The error for the top-level message at `position` (offset `offset`), about its inner
     /// message `record` when there is one.
     fn at(self, position: usize, offset: i64, record: Option<u32>) -> Error {
@@ -72,7 +23,7 @@ impl MessageError {
             position,
             offset,
             record,
-            reason: self.reason(),
+            reason: self,
         }
     }
 }
@@ -91,29 +42,29 @@ struct Message<'d> {
 }
 
 /// Reads the message at the start of `data`; `Ok(None)` if `data` ends inside it.
-fn read_message(data: &[u8], verify_crc: bool) -> Result<Option<Message<'_>>, MessageError> {
+fn read_message(data: &[u8], verify_crc: bool) -> Result<Option<Message<'_>>, LegacyFault> {
     let Some(entry) = EntryHeader::peek(data) else {
         return Ok(None);
     };
-    let size = entry.size().ok_or(MessageError::NegativeSize)?;
+    let size = entry.size().ok_or(LegacyFault::NegativeSize)?;
     if data.len() < size {
         return Ok(None);
     }
     let msg = &data[..size];
     if size <= MAGIC_AT {
-        return Err(MessageError::BelowMinimumSize);
+        return Err(LegacyFault::BelowMinimumSize);
     }
     let magic = msg[MAGIC_AT];
     let fixed = match magic {
         magic::V0 => V0_MIN_LENGTH,
         magic::V1 => V1_MIN_LENGTH,
-        _ => return Err(MessageError::UnsupportedMagic),
+        _ => return Err(LegacyFault::UnsupportedMagic),
     };
     if (entry.length as usize) < fixed {
-        return Err(MessageError::BelowMinimumSize);
+        return Err(LegacyFault::BelowMinimumSize);
     }
     if verify_crc && crc32fast::hash(&msg[MAGIC_AT..]) != be_i32(msg, CRC_AT) as u32 {
-        return Err(MessageError::Crc32Mismatch);
+        return Err(LegacyFault::Crc32Mismatch);
     }
     let (timestamp, mut at) = if magic == magic::V1 {
         (be_i64(msg, TIMESTAMP_AT), V1_KEY_LENGTH_AT)
@@ -123,7 +74,7 @@ fn read_message(data: &[u8], verify_crc: bool) -> Result<Option<Message<'_>>, Me
     let key = bytes_field(msg, &mut at)?;
     let value = bytes_field(msg, &mut at)?;
     if at != size {
-        return Err(MessageError::SizeMismatch);
+        return Err(LegacyFault::SizeMismatch);
     }
     Ok(Some(Message {
         offset: entry.base_offset,
@@ -137,32 +88,32 @@ fn read_message(data: &[u8], verify_crc: bool) -> Result<Option<Message<'_>>, Me
 }
 
 /// Reads an `i32` length then that many bytes at `*at` of `msg`; -1 is null.
-fn bytes_field<'d>(msg: &'d [u8], at: &mut usize) -> Result<Option<&'d [u8]>, MessageError> {
+fn bytes_field<'d>(msg: &'d [u8], at: &mut usize) -> Result<Option<&'d [u8]>, LegacyFault> {
     let len_bytes = msg
         .get(*at..*at + FIELD_LENGTH_SIZE)
-        .ok_or(MessageError::FieldLengthPastEnd)?;
+        .ok_or(LegacyFault::FieldLengthPastEnd)?;
     let len = be_i32(len_bytes, 0);
     *at += FIELD_LENGTH_SIZE;
     if len == -1 {
         return Ok(None);
     }
     if len < 0 {
-        return Err(MessageError::NegativeFieldLength);
+        return Err(LegacyFault::NegativeFieldLength);
     }
     let bytes = msg
         .get(*at..*at + len as usize)
-        .ok_or(MessageError::FieldPastEnd)?;
+        .ok_or(LegacyFault::FieldPastEnd)?;
     *at += len as usize;
     Ok(Some(bytes))
 }
 
-fn compression(attributes: u8) -> Result<Compression, MessageError> {
+fn compression(attributes: u8) -> Result<Compression, LegacyFault> {
     match attributes & CODEC_MASK {
         0 => Ok(Compression::None),
         1 => Ok(Compression::Gzip),
         2 => Ok(Compression::Snappy),
         3 => Ok(Compression::Lz4),
-        _ => Err(MessageError::UnknownCodec),
+        _ => Err(LegacyFault::UnknownCodec),
     }
 }
 
@@ -189,7 +140,7 @@ pub(crate) fn parse(
     config: &DecodeConfig,
 ) -> Result<LegacyBatch, Error> {
     let wrapper_offset = be_i64(bytes, BASE_OFFSET_AT);
-    let invalid = |e: MessageError| e.at(position, wrapper_offset, None);
+    let invalid = |e: LegacyFault| e.at(position, wrapper_offset, None);
     if config.verify_crc && bytes.len() > MAGIC_AT {
         let stored = be_i32(bytes, CRC_AT) as u32;
         let computed = crc32fast::hash(&bytes[MAGIC_AT..]);
@@ -203,7 +154,7 @@ pub(crate) fn parse(
         }
     }
     let message = read_message(bytes, false)
-        .and_then(|m| m.ok_or(MessageError::Cut))
+        .and_then(|m| m.ok_or(LegacyFault::Cut))
         .map_err(invalid)?;
     let codec = compression(message.attributes).map_err(invalid)?;
     let log_append = message.magic == magic::V1 && message.attributes & LOG_APPEND_TIME != 0;
@@ -233,7 +184,7 @@ pub(crate) fn parse(
     }
     let payload = message
         .value
-        .ok_or(MessageError::NullWrapperValue)
+        .ok_or(LegacyFault::NullWrapperValue)
         .map_err(invalid)?;
     let inner = codec::decompress(codec, payload, config.max_decompressed_bytes, message.magic)
         .map_err(|e| e.into_error(position, wrapper_offset, codec, config))?;
@@ -253,7 +204,7 @@ fn check_inner(
     config: &DecodeConfig,
 ) -> Result<i64, Error> {
     let (position, wrapper_offset) = (header.position, wrapper.offset);
-    let invalid = |e: MessageError, record| e.at(position, wrapper_offset, record);
+    let invalid = |e: LegacyFault, record| e.at(position, wrapper_offset, record);
     // First pass: check every inner message and find the last inner offset, which v1 needs
     // to turn relative inner offsets into absolute ones.
     let mut at = 0;
@@ -262,13 +213,13 @@ fn check_inner(
     let mut last_inner = 0;
     while at < inner.len() {
         let m = read_message(&inner[at..], config.verify_crc)
-            .and_then(|m| m.ok_or(MessageError::InnerCut))
+            .and_then(|m| m.ok_or(LegacyFault::InnerCut))
             .map_err(|e| invalid(e, Some(count)))?;
         if m.magic != wrapper.magic {
-            return Err(invalid(MessageError::InnerMagicDiffers, Some(count)));
+            return Err(invalid(LegacyFault::InnerMagicDiffers, Some(count)));
         }
         if m.attributes & CODEC_MASK != 0 {
-            return Err(invalid(MessageError::NestedCompression, Some(count)));
+            return Err(invalid(LegacyFault::NestedCompression, Some(count)));
         }
         if count as usize >= config.max_records_per_batch {
             return Err(Error::TooManyRecords {
@@ -281,18 +232,15 @@ fn check_inner(
         // Producers number inner messages in increasing order; holding every offset between
         // the first and the last also keeps the absolute offsets from overflowing.
         if first_inner.is_some() && m.offset <= last_inner {
-            return Err(invalid(
-                MessageError::InnerOffsetsNotIncreasing,
-                Some(count),
-            ));
+            return Err(invalid(LegacyFault::InnerOffsetsNotIncreasing, Some(count)));
         }
         first_inner.get_or_insert(m.offset);
         last_inner = m.offset;
         count += 1;
         at += m.size;
     }
-    let first_inner = first_inner.ok_or_else(|| invalid(MessageError::EmptyWrapper, None))?;
-    let overflow = || invalid(MessageError::InnerOffsetsOverflow, None);
+    let first_inner = first_inner.ok_or_else(|| invalid(LegacyFault::EmptyWrapper, None))?;
+    let overflow = || invalid(LegacyFault::InnerOffsetsOverflow, None);
     let offset_base = if wrapper.magic == magic::V0 {
         0
     } else {
@@ -305,7 +253,7 @@ fn check_inner(
     let span = last_offset
         .checked_sub(base_offset)
         .filter(|s| (0..=i32::MAX as i64).contains(s))
-        .ok_or_else(|| invalid(MessageError::InnerOffsetsBackwards, None))?;
+        .ok_or_else(|| invalid(LegacyFault::InnerOffsetsBackwards, None))?;
     header.base_offset = base_offset;
     header.last_offset_delta = span as i32;
     header.record_count = count;
@@ -358,7 +306,7 @@ impl<'b> LegacyRecords<'b> {
             Ok(Some(m)) => m,
             _ => {
                 self.pos = self.data.len();
-                return Some(Err(MessageError::ChangedAfterCheck.at(
+                return Some(Err(LegacyFault::ChangedAfterCheck.at(
                     self.header.position,
                     self.header.base_offset,
                     Some(self.index),

@@ -98,7 +98,7 @@ pub use batch::Batch;
 pub use batch_header::{Compression, TimestampType};
 pub use config::DecodeConfig;
 pub use control::{ControlKind, ControlRecord, ControlRecords};
-pub use error::{Error, Field};
+pub use error::{Error, Field, LegacyFault};
 pub use headers::{Header, Headers};
 pub use layout::EntryHeader;
 pub use record::{Record, Records};

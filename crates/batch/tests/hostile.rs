@@ -1,7 +1,7 @@
 //! Hostile input: every lie a batch can tell is a typed error, never a panic or a big allocation.
 
 use krec_batch::encode::{put_varint, put_varlong, BatchBuilder, LegacyBuilder, LegacyMessage};
-use krec_batch::{BatchWalk, Compression, DecodeConfig, Error, Field};
+use krec_batch::{BatchWalk, Compression, DecodeConfig, Error, Field, LegacyFault};
 
 /// Rebuilds a batch around a hand-written records section (uncompressed or compressed payload).
 fn batch_with_payload(count: i32, attributes: i16, payload: &[u8]) -> Vec<u8> {
@@ -596,7 +596,7 @@ fn legacy_lies_are_errors() {
         matches!(
             err,
             Error::InvalidLegacyMessage {
-                reason: "nested compression",
+                reason: LegacyFault::NestedCompression,
                 ..
             }
         ),
