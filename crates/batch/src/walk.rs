@@ -136,8 +136,9 @@ impl<'a> BatchWalk<'a> {
                 let (position, shared) = (self.position, self.shared);
                 match bytes[MAGIC_AT] {
                     magic::V2 => self.current.fill_v2(bytes, position, self.config, shared),
+                    // Legacy batches decompress into a buffer of their own.
                     _ => Batch::parse_legacy(bytes, position, self.config, shared)
-                        .map(|batch| self.replace_current(batch)),
+                        .map(|batch| self.current = batch),
                 }
                 .map(|()| bytes.len())
             }
@@ -153,12 +154,6 @@ impl<'a> BatchWalk<'a> {
                 Some(Err(e))
             }
         }
-    }
-
-    /// Makes `batch` the current one (legacy batches, which this is for, decompress into a
-    /// buffer of their own).
-    fn replace_current(&mut self, batch: Batch<'a>) {
-        self.current = batch;
     }
 
     /// The bytes of the next whole batch, checked for length and magic; `None` (with

@@ -19,7 +19,7 @@ use crate::Error;
 use krec_consumer::group::{
     Assignor, GroupConfig, GroupConsumer, GroupProtocol, NoListener, WrittenOffsets,
 };
-use krec_consumer::workers::PartitionWorkers;
+use krec_consumer::workers::{self, PartitionWorkers};
 use krec_consumer::{
     ChunkBatchRef, Consumer, ConsumerConfig, Fetched, OffsetReset, PartitionChunk,
     PartitionPosition, StartOffset,
@@ -396,9 +396,7 @@ fn start_output_workers(
     count_done: &tokio::sync::mpsc::UnboundedSender<()>,
     written: Option<Arc<WrittenOffsets>>,
 ) -> Result<PartitionWorkers<Error>, Error> {
-    let threads = args
-        .threads
-        .unwrap_or_else(PartitionWorkers::<Error>::default_threads);
+    let threads = args.threads.unwrap_or_else(workers::default_threads);
     PartitionWorkers::start(threads, |_| {
         let writer = args.format.writer(std::io::stdout());
         let decode = config.decode.clone();

@@ -164,9 +164,8 @@ fn a_large_segment_decodes_the_same(shape: Shape) {
     assert_eq!(lines, data_records(shape) + shape.batches / 100);
 }
 
-/// A file of small batches is cut into byte ranges of at least 64 KiB whose threads pass each
-/// other the batch boundaries. One batch here spans several ranges: the ranges inside it have
-/// empty runs, and the batches after it must all still be decoded, once, in order.
+/// A batch larger than several runs amid small ones: it makes one run of its own, and the
+/// batches after it must all still be decoded, once, in order.
 #[test]
 fn a_batch_larger_than_several_ranges_amid_small_ones_decodes_the_same() {
     let mut data = mixed_segment(300, 25, 100, PRODUCER);

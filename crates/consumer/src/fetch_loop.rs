@@ -123,7 +123,7 @@ impl Fetcher {
     /// The partitions to fetch and their leader's address; waits and gives none when this
     /// node leads nothing ready.
     async fn plan(&mut self) -> Option<(Vec<Planned>, String)> {
-        let (mut planned, address) = plan(&self.shared, self.node);
+        let (mut planned, address) = ready_partitions(&self.shared, self.node);
         // Each partition takes its turn at the head of the request, the one place where the
         // broker returns a batch larger than the size limits (KIP-74).
         if !planned.is_empty() {
@@ -365,7 +365,7 @@ fn cap_version(negotiated: i16, cap: Option<i16>, connection: &Connection) -> i1
 }
 
 /// The ready partitions led by `node`, and the node's address.
-fn plan(shared: &Shared, node: i32) -> (Vec<Planned>, Option<String>) {
+fn ready_partitions(shared: &Shared, node: i32) -> (Vec<Planned>, Option<String>) {
     let state = shared.state();
     let planned = state
         .cursors

@@ -25,6 +25,11 @@ pub struct PartitionWorkers<E = Error> {
     worker_of: HashMap<(Arc<str>, i32), usize>,
 }
 
+/// One worker per available core: the default thread count of [`PartitionWorkers::start`].
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 impl<E: From<Error> + Send + 'static> PartitionWorkers<E> {
     /// Starts `threads` workers (at least one); `make_worker(i)` builds the function thread `i`
     /// runs on each chunk. A worker's first error stops that worker and is reported by
@@ -66,11 +71,6 @@ impl<E: From<Error> + Send + 'static> PartitionWorkers<E> {
             failures,
             worker_of: HashMap::new(),
         })
-    }
-
-    /// One worker per available core.
-    pub fn default_threads() -> usize {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
     }
 
     /// Queues a chunk on its partition's worker. Fails with [`Error::Stopped`] when that worker
