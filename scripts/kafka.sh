@@ -156,8 +156,12 @@ print(" ".join(str(s.getsockname()[1]) for s in socks))
 PY
 }
 
+# write_server_properties NAME NODE NODES BROKER_PORT CONTROLLER_PORT VOTERS [EXTRA_LISTENERS
+# EXTRA_PROTOCOL_MAP]: the extra (secured) listeners, as "NAME://127.0.0.1:PORT,..." and
+# "NAME:PROTOCOL,...", are served and advertised next to PLAINTEXT.
 write_server_properties() {
     local name="$1" node="$2" nodes="$3" broker_port="$4" controller_port="$5" voters="$6"
+    local extra_listeners="${7:+,$7}" extra_map="${8:+,$8}"
     local rf=1 min_isr=1
     if ((nodes > 1)); then
         rf=$nodes
@@ -169,11 +173,11 @@ process.roles=broker,controller
 node.id=$node
 # Static quorum: every node is a voter; formatted without --standalone.
 controller.quorum.voters=$voters
-listeners=PLAINTEXT://127.0.0.1:$broker_port,CONTROLLER://127.0.0.1:$controller_port
-advertised.listeners=PLAINTEXT://127.0.0.1:$broker_port
+listeners=PLAINTEXT://127.0.0.1:$broker_port,CONTROLLER://127.0.0.1:$controller_port$extra_listeners
+advertised.listeners=PLAINTEXT://127.0.0.1:$broker_port$extra_listeners
 inter.broker.listener.name=PLAINTEXT
 controller.listener.names=CONTROLLER
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT$extra_map
 log.dirs=$(node_dir "$name" "$node")/data
 
 num.partitions=1
