@@ -3,6 +3,7 @@
 #
 #   scripts/kafka.sh fetch
 #   scripts/kafka.sh start      [--name N] [--brokers 1|3] [--owner-pid P]
+#                               [--secured [--reauth-ms MS]]
 #                                                           prints the bootstrap string; with
 #                                                           --owner-pid, stops itself when P exits
 #   scripts/kafka.sh stop       [--name N] [--clean]
@@ -13,11 +14,55 @@
 #   scripts/kafka.sh tool       [--name N] <java-main-class> [args...]
 #   scripts/kafka.sh datadir    [--name N] [--node K]          prints that node's log.dirs
 #   scripts/kafka.sh bootstrap  [--name N]                     prints the bootstrap string
+#   scripts/kafka.sh secure-env [--name N]                     prints the path of secure.env
 #   scripts/kafka.sh status     [--name N]                     exit 0 iff every node is running
 #
 # Each named instance keeps its state in target/kafka/<name>/ (default name: "default"), so
 # several brokers can run side by side; ports are picked free at start. In `tool` arguments
 # the literal word {bootstrap} is replaced by the instance's bootstrap string.
+#
+# Secured instance (`start --secured`, one node): besides PLAINTEXT (the bootstrap string,
+# inter-broker and admin listener: its ANONYMOUS principal is a super user, so `topic`, `tool`
+# and kcat producers work as on a plain instance) and CONTROLLER, it serves, each on its own
+# 127.0.0.1 port and advertised as such:
+#   SASL_SSL         SASL mechanisms PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER
+#   SASL_PLAINTEXT   the same four mechanisms
+#   SSL              mutual TLS (ssl.client.auth=required); a certificate CN=alice is User:alice
+#   SASL_PLAIN_ONLY  protocol SASL_PLAINTEXT, PLAIN only (for "mechanism not enabled")
+#   SSL_WRONG_HOST   protocol SSL, no client auth; its certificate, from the same CA, names
+#                    only DNS:wrong.example (for the host-name-mismatch test)
+# Users alice/alice-secret and bob/bob-secret exist for PLAIN and both SCRAMs; OAUTHBEARER uses
+# Kafka's unsecured validator (an unsigned JWT, alg "none"; its `sub` is the principal).
+# StandardAuthorizer, allow.everyone.if.no.acl.found=false; the only ACLs (prefixed): User:alice
+# may Read and Describe topics `sec-*` and Read groups `sec-*`; bob has none (his requests get
+# TOPIC_AUTHORIZATION_FAILED). SASL sessions expire after connections.max.reauth.ms = MS
+# (default 4000): clients must re-authenticate (KIP-368) or are disconnected; Debian's kcat
+# (librdkafka 2.0.2) does not, so a kcat on a SASL listener is cut off after MS. Certificates
+# and keys are made fresh at every start with openssl, in <instance>/secure/.
+# The instance directory then holds secure.env, KEY=value lines (no quoting, absolute paths):
+#   PLAINTEXT SASL_SSL SASL_PLAINTEXT SSL SASL_PLAIN_ONLY SSL_WRONG_HOST
+#                            each listener as 127.0.0.1:PORT
+#   CA_PEM                   the CA ("CN=krec test CA") of every broker and client certificate
+#   CA_BUNDLE_PEM            two certificates: the other CA, then CA_PEM's
+#   OTHER_CA_PEM             an unrelated CA ("CN=krec other CA")
+#   CLIENT_CERT_PEM          alice's RSA certificate (CN=alice, by CA_PEM)
+#   CLIENT_KEY_PKCS8         its key, unencrypted PKCS#8 (BEGIN PRIVATE KEY)
+#   CLIENT_KEY_PKCS1         the same key as PKCS#1 (BEGIN RSA PRIVATE KEY)
+#   CLIENT_KEY_ENCRYPTED     the same key as encrypted PKCS#8 (BEGIN ENCRYPTED PRIVATE KEY,
+#                            PBES2 aes-256-cbc), password CLIENT_KEY_PASSWORD
+#   CLIENT_KEY_PASSWORD
+#   CLIENT_EC_CERT_PEM       alice's EC (P-256) certificate, CN=alice, by CA_PEM
+#   CLIENT_KEY_SEC1          its key as SEC1 (BEGIN EC PRIVATE KEY)
+#   FOREIGN_CLIENT_CERT_PEM  CN=alice, but by OTHER_CA_PEM: the SSL listener refuses it
+#   FOREIGN_CLIENT_KEY       its key, PKCS#8
+#   WRONG_HOST_NAME          wrong.example, the only name in SSL_WRONG_HOST's certificate
+#   ALICE_USER ALICE_PASSWORD BOB_USER BOB_PASSWORD
+#   SASL_MECHANISMS          PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER
+#   ACL_PREFIX               sec-
+#   REAUTH_MS                connections.max.reauth.ms of the SASL listeners (0: none)
+# secure.env is written last, once the ACLs are in place. The broker certificate has the SANs
+# IP:127.0.0.1 and DNS:localhost. Broker-side, SASL authentications and re-authentications
+# are logged (DEBUG lines let through by log4j2-broker.xml) to node1/broker.log.
 #
 # Environment: KREC_KAFKA_HOME (default <repo>/target/kafka) moves all state and the jars;
 # KREC_KAFKA_HEAP (default 512m) is the heap of each broker JVM; KREC_KAFKA_TOOL_OPTS replaces
@@ -27,6 +72,8 @@ set -euo pipefail
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO_ROOT="$(cd "$SCRIPT_DIR/.." && pwd)"
 KAFKA_CONF_DIR="$SCRIPT_DIR/kafka"
+# shellcheck source=kafka/secured.sh
+source "$KAFKA_CONF_DIR/secured.sh"
 KAFKA_HOME="${KREC_KAFKA_HOME:-$REPO_ROOT/target/kafka}"
 KAFKA_LIB="$KAFKA_HOME/lib"
 BROKER_HEAP="${KREC_KAFKA_HEAP:-512m}"
@@ -307,26 +354,46 @@ bootstrap_of() {
 
 # One try at formatting and starting an instance on freshly picked ports. Returns 2 when a
 # port was taken between picking and binding (worth another try), 1 on any other failure.
+# With SECURED=1 (one node only) the node also serves the secured listeners; REAUTH_MS is
+# their connections.max.reauth.ms.
 try_start() {
-    local name="$1" nodes="$2" dir
+    local name="$1" nodes="$2" secured="$3" reauth_ms="$4" dir
     dir="$(instance_dir "$name")"
     rm -rf "$dir"
     mkdir -p "$dir"
 
     local ports
-    read -r -a ports <<<"$(free_ports $((2 * nodes)))"
+    read -r -a ports <<<"$(free_ports $((2 * nodes + (secured ? ${#SECURE_LISTENERS[@]} : 0))))"
     local voters="" bootstrap="" k
     for ((k = 1; k <= nodes; k++)); do
         voters+="${voters:+,}$k@127.0.0.1:${ports[2 * k - 1]}"
         bootstrap+="${bootstrap:+,}127.0.0.1:${ports[2 * k - 2]}"
     done
 
+    # Secured: the listeners after PLAINTEXT and CONTROLLER, each on its own port.
+    local extra_listeners="" extra_map="" env_ports=("PLAINTEXT=${ports[0]}") format_args=() entry
+    if ((secured)); then
+        k=2
+        for entry in "${SECURE_LISTENERS[@]}"; do
+            extra_listeners+="${extra_listeners:+,}${entry%%:*}://127.0.0.1:${ports[k]}"
+            extra_map+="${extra_map:+,}$entry"
+            env_ports+=("${entry%%:*}=${ports[k]}")
+            k=$((k + 1))
+        done
+        gen_secure_material "$dir/secure"
+        mapfile -t format_args < <(scram_format_args)
+    fi
+
     local cluster_id
     cluster_id="$(run_tool kafka.tools.StorageTool random-uuid)"
     for ((k = 1; k <= nodes; k++)); do
         mkdir -p "$(node_dir "$name" "$k")"
-        write_server_properties "$name" "$k" "$nodes" "${ports[2 * k - 2]}" "${ports[2 * k - 1]}" "$voters"
-        if ! run_tool kafka.tools.StorageTool format -t "$cluster_id" \
+        write_server_properties "$name" "$k" "$nodes" "${ports[2 * k - 2]}" "${ports[2 * k - 1]}" "$voters" \
+            "$extra_listeners" "$extra_map"
+        if ((secured)); then
+            write_security_properties "$(node_dir "$name" "$k")/server.properties" "$dir/secure" "$reauth_ms"
+        fi
+        if ! run_tool kafka.tools.StorageTool format -t "$cluster_id" "${format_args[@]}" \
             -c "$(node_dir "$name" "$k")/server.properties" >"$(node_dir "$name" "$k")/format.log" 2>&1; then
             cat "$(node_dir "$name" "$k")/format.log" >&2
             log "formatting node $k of '$name' failed"
@@ -345,6 +412,14 @@ try_start() {
         (wait_node_started "$name" "$k") || { ok=0; break; }
     done
     ((ok)) && { (wait_metadata "$bootstrap" "$nodes") || ok=0; }
+    if ((ok && secured)); then
+        if (create_acls "$bootstrap"); then
+            write_secure_env "$dir/secure.env" "$dir/secure" "$reauth_ms" "${env_ports[@]}"
+        else
+            log "creating the ACLs of '$name' failed"
+            ok=0
+        fi
+    fi
     if ((!ok)); then
         local all=()
         for ((k = 1; k <= nodes; k++)); do all+=("$k"); done
@@ -389,8 +464,13 @@ stop_watcher() {
 }
 
 cmd_start() {
-    local name="$1" nodes="$2" owner="$3"
+    local name="$1" nodes="$2" owner="$3" secured="$4" reauth_ms="$5"
     [[ "$nodes" == 1 || "$nodes" == 3 ]] || die "--brokers must be 1 or 3, not '$nodes'"
+    if ((secured)); then
+        ((nodes == 1)) || die "--secured runs one node only"
+        require_openssl
+    fi
+    [[ "$reauth_ms" =~ ^[0-9]+$ ]] || die "--reauth-ms must be a number of milliseconds, not '$reauth_ms'"
     require_jars
     local dir
     dir="$(instance_dir "$name")"
@@ -404,7 +484,7 @@ cmd_start() {
     local attempt rc
     for attempt in 1 2 3; do
         rc=0
-        try_start "$name" "$nodes" || rc=$?
+        try_start "$name" "$nodes" "$secured" "$reauth_ms" || rc=$?
         ((rc == 2)) || break
         log "a port picked for '$name' was taken meanwhile; retrying with new ports"
     done
@@ -412,7 +492,11 @@ cmd_start() {
     [[ -z "$owner" ]] || start_watcher "$name" "$owner"
     local bootstrap
     bootstrap="$(cat "$dir/bootstrap")"
-    log "instance '$name' ($nodes node(s)) serving at $bootstrap"
+    if ((secured)); then
+        log "instance '$name' (secured) serving at $bootstrap (PLAINTEXT); listeners and files in $dir/secure.env"
+    else
+        log "instance '$name' ($nodes node(s)) serving at $bootstrap"
+    fi
     echo "$bootstrap"
 }
 
@@ -503,9 +587,9 @@ cmd_status() {
 
 main() {
     local cmd="${1:-}"
-    [[ -n "$cmd" ]] || die "usage: kafka.sh fetch|start|stop|stop-node|start-node|topic|tool|datadir|bootstrap|status [options]"
+    [[ -n "$cmd" ]] || die "usage: kafka.sh fetch|start|stop|stop-node|start-node|topic|tool|datadir|bootstrap|secure-env|status [options]"
     shift
-    local name=default named=0 brokers=1 node="" clean=0 owner="" rest=()
+    local name=default named=0 brokers=1 node="" clean=0 owner="" secured=0 reauth_ms=$DEFAULT_REAUTH_MS rest=()
     # Options common to all commands may come anywhere before the command's own arguments;
     # `tool` passes everything after the main class through untouched.
     while (($#)); do
@@ -515,6 +599,8 @@ main() {
         --node) node="${2:?--node needs a value}"; shift 2 ;;
         --clean) clean=1; shift ;;
         --owner-pid) owner="${2:?--owner-pid needs a value}"; shift 2 ;;
+        --secured) secured=1; shift ;;
+        --reauth-ms) reauth_ms="${2:?--reauth-ms needs a value}"; shift 2 ;;
         *)
             rest=("$@")
             break
@@ -525,7 +611,7 @@ main() {
     [[ "$name" != lib ]] || die "--name lib is taken by the jars directory"
     case "$cmd" in
     fetch) cmd_fetch ;;
-    start) cmd_start "$name" "$brokers" "$owner" ;;
+    start) cmd_start "$name" "$brokers" "$owner" "$secured" "$reauth_ms" ;;
     stop) cmd_stop "$name" "$clean" ;;
     stop-node)
         check_node "$name" "$node"
@@ -539,6 +625,11 @@ main() {
         echo "$(node_dir "$name" "${node:-1}")/data"
         ;;
     bootstrap) bootstrap_of "$name" ;;
+    secure-env)
+        [[ -f "$(instance_dir "$name")/secure.env" ]] ||
+            die "no secure.env for instance '$name' (not started with --secured?)"
+        echo "$(instance_dir "$name")/secure.env"
+        ;;
     status) cmd_status "$name" ;;
     *) die "unknown command '$cmd'" ;;
     esac
