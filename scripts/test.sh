@@ -2,15 +2,19 @@
 # The whole test suite: the README's test command, run by CI through .ci/run.
 #
 # Static checks, unit/integration tests and bench builds first; then the tests that need a
-# real Kafka broker (feature `broker-tests`) against a single-node broker started here; then,
-# only if a package declares a `cluster-tests` feature, those tests against a three-node
-# cluster. Every broker started here is stopped on exit, failure or Ctrl-C. Last, the two
-# benchmark scripts run on tiny inputs (`--quick`), to prove they work, not to measure.
+# real Kafka broker (feature `broker-tests`) against a single-node broker started here, with
+# a secured single-node broker (TLS, SASL, ACLs) next to it; then, only if a package declares
+# a `cluster-tests` feature, those tests against a three-node cluster. Every broker started
+# here is stopped on exit, failure or Ctrl-C. Last, the two benchmark scripts run on tiny
+# inputs (`--quick`), to prove they work, not to measure.
 #
 # Environment given to the broker tests:
 #   KREC_TEST_BOOTSTRAP          bootstrap string of the single broker (127.0.0.1:PORT)
 #   KREC_KAFKA_SH                absolute path of scripts/kafka.sh (topics, Java tools, datadir)
 #   KREC_KAFKA_NAME              kafka.sh instance name of that broker
+#   KREC_TEST_SECURE_ENV         secure.env of a second, secured single-node broker
+#                                (kafka.sh start --secured: listeners, certificates, users)
+#   KREC_TEST_SECURE_NAME        kafka.sh instance name of the secured broker
 #   KREC_TEST_CLUSTER_BOOTSTRAP  bootstrap string of the three-node cluster (cluster-tests only)
 #   KREC_TEST_CLUSTER_NAME       kafka.sh instance name of the cluster (cluster-tests only)
 # KREC_TEST_INSTANCE (default "test") names the instances, so two checkouts sharing one
@@ -20,6 +24,7 @@ cd "$(dirname "$0")/.."
 REPO_ROOT="$(pwd)"
 KAFKA_SH="$REPO_ROOT/scripts/kafka.sh"
 INSTANCE="${KREC_TEST_INSTANCE:-test}"
+SECURE_INSTANCE="${INSTANCE}-secure"
 CLUSTER_INSTANCE="${INSTANCE}-cluster"
 
 section() { printf '\n===== %s (at %dm%02ds) =====\n' "$*" $((SECONDS / 60)) $((SECONDS % 60)); }
@@ -46,13 +51,15 @@ packages_with_feature() {
     done
 }
 
+# start_instance NAME BROKERS [START_OPTION...]
 # Not called in $(...): `started` must be updated in this shell for the trap to see it.
 start_instance() {
     local name="$1" brokers="$2"
+    shift 2
     # Leftovers of an earlier run that was killed too hard to run its trap.
     bash "$KAFKA_SH" stop --name "$name"
     started+=("$name")
-    bash "$KAFKA_SH" start --name "$name" --brokers "$brokers" --owner-pid $$ >/dev/null
+    bash "$KAFKA_SH" start --name "$name" --brokers "$brokers" --owner-pid $$ "$@" >/dev/null
 }
 
 # A clean clone gains nothing from incremental compilation, whose caches only take disk; a CI
@@ -84,9 +91,13 @@ mapfile -t broker_packages < <(packages_with_feature broker-tests)
 if ((${#broker_packages[@]})); then
     section "broker tests against a single-node Kafka (${broker_packages[*]})"
     start_instance "$INSTANCE" 1
+    start_instance "$SECURE_INSTANCE" 1 --secured
     KREC_TEST_BOOTSTRAP="$(bash "$KAFKA_SH" bootstrap --name "$INSTANCE")"
     export KREC_TEST_BOOTSTRAP KREC_KAFKA_SH="$KAFKA_SH" KREC_KAFKA_NAME="$INSTANCE"
+    KREC_TEST_SECURE_ENV="$(bash "$KAFKA_SH" secure-env --name "$SECURE_INSTANCE")"
+    export KREC_TEST_SECURE_ENV KREC_TEST_SECURE_NAME="$SECURE_INSTANCE"
     echo "broker: $KREC_TEST_BOOTSTRAP (instance $INSTANCE)"
+    echo "secured broker: $KREC_TEST_SECURE_ENV (instance $SECURE_INSTANCE)"
     # Only the broker_* test files, with the same workspace-wide feature set as the step above,
     # so nothing but the package itself is rebuilt and the other tests do not run twice.
     for package in "${broker_packages[@]}"; do
