@@ -1,0 +1,9 @@
+//! SASL building blocks: credentials that never print, the SCRAM and OAUTHBEARER client
+//! messages, and the `sasl.jaas.config` and properties-file parsers that configure them.
+//!
+//! Each module is a pure function of its input (no I/O but the token file), so the SASL
+//! exchange in [`crate::connection`] drives them and the tests need no broker.
+
+pub(crate) mod secret;
+
+pub use secret::Secret;
