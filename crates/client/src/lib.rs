@@ -61,7 +61,7 @@ pub mod versions;
 
 pub use connection::{Connection, ConnectionSettings};
 pub use error::Error;
-pub use security::Secret;
+pub use security::{ScramMechanism, Secret};
 
 /// Kafka's name for an error code, for messages (`"NOT_LEADER_OR_FOLLOWER"`-like text).
 pub fn error_name(code: i16) -> String {
