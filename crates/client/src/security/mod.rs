@@ -4,6 +4,7 @@
 //! Each module is a pure function of its input (no I/O but the token file), so the SASL
 //! exchange in [`crate::connection`] drives them and the tests need no broker.
 
+pub(crate) mod jaas;
 pub(crate) mod oauthbearer;
 pub(crate) mod scram;
 pub(crate) mod secret;
