@@ -6,6 +6,7 @@
 
 pub(crate) mod jaas;
 pub(crate) mod oauthbearer;
+pub(crate) mod properties;
 pub(crate) mod scram;
 pub(crate) mod secret;
 
