@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use krec_batch::DecodeConfig;
 
 use crate::format::{FormatArgs, RecordContext, RecordWriter};
+use crate::properties::{ClientArgs, ClientProperties};
 use crate::Error;
 use krec_consumer::group::{
     Assignor, GroupConfig, GroupConsumer, GroupProtocol, NoListener, WrittenOffsets,
@@ -65,21 +66,14 @@ pub struct GroupArgs {
     #[arg(long = "group-instance-id", value_name = "ID")]
     pub instance_id: Option<String>,
 
-    /// Group session timeout (classic protocol).
-    #[arg(
-        long = "session-timeout-ms",
-        value_name = "MS",
-        default_value_t = 45_000
-    )]
-    pub session_timeout_ms: u64,
+    /// Group session timeout (classic protocol; default 45000, or `session.timeout.ms`).
+    #[arg(long = "session-timeout-ms", value_name = "MS")]
+    pub session_timeout_ms: Option<u64>,
 
-    /// Time between group heartbeats (classic protocol).
-    #[arg(
-        long = "heartbeat-interval-ms",
-        value_name = "MS",
-        default_value_t = 3_000
-    )]
-    pub heartbeat_interval_ms: u64,
+    /// Time between group heartbeats (classic protocol; default 3000, or
+    /// `heartbeat.interval.ms`).
+    #[arg(long = "heartbeat-interval-ms", value_name = "MS")]
+    pub heartbeat_interval_ms: Option<u64>,
 
     /// Time allowed for a rebalance.
     #[arg(
@@ -101,9 +95,14 @@ pub struct GroupArgs {
 /// Arguments of `krec consume` (kcat's names where they exist).
 #[derive(Debug, clap::Args)]
 pub struct ConsumeArgs {
-    /// Bootstrap brokers, `HOST:PORT[,HOST:PORT...]`.
+    /// Bootstrap brokers, `HOST:PORT[,HOST:PORT...]` (default: `bootstrap.servers` from the
+    /// properties).
     #[arg(short = 'b', long = "brokers", value_name = "HOST:PORT,...")]
-    pub brokers: String,
+    pub brokers: Option<String>,
+
+    /// Client properties: TLS, SASL, client id.
+    #[command(flatten)]
+    pub client: ClientArgs,
 
     /// Topic to consume (with `-G`: `TOPIC[,TOPIC...]`).
     #[arg(short = 't', long = "topic")]
@@ -188,9 +187,22 @@ pub struct ConsumeArgs {
 }
 
 impl ConsumeArgs {
-    /// The consumer settings these arguments describe.
-    pub fn consumer_config(&self) -> Result<ConsumerConfig, Error> {
-        let mut config = ConsumerConfig::new(ConsumerConfig::parse_bootstrap(&self.brokers)?);
+    /// The consumer settings these arguments and `properties` describe.
+    pub fn consumer_config(&self, properties: &ClientProperties) -> Result<ConsumerConfig, Error> {
+        let brokers = match (&self.brokers, &properties.bootstrap) {
+            (Some(brokers), _) | (None, Some(brokers)) => brokers,
+            (None, None) => {
+                return Err(Error::InvalidArgument {
+                    what: "brokers",
+                    detail: "give -b HOST:PORT or bootstrap.servers in the properties".to_owned(),
+                })
+            }
+        };
+        let mut config = ConsumerConfig::new(ConsumerConfig::parse_bootstrap(brokers)?);
+        config.connection.security = properties.security.clone();
+        if let Some(client_id) = &properties.client_id {
+            config.connection.client_id = client_id.clone();
+        }
         config.read_committed = self.isolation == "read_committed";
         config.offset_reset = self.reset.parse::<OffsetReset>()?;
         if self.max_bytes <= 0 || self.partition_max_bytes <= 0 {
@@ -217,7 +229,12 @@ impl ConsumeArgs {
 impl ConsumeArgs {
     /// The group settings `-G` and its options describe; `start` (`-o`) is where partitions
     /// without a committed offset begin.
-    pub fn group_config(&self, group: &str, start: StartOffset) -> Result<GroupConfig, Error> {
+    pub fn group_config(
+        &self,
+        group: &str,
+        start: StartOffset,
+        properties: &ClientProperties,
+    ) -> Result<GroupConfig, Error> {
         let options = &*self.group;
         let topics: Vec<String> = self
             .topic
@@ -235,8 +252,10 @@ impl ConsumeArgs {
             .collect::<Result<_, _>>()?;
         config.server_assignor = options.server_assignor.clone();
         config.instance_id = options.instance_id.clone();
-        config.session_timeout = Duration::from_millis(options.session_timeout_ms);
-        config.heartbeat_interval = Duration::from_millis(options.heartbeat_interval_ms.max(1));
+        let session_ms = options.session_timeout_ms.or(properties.session_timeout_ms);
+        let heartbeat_ms = options.heartbeat_interval_ms.or(properties.heartbeat_interval_ms);
+        config.session_timeout = Duration::from_millis(session_ms.unwrap_or(45_000));
+        config.heartbeat_interval = Duration::from_millis(heartbeat_ms.unwrap_or(3_000).max(1));
         config.rebalance_timeout = Duration::from_millis(options.rebalance_timeout_ms);
         config.commit_interval = Duration::from_millis(options.commit_interval_ms.max(1));
         config.start_without_commit = match start {
@@ -289,7 +308,7 @@ pub fn run(args: ConsumeArgs) -> ExitCode {
 fn report(error: &Error) -> ExitCode {
     let _ = std::io::stdout().flush();
     eprintln!("krec consume: {error}");
-    ExitCode::FAILURE
+    ExitCode::from(error.exit_code())
 }
 
 fn init_logging() {
@@ -315,15 +334,16 @@ struct Progress {
 }
 
 async fn consume(args: ConsumeArgs) -> Result<(), Error> {
-    let config = args.consumer_config()?;
+    let properties = args.client.load()?;
+    let config = args.consumer_config(&properties)?;
     let start = args.offset.parse::<StartOffset>()?;
     // Check the format before touching the network.
     args.format.output_format()?;
     if args.count == Some(0) {
         return Ok(());
     }
-    if let Some(group) = args.group.group_id.clone() {
-        let group_config = args.group_config(&group, start)?;
+    if let Some(group) = args.group.group_id.clone().or(properties.group_id.clone()) {
+        let group_config = args.group_config(&group, start, &properties)?;
         return consume_group(&args, config, group_config).await;
     }
     let read_committed = config.read_committed;

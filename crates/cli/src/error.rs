@@ -18,6 +18,18 @@ pub enum Error {
         source: std::io::Error,
     },
 
+    /// A client property (`-X`, `-F`, `$KREC_CONFIG`) is unknown, unsupported or invalid; its
+    /// value is never shown.
+    #[error("{}property {property}: {detail}", source_text(source_name))]
+    Property {
+        /// The property's name (empty when the whole file is at fault).
+        property: String,
+        /// Where it was set: `-X`, or `FILE:LINE`.
+        source_name: String,
+        /// What is wrong, and how to fix it.
+        detail: String,
+    },
+
     /// A command-line or configuration value is invalid.
     #[error("invalid {what}: {detail}")]
     InvalidArgument {
@@ -64,6 +76,26 @@ pub enum Error {
         /// The bound.
         limit: u64,
     },
+}
+
+fn source_text(source_name: &str) -> String {
+    if source_name.is_empty() {
+        String::new()
+    } else {
+        format!("{source_name}: ")
+    }
+}
+
+impl Error {
+    /// The exit status for this error: 2 for a bad property (as for clap's usage errors), 1
+    /// for anything else.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Self::Property { .. } => 2,
+            Self::Consumer(krec_consumer::Error::Client(krec_client::Error::Config { .. })) => 2,
+            _ => 1,
+        }
+    }
 }
 
 /// Shows an offset that may be unknown.

@@ -10,6 +10,7 @@
 //!   templates, raw values).
 //! - [`decode`]: `krec decode`: segment files read in runs of whole batches, decoded on many
 //!   threads, written in input order.
+//! - [`properties`]: `-X`, `-F` and `$KREC_CONFIG` into security and client settings.
 //! - [`consume`]: `krec consume`: arguments into a consumer configuration, records out, logging.
 //!
 //! ```
@@ -33,5 +34,6 @@ pub mod consume;
 pub mod decode;
 pub mod error;
 pub mod format;
+pub mod properties;
 
 pub use error::Error;

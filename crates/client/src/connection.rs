@@ -1,20 +1,25 @@
-//! One TCP connection to one broker: size-prefixed frames, correlation ids, request headers.
+//! One connection to one broker: size-prefixed frames, correlation ids, request headers, and
+//! the security the settings ask for (TLS, SASL, re-authentication before a session expires).
 //!
 //! Requests are strictly sequential on a connection (send, then read its response), which is
-//! all a fetch loop needs: it keeps exactly one fetch in flight per broker.
+//! all a fetch loop needs: it keeps exactly one fetch in flight per broker. Re-authentication
+//! (KIP-368) therefore happens between two requests, and nothing above sees it.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, ApiVersionsResponse, RequestHeader, ResponseHeader,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
-use tokio::io::AsyncWriteExt;
+use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 
+use super::authenticate::{self, SessionLifetime};
 use super::frame_buffers::FrameBuffers;
 use super::receive_wait::ReceiveWait;
+use super::security::SecurityConfig;
+use super::transport::{self, Transport};
 use super::versions::{api_name, ApiRequest, ApiVersions};
 use crate::Error;
 
@@ -33,6 +38,8 @@ pub struct ConnectionSettings {
     /// referenced by fetched data included). Memory on top of what fetched data holds is at
     /// most this; 0 allocates every response afresh.
     pub frame_buffer_bytes: usize,
+    /// TLS and SASL.
+    pub security: SecurityConfig,
 }
 
 impl Default for ConnectionSettings {
@@ -43,6 +50,7 @@ impl Default for ConnectionSettings {
             request_timeout: Duration::from_secs(30),
             max_frame_bytes: 256 << 20,
             frame_buffer_bytes: 64 << 20,
+            security: SecurityConfig::default(),
         }
     }
 }
@@ -51,7 +59,7 @@ impl Default for ConnectionSettings {
 #[derive(Debug)]
 pub struct Connection {
     address: String,
-    stream: TcpStream,
+    transport: Transport,
     frames: FrameBuffers,
     receive_wait: ReceiveWait,
     write_buffer: BytesMut,
@@ -59,10 +67,16 @@ pub struct Connection {
     client_id: StrBytes,
     settings: ConnectionSettings,
     versions: ApiVersions,
+    /// When the SASL session must be renewed, if the broker limits it.
+    session: Option<SessionLifetime>,
+    /// Responses read so far: a first one in TLS, or a close right after ApiVersions, says
+    /// the listener wants another security protocol.
+    responses: u64,
 }
 
 impl Connection {
-    /// Opens a connection to `address` (`host:port`) and negotiates API versions.
+    /// Opens a connection to `address` (`host:port`), negotiates API versions and
+    /// authenticates as the settings' security asks.
     pub async fn connect(address: &str, settings: &ConnectionSettings) -> Result<Self, Error> {
         let connecting = TcpStream::connect(address);
         let stream = match tokio::time::timeout(settings.connect_timeout, connecting).await {
@@ -84,9 +98,19 @@ impl Connection {
         };
         // Fetch requests are small and latency matters more than packet count.
         let _ = stream.set_nodelay(true);
+        let transport = tokio::time::timeout(
+            settings.connect_timeout,
+            Transport::start(stream, address, &settings.security),
+        )
+        .await
+        .map_err(|_| Error::Timeout {
+            broker: address.to_owned(),
+            api: "TLS handshake",
+            timeout_ms: settings.connect_timeout.as_millis() as u64,
+        })??;
         let mut connection = Self {
             address: address.to_owned(),
-            stream,
+            transport,
             frames: FrameBuffers::new(settings.frame_buffer_bytes),
             receive_wait: ReceiveWait::default(),
             write_buffer: BytesMut::with_capacity(4 << 10),
@@ -94,8 +118,11 @@ impl Connection {
             client_id: StrBytes::from_string(settings.client_id.clone()),
             settings: settings.clone(),
             versions: ApiVersions::default(),
+            session: None,
+            responses: 0,
         };
         connection.versions = connection.negotiate_versions().await?;
+        connection.authenticate().await?;
         tracing::debug!(
             broker = address,
             fetch = ?connection.versions.range(ApiKey::Fetch as i16),
@@ -164,6 +191,63 @@ impl Connection {
         version: i16,
         timeout: Duration,
     ) -> Result<R::Response, Error> {
+        self.keep_session().await?;
+        self.timed_round_trip(request, version, timeout).await
+    }
+
+    /// One request of the SASL exchange: no session check, the request timeout.
+    pub(crate) async fn exchange<R: ApiRequest>(
+        &mut self,
+        request: &R,
+        version: i16,
+    ) -> Result<R::Response, Error> {
+        let timeout = self.settings.request_timeout;
+        self.timed_round_trip(request, version, timeout).await
+    }
+
+    async fn authenticate(&mut self) -> Result<(), Error> {
+        let Some(sasl) = self.settings.security.sasl.clone() else {
+            if self.settings.security.protocol.uses_sasl() {
+                return Err(Error::Config {
+                    property: "sasl.mechanism".to_owned(),
+                    detail: format!(
+                        "security.protocol={} needs a SASL mechanism",
+                        self.settings.security.protocol.name()
+                    ),
+                });
+            }
+            return Ok(());
+        };
+        self.session = authenticate::authenticate(self, &sasl).await?;
+        Ok(())
+    }
+
+    /// Renews the SASL session when it is due; if it lapsed while the connection was idle
+    /// (the broker would close it at the next request), connects afresh instead.
+    async fn keep_session(&mut self) -> Result<(), Error> {
+        let Some(session) = self.session else {
+            return Ok(());
+        };
+        let now = Instant::now();
+        if now < session.renew_at {
+            return Ok(());
+        }
+        if now >= session.expires_at {
+            tracing::debug!(broker = %self.address, "SASL session lapsed while idle; reconnecting");
+            *self = Self::connect(&self.address, &self.settings).await?;
+            return Ok(());
+        }
+        self.authenticate().await?;
+        tracing::debug!(broker = %self.address, "re-authenticated");
+        Ok(())
+    }
+
+    async fn timed_round_trip<R: ApiRequest>(
+        &mut self,
+        request: &R,
+        version: i16,
+        timeout: Duration,
+    ) -> Result<R::Response, Error> {
         let api = api_name(R::KEY);
         match tokio::time::timeout(timeout, self.round_trip(request, version)).await {
             Ok(result) => result,
@@ -184,8 +268,8 @@ impl Connection {
         let correlation_id = self.next_correlation_id;
         self.next_correlation_id = self.next_correlation_id.wrapping_add(1);
         self.encode_frame(request, version, correlation_id)?;
-        self.stream
-            .write_all(&self.write_buffer)
+        self.transport
+            .send(&self.write_buffer)
             .await
             .map_err(|source| self.io_error("sending a request", source))?;
         let mut frame = self.read_frame().await?;
@@ -243,6 +327,18 @@ impl Connection {
     async fn read_frame(&mut self) -> Result<Bytes, Error> {
         let mut head = [0u8; 4];
         self.fill(&mut head[..]).await?;
+        if self.responses == 0
+            && matches!(self.transport, Transport::Plain(_))
+            && is_tls_record(head)
+        {
+            return Err(Error::WrongSecurityProtocol {
+                broker: self.address.clone(),
+                detail: "the broker answered in TLS: this listener needs security.protocol=SSL \
+                         or SASL_SSL"
+                    .to_owned(),
+            });
+        }
+        self.responses += 1;
         let size = i32::from_be_bytes(head);
         if size < 4 || size as usize > self.settings.max_frame_bytes {
             return Err(Error::FrameTooLarge {
@@ -262,26 +358,23 @@ impl Connection {
     async fn fill<B: BufMut>(&mut self, mut buffer: B) -> Result<(), Error> {
         let wanted = buffer.remaining_mut();
         while buffer.has_remaining_mut() {
-            match self.stream.try_read_buf(&mut buffer) {
-                Ok(0) => {
-                    let source = std::io::Error::new(
-                        std::io::ErrorKind::UnexpectedEof,
-                        format!(
-                            "connection closed with {} of {wanted} bytes read",
-                            wanted - buffer.remaining_mut()
-                        ),
-                    );
-                    return Err(self.io_error("reading a response", source));
-                }
+            let stream = match &mut self.transport {
+                Transport::Plain(stream) => stream,
+                Transport::Tls(stream) => match stream.read_buf(&mut buffer).await {
+                    Ok(0) => return Err(self.closed_early(wanted, buffer.remaining_mut())),
+                    Ok(_) => continue,
+                    Err(source) => return Err(self.io_error("reading a response", source)),
+                },
+            };
+            match stream.try_read_buf(&mut buffer) {
+                Ok(0) => return Err(self.closed_early(wanted, buffer.remaining_mut())),
                 Ok(_) => {}
                 Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
                     // Sleep until the rest of the frame (up to a cap) is queued, not per packet.
-                    self.receive_wait
-                        .prepare(&self.stream, buffer.remaining_mut());
-                    self.stream
-                        .readable()
-                        .await
-                        .map_err(|source| self.io_error("reading a response", source))?;
+                    self.receive_wait.prepare(stream, buffer.remaining_mut());
+                    if let Err(source) = stream.readable().await {
+                        return Err(self.io_error("reading a response", source));
+                    }
                 }
                 Err(source) => return Err(self.io_error("reading a response", source)),
             }
@@ -294,10 +387,10 @@ impl Connection {
             .with_client_software_name(StrBytes::from_static_str("krec"))
             .with_client_software_version(StrBytes::from_static_str(env!("CARGO_PKG_VERSION")));
         let timeout = self.settings.request_timeout;
-        let mut response: ApiVersionsResponse = self.request_at(&request, 3, timeout).await?;
+        let mut response: ApiVersionsResponse = self.timed_round_trip(&request, 3, timeout).await?;
         // UNSUPPORTED_VERSION: an old broker answers in v0 layout; v0 is understood by all.
         if response.error_code == super::codes::UNSUPPORTED_VERSION {
-            response = self.request_at(&request, 0, timeout).await?;
+            response = self.timed_round_trip(&request, 0, timeout).await?;
         }
         if response.error_code != 0 {
             return Err(Error::Broker {
@@ -312,7 +405,33 @@ impl Connection {
         Ok(ApiVersions::from_response(&response))
     }
 
+    fn closed_early(&self, wanted: usize, remaining: usize) -> Error {
+        // A SASL listener answers ApiVersions, then closes on any request but SaslHandshake.
+        let hint = if self.responses == 1 && !self.settings.security.protocol.uses_sasl() {
+            " (right after ApiVersions: if this listener requires SASL, set \
+             security.protocol=SASL_PLAINTEXT or SASL_SSL and a sasl.mechanism)"
+        } else {
+            ""
+        };
+        let source = std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            format!(
+                "connection closed with {} of {wanted} bytes read{hint}",
+                wanted - remaining
+            ),
+        );
+        self.io_error("reading a response", source)
+    }
+
+    /// An I/O error; one carrying a TLS error (a refused client certificate arrives as an
+    /// alert on the first read) is a TLS error, which reconnecting does not cure.
     fn io_error(&self, action: &'static str, source: std::io::Error) -> Error {
+        if let Some(detail) = transport::rustls_detail(&source) {
+            return Error::Tls {
+                broker: self.address.clone(),
+                detail,
+            };
+        }
         Error::Connection {
             broker: self.address.clone(),
             action,
@@ -329,10 +448,16 @@ impl Connection {
     }
 }
 
+/// Whether a frame's first four bytes are a TLS record header (an alert or a handshake),
+/// which as a Kafka frame size would be hundreds of megabytes.
+fn is_tls_record(head: [u8; 4]) -> bool {
+    matches!(head[0], 0x15 | 0x16) && head[1] == 0x03 && head[2] <= 0x04
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::io::AsyncReadExt;
+    use tokio::io::AsyncWriteExt;
     use tokio::net::TcpListener;
 
     /// A fake broker that answers the ApiVersions handshake, then writes `after` raw bytes.

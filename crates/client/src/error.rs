@@ -67,7 +67,7 @@ pub enum Error {
     },
 
     /// A broker answered with an error code that the client cannot recover from.
-    #[error("broker {broker}: {api}{}: error {code} ({name})", subject_text(topic.as_deref(), *partition))]
+    #[error("broker {broker}: {api}{}: error {code} ({name}){}", subject_text(topic.as_deref(), *partition), acl_hint(*code, api, topic.as_deref()))]
     Broker {
         /// `host:port` or node id of the broker.
         broker: String,
@@ -99,6 +99,62 @@ pub enum Error {
         topic: String,
     },
 
+    /// The TLS handshake or a TLS read failed: an untrusted or mismatched certificate, a
+    /// refused client certificate, a protocol error.
+    #[error("broker {broker}: TLS: {detail}")]
+    Tls {
+        /// `host:port` of the broker.
+        broker: String,
+        /// What failed, and what to change.
+        detail: String,
+    },
+
+    /// The connection's protocol does not match the listener's (TLS to a plaintext port, or
+    /// plaintext to a TLS port).
+    #[error("broker {broker}: {detail}")]
+    WrongSecurityProtocol {
+        /// `host:port` of the broker.
+        broker: String,
+        /// What was seen, and what to change.
+        detail: String,
+    },
+
+    /// The broker refused the SASL credentials, or the exchange failed.
+    #[error(
+        "broker {broker}: SASL {mechanism} authentication{} failed: {detail}",
+        identity_text(identity)
+    )]
+    Authentication {
+        /// `host:port` of the broker.
+        broker: String,
+        /// The SASL mechanism.
+        mechanism: &'static str,
+        /// Who tried (a user name or a token's source; never a secret).
+        identity: String,
+        /// The broker's message, or what was wrong in its answer.
+        detail: String,
+    },
+
+    /// The broker's listener does not offer the configured SASL mechanism.
+    #[error("broker {broker}: SASL mechanism {mechanism} is not enabled on this listener (it offers {})", enabled.join(", "))]
+    MechanismNotEnabled {
+        /// `host:port` of the broker.
+        broker: String,
+        /// The mechanism asked for.
+        mechanism: &'static str,
+        /// The mechanisms the listener offers.
+        enabled: Vec<String>,
+    },
+
+    /// A security property is invalid, unknown or unsupported (its value is never shown).
+    #[error("invalid property {property}: {detail}")]
+    Config {
+        /// The property's name.
+        property: String,
+        /// What is wrong, and how to fix it.
+        detail: String,
+    },
+
     /// A command-line or configuration value is invalid.
     #[error("invalid {what}: {detail}")]
     InvalidArgument {
@@ -114,6 +170,53 @@ impl Error {
     /// retry, unlike an answer the broker gave.
     pub fn is_connection_failure(&self) -> bool {
         matches!(self, Self::Connection { .. } | Self::Timeout { .. })
+    }
+
+    /// A security failure: wrong credentials, certificates or settings, or a missing ACL.
+    /// Retrying cannot help; a person must change something.
+    pub fn is_security_failure(&self) -> bool {
+        match self {
+            Self::Tls { .. }
+            | Self::WrongSecurityProtocol { .. }
+            | Self::Authentication { .. }
+            | Self::MechanismNotEnabled { .. }
+            | Self::Config { .. } => true,
+            Self::Broker { code, .. } => is_authorization_code(*code),
+            Self::NoBroker { last, .. } => last.is_security_failure(),
+            _ => false,
+        }
+    }
+}
+
+/// TOPIC_, GROUP_ and CLUSTER_AUTHORIZATION_FAILED.
+pub(crate) fn is_authorization_code(code: i16) -> bool {
+    matches!(code, 29..=31)
+}
+
+fn identity_text(identity: &str) -> String {
+    if identity.is_empty() {
+        String::new()
+    } else {
+        format!(" as {identity}")
+    }
+}
+
+/// Which ACL an authorization error asks for, as the operation and resource `kafka-acls`
+/// takes.
+fn acl_hint(code: i16, api: &str, topic: Option<&str>) -> String {
+    let operation = match api {
+        "Metadata" | "ListOffsets" | "OffsetFetch" if code == 29 => "Describe",
+        "FindCoordinator" | "OffsetFetch" if code == 30 => "Describe",
+        _ => "Read",
+    };
+    match code {
+        29 => format!(
+            ": the principal lacks the ACL {operation} on Topic:{}",
+            topic.unwrap_or("<topic>")
+        ),
+        30 => format!(": the principal lacks the ACL {operation} on the consumer group"),
+        31 => format!(": the principal lacks an ACL on the Cluster resource for {api}"),
+        _ => String::new(),
     }
 }
 
@@ -131,14 +234,14 @@ fn subject_text(topic: Option<&str>, partition: Option<i32>) -> String {
 mod tests {
     use super::Error;
 
-    fn broker_error(topic: Option<&str>, partition: Option<i32>) -> String {
+    fn broker_error(topic: Option<&str>, partition: Option<i32>, code: i16) -> String {
         Error::Broker {
             broker: "b:1".to_owned(),
             api: "Fetch",
             topic: topic.map(str::to_owned),
             partition,
-            code: 29,
-            name: "TOPIC_AUTHORIZATION_FAILED".to_owned(),
+            code,
+            name: crate::error_name(code),
         }
         .to_string()
     }
@@ -146,16 +249,36 @@ mod tests {
     #[test]
     fn a_broker_error_names_only_what_it_is_about() {
         assert_eq!(
-            broker_error(Some("t"), Some(3)),
-            "broker b:1: Fetch for t/3: error 29 (TOPIC_AUTHORIZATION_FAILED)"
+            broker_error(Some("t"), Some(3), 2),
+            "broker b:1: Fetch for t/3: error 2 (CORRUPT_MESSAGE)"
         );
         assert_eq!(
-            broker_error(Some("t"), None),
-            "broker b:1: Fetch for t: error 29 (TOPIC_AUTHORIZATION_FAILED)"
+            broker_error(Some("t"), None, 2),
+            "broker b:1: Fetch for t: error 2 (CORRUPT_MESSAGE)"
         );
         assert_eq!(
-            broker_error(None, None),
-            "broker b:1: Fetch: error 29 (TOPIC_AUTHORIZATION_FAILED)"
+            broker_error(None, None, 2),
+            "broker b:1: Fetch: error 2 (CORRUPT_MESSAGE)"
         );
+    }
+
+    #[test]
+    fn an_authorization_error_says_which_acl_is_missing() {
+        assert_eq!(
+            broker_error(Some("t"), Some(3), 29),
+            "broker b:1: Fetch for t/3: error 29 (TOPIC_AUTHORIZATION_FAILED): the principal \
+             lacks the ACL Read on Topic:t"
+        );
+        assert!(broker_error(None, None, 31).contains("Cluster resource for Fetch"));
+        let error = Error::Broker {
+            broker: "b:1".to_owned(),
+            api: "Fetch",
+            topic: None,
+            partition: None,
+            code: 29,
+            name: String::new(),
+        };
+        assert!(error.is_security_failure());
+        assert!(!error.is_connection_failure());
     }
 }

@@ -45,6 +45,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod authenticate;
 pub mod connection;
 pub mod error;
 pub mod fetch;
@@ -53,22 +54,31 @@ pub mod group;
 pub mod metadata;
 pub mod offsets;
 mod receive_wait;
-// Used by the SASL exchange in `connection`, which lands separately; tests and the fuzz
-// wrappers are the only callers until then.
-#[allow(dead_code)]
-mod security;
+pub mod security;
+mod transport;
 pub mod versions;
 
 pub use connection::{Connection, ConnectionSettings};
 pub use error::Error;
-pub use security::{ScramMechanism, Secret};
+pub use security::{
+    SaslConfig, ScramMechanism, Secret, SecurityConfig, SecurityProtocol, TlsConfig,
+};
 
-/// Kafka's name for an error code, for messages (`"NOT_LEADER_OR_FOLLOWER"`-like text).
+/// Kafka's name for an error code, for messages (`"NOT_LEADER_OR_FOLLOWER"`, as the broker's
+/// logs and Kafka's documentation spell it).
 pub fn error_name(code: i16) -> String {
-    match kafka_protocol::ResponseError::try_from_code(code) {
-        Some(error) => format!("{error:?}"),
-        None => format!("unknown error code {code}"),
+    let Some(error) = kafka_protocol::ResponseError::try_from_code(code) else {
+        return format!("unknown error code {code}");
+    };
+    let camel = format!("{error:?}");
+    let mut name = String::with_capacity(camel.len() + 8);
+    for (i, c) in camel.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            name.push('_');
+        }
+        name.push(c.to_ascii_uppercase());
     }
+    name
 }
 
 /// Kafka error codes this client reacts to by name.

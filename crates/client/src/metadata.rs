@@ -54,6 +54,17 @@ impl ClusterMetadata {
                     topic: name.to_owned(),
                 })
             }
+            // Kafka answers a topic the principal may not describe as if it were empty.
+            Some(topic) if crate::error::is_authorization_code(topic.error_code) => {
+                Err(Error::Broker {
+                    broker: "cluster".to_owned(),
+                    api: "Metadata",
+                    topic: Some(name.to_owned()),
+                    partition: None,
+                    code: topic.error_code,
+                    name: crate::error_name(topic.error_code),
+                })
+            }
             Some(topic) => Ok(topic),
             None => Err(Error::UnknownTopic {
                 topic: name.to_owned(),
@@ -143,6 +154,8 @@ impl MetadataClient {
                     self.connection = Some(connection);
                     return Ok(self.remember(metadata));
                 }
+                // Other brokers share the credentials and certificates: do not try them all.
+                Err(error) if error.is_security_failure() => return Err(error),
                 Err(error) => {
                     tracing::debug!(broker = %address, %error, "metadata attempt failed");
                     last = Some(error);

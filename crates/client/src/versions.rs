@@ -8,7 +8,8 @@ use kafka_protocol::messages::{
     FindCoordinatorResponse, HeartbeatRequest, HeartbeatResponse, JoinGroupRequest,
     JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse, ListOffsetsRequest,
     ListOffsetsResponse, MetadataRequest, MetadataResponse, OffsetCommitRequest,
-    OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse, SyncGroupRequest,
+    OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse, SaslAuthenticateRequest,
+    SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse, SyncGroupRequest,
     SyncGroupResponse,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Message};
@@ -46,6 +47,8 @@ api_request!(JoinGroupRequest, JoinGroupResponse, 11);
 api_request!(HeartbeatRequest, HeartbeatResponse, 12);
 api_request!(LeaveGroupRequest, LeaveGroupResponse, 13);
 api_request!(SyncGroupRequest, SyncGroupResponse, 14);
+api_request!(SaslHandshakeRequest, SaslHandshakeResponse, 17);
+api_request!(SaslAuthenticateRequest, SaslAuthenticateResponse, 36);
 api_request!(
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
@@ -106,6 +109,8 @@ pub fn api_name(api_key: i16) -> &'static str {
         12 => "Heartbeat",
         13 => "LeaveGroup",
         14 => "SyncGroup",
+        17 => "SaslHandshake",
+        36 => "SaslAuthenticate",
         18 => "ApiVersions",
         68 => "ConsumerGroupHeartbeat",
         _ => "request",

@@ -118,6 +118,9 @@ fn is_retriable(error: &Error) -> bool {
     let Error::Client(error) = error else {
         return false;
     };
+    if error.is_security_failure() {
+        return false;
+    }
     error.is_connection_failure()
         || matches!(error, ClientError::NoBroker { .. })
         || matches!(error, ClientError::Broker { code, .. } if codes::needs_metadata_refresh(*code))

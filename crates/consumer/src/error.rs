@@ -140,7 +140,7 @@ pub enum Error {
 
     /// The group coordinator answered a group request with an error krec cannot recover from
     /// (or kept answering with one past the retry limit).
-    #[error("group {group}: {api} on broker {broker}: {name} (error code {code})")]
+    #[error("group {group}: {api} on broker {broker}: {name} (error code {code}){}", group_acl_hint(*code, group))]
     Group {
         /// Group id.
         group: String,
@@ -173,6 +173,28 @@ impl Error {
     /// retry, unlike an answer the broker gave.
     pub fn is_connection_failure(&self) -> bool {
         matches!(self, Self::Client(error) if error.is_connection_failure())
+    }
+
+    /// Wrong credentials, certificates or settings, or a missing ACL: fatal, a person must
+    /// change something.
+    pub fn is_security_failure(&self) -> bool {
+        match self {
+            Self::Client(error) => error.is_security_failure(),
+            Self::Group { code, .. } => *code == GROUP_AUTHORIZATION_FAILED,
+            _ => false,
+        }
+    }
+}
+
+/// GROUP_AUTHORIZATION_FAILED.
+const GROUP_AUTHORIZATION_FAILED: i16 = 30;
+
+/// The ACL a GROUP_AUTHORIZATION_FAILED asks for, as `kafka-acls` takes it.
+fn group_acl_hint(code: i16, group: &str) -> String {
+    if code == GROUP_AUTHORIZATION_FAILED {
+        format!(": the principal lacks the ACL Read on Group:{group}")
+    } else {
+        String::new()
     }
 }
 

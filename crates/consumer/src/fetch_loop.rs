@@ -154,6 +154,10 @@ impl Fetcher {
         {
             match Connection::connect(&address, &self.connection_settings).await {
                 Ok(connected) => self.connection = Some(connected),
+                Err(error) if error.is_security_failure() => {
+                    self.shared.fail(error.into());
+                    return Err(Step::Stop);
+                }
                 Err(error) => return Err(self.retry_or_give_up(error.into()).await),
             }
         }
@@ -177,6 +181,10 @@ impl Fetcher {
                 version,
                 response,
             }),
+            Err(error) if error.is_security_failure() => {
+                self.shared.fail(error.into());
+                Err(Step::Stop)
+            }
             Err(error) => {
                 self.connection = None;
                 Err(self.retry_or_give_up(error.into()).await)

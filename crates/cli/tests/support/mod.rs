@@ -4,3 +4,4 @@
 pub mod broker;
 pub mod decode;
 pub mod group;
+pub mod secure;

@@ -1,14 +1,23 @@
-//! SASL building blocks: credentials that never print, the SCRAM and OAUTHBEARER client
-//! messages, and the `sasl.jaas.config` and properties-file parsers that configure them.
+//! Connection security: what it is ([`SecurityConfig`], from typed fields or from librdkafka
+//! and Java client properties), the TLS configuration it builds, and the SASL pieces: secrets
+//! that never print, the SCRAM and OAUTHBEARER client messages, and the `sasl.jaas.config`
+//! and properties-file parsers.
 //!
-//! Each module is a pure function of its input (no I/O but the token file), so the SASL
-//! exchange in [`crate::connection`] drives them and the tests need no broker.
+//! The SASL modules are pure functions of their input (no I/O but the token file): the
+//! exchange in `authenticate` drives them, and their tests need no broker.
 
+pub mod config;
 pub(crate) mod jaas;
 pub(crate) mod oauthbearer;
-pub(crate) mod properties;
+pub mod properties;
+mod properties_map;
 pub(crate) mod scram;
 pub(crate) mod secret;
+pub(crate) mod tls;
 
+pub use config::{
+    OAuthBearerToken, Pem, SaslConfig, SecurityConfig, SecurityProtocol, TlsConfig,
+    SECURITY_PROPERTIES,
+};
 pub use scram::ScramMechanism;
 pub use secret::Secret;

@@ -18,17 +18,17 @@
 use std::fmt;
 
 /// Largest file accepted.
-pub(crate) const MAX_PROPERTIES_FILE: usize = 1024 * 1024;
+pub const MAX_PROPERTIES_FILE: usize = 1024 * 1024;
 
 /// One `key=value` from the file.
 #[derive(Clone, PartialEq, Eq)]
-pub(crate) struct Property {
+pub struct Property {
     /// The key, escapes applied; never empty.
-    pub(crate) key: String,
+    pub key: String,
     /// The value, escapes applied.
-    pub(crate) value: String,
+    pub value: String,
     /// The natural line (1-based) where the entry starts.
-    pub(crate) line: usize,
+    pub line: usize,
 }
 
 /// Shows key and line; values are passwords as often as not.
@@ -44,7 +44,7 @@ impl fmt::Debug for Property {
 
 /// What is wrong with a line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum LineProblem {
+pub enum LineProblem {
     /// Bytes that are not UTF-8.
     NotUtf8,
     /// A separator or value with nothing before it.
@@ -68,7 +68,7 @@ impl fmt::Display for LineProblem {
 
 /// Why a properties file was refused. Names the line, never the value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum PropertiesFault {
+pub enum PropertiesFault {
     /// The file is larger than [`MAX_PROPERTIES_FILE`].
     #[error("properties file of {len} bytes is larger than the {max} accepted")]
     TooLarge {
@@ -89,7 +89,7 @@ pub(crate) enum PropertiesFault {
 
 /// The entries of a properties file in file order; repeats are kept (the caller applies the
 /// last one, as `Properties` does).
-pub(crate) fn parse(input: &[u8]) -> Result<Vec<Property>, PropertiesFault> {
+pub fn parse(input: &[u8]) -> Result<Vec<Property>, PropertiesFault> {
     if input.len() > MAX_PROPERTIES_FILE {
         return Err(PropertiesFault::TooLarge {
             len: input.len(),

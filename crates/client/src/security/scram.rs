@@ -280,12 +280,8 @@ impl ScramClient {
         self
     }
 
-    /// The mechanism this client speaks.
-    pub(crate) fn mechanism(&self) -> ScramMechanism {
-        self.mechanism
-    }
-
     /// True once the server-final message verified.
+    #[cfg(test)]
     pub(crate) fn is_complete(&self) -> bool {
         matches!(self.state, State::Done)
     }

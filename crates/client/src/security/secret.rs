@@ -30,6 +30,15 @@ impl From<String> for Secret {
     }
 }
 
+/// Equal when the values are (for comparing configurations; not constant-time).
+impl PartialEq for Secret {
+    fn eq(&self, other: &Secret) -> bool {
+        *self.0 == *other.0
+    }
+}
+
+impl Eq for Secret {}
+
 impl fmt::Debug for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("[redacted]")

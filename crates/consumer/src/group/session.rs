@@ -172,6 +172,7 @@ impl Session {
             };
             match attempt.await {
                 Ok(connection) => return Ok(connection),
+                Err(error) if error.is_security_failure() => return Err(error),
                 Err(error) => last = Some(error),
             }
         }

@@ -1,0 +1,573 @@
+//! librdkafka and Java client property names mapped onto a [`SecurityConfig`].
+//!
+//! Both families are accepted so that the `client.properties` a cloud provider hands out works
+//! unchanged: `sasl.mechanisms`/`sasl.mechanism`, `sasl.username`+`sasl.password` or
+//! `sasl.jaas.config`, `ssl.ca.location` or a PEM truststore, and so on.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use super::config::{
+    config_error, OAuthBearerToken, Pem, SaslConfig, SecurityConfig, SecurityProtocol, TlsConfig,
+};
+use super::jaas::{self, JaasLogin};
+use super::scram::ScramMechanism;
+use super::secret::Secret;
+use crate::Error;
+
+/// Largest file a `${file:PATH}` value may name.
+const MAX_VALUE_FILE_BYTES: u64 = 1 << 20;
+
+/// The properties, last value of each key kept, secret indirections resolved.
+struct Properties(HashMap<String, String>);
+
+impl Properties {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).map(String::as_str)
+    }
+
+    /// The first of `keys` that is set.
+    fn first(&self, keys: &[&'static str]) -> Option<(&'static str, &str)> {
+        keys.iter()
+            .find_map(|&key| self.get(key).map(|value| (key, value)))
+    }
+
+    fn flag(&self, key: &str) -> Result<Option<bool>, Error> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(value) => match value.to_ascii_lowercase().as_str() {
+                "true" => Ok(Some(true)),
+                "false" => Ok(Some(false)),
+                _ => Err(config_error(
+                    key,
+                    format!("{value:?} is neither true nor false"),
+                )),
+            },
+        }
+    }
+}
+
+pub(super) fn build<'a>(
+    properties: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Result<SecurityConfig, Error> {
+    let mut map = HashMap::new();
+    for (key, value) in properties {
+        if !SecurityConfig::handles(key) {
+            return Err(config_error(key, "not a security property".to_owned()));
+        }
+        map.insert(key.to_owned(), resolve_indirection(key, value)?);
+    }
+    let properties = Properties(map);
+    let protocol = match properties.get("security.protocol") {
+        Some(name) => name.parse()?,
+        None => SecurityProtocol::Plaintext,
+    };
+    let tls = tls_config(&properties)?;
+    let sasl = if protocol.uses_sasl() {
+        Some(sasl_config(&properties)?)
+    } else {
+        None
+    };
+    Ok(SecurityConfig {
+        protocol,
+        tls,
+        sasl,
+    })
+}
+
+/// `${env:NAME}` and `${file:PATH}` read the value from elsewhere; anything else is literal.
+fn resolve_indirection(key: &str, value: &str) -> Result<String, Error> {
+    let Some(inner) = value.strip_prefix("${").and_then(|v| v.strip_suffix('}')) else {
+        return Ok(value.to_owned());
+    };
+    if let Some(name) = inner.strip_prefix("env:") {
+        return std::env::var(name)
+            .map_err(|_| config_error(key, format!("environment variable {name} is not set")));
+    }
+    if let Some(path) = inner.strip_prefix("file:") {
+        let read = || -> std::io::Result<String> {
+            let file = std::fs::File::open(path)?;
+            if file.metadata()?.len() > MAX_VALUE_FILE_BYTES {
+                return Err(std::io::Error::other("larger than 1 MiB"));
+            }
+            std::fs::read_to_string(path)
+        };
+        return read()
+            .map(|text| text.trim_end_matches(['\n', '\r']).to_owned())
+            .map_err(|error| config_error(key, format!("cannot read {path}: {error}")));
+    }
+    Err(config_error(
+        key,
+        "a ${...} value must be ${env:NAME} or ${file:PATH}".to_owned(),
+    ))
+}
+
+fn tls_config(properties: &Properties) -> Result<TlsConfig, Error> {
+    reject_java_store_types(properties)?;
+    let ca = pem_from(
+        properties,
+        &["ssl.ca.location", "ssl.truststore.location"],
+        &["ssl.ca.pem", "ssl.truststore.certificates"],
+    );
+    let (certificate, key) = match properties.get("ssl.keystore.location") {
+        // A Java PEM keystore file holds the key and its certificate chain together.
+        Some(path) => (Some(Pem::File(path.into())), Some(Pem::File(path.into()))),
+        None => (
+            pem_from(
+                properties,
+                &["ssl.certificate.location"],
+                &["ssl.certificate.pem", "ssl.keystore.certificate.chain"],
+            ),
+            pem_from(
+                properties,
+                &["ssl.key.location"],
+                &["ssl.key.pem", "ssl.keystore.key"],
+            ),
+        ),
+    };
+    if certificate.is_some() != key.is_some() {
+        let (have, missing) = if certificate.is_some() {
+            ("a client certificate", "ssl.key.location")
+        } else {
+            ("a client key", "ssl.certificate.location")
+        };
+        return Err(config_error(
+            missing,
+            format!("{have} is set but not {missing}: mutual TLS needs both"),
+        ));
+    }
+    let verify_hostname = match properties.get("ssl.endpoint.identification.algorithm") {
+        None => true,
+        Some(value) => match value.to_ascii_lowercase().as_str() {
+            "https" => true,
+            "none" | "" => false,
+            _ => {
+                return Err(config_error(
+                    "ssl.endpoint.identification.algorithm",
+                    format!("{value:?} is neither https nor none"),
+                ))
+            }
+        },
+    };
+    check_tls_versions(properties)?;
+    Ok(TlsConfig {
+        ca,
+        certificate,
+        key,
+        key_password: properties
+            .get("ssl.key.password")
+            .map(|p| Secret::new(p.to_owned())),
+        verify_certificate: properties
+            .flag("enable.ssl.certificate.verification")?
+            .unwrap_or(true),
+        verify_hostname,
+    })
+}
+
+/// A PEM from the first file key set, else from the first inline key set.
+fn pem_from(
+    properties: &Properties,
+    file_keys: &[&'static str],
+    text_keys: &[&'static str],
+) -> Option<Pem> {
+    if let Some((_, path)) = properties.first(file_keys) {
+        return Some(Pem::File(PathBuf::from(path)));
+    }
+    properties
+        .first(text_keys)
+        .map(|(_, text)| Pem::Text(Secret::new(text.to_owned())))
+}
+
+/// JKS and PKCS12 stores are binary formats krec does not read: say how to get PEM files.
+fn reject_java_store_types(properties: &Properties) -> Result<(), Error> {
+    for (key, store) in [
+        ("ssl.truststore.type", "ssl.truststore.location"),
+        ("ssl.keystore.type", "ssl.keystore.location"),
+    ] {
+        let kind = properties
+            .get(key)
+            .unwrap_or(if properties.get(store).is_some() {
+                "JKS"
+            } else {
+                "PEM"
+            });
+        if !kind.eq_ignore_ascii_case("PEM") {
+            return Err(config_error(
+                key,
+                format!(
+                    "{kind} stores are not supported; convert the store to PEM and set \
+                     {key}=PEM (keytool -importkeystore -srckeystore STORE -destkeystore \
+                     store.p12 -deststoretype PKCS12, then openssl pkcs12 -in store.p12 \
+                     -nokeys -out certs.pem, and -nocerts -nodes -out key.pem for a keystore)"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// rustls speaks TLS 1.2 and 1.3; an older version asked for is refused, not ignored.
+fn check_tls_versions(properties: &Properties) -> Result<(), Error> {
+    for key in ["ssl.protocol", "ssl.enabled.protocols"] {
+        let Some(value) = properties.get(key) else {
+            continue;
+        };
+        for version in value.split(',').map(str::trim).filter(|v| !v.is_empty()) {
+            if !matches!(version, "TLS" | "TLSv1.2" | "TLSv1.3") {
+                return Err(config_error(
+                    key,
+                    format!("{version} is not supported: krec speaks TLSv1.2 and TLSv1.3"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn sasl_config(properties: &Properties) -> Result<SaslConfig, Error> {
+    let Some((key, mechanism)) = properties.first(&["sasl.mechanisms", "sasl.mechanism"]) else {
+        return Err(config_error(
+            "sasl.mechanism",
+            "SASL needs a mechanism: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER \
+             (the Java default GSSAPI is not supported)"
+                .to_owned(),
+        ));
+    };
+    let jaas = match properties.get("sasl.jaas.config") {
+        Some(text) => Some(
+            jaas::parse(text)
+                .map_err(|fault| config_error("sasl.jaas.config", fault.to_string()))?,
+        ),
+        None => None,
+    };
+    match mechanism.to_ascii_uppercase().as_str() {
+        "PLAIN" => {
+            let (username, password) = credentials(properties, jaas.as_ref(), "PlainLoginModule")?;
+            Ok(SaslConfig::Plain { username, password })
+        }
+        name @ ("SCRAM-SHA-256" | "SCRAM-SHA-512") => {
+            let mechanism = if name == "SCRAM-SHA-256" {
+                ScramMechanism::Sha256
+            } else {
+                ScramMechanism::Sha512
+            };
+            let (username, password) = credentials(properties, jaas.as_ref(), "ScramLoginModule")?;
+            Ok(SaslConfig::Scram {
+                mechanism,
+                username,
+                password,
+            })
+        }
+        "OAUTHBEARER" => oauthbearer_config(properties, jaas.as_ref()),
+        "GSSAPI" => Err(config_error(
+            key,
+            "GSSAPI (Kerberos) is not supported; use PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or \
+             OAUTHBEARER"
+                .to_owned(),
+        )),
+        other => Err(config_error(
+            key,
+            format!(
+                "unknown mechanism {other:?}: use PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or \
+                 OAUTHBEARER"
+            ),
+        )),
+    }
+}
+
+/// User name and password: librdkafka's two properties, else the JAAS line's options.
+fn credentials(
+    properties: &Properties,
+    jaas: Option<&JaasLogin>,
+    module: &str,
+) -> Result<(String, Secret), Error> {
+    let from_jaas = |option: &str| -> Result<Option<String>, Error> {
+        let Some(login) = jaas else { return Ok(None) };
+        check_module(login, module)?;
+        Ok(login.option(option).map(str::to_owned))
+    };
+    let username = match properties.get("sasl.username") {
+        Some(name) => name.to_owned(),
+        None => from_jaas("username")?.ok_or_else(|| {
+            config_error(
+                "sasl.username",
+                "not set (nor a username in sasl.jaas.config)".to_owned(),
+            )
+        })?,
+    };
+    let password = match properties.get("sasl.password") {
+        Some(password) => password.to_owned(),
+        None => from_jaas("password")?.ok_or_else(|| {
+            config_error(
+                "sasl.password",
+                "not set (nor a password in sasl.jaas.config)".to_owned(),
+            )
+        })?,
+    };
+    Ok((username, Secret::new(password)))
+}
+
+/// The JAAS login module must be the mechanism's (its last dotted part is compared).
+fn check_module(login: &JaasLogin, expected: &str) -> Result<(), Error> {
+    let class = login.module.rsplit('.').next().unwrap_or(&login.module);
+    if class == expected {
+        Ok(())
+    } else {
+        Err(config_error(
+            "sasl.jaas.config",
+            format!(
+                "login module {} does not match sasl.mechanism (expected {expected})",
+                login.module
+            ),
+        ))
+    }
+}
+
+fn oauthbearer_config(
+    properties: &Properties,
+    jaas: Option<&JaasLogin>,
+) -> Result<SaslConfig, Error> {
+    if let Some(method) = properties.get("sasl.oauthbearer.method") {
+        if !method.eq_ignore_ascii_case("default") {
+            return Err(config_error(
+                "sasl.oauthbearer.method",
+                format!(
+                    "{method:?} is not supported: fetch the token yourself and point \
+                     sasl.oauthbearer.token.file at it (re-read at every authentication)"
+                ),
+            ));
+        }
+    }
+    let extensions = extensions(properties)?;
+    if let Some(path) = properties.get("sasl.oauthbearer.token.file") {
+        return Ok(SaslConfig::OAuthBearer {
+            token: OAuthBearerToken::File(path.into()),
+            extensions,
+        });
+    }
+    if properties.flag("enable.sasl.oauthbearer.unsecure.jwt")? == Some(true) {
+        let config = properties.get("sasl.oauthbearer.config").ok_or_else(|| {
+            config_error(
+                "sasl.oauthbearer.config",
+                "the unsecured JWT needs principal=NAME".to_owned(),
+            )
+        })?;
+        return Ok(SaslConfig::OAuthBearer {
+            token: OAuthBearerToken::UnsecuredJwt(config.to_owned()),
+            extensions,
+        });
+    }
+    if let Some(login) = jaas {
+        check_module(login, "OAuthBearerLoginModule")?;
+        return Ok(SaslConfig::OAuthBearer {
+            token: OAuthBearerToken::UnsecuredJwt(java_unsecured_config(login)?),
+            extensions,
+        });
+    }
+    Err(config_error(
+        "sasl.oauthbearer.token.file",
+        "OAUTHBEARER needs a token: sasl.oauthbearer.token.file=PATH, or for test clusters \
+         enable.sasl.oauthbearer.unsecure.jwt=true with sasl.oauthbearer.config=principal=NAME"
+            .to_owned(),
+    ))
+}
+
+/// librdkafka's `sasl.oauthbearer.extensions`: `key=value` pairs separated by commas.
+fn extensions(properties: &Properties) -> Result<Vec<(String, String)>, Error> {
+    let Some(text) = properties.get("sasl.oauthbearer.extensions") else {
+        return Ok(Vec::new());
+    };
+    text.split(',')
+        .filter(|pair| !pair.trim().is_empty())
+        .map(|pair| match pair.split_once('=') {
+            Some((key, value)) => Ok((key.trim().to_owned(), value.trim().to_owned())),
+            None => Err(config_error(
+                "sasl.oauthbearer.extensions",
+                format!("{pair:?} is not key=value"),
+            )),
+        })
+        .collect()
+}
+
+/// The Java client's unsecured login options, as librdkafka's `sasl.oauthbearer.config`.
+fn java_unsecured_config(login: &JaasLogin) -> Result<String, Error> {
+    let principal = login
+        .option("unsecuredLoginStringClaim_sub")
+        .ok_or_else(|| {
+            config_error(
+                "sasl.jaas.config",
+                "OAuthBearerLoginModule needs unsecuredLoginStringClaim_sub (only the unsecured \
+             login is supported from JAAS; use sasl.oauthbearer.token.file otherwise)"
+                    .to_owned(),
+            )
+        })?;
+    let mut config = format!("principal={principal}");
+    if let Some(life) = login.option("unsecuredLoginLifetimeSeconds") {
+        config.push_str(&format!(" lifeSeconds={life}"));
+    }
+    if let Some(scope) = login.option("unsecuredLoginListClaim_scope") {
+        // Java lists claims as a separator-prefixed string (",a,b"); librdkafka wants "a,b".
+        let scope = scope.trim_start_matches(|c: char| !c.is_alphanumeric());
+        config.push_str(&format!(" scope={scope}"));
+    }
+    Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn build_from(pairs: &[(&str, &str)]) -> Result<SecurityConfig, Error> {
+        build(pairs.iter().copied())
+    }
+
+    #[test]
+    fn librdkafka_names_build_sasl_ssl_plain() {
+        let config = build_from(&[
+            ("security.protocol", "sasl_ssl"),
+            ("sasl.mechanisms", "PLAIN"),
+            ("sasl.username", "alice"),
+            ("sasl.password", "alice-secret"),
+            ("ssl.ca.location", "/ca.pem"),
+        ])
+        .unwrap();
+        assert_eq!(config.protocol, SecurityProtocol::SaslSsl);
+        assert_eq!(config.tls.ca, Some(Pem::File("/ca.pem".into())));
+        assert_eq!(
+            config.sasl,
+            Some(SaslConfig::Plain {
+                username: "alice".into(),
+                password: Secret::new("alice-secret".into())
+            })
+        );
+    }
+
+    #[test]
+    fn java_names_with_jaas_build_scram_with_a_pem_truststore() {
+        let config = build_from(&[
+            ("security.protocol", "SASL_SSL"),
+            ("sasl.mechanism", "SCRAM-SHA-512"),
+            (
+                "sasl.jaas.config",
+                "org.apache.kafka.common.security.scram.ScramLoginModule required \
+                 username=\"alice\" password=\"alice-secret\";",
+            ),
+            ("ssl.truststore.type", "PEM"),
+            ("ssl.truststore.location", "/ca.pem"),
+        ])
+        .unwrap();
+        assert_eq!(config.tls.ca, Some(Pem::File("/ca.pem".into())));
+        assert_eq!(
+            config.sasl,
+            Some(SaslConfig::Scram {
+                mechanism: ScramMechanism::Sha512,
+                username: "alice".into(),
+                password: Secret::new("alice-secret".into())
+            })
+        );
+    }
+
+    #[test]
+    fn a_jaas_module_of_another_mechanism_is_refused() {
+        let error = build_from(&[
+            ("security.protocol", "SASL_PLAINTEXT"),
+            ("sasl.mechanism", "SCRAM-SHA-256"),
+            (
+                "sasl.jaas.config",
+                "org.apache.kafka.common.security.plain.PlainLoginModule required \
+                 username='u' password='p';",
+            ),
+        ])
+        .unwrap_err();
+        assert!(error.to_string().contains("does not match"), "{error}");
+        assert!(!error.to_string().contains("'p'"));
+    }
+
+    #[test]
+    fn jks_stores_and_old_tls_are_refused_with_a_way_out() {
+        let error = build_from(&[("ssl.truststore.location", "/t.jks")]).unwrap_err();
+        assert!(
+            error.to_string().contains("keytool -importkeystore"),
+            "{error}"
+        );
+        let error = build_from(&[("ssl.enabled.protocols", "TLSv1.1,TLSv1.2")]).unwrap_err();
+        assert!(error.to_string().contains("TLSv1.1"), "{error}");
+    }
+
+    #[test]
+    fn secrets_come_from_the_environment_or_a_file() {
+        std::env::set_var("KREC_TEST_PASSWORD_VAR", "from-env");
+        let dir = std::env::temp_dir().join(format!("krec-secret-{}", std::process::id()));
+        std::fs::write(&dir, "from-file\n").unwrap();
+        let file_value = format!("${{file:{}}}", dir.display());
+        let config = build_from(&[
+            ("security.protocol", "SASL_PLAINTEXT"),
+            ("sasl.mechanism", "PLAIN"),
+            ("sasl.username", "${env:KREC_TEST_PASSWORD_VAR}"),
+            ("sasl.password", &file_value),
+        ])
+        .unwrap();
+        std::fs::remove_file(&dir).unwrap();
+        assert_eq!(
+            config.sasl,
+            Some(SaslConfig::Plain {
+                username: "from-env".into(),
+                password: Secret::new("from-file".into())
+            })
+        );
+        let error = build_from(&[("sasl.password", "${env:KREC_NO_SUCH_VARIABLE}")]).unwrap_err();
+        assert!(
+            error.to_string().contains("KREC_NO_SUCH_VARIABLE"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn oauthbearer_sources() {
+        let unsecured = build_from(&[
+            ("security.protocol", "SASL_SSL"),
+            ("sasl.mechanism", "OAUTHBEARER"),
+            ("enable.sasl.oauthbearer.unsecure.jwt", "true"),
+            ("sasl.oauthbearer.config", "principal=alice"),
+        ])
+        .unwrap();
+        assert_eq!(
+            unsecured.sasl,
+            Some(SaslConfig::OAuthBearer {
+                token: OAuthBearerToken::UnsecuredJwt("principal=alice".into()),
+                extensions: Vec::new()
+            })
+        );
+        let java = build_from(&[
+            ("security.protocol", "SASL_SSL"),
+            ("sasl.mechanism", "OAUTHBEARER"),
+            (
+                "sasl.jaas.config",
+                "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required \
+                 unsecuredLoginStringClaim_sub=\"alice\";",
+            ),
+        ])
+        .unwrap();
+        assert_eq!(unsecured.sasl, java.sasl);
+        let missing = build_from(&[
+            ("security.protocol", "SASL_SSL"),
+            ("sasl.mechanism", "OAUTHBEARER"),
+        ])
+        .unwrap_err();
+        assert!(missing.to_string().contains("sasl.oauthbearer.token.file"));
+    }
+
+    #[test]
+    fn unknown_and_unsupported_settings_name_the_property() {
+        let error = build_from(&[("ssl.cipher.suites", "x")]).unwrap_err();
+        assert!(error.to_string().contains("ssl.cipher.suites"), "{error}");
+        let error = build_from(&[
+            ("security.protocol", "SASL_SSL"),
+            ("sasl.mechanism", "GSSAPI"),
+        ])
+        .unwrap_err();
+        assert!(error.to_string().contains("Kerberos"), "{error}");
+        let error = build_from(&[("security.protocol", "TLS")]).unwrap_err();
+        assert!(error.to_string().contains("security.protocol"), "{error}");
+    }
+}

@@ -1,0 +1,124 @@
+//! How a connection's bytes travel: plain TCP, or TLS over it (rustls). Chosen once at
+//! connect; everything above reads and writes through [`Transport`] without knowing which.
+
+use std::sync::{Arc, Mutex};
+
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+use tokio_rustls::TlsConnector;
+
+use crate::security::config::{SecurityConfig, TlsConfig};
+use crate::security::tls;
+use crate::Error;
+
+/// An open connection's byte stream.
+#[derive(Debug)]
+pub(crate) enum Transport {
+    /// Plain TCP.
+    Plain(TcpStream),
+    /// TLS over TCP.
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+impl Transport {
+    /// Wraps `tcp` in TLS when the protocol asks for it, naming `address`'s host to the
+    /// broker (SNI) and checking the certificate is for it.
+    pub(crate) async fn start(
+        tcp: TcpStream,
+        address: &str,
+        security: &SecurityConfig,
+    ) -> Result<Self, Error> {
+        if !security.protocol.uses_tls() {
+            return Ok(Self::Plain(tcp));
+        }
+        let config = cached_client_config(&security.tls)?;
+        let host = host_of(address);
+        let server_name =
+            rustls::pki_types::ServerName::try_from(host.to_owned()).map_err(|_| Error::Tls {
+                broker: address.to_owned(),
+                detail: format!("{host:?} is not a valid host name for TLS"),
+            })?;
+        match TlsConnector::from(config).connect(server_name, tcp).await {
+            Ok(stream) => Ok(Self::Tls(Box::new(stream))),
+            Err(error) => Err(handshake_error(address, error)),
+        }
+    }
+
+    /// Writes all of `bytes` and pushes them onto the wire.
+    pub(crate) async fn send(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        match self {
+            Self::Plain(stream) => stream.write_all(bytes).await,
+            Self::Tls(stream) => {
+                stream.write_all(bytes).await?;
+                stream.flush().await
+            }
+        }
+    }
+}
+
+/// The host part of `host:port` (an IPv6 literal may come in brackets).
+fn host_of(address: &str) -> &str {
+    let host = address.rsplit_once(':').map_or(address, |(host, _)| host);
+    host.trim_start_matches('[').trim_end_matches(']')
+}
+
+/// A failed handshake: a certificate problem in words, or a closed connection, which is what
+/// a plaintext listener does with a TLS hello.
+fn handshake_error(address: &str, error: std::io::Error) -> Error {
+    if let Some(detail) = rustls_detail(&error) {
+        return Error::Tls {
+            broker: address.to_owned(),
+            detail,
+        };
+    }
+    match error.kind() {
+        std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::ConnectionReset => {
+            Error::WrongSecurityProtocol {
+                broker: address.to_owned(),
+                detail: "the broker closed the connection during the TLS handshake: this \
+                         listener does not speak TLS (use security.protocol=PLAINTEXT or \
+                         SASL_PLAINTEXT, or the broker's TLS port)"
+                    .to_owned(),
+            }
+        }
+        _ => Error::Connection {
+            broker: address.to_owned(),
+            action: "TLS handshake",
+            source: error,
+        },
+    }
+}
+
+/// The rustls error inside an I/O error from a TLS stream, told for a person.
+pub(crate) fn rustls_detail(error: &std::io::Error) -> Option<String> {
+    let inner = error.get_ref()?;
+    inner.downcast_ref::<rustls::Error>().map(tls::describe)
+}
+
+/// rustls configurations built so far, one per distinct TLS setting: files are read and
+/// checked once per process, not at every reconnect.
+fn cached_client_config(tls: &TlsConfig) -> Result<Arc<rustls::ClientConfig>, Error> {
+    static BUILT: Mutex<Vec<(TlsConfig, Arc<rustls::ClientConfig>)>> = Mutex::new(Vec::new());
+    let mut built = BUILT
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some((_, config)) = built.iter().find(|(key, _)| key == tls) {
+        return Ok(config.clone());
+    }
+    let config = tls::client_config(tls)?;
+    built.push((tls.clone(), config.clone()));
+    Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_of;
+
+    #[test]
+    fn host_of_strips_the_port_and_brackets() {
+        assert_eq!(host_of("broker-1.example:9093"), "broker-1.example");
+        assert_eq!(host_of("127.0.0.1:9093"), "127.0.0.1");
+        assert_eq!(host_of("[::1]:9093"), "::1");
+    }
+}
