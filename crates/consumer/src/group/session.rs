@@ -115,6 +115,7 @@ impl Session {
                         self.coordinator = Some(connection);
                         break;
                     }
+                    Err(error) if error.is_security_failure() => return Err(error),
                     Err(error) if started.elapsed() > self.give_up_after => {
                         return Err(Error::RetriesExhausted {
                             what: format!(
