@@ -253,7 +253,9 @@ impl ConsumeArgs {
         config.server_assignor = options.server_assignor.clone();
         config.instance_id = options.instance_id.clone();
         let session_ms = options.session_timeout_ms.or(properties.session_timeout_ms);
-        let heartbeat_ms = options.heartbeat_interval_ms.or(properties.heartbeat_interval_ms);
+        let heartbeat_ms = options
+            .heartbeat_interval_ms
+            .or(properties.heartbeat_interval_ms);
         config.session_timeout = Duration::from_millis(session_ms.unwrap_or(45_000));
         config.heartbeat_interval = Duration::from_millis(heartbeat_ms.unwrap_or(3_000).max(1));
         config.rebalance_timeout = Duration::from_millis(options.rebalance_timeout_ms);
