@@ -1,0 +1,750 @@
+//! krec against the secured node of `scripts/kafka.sh start --secured`: every protocol and
+//! SASL mechanism reads what librdkafka wrote, exactly; properties from `-X`, `-F`, Java-style
+//! files and `$KREC_CONFIG`; a group with commits; re-authentication; and every failure a
+//! person can cause, each with its message, exit status and time bound.
+#![cfg(feature = "broker-tests")]
+
+mod support;
+
+use std::process::Command;
+use std::time::Duration;
+
+use support::broker::{assert_same_records, parse_json_lines, unique_topic, varied_record};
+use support::broker::{ProducePlan, Produced};
+use support::secure::{krec_secure, run_limited, secure_broker, SecureBroker};
+
+/// A failure must end krec within this (no reconnect loop).
+const FAILURE_LIMIT: Duration = Duration::from_secs(10);
+/// A successful read of a small topic.
+const READ_LIMIT: Duration = Duration::from_secs(60);
+
+/// A topic alice may read (`sec-` prefix) holding varied records written by librdkafka.
+fn alice_topic(broker: &SecureBroker, records: usize) -> (String, Vec<Produced>) {
+    let topic = unique_topic("sec-topic");
+    broker.admin.create_topic(&topic, 2, 1);
+    let plan = ProducePlan {
+        topic: topic.clone(),
+        compression: "lz4".to_owned(),
+        steps: vec![(None, (0..records).map(|i| varied_record(i, 2)).collect())],
+        ..ProducePlan::default()
+    };
+    let produced = broker.admin.produce_python(&plan);
+    (topic, produced)
+}
+
+/// Field for field, timestamps included.
+fn assert_exact(printed: &[Produced], produced: &[Produced]) {
+    assert_same_records(printed, produced);
+    let mut printed: Vec<_> = printed
+        .iter()
+        .map(|r| (r.partition, r.offset, r.timestamp))
+        .collect();
+    printed.sort_unstable();
+    let want: Vec<_> = produced
+        .iter()
+        .map(|r| (r.partition, r.offset, r.timestamp))
+        .collect();
+    assert_eq!(printed, want, "timestamps");
+}
+
+fn stderr(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn every_protocol_and_mechanism_reads_librdkafka_records_exactly() {
+    let broker = secure_broker();
+    let (topic, produced) = alice_topic(&broker, 300);
+    let cases: &[(&str, Option<&str>)] = &[
+        ("SASL_SSL", Some("PLAIN")),
+        ("SASL_SSL", Some("SCRAM-SHA-256")),
+        ("SASL_SSL", Some("SCRAM-SHA-512")),
+        ("SASL_SSL", Some("OAUTHBEARER")),
+        ("SASL_PLAINTEXT", Some("PLAIN")),
+        ("SASL_PLAINTEXT", Some("SCRAM-SHA-256")),
+        ("SASL_PLAINTEXT", Some("SCRAM-SHA-512")),
+        ("SASL_PLAINTEXT", Some("OAUTHBEARER")),
+        ("SSL", None),
+    ];
+    for (protocol, mechanism) in cases {
+        let properties = broker.alice_properties(protocol, *mechanism);
+        let (output, _) = krec_secure(
+            broker.get(protocol),
+            &topic,
+            &properties,
+            &["-e", "-J"],
+            READ_LIMIT,
+        );
+        assert!(
+            output.status.success(),
+            "{protocol} {mechanism:?}: {}",
+            stderr(&output)
+        );
+        assert_exact(&parse_json_lines(&output.stdout), &produced);
+    }
+}
+
+#[test]
+fn mutual_tls_takes_pkcs1_sec1_and_encrypted_pkcs8_keys() {
+    let broker = secure_broker();
+    let (topic, produced) = alice_topic(&broker, 50);
+    let ca = format!("ssl.ca.location={}", broker.get("CA_BUNDLE_PEM"));
+    let keys = [
+        (
+            broker.get("CLIENT_CERT_PEM"),
+            broker.get("CLIENT_KEY_PKCS1"),
+            None,
+        ),
+        (
+            broker.get("CLIENT_EC_CERT_PEM"),
+            broker.get("CLIENT_KEY_SEC1"),
+            None,
+        ),
+        (
+            broker.get("CLIENT_CERT_PEM"),
+            broker.get("CLIENT_KEY_ENCRYPTED"),
+            Some(broker.get("CLIENT_KEY_PASSWORD")),
+        ),
+    ];
+    for (certificate, key, password) in keys {
+        let mut properties = vec![
+            "security.protocol=ssl".to_owned(),
+            ca.clone(),
+            format!("ssl.certificate.location={certificate}"),
+            format!("ssl.key.location={key}"),
+        ];
+        if let Some(password) = password {
+            properties.push(format!("ssl.key.password={password}"));
+        }
+        let (output, _) = krec_secure(
+            broker.get("SSL"),
+            &topic,
+            &properties,
+            &["-e", "-J"],
+            READ_LIMIT,
+        );
+        assert!(output.status.success(), "{key}: {}", stderr(&output));
+        assert_exact(&parse_json_lines(&output.stdout), &produced);
+    }
+    // The encrypted key without its password: a clear error, before any connection.
+    let properties = vec![
+        "security.protocol=SSL".to_owned(),
+        ca,
+        format!("ssl.certificate.location={}", broker.get("CLIENT_CERT_PEM")),
+        format!("ssl.key.location={}", broker.get("CLIENT_KEY_ENCRYPTED")),
+    ];
+    let (output, _) = krec_secure(
+        broker.get("SSL"),
+        &topic,
+        &properties,
+        &["-e"],
+        FAILURE_LIMIT,
+    );
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("ssl.key.password"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// A Java client.properties (JAAS line, PEM truststore) as `-F`, without `-b`.
+fn java_properties(broker: &SecureBroker, mechanism: &str, password: &str) -> String {
+    let module = if mechanism == "PLAIN" {
+        "org.apache.kafka.common.security.plain.PlainLoginModule"
+    } else {
+        "org.apache.kafka.common.security.scram.ScramLoginModule"
+    };
+    format!(
+        "# as a cloud console hands it out\n\
+         bootstrap.servers={}\n\
+         security.protocol=SASL_SSL\n\
+         sasl.mechanism={mechanism}\n\
+         sasl.jaas.config={module} required username='alice' password='{password}';\n\
+         ssl.truststore.type=PEM\n\
+         ssl.truststore.location={}\n\
+         client.dns.lookup=use_all_dns_ips\n\
+         session.timeout.ms=45000\n\
+         acks=all\n",
+        broker.get("SASL_SSL"),
+        broker.get("CA_PEM"),
+    )
+}
+
+#[test]
+fn properties_files_java_style_and_librdkafka_style_with_precedence() {
+    let broker = secure_broker();
+    let (topic, produced) = alice_topic(&broker, 80);
+    let dir = tempfile::tempdir().unwrap();
+    let java = dir.path().join("client.properties");
+    std::fs::write(
+        &java,
+        java_properties(&broker, "SCRAM-SHA-512", broker.get("ALICE_PASSWORD")),
+    )
+    .unwrap();
+    let read = |args: &[&str], env: Option<&std::path::Path>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_krec"));
+        command
+            .args(["consume", "-t", &topic, "-e", "-J"])
+            .args(args);
+        match env {
+            Some(path) => command.env("KREC_CONFIG", path),
+            None => command.env_remove("KREC_CONFIG"),
+        };
+        run_limited(command, READ_LIMIT).0
+    };
+    let output = read(&["-F", java.to_str().unwrap()], None);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_exact(&parse_json_lines(&output.stdout), &produced);
+
+    // librdkafka names, a wrong password in the default file fixed by -F, then by -X.
+    let wrong = dir.path().join("default.properties");
+    std::fs::write(
+        &wrong,
+        java_properties(&broker, "PLAIN", "not-the-password"),
+    )
+    .unwrap();
+    let librdkafka = dir.path().join("kcat.conf");
+    std::fs::write(
+        &librdkafka,
+        format!(
+            "sasl.mechanisms=PLAIN\nsasl.username=alice\nsasl.password={}\nssl.ca.location={}\n",
+            broker.get("ALICE_PASSWORD"),
+            broker.get("CA_PEM")
+        ),
+    )
+    .unwrap();
+    let output = read(&[], Some(&wrong));
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "the default file alone has the wrong password"
+    );
+    let output = read(&["-F", librdkafka.to_str().unwrap()], Some(&wrong));
+    assert!(
+        output.status.success(),
+        "-F over $KREC_CONFIG: {}",
+        stderr(&output)
+    );
+    assert_exact(&parse_json_lines(&output.stdout), &produced);
+    let fixed = format!("sasl.password={}", broker.get("ALICE_PASSWORD"));
+    let output = read(&["-X", &fixed, "-X", "sasl.mechanism=PLAIN"], Some(&wrong));
+    assert!(
+        output.status.success(),
+        "-X over $KREC_CONFIG: {}",
+        stderr(&output)
+    );
+
+    // A password from the environment rather than argv.
+    let mut command = Command::new(env!("CARGO_BIN_EXE_krec"));
+    command
+        .args([
+            "consume",
+            "-t",
+            &topic,
+            "-e",
+            "-J",
+            "-F",
+            java.to_str().unwrap(),
+        ])
+        .args([
+            "-X",
+            "sasl.password=${env:KREC_TEST_ALICE}",
+            "-X",
+            "sasl.username=alice",
+        ])
+        .env("KREC_TEST_ALICE", broker.get("ALICE_PASSWORD"))
+        .env_remove("KREC_CONFIG");
+    let output = run_limited(command, READ_LIMIT).0;
+    assert!(output.status.success(), "${{env:}}: {}", stderr(&output));
+    assert_exact(&parse_json_lines(&output.stdout), &produced);
+}
+
+#[test]
+fn java_console_consumer_and_krec_agree_with_the_same_properties_file() {
+    let broker = secure_broker();
+    let topic = unique_topic("sec-java");
+    broker.admin.create_topic(&topic, 2, 1);
+    let records = (0..120)
+        .map(|i| {
+            let mut record = varied_record(i, 2);
+            record.key = Some(format!("k{i}").into_bytes());
+            record.value = Some(format!("v{i}-{}", "z".repeat(i % 13)).into_bytes());
+            record
+        })
+        .collect();
+    let plan = ProducePlan {
+        topic: topic.clone(),
+        compression: "zstd".to_owned(),
+        steps: vec![(None, records)],
+        ..ProducePlan::default()
+    };
+    let produced = broker.admin.produce_python(&plan);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("client.properties");
+    std::fs::write(
+        &file,
+        java_properties(&broker, "SCRAM-SHA-256", broker.get("ALICE_PASSWORD")),
+    )
+    .unwrap();
+    let java = broker.admin.kafka_sh(
+        "tool",
+        &[
+            "org.apache.kafka.tools.consumer.ConsoleConsumer",
+            "--bootstrap-server",
+            broker.get("SASL_SSL"),
+            "--consumer.config",
+            file.to_str().unwrap(),
+            "--topic",
+            &topic,
+            "--from-beginning",
+            // Its own random group would need an ACL alice lacks.
+            "--group",
+            &unique_topic("sec-java-group"),
+            "--max-messages",
+            &produced.len().to_string(),
+            "--timeout-ms",
+            "30000",
+            "--property",
+            "print.partition=true",
+            "--property",
+            "print.offset=true",
+            "--property",
+            "print.key=true",
+        ],
+    );
+    // "Partition:P\tOffset:O\tKEY\tVALUE"
+    let mut java_records: Vec<(i32, i64, String, String)> = java
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split('\t');
+            let partition = fields.next()?.strip_prefix("Partition:")?.parse().ok()?;
+            let offset = fields.next()?.strip_prefix("Offset:")?.parse().ok()?;
+            Some((
+                partition,
+                offset,
+                fields.next()?.to_owned(),
+                fields.next()?.to_owned(),
+            ))
+        })
+        .collect();
+    java_records.sort();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_krec"));
+    command
+        .args([
+            "consume",
+            "-t",
+            &topic,
+            "-e",
+            "-J",
+            "-F",
+            file.to_str().unwrap(),
+        ])
+        .env_remove("KREC_CONFIG");
+    let output = run_limited(command, READ_LIMIT).0;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let printed = parse_json_lines(&output.stdout);
+    assert_exact(&printed, &produced);
+    let text = |b: &Option<Vec<u8>>| String::from_utf8(b.clone().unwrap()).unwrap();
+    let mut krec_records: Vec<(i32, i64, String, String)> = printed
+        .iter()
+        .map(|r| (r.partition, r.offset, text(&r.key), text(&r.value)))
+        .collect();
+    krec_records.sort();
+    assert_eq!(
+        java_records.len(),
+        produced.len(),
+        "the Java consumer read everything: {java}"
+    );
+    assert_eq!(
+        krec_records, java_records,
+        "krec and the Java consumer agree record for record"
+    );
+}
+
+#[test]
+fn a_group_over_sasl_ssl_commits_what_it_wrote() {
+    let broker = secure_broker();
+    let (topic, produced) = alice_topic(&broker, 200);
+    let group = unique_topic("sec-group");
+    let properties = broker.alice_properties("SASL_SSL", Some("SCRAM-SHA-512"));
+    let args = ["-G", &group, "-e", "-J", "--commit-interval-ms", "200"];
+    let (output, _) = krec_secure(
+        broker.get("SASL_SSL"),
+        &topic,
+        &properties,
+        &args,
+        READ_LIMIT,
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_exact(&parse_json_lines(&output.stdout), &produced);
+    // Everything was committed: the group's second run starts at the end.
+    let (output, _) = krec_secure(
+        broker.get("SASL_SSL"),
+        &topic,
+        &properties,
+        &args,
+        READ_LIMIT,
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(
+        parse_json_lines(&output.stdout),
+        Vec::new(),
+        "nothing left after the commits"
+    );
+}
+
+#[test]
+fn a_long_consume_through_many_reauthentications_is_exact() {
+    let broker = secure_broker();
+    let reauth_ms: u64 = broker.get("REAUTH_MS").parse().unwrap();
+    let topic = unique_topic("sec-reauth");
+    broker.admin.create_topic(&topic, 2, 1);
+    // Records keep arriving for about six session lifetimes while krec reads them.
+    let batches = 12;
+    let per_batch = 100;
+    let total = batches * per_batch;
+    let properties = broker.alice_properties("SASL_SSL", Some("SCRAM-SHA-256"));
+    let mut command = Command::new(env!("CARGO_BIN_EXE_krec"));
+    command
+        .args(["consume", "-b", broker.get("SASL_SSL"), "-t", &topic, "-J"])
+        .args(["-c", &total.to_string(), "--max-wait-ms", "100"])
+        .env("RUST_LOG", "krec_client::connection=debug");
+    for property in &properties {
+        command.args(["-X", property]);
+    }
+    let reader = std::thread::spawn(move || run_limited(command, Duration::from_secs(120)).0);
+    let mut produced = Vec::new();
+    for batch in 0..batches {
+        let plan = ProducePlan {
+            topic: topic.clone(),
+            compression: "none".to_owned(),
+            steps: vec![(
+                None,
+                (0..per_batch)
+                    .map(|i| varied_record(batch * per_batch + i, 2))
+                    .collect(),
+            )],
+            ..ProducePlan::default()
+        };
+        produced.extend(broker.admin.produce_python(&plan));
+        std::thread::sleep(Duration::from_millis(reauth_ms / 2));
+    }
+    produced.sort_by_key(|r| (r.partition, r.offset));
+    let output = reader.join().unwrap();
+    let log = stderr(&output);
+    assert!(output.status.success(), "{log}");
+    assert_exact(&parse_json_lines(&output.stdout), &produced);
+    let renewals = log.matches("re-authenticated").count();
+    assert!(renewals >= 5, "only {renewals} re-authentications: {log}");
+    assert!(
+        !log.contains("WARN") && !log.contains("ERROR"),
+        "a clean run: {log}"
+    );
+}
+
+/// Runs krec expecting it to fail fast with `status`, its message holding every `needle`
+/// and never a password.
+fn assert_fails(
+    broker: &SecureBroker,
+    listener: &str,
+    topic: &str,
+    properties: &[String],
+    args: &[&str],
+    status: i32,
+    needles: &[&str],
+) {
+    let (output, took) = krec_secure(broker.get(listener), topic, properties, args, FAILURE_LIMIT);
+    let message = stderr(&output);
+    assert_eq!(
+        output.status.code(),
+        Some(status),
+        "{properties:?}: {message}"
+    );
+    for needle in needles {
+        assert!(
+            message.contains(needle),
+            "{properties:?}: no {needle:?} in: {message}"
+        );
+    }
+    for secret in [
+        broker.get("ALICE_PASSWORD"),
+        broker.get("BOB_PASSWORD"),
+        "wrong-password",
+    ] {
+        assert!(!message.contains(secret), "a password leaked: {message}");
+    }
+    assert!(took < FAILURE_LIMIT, "took {took:?}");
+}
+
+fn with(mut properties: Vec<String>, extra: &[String]) -> Vec<String> {
+    properties.extend_from_slice(extra);
+    properties
+}
+
+#[test]
+fn authentication_failures_are_fatal_and_clear() {
+    let broker = secure_broker();
+    let (topic, _) = alice_topic(&broker, 5);
+    for mechanism in ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] {
+        let properties = with(
+            broker.alice_properties("SASL_SSL", Some(mechanism)),
+            &["sasl.password=wrong-password".to_owned()],
+        );
+        let expected = format!("SASL {mechanism} authentication as user \"alice\" failed");
+        assert_fails(
+            &broker,
+            "SASL_SSL",
+            &topic,
+            &properties,
+            &["-e"],
+            1,
+            &[&expected],
+        );
+    }
+    let properties = broker.alice_properties("SASL_PLAINTEXT", Some("SCRAM-SHA-512"));
+    assert_fails(
+        &broker,
+        "SASL_PLAIN_ONLY",
+        &topic,
+        &properties,
+        &["-e"],
+        1,
+        &["SCRAM-SHA-512 is not enabled", "it offers PLAIN"],
+    );
+}
+
+#[test]
+fn certificate_failures_name_what_to_fix() {
+    let broker = secure_broker();
+    let (topic, produced) = alice_topic(&broker, 5);
+    let sasl_ssl = broker.alice_properties("SASL_SSL", Some("PLAIN"));
+    let other_ca = with(
+        sasl_ssl.clone(),
+        &[format!("ssl.ca.location={}", broker.get("OTHER_CA_PEM"))],
+    );
+    assert_fails(
+        &broker,
+        "SASL_SSL",
+        &topic,
+        &other_ca,
+        &["-e"],
+        1,
+        &["issued by", "krec test CA", "not trusted"],
+    );
+    let wrong_host = vec![
+        "security.protocol=SSL".to_owned(),
+        format!("ssl.ca.location={}", broker.get("CA_PEM")),
+    ];
+    assert_fails(
+        &broker,
+        "SSL_WRONG_HOST",
+        &topic,
+        &wrong_host,
+        &["-e"],
+        1,
+        &["host name mismatch", "wrong.example"],
+    );
+    let foreign = vec![
+        "security.protocol=SSL".to_owned(),
+        format!("ssl.ca.location={}", broker.get("CA_PEM")),
+        format!(
+            "ssl.certificate.location={}",
+            broker.get("FOREIGN_CLIENT_CERT_PEM")
+        ),
+        format!("ssl.key.location={}", broker.get("FOREIGN_CLIENT_KEY")),
+    ];
+    assert_fails(
+        &broker,
+        "SSL",
+        &topic,
+        &foreign,
+        &["-e"],
+        1,
+        &["refused our client certificate"],
+    );
+    let none = vec![
+        "security.protocol=SSL".to_owned(),
+        format!("ssl.ca.location={}", broker.get("CA_PEM")),
+    ];
+    assert_fails(
+        &broker,
+        "SSL",
+        &topic,
+        &none,
+        &["-e"],
+        1,
+        &["refused our client certificate"],
+    );
+
+    // Checks turned off: the read works, with one warning.
+    let unverified = with(
+        sasl_ssl,
+        &[
+            "enable.ssl.certificate.verification=false".to_owned(),
+            format!("ssl.ca.location={}", broker.get("OTHER_CA_PEM")),
+        ],
+    );
+    let (output, _) = krec_secure(
+        broker.get("SASL_SSL"),
+        &topic,
+        &unverified,
+        &["-e", "-J"],
+        READ_LIMIT,
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_exact(&parse_json_lines(&output.stdout), &produced);
+    assert_eq!(
+        stderr(&output).matches("verification is off").count(),
+        1,
+        "{}",
+        stderr(&output)
+    );
+    let no_hostname = with(
+        wrong_host,
+        &["ssl.endpoint.identification.algorithm=none".to_owned()],
+    );
+    let (output, _) = krec_secure(
+        broker.get("SSL_WRONG_HOST"),
+        &topic,
+        &no_hostname,
+        &["-e", "-J"],
+        READ_LIMIT,
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_exact(&parse_json_lines(&output.stdout), &produced);
+}
+
+#[test]
+fn a_protocol_that_does_not_match_the_listener_is_detected() {
+    let broker = secure_broker();
+    let (topic, _) = alice_topic(&broker, 5);
+    let tls = vec![
+        "security.protocol=SSL".to_owned(),
+        format!("ssl.ca.location={}", broker.get("CA_PEM")),
+    ];
+    assert_fails(
+        &broker,
+        "PLAINTEXT",
+        &topic,
+        &tls,
+        &["-e"],
+        1,
+        &["does not speak TLS"],
+    );
+    let plain = vec!["security.protocol=PLAINTEXT".to_owned()];
+    assert_fails(
+        &broker,
+        "SSL_WRONG_HOST",
+        &topic,
+        &plain,
+        &["-e"],
+        1,
+        &["security.protocol=SSL"],
+    );
+}
+
+#[test]
+fn missing_acls_are_fatal_and_say_which() {
+    let broker = secure_broker();
+    let (topic, _) = alice_topic(&broker, 5);
+    let bob = vec![
+        "security.protocol=SASL_SSL".to_owned(),
+        format!("ssl.ca.location={}", broker.get("CA_PEM")),
+        "sasl.mechanisms=SCRAM-SHA-256".to_owned(),
+        "sasl.username=bob".to_owned(),
+        format!("sasl.password={}", broker.get("BOB_PASSWORD")),
+    ];
+    assert_fails(
+        &broker,
+        "SASL_SSL",
+        &topic,
+        &bob,
+        &["-e"],
+        1,
+        &["TOPIC_AUTHORIZATION_FAILED", &format!("Topic:{topic}")],
+    );
+    let alice = broker.alice_properties("SASL_SSL", Some("PLAIN"));
+    assert_fails(
+        &broker,
+        "SASL_SSL",
+        &topic,
+        &alice,
+        &["-G", "not-alices-group", "-e"],
+        1,
+        &["GROUP_AUTHORIZATION_FAILED", "Group:not-alices-group"],
+    );
+}
+
+#[test]
+fn bad_properties_exit_2_naming_the_property() {
+    let broker = secure_broker();
+    let topic = "sec-unused";
+    let cases: &[(&[&str], &str)] = &[
+        (&["fetch.magic.number=1"], "fetch.magic.number"),
+        (&["security.protocol=TLS"], "security.protocol"),
+        (&["ssl.truststore.location=/x.jks"], "keytool"),
+        (
+            &["security.protocol=SASL_SSL", "sasl.mechanism=GSSAPI"],
+            "Kerberos",
+        ),
+        (
+            &[
+                "security.protocol=SASL_SSL",
+                "sasl.mechanism=PLAIN",
+                "sasl.password=wrong-password",
+            ],
+            "sasl.username",
+        ),
+    ];
+    for (properties, needle) in cases {
+        let properties: Vec<String> = properties.iter().map(|p| (*p).to_owned()).collect();
+        assert_fails(
+            &broker,
+            "SASL_SSL",
+            topic,
+            &properties,
+            &["-e"],
+            2,
+            &[needle],
+        );
+    }
+}
+
+#[test]
+fn no_password_in_debug_logs_or_stats() {
+    let broker = secure_broker();
+    let (topic, _) = alice_topic(&broker, 20);
+    let properties = broker.alice_properties("SASL_SSL", Some("PLAIN"));
+    let mut command = Command::new(env!("CARGO_BIN_EXE_krec"));
+    command
+        .args([
+            "consume",
+            "-b",
+            broker.get("SASL_SSL"),
+            "-t",
+            &topic,
+            "-e",
+            "--stats",
+            "0.1",
+        ])
+        .env("RUST_LOG", "trace");
+    for property in &properties {
+        command.args(["-X", property]);
+    }
+    let output = run_limited(command, READ_LIMIT).0;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let everything = format!(
+        "{}{}",
+        stderr(&output),
+        String::from_utf8_lossy(&output.stdout)
+    );
+    assert!(
+        everything.contains("SaslAuthenticate") || everything.len() > 1000,
+        "trace logging ran"
+    );
+    assert!(
+        !everything.contains(broker.get("ALICE_PASSWORD")),
+        "the password leaked"
+    );
+}

@@ -1,0 +1,121 @@
+//! The secured broker of `scripts/kafka.sh start --secured`: its listeners, certificates and
+//! users, read from the `secure.env` file it writes.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use super::broker::Broker;
+
+/// The secured single node.
+pub struct SecureBroker {
+    /// Its PLAINTEXT listener, for topics, ACLs and producers.
+    pub admin: Broker,
+    env: HashMap<String, String>,
+}
+
+/// The secured broker `scripts/test.sh` started.
+pub fn secure_broker() -> SecureBroker {
+    let path = std::env::var("KREC_TEST_SECURE_ENV").unwrap_or_else(|_| {
+        panic!(
+            "KREC_TEST_SECURE_ENV is not set: the secured-broker tests need the node that \
+             `bash scripts/test.sh` starts (scripts/kafka.sh start --secured)"
+        )
+    });
+    let text = std::fs::read_to_string(&path).expect("read secure.env");
+    let env: HashMap<String, String> = text
+        .lines()
+        .filter(|line| !line.trim_start().starts_with('#'))
+        .filter_map(|line| line.split_once('='))
+        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        .collect();
+    let name = std::env::var("KREC_TEST_SECURE_NAME").expect("KREC_TEST_SECURE_NAME");
+    let admin = Broker {
+        bootstrap: env["PLAINTEXT"].clone(),
+        kafka_sh: PathBuf::from(std::env::var("KREC_KAFKA_SH").expect("KREC_KAFKA_SH")),
+        name,
+    };
+    SecureBroker { admin, env }
+}
+
+impl SecureBroker {
+    /// A value of secure.env (a listener address, a file path, a password).
+    pub fn get(&self, key: &str) -> &str {
+        self.env
+            .get(key)
+            .unwrap_or_else(|| panic!("secure.env has no {key}"))
+    }
+
+    /// `-X` arguments for `protocol` and `mechanism` as alice (mechanism `None`: SSL, mutual
+    /// TLS with alice's PKCS#8 key).
+    pub fn alice_properties(&self, protocol: &str, mechanism: Option<&str>) -> Vec<String> {
+        let mut properties = vec![format!("security.protocol={protocol}")];
+        if protocol.contains("SSL") {
+            properties.push(format!("ssl.ca.location={}", self.get("CA_PEM")));
+        }
+        match mechanism {
+            Some("OAUTHBEARER") => properties.extend([
+                "sasl.mechanisms=OAUTHBEARER".to_owned(),
+                "enable.sasl.oauthbearer.unsecure.jwt=true".to_owned(),
+                "sasl.oauthbearer.config=principal=alice".to_owned(),
+            ]),
+            Some(mechanism) => properties.extend([
+                format!("sasl.mechanisms={mechanism}"),
+                "sasl.username=alice".to_owned(),
+                format!("sasl.password={}", self.get("ALICE_PASSWORD")),
+            ]),
+            None => properties.extend([
+                format!("ssl.certificate.location={}", self.get("CLIENT_CERT_PEM")),
+                format!("ssl.key.location={}", self.get("CLIENT_KEY_PKCS8")),
+            ]),
+        }
+        properties
+    }
+}
+
+/// `krec consume -t TOPIC` with `-X` for each property and `args`, with a time limit.
+pub fn krec_secure(
+    listener: &str,
+    topic: &str,
+    properties: &[String],
+    args: &[&str],
+    limit: Duration,
+) -> (Output, Duration) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_krec"));
+    command.args(["consume", "-b", listener, "-t", topic]);
+    for property in properties {
+        command.args(["-X", property]);
+    }
+    command.args(args);
+    run_limited(command, limit)
+}
+
+/// Runs `command` to its end, killing it after `limit` (a hang fails the test, not CI).
+pub fn run_limited(mut command: Command, limit: Duration) -> (Output, Duration) {
+    let started = Instant::now();
+    let child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run krec");
+    let pid = child.id();
+    let (done, finished) = std::sync::mpsc::channel::<()>();
+    let killer = std::thread::spawn(move || {
+        if finished.recv_timeout(limit).is_err() {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            return true;
+        }
+        false
+    });
+    let output = child.wait_with_output().expect("output");
+    let _ = done.send(());
+    let killed = killer.join().expect("killer thread");
+    assert!(
+        !killed,
+        "{command:?} still running after {limit:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output, started.elapsed())
+}
