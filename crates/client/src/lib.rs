@@ -59,6 +59,10 @@ mod receive_wait;
 mod security;
 pub mod versions;
 
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
+
 pub use connection::{Connection, ConnectionSettings};
 pub use error::Error;
 pub use security::{ScramMechanism, Secret};
