@@ -58,6 +58,10 @@ pub mod security;
 mod transport;
 pub mod versions;
 
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
+
 pub use connection::{Connection, ConnectionSettings};
 pub use error::Error;
 pub use security::{

@@ -476,6 +476,15 @@ ssl.ca.location=/etc/ssl/certs/ca.pem
         assert_eq!(pairs("\n\n"), []);
     }
 
+    /// Found by the properties fuzz target (`\r` then U+FEFF): only the file's first
+    /// character can be a byte-order mark; elsewhere U+FEFF is an ordinary key character.
+    #[test]
+    fn bug_fuzz_1_byte_order_mark_only_at_the_start() {
+        assert_eq!(pairs("\r\u{feff}"), [p("\u{feff}", "", 2)]);
+        assert_eq!(pairs("\u{feff}\u{feff}k=v"), [p("\u{feff}k", "v", 1)]);
+        assert_eq!(pairs("\\uFEFF=v"), [p("\u{feff}", "v", 1)]);
+    }
+
     #[test]
     fn a_line_with_no_key_is_refused() {
         for (file, line) in [("=value", 1), ("a=1\n  : value", 2), ("a=1\n\n = x", 3)] {
