@@ -53,9 +53,16 @@ pub(crate) async fn authenticate(
             let mut client =
                 scram::ScramClient::new(*mechanism, username, password).map_err(fault)?;
             let server_first = step(connection, sasl, client.client_first()).await?;
-            let client_final = client
-                .handle_server_first(&server_first.auth_bytes)
-                .map_err(|f| failed(connection, sasl, f.to_string()))?;
+            // Up to a million PBKDF2 rounds: off the runtime thread, which serves the fetches.
+            let challenge = server_first.auth_bytes;
+            let (returned, answer) = tokio::task::spawn_blocking(move || {
+                let answer = client.handle_server_first(&challenge);
+                (client, answer)
+            })
+            .await
+            .map_err(|e| failed(connection, sasl, format!("SCRAM key derivation: {e}")))?;
+            client = returned;
+            let client_final = answer.map_err(|f| failed(connection, sasl, f.to_string()))?;
             let server_final = step(connection, sasl, client_final).await?;
             client
                 .handle_server_final(&server_final.auth_bytes)

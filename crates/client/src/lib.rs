@@ -8,8 +8,11 @@
 //! Layout, from the bottom up:
 //! - `frame_buffers`, `receive_wait`: the reused response buffers and the socket's wake-up mark.
 //! - [`versions`]: ApiVersions and the version each request is sent at.
-//! - `security`: SASL credentials ([`Secret`]), the SCRAM and OAUTHBEARER messages, and the
-//!   JAAS and properties-file parsers.
+//! - [`security`]: [`SecurityConfig`] (from typed fields or client properties), the rustls
+//!   configuration, SASL credentials ([`Secret`]), the SCRAM and OAUTHBEARER messages, and
+//!   the JAAS and properties-file parsers.
+//! - `transport`, `authenticate`: plain TCP or TLS under a connection; the SASL exchange and
+//!   the session lifetime that schedules re-authentication.
 //! - [`connection`]: framing, request/response matching, timeouts, one broker.
 //! - [`metadata`], [`offsets`], [`fetch`], [`group`]: the requests, each in its own module.
 //! - [`error`]: the crate's one error enum, naming the broker and request.

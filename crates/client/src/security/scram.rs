@@ -281,7 +281,7 @@ impl ScramClient {
     }
 
     /// True once the server-final message verified.
-    #[cfg(test)]
+    #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn is_complete(&self) -> bool {
         matches!(self.state, State::Done)
     }
