@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
@@ -12,13 +12,16 @@ use crate::security::config::{SecurityConfig, TlsConfig};
 use crate::security::tls;
 use crate::Error;
 
+/// Bytes read from the socket at once under TLS.
+const TLS_READ_BUFFER: usize = 256 << 10;
+
 /// An open connection's byte stream.
 #[derive(Debug)]
 pub(crate) enum Transport {
     /// Plain TCP.
     Plain(TcpStream),
     /// TLS over TCP.
-    Tls(Box<TlsStream<TcpStream>>),
+    Tls(Box<TlsStream<BufReader<TcpStream>>>),
 }
 
 impl Transport {
@@ -39,6 +42,9 @@ impl Transport {
                 broker: address.to_owned(),
                 detail: format!("{host:?} is not a valid host name for TLS"),
             })?;
+        // rustls asks the socket for a few KiB per read: the buffer turns that into one
+        // system call per large part of a response (see BENCHMARKS.md, TLS).
+        let tcp = BufReader::with_capacity(TLS_READ_BUFFER, tcp);
         match TlsConnector::from(config).connect(server_name, tcp).await {
             Ok(stream) => Ok(Self::Tls(Box::new(stream))),
             Err(error) => Err(handshake_error(address, error)),

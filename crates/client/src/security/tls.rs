@@ -18,7 +18,7 @@ const MAX_PEM_BYTES: u64 = 4 << 20;
 
 /// The crypto provider every TLS connection uses (see BENCHMARKS.md, TLS).
 fn provider() -> Arc<CryptoProvider> {
-    Arc::new(rustls::crypto::aws_lc_rs::default_provider())
+    Arc::new(rustls::crypto::ring::default_provider())
 }
 
 /// Builds the client configuration: roots, verifier, client certificate.
