@@ -15,6 +15,9 @@
 #   --scaling-only  skip the consumer comparison (keeps the last results.tsv), measure scaling only
 #   --stop          stop the benchmark broker at the end (it is kept by default, so a rerun with
 #                   the same --records reuses the topics)
+#   --tls           TLS instead: a secured broker (kafka.sh --secured, instance <broker>-tls), the
+#                   lz4 and uncompressed topics read by krec and kcat over PLAINTEXT and over
+#                   SASL_SSL (PLAIN), interleaved; report in target/bench-consume/<N>-tls/
 #
 # Topics (filled once per record count, reused after):
 #   bc-N-lz4, bc-N-zstd, bc-N-none  values of 100-300 B of words, a key, 2 headers; by kcat -P
@@ -48,6 +51,7 @@ QUICK=0
 STOP=0
 FILL_ONLY=0
 SCALING_ONLY=0
+TLS=0
 while (($#)); do
     case "$1" in
         --records) RECORDS="$2"; shift 2 ;;
@@ -57,6 +61,7 @@ while (($#)); do
         --fill-only) FILL_ONLY=1; shift ;;
         --scaling-only) SCALING_ONLY=1; shift ;;
         --stop) STOP=1; shift ;;
+        --tls) TLS=1; shift ;;
         *) echo "bench-consume.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -71,6 +76,10 @@ if ((QUICK)); then
 else
     OUT="$REPO_ROOT/target/bench-consume/$RECORDS"
     CHART="$REPO_ROOT/docs/bench-consume.png"
+fi
+if ((TLS)); then
+    BROKER_NAME="$BROKER_NAME-tls"
+    OUT="$OUT-tls"
 fi
 mkdir -p "$OUT"
 RESULTS="$OUT/results.tsv"
@@ -105,11 +114,15 @@ else
 fi
 
 RDKAFKA_BIN="$REPO_ROOT/target/rdkafka-consumer/release/rdkafka-consumer-bench"
+if ((TLS)); then
+    RDKAFKA_BIN=""
+else
 log "building the rdkafka consumer (benches/rdkafka-consumer)"
 if ! CARGO_TARGET_DIR="$REPO_ROOT/target/rdkafka-consumer" cargo build -q --release \
     --manifest-path "$REPO_ROOT/benches/rdkafka-consumer/Cargo.toml" >"$OUT/rdkafka-build.log" 2>&1; then
     log "the rdkafka consumer does not build (see $OUT/rdkafka-build.log); benchmarking without it"
     RDKAFKA_BIN=""
+fi
 fi
 
 # measure FILE COMMAND...: runs COMMAND (stdin, stdout and stderr as given) and writes
@@ -137,7 +150,12 @@ measure() { python3 -c "$MEASURE_PY" "$@"; }
 
 if ! "$KAFKA" status --name "$BROKER_NAME" >/dev/null 2>&1; then
     log "starting broker '$BROKER_NAME'"
-    "$KAFKA" start --name "$BROKER_NAME" >/dev/null
+    if ((TLS)); then
+        # Sessions outlive the run: Debian's kcat (librdkafka 2.0.2) cannot re-authenticate.
+        "$KAFKA" start --name "$BROKER_NAME" --secured --reauth-ms 86400000 >/dev/null
+    else
+        "$KAFKA" start --name "$BROKER_NAME" >/dev/null
+    fi
     # A smoke test leaves nothing running that it started.
     ((QUICK)) && STOP=1
 fi
@@ -145,6 +163,7 @@ BOOTSTRAP="$("$KAFKA" bootstrap --name "$BROKER_NAME")"
 ((STOP)) && trap '"$KAFKA" stop --name "$BROKER_NAME" >/dev/null 2>&1 || true' EXIT
 
 SMALL_TOPICS=(lz4 zstd none)
+((TLS)) && SMALL_TOPICS=(lz4 none)
 TOPICS=()
 for codec in "${SMALL_TOPICS[@]}"; do TOPICS+=("bc-$RECORDS-$codec"); done
 TOPICS+=("bc-$RECORDS-1k" "bc-$RECORDS-single")
@@ -225,9 +244,25 @@ fill_topic() {
 PAYLOAD="$REPO_ROOT/target/bench-consume/payload-$RECORDS.txt"
 make_payload_file "$PAYLOAD" "$RECORDS"
 for codec in "${SMALL_TOPICS[@]}"; do fill_topic "bc-$RECORDS-$codec" "$codec" "$RECORDS"; done
-fill_topic "bc-$RECORDS-1k" none "$LARGE_RECORDS"
-fill_topic "bc-$RECORDS-single" none "$SINGLE_RECORDS"
+if ((TLS)); then
+    TOPICS=()
+    for codec in "${SMALL_TOPICS[@]}"; do TOPICS+=("bc-$RECORDS-$codec"); done
+else
+    fill_topic "bc-$RECORDS-1k" none "$LARGE_RECORDS"
+    fill_topic "bc-$RECORDS-single" none "$SINGLE_RECORDS"
+fi
 ((FILL_ONLY)) && { log "topics filled"; exit 0; }
+
+# TLS: the same consumers over SASL_SSL (PLAIN, as alice, who may read every topic here: the
+# secured broker's ACLs allow her the sec- prefix only, so the topics are granted below).
+if ((TLS)); then
+    SECURE_ENV="$("$KAFKA" secure-env --name "$BROKER_NAME")"
+    SASL_SSL="$(sed -n 's/^SASL_SSL=//p' "$SECURE_ENV")"
+    CA_PEM="$(sed -n 's/^CA_PEM=//p' "$SECURE_ENV")"
+    PASSWORD="$(sed -n 's/^ALICE_PASSWORD=//p' "$SECURE_ENV")"
+    "$KAFKA" tool --name "$BROKER_NAME" org.apache.kafka.tools.AclCommand --bootstrap-server "{bootstrap}"         --add --allow-principal User:alice --operation Read --operation Describe         --topic "bc-$RECORDS-" --resource-pattern-type prefixed >/dev/null
+    SASL_PROPS="-X security.protocol=SASL_SSL -X sasl.mechanisms=PLAIN -X sasl.username=alice -X sasl.password=$PASSWORD -X ssl.ca.location=$CA_PEM"
+fi
 
 # --- consumers --------------------------------------------------------------------------------
 
@@ -235,6 +270,7 @@ fill_topic "bc-$RECORDS-single" none "$SINGLE_RECORDS"
 # JSON object per record (json) to stdout; ConsumerPerformance writes nothing per record.
 CONSUMERS=(krec-raw kcat-raw krec-json kcat-json java)
 [[ -n "$RDKAFKA_BIN" ]] && CONSUMERS+=(rdkafka-raw)
+((TLS)) && CONSUMERS=(krec-raw kcat-raw krec-raw-tls kcat-raw-tls)
 
 consumer_command() {
     local consumer="$1" topic="$2" count
@@ -245,6 +281,8 @@ consumer_command() {
         krec-raw-t1) echo "$KREC consume -b $BOOTSTRAP -t $topic -e -f raw --threads 1" ;;
         krec-raw-t2) echo "$KREC consume -b $BOOTSTRAP -t $topic -e -f raw --threads 2" ;;
         kcat-raw) echo "kcat -C -q -b $BOOTSTRAP -t $topic -o beginning -e -f '%s\\n'" ;;
+        krec-raw-tls) echo "$KREC consume -b $SASL_SSL -t $topic -e -f raw $SASL_PROPS" ;;
+        kcat-raw-tls) echo "kcat -C -q -b $SASL_SSL -t $topic -o beginning -e -f '%s\\n' $SASL_PROPS" ;;
         kcat-json) echo "kcat -C -q -b $BOOTSTRAP -t $topic -o beginning -e -J" ;;
         rdkafka-raw) echo "$RDKAFKA_BIN $BOOTSTRAP $topic" ;;
         java) echo "$KAFKA tool --name $BROKER_NAME org.apache.kafka.tools.ConsumerPerformance --bootstrap-server {bootstrap} --topic $topic --messages $count --group bench-\$RANDOM --timeout 60000" ;;
@@ -291,6 +329,13 @@ for topic in "${TOPICS[@]}"; do
         for consumer in "${CONSUMERS[@]}"; do timed_run "$RESULTS" "$consumer" "$topic" "$run"; done
     done
 done
+
+if ((TLS)); then
+    python3 "$SCRIPT_DIR/bench_tls_report.py" "$RESULTS" >"$OUT/report.md"
+    cat "$OUT/report.md"
+    log "results in $OUT (report.md, results.tsv)"
+    exit 0
+fi
 
 # --- scaling on cores -------------------------------------------------------------------------
 

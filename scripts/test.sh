@@ -127,5 +127,6 @@ section "benchmark scripts on tiny inputs (--quick)"
 # thousand records. The consume smoke test gets its own broker and stops it.
 bash scripts/bench-decode.sh --quick
 KREC_BENCH_BROKER="$INSTANCE-bench" bash scripts/bench-consume.sh --quick
+KREC_BENCH_BROKER="$INSTANCE-bench" bash scripts/bench-consume.sh --quick --tls
 
 section "all tests passed"
