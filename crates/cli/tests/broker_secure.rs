@@ -85,6 +85,42 @@ fn every_protocol_and_mechanism_reads_librdkafka_records_exactly() {
 }
 
 #[test]
+fn tls_1_2_and_1_3_both_read_exactly() {
+    let broker = secure_broker();
+    let (topic, produced) = alice_topic(&broker, 40);
+    for (versions, negotiated) in [
+        ("TLSv1.2", "TLSv1_2"),
+        ("TLSv1.3", "TLSv1_3"),
+        ("TLSv1.2,TLSv1.3", "TLSv1_3"),
+    ] {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_krec"));
+        command
+            .args([
+                "consume",
+                "-b",
+                broker.get("SASL_SSL"),
+                "-t",
+                &topic,
+                "-e",
+                "-J",
+            ])
+            .args(["-X", &format!("ssl.enabled.protocols={versions}")])
+            .env("RUST_LOG", "krec_client::transport=debug");
+        for property in broker.alice_properties("SASL_SSL", Some("SCRAM-SHA-256")) {
+            command.args(["-X", &property]);
+        }
+        let output = run_limited(command, READ_LIMIT).0;
+        assert!(output.status.success(), "{versions}: {}", stderr(&output));
+        assert!(
+            stderr(&output).contains(negotiated),
+            "{versions}: {}",
+            stderr(&output)
+        );
+        assert_exact(&parse_json_lines(&output.stdout), &produced);
+    }
+}
+
+#[test]
 fn mutual_tls_takes_pkcs1_sec1_and_encrypted_pkcs8_keys() {
     let broker = secure_broker();
     let (topic, produced) = alice_topic(&broker, 50);
@@ -747,4 +783,65 @@ fn no_password_in_debug_logs_or_stats() {
         !everything.contains(broker.get("ALICE_PASSWORD")),
         "the password leaked"
     );
+}
+
+/// An unsecured JWT for `principal`, as Kafka's unsecured validator accepts it.
+fn unsecured_token(principal: &str) -> String {
+    use base64::Engine;
+    let encode = |json: String| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    format!(
+        "{}.{}.",
+        encode(r#"{"alg":"none"}"#.to_owned()),
+        encode(format!(
+            r#"{{"sub":"{principal}","iat":{now},"exp":{}}}"#,
+            now + 3600
+        ))
+    )
+}
+
+#[test]
+fn an_oauthbearer_token_file_is_read_at_every_authentication() {
+    let broker = secure_broker();
+    let (topic, produced) = alice_topic(&broker, 30);
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, format!("{}\n", unsecured_token("alice"))).unwrap();
+    let properties = vec![
+        "security.protocol=SASL_SSL".to_owned(),
+        format!("ssl.ca.location={}", broker.get("CA_PEM")),
+        "sasl.mechanism=OAUTHBEARER".to_owned(),
+        format!("sasl.oauthbearer.token.file={}", token_file.display()),
+    ];
+    let (output, _) = krec_secure(
+        broker.get("SASL_SSL"),
+        &topic,
+        &properties,
+        &["-e", "-J"],
+        READ_LIMIT,
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_exact(&parse_json_lines(&output.stdout), &produced);
+
+    // A long read; the file then names bob, who may not read the topic: the next
+    // re-authentication takes the new token, and the fetch after it is refused.
+    let mut command = Command::new(env!("CARGO_BIN_EXE_krec"));
+    command.args(["consume", "-b", broker.get("SASL_SSL"), "-t", &topic, "-J"]);
+    for property in &properties {
+        command.args(["-X", property]);
+    }
+    let reader = std::thread::spawn(move || run_limited(command, Duration::from_secs(60)).0);
+    std::thread::sleep(Duration::from_secs(1));
+    std::fs::write(&token_file, unsecured_token("bob")).unwrap();
+    let output = reader.join().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("TOPIC_AUTHORIZATION_FAILED"),
+        "{}",
+        stderr(&output)
+    );
+    assert_exact(&parse_json_lines(&output.stdout), &produced);
 }

@@ -46,7 +46,16 @@ impl Transport {
         // system call per large part of a response (see BENCHMARKS.md, TLS).
         let tcp = BufReader::with_capacity(TLS_READ_BUFFER, tcp);
         match TlsConnector::from(config).connect(server_name, tcp).await {
-            Ok(stream) => Ok(Self::Tls(Box::new(stream))),
+            Ok(stream) => {
+                let session = stream.get_ref().1;
+                tracing::debug!(
+                    broker = address,
+                    version = ?session.protocol_version(),
+                    cipher = ?session.negotiated_cipher_suite().map(|s| s.suite()),
+                    "TLS established"
+                );
+                Ok(Self::Tls(Box::new(stream)))
+            }
             Err(error) => Err(handshake_error(address, error)),
         }
     }

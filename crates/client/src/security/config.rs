@@ -87,6 +87,10 @@ pub struct TlsConfig {
     pub verify_certificate: bool,
     /// Verify that the certificate names the host connected to.
     pub verify_hostname: bool,
+    /// Offer TLS 1.2.
+    pub tls12: bool,
+    /// Offer TLS 1.3.
+    pub tls13: bool,
 }
 
 impl Default for TlsConfig {
@@ -98,6 +102,8 @@ impl Default for TlsConfig {
             key_password: None,
             verify_certificate: true,
             verify_hostname: true,
+            tls12: true,
+            tls13: true,
         }
     }
 }

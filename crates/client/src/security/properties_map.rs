@@ -149,7 +149,7 @@ fn tls_config(properties: &Properties) -> Result<TlsConfig, Error> {
             }
         },
     };
-    check_tls_versions(properties)?;
+    let (tls12, tls13) = tls_versions(properties)?;
     Ok(TlsConfig {
         ca,
         certificate,
@@ -161,6 +161,8 @@ fn tls_config(properties: &Properties) -> Result<TlsConfig, Error> {
             .flag("enable.ssl.certificate.verification")?
             .unwrap_or(true),
         verify_hostname,
+        tls12,
+        tls13,
     })
 }
 
@@ -206,22 +208,39 @@ fn reject_java_store_types(properties: &Properties) -> Result<(), Error> {
     Ok(())
 }
 
-/// rustls speaks TLS 1.2 and 1.3; an older version asked for is refused, not ignored.
-fn check_tls_versions(properties: &Properties) -> Result<(), Error> {
+/// Which of TLS 1.2 and 1.3 to offer: `ssl.enabled.protocols` picks; `ssl.protocol` (Java's
+/// SSLContext name) is only checked. An older version asked for is refused, not ignored.
+fn tls_versions(properties: &Properties) -> Result<(bool, bool), Error> {
+    let mut enabled = (true, true);
     for key in ["ssl.protocol", "ssl.enabled.protocols"] {
         let Some(value) = properties.get(key) else {
             continue;
         };
+        let mut listed = (false, false);
         for version in value.split(',').map(str::trim).filter(|v| !v.is_empty()) {
-            if !matches!(version, "TLS" | "TLSv1.2" | "TLSv1.3") {
-                return Err(config_error(
-                    key,
-                    format!("{version} is not supported: krec speaks TLSv1.2 and TLSv1.3"),
-                ));
+            match version {
+                "TLSv1.2" => listed.0 = true,
+                "TLSv1.3" => listed.1 = true,
+                "TLS" => listed = (true, true),
+                _ => {
+                    return Err(config_error(
+                        key,
+                        format!("{version} is not supported: krec speaks TLSv1.2 and TLSv1.3"),
+                    ))
+                }
             }
         }
+        if key == "ssl.enabled.protocols" {
+            enabled = listed;
+        }
     }
-    Ok(())
+    if enabled == (false, false) {
+        return Err(config_error(
+            "ssl.enabled.protocols",
+            "lists no TLS version".to_owned(),
+        ));
+    }
+    Ok(enabled)
 }
 
 fn sasl_config(properties: &Properties) -> Result<SaslConfig, Error> {

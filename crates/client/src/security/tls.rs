@@ -25,8 +25,15 @@ fn provider() -> Arc<CryptoProvider> {
 pub(crate) fn client_config(tls: &TlsConfig) -> Result<Arc<rustls::ClientConfig>, Error> {
     let provider = provider();
     let verifier = verifier(tls, provider.clone())?;
+    let mut versions = Vec::with_capacity(2);
+    if tls.tls13 {
+        versions.push(&rustls::version::TLS13);
+    }
+    if tls.tls12 {
+        versions.push(&rustls::version::TLS12);
+    }
     let builder = rustls::ClientConfig::builder_with_provider(provider)
-        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+        .with_protocol_versions(&versions)
         .map_err(|e| config_error("ssl.enabled.protocols", e.to_string()))?
         .dangerous()
         .with_custom_certificate_verifier(verifier);
