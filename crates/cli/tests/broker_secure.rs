@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use support::broker::{assert_same_records, parse_json_lines, unique_topic, varied_record};
 use support::broker::{ProducePlan, Produced};
-use support::secure::{krec_secure, run_limited, secure_broker, SecureBroker};
+use support::secure::{krec_secure, krec_secure_command, run_limited, secure_broker, SecureBroker};
 
 /// A failure must end krec within this (no reconnect loop).
 const FAILURE_LIMIT: Duration = Duration::from_secs(10);
@@ -93,22 +93,11 @@ fn tls_1_2_and_1_3_both_read_exactly() {
         ("TLSv1.3", "TLSv1_3"),
         ("TLSv1.2,TLSv1.3", "TLSv1_3"),
     ] {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_krec"));
-        command
-            .args([
-                "consume",
-                "-b",
-                broker.get("SASL_SSL"),
-                "-t",
-                &topic,
-                "-e",
-                "-J",
-            ])
-            .args(["-X", &format!("ssl.enabled.protocols={versions}")])
-            .env("RUST_LOG", "krec_client::transport=debug");
-        for property in broker.alice_properties("SASL_SSL", Some("SCRAM-SHA-256")) {
-            command.args(["-X", &property]);
-        }
+        let mut properties = broker.alice_properties("SASL_SSL", Some("SCRAM-SHA-256"));
+        properties.push(format!("ssl.enabled.protocols={versions}"));
+        let mut command =
+            krec_secure_command(broker.get("SASL_SSL"), &topic, &properties, &["-e", "-J"]);
+        command.env("RUST_LOG", "krec_client::transport=debug");
         let output = run_limited(command, READ_LIMIT).0;
         assert!(output.status.success(), "{versions}: {}", stderr(&output));
         assert!(
@@ -441,14 +430,10 @@ fn a_long_consume_through_many_reauthentications_is_exact() {
     let per_batch = 100;
     let total = batches * per_batch;
     let properties = broker.alice_properties("SASL_SSL", Some("SCRAM-SHA-256"));
-    let mut command = Command::new(env!("CARGO_BIN_EXE_krec"));
-    command
-        .args(["consume", "-b", broker.get("SASL_SSL"), "-t", &topic, "-J"])
-        .args(["-c", &total.to_string(), "--max-wait-ms", "100"])
-        .env("RUST_LOG", "krec_client::connection=debug");
-    for property in &properties {
-        command.args(["-X", property]);
-    }
+    let count = total.to_string();
+    let args = ["-J", "-c", &count, "--max-wait-ms", "100"];
+    let mut command = krec_secure_command(broker.get("SASL_SSL"), &topic, &properties, &args);
+    command.env("RUST_LOG", "krec_client::connection=debug");
     let reader = std::thread::spawn(move || run_limited(command, Duration::from_secs(120)).0);
     let mut produced = Vec::new();
     for batch in 0..batches {
@@ -752,22 +737,9 @@ fn no_password_in_debug_logs_or_stats() {
     let broker = secure_broker();
     let (topic, _) = alice_topic(&broker, 20);
     let properties = broker.alice_properties("SASL_SSL", Some("PLAIN"));
-    let mut command = Command::new(env!("CARGO_BIN_EXE_krec"));
-    command
-        .args([
-            "consume",
-            "-b",
-            broker.get("SASL_SSL"),
-            "-t",
-            &topic,
-            "-e",
-            "--stats",
-            "0.1",
-        ])
-        .env("RUST_LOG", "trace");
-    for property in &properties {
-        command.args(["-X", property]);
-    }
+    let args = ["-e", "--stats", "0.1"];
+    let mut command = krec_secure_command(broker.get("SASL_SSL"), &topic, &properties, &args);
+    command.env("RUST_LOG", "trace");
     let output = run_limited(command, READ_LIMIT).0;
     assert!(output.status.success(), "{}", stderr(&output));
     let everything = format!(
@@ -785,20 +757,21 @@ fn no_password_in_debug_logs_or_stats() {
     );
 }
 
-/// An unsecured JWT for `principal`, as Kafka's unsecured validator accepts it.
-fn unsecured_token(principal: &str) -> String {
+/// An unsecured JWT for `principal`, as Kafka's unsecured validator takes it, expiring
+/// `life_seconds` from now (a negative life: already expired).
+fn unsecured_token(principal: &str, life_seconds: i64) -> String {
     use base64::Engine;
     let encode = |json: String| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json);
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
-        .as_secs();
+        .as_secs() as i64;
     format!(
         "{}.{}.",
         encode(r#"{"alg":"none"}"#.to_owned()),
         encode(format!(
             r#"{{"sub":"{principal}","iat":{now},"exp":{}}}"#,
-            now + 3600
+            now + life_seconds
         ))
     )
 }
@@ -809,7 +782,7 @@ fn an_oauthbearer_token_file_is_read_at_every_authentication() {
     let (topic, produced) = alice_topic(&broker, 30);
     let dir = tempfile::tempdir().unwrap();
     let token_file = dir.path().join("token");
-    std::fs::write(&token_file, format!("{}\n", unsecured_token("alice"))).unwrap();
+    std::fs::write(&token_file, format!("{}\n", unsecured_token("alice", 3600))).unwrap();
     let properties = vec![
         "security.protocol=SASL_SSL".to_owned(),
         format!("ssl.ca.location={}", broker.get("CA_PEM")),
@@ -826,20 +799,17 @@ fn an_oauthbearer_token_file_is_read_at_every_authentication() {
     assert!(output.status.success(), "{}", stderr(&output));
     assert_exact(&parse_json_lines(&output.stdout), &produced);
 
-    // A long read; the file then names bob, who may not read the topic: the next
-    // re-authentication takes the new token, and the fetch after it is refused.
-    let mut command = Command::new(env!("CARGO_BIN_EXE_krec"));
-    command.args(["consume", "-b", broker.get("SASL_SSL"), "-t", &topic, "-J"]);
-    for property in &properties {
-        command.args(["-X", property]);
-    }
+    // A long read; the file then holds an expired token: the next re-authentication reads
+    // it, and the broker refuses it.
+    let command = krec_secure_command(broker.get("SASL_SSL"), &topic, &properties, &["-J"]);
     let reader = std::thread::spawn(move || run_limited(command, Duration::from_secs(60)).0);
     std::thread::sleep(Duration::from_secs(1));
-    std::fs::write(&token_file, unsecured_token("bob")).unwrap();
+    std::fs::write(&token_file, unsecured_token("alice", -60)).unwrap();
     let output = reader.join().unwrap();
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     assert!(
-        stderr(&output).contains("TOPIC_AUTHORIZATION_FAILED"),
+        stderr(&output).contains("OAUTHBEARER authentication as the token in")
+            && stderr(&output).contains("invalid_token"),
         "{}",
         stderr(&output)
     );

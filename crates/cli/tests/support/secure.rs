@@ -82,13 +82,26 @@ pub fn krec_secure(
     args: &[&str],
     limit: Duration,
 ) -> (Output, Duration) {
+    run_limited(
+        krec_secure_command(listener, topic, properties, args),
+        limit,
+    )
+}
+
+/// The command [`krec_secure`] runs, for callers that add to it (an environment).
+pub fn krec_secure_command(
+    listener: &str,
+    topic: &str,
+    properties: &[String],
+    args: &[&str],
+) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_krec"));
     command.args(["consume", "-b", listener, "-t", topic]);
     for property in properties {
         command.args(["-X", property]);
     }
     command.args(args);
-    run_limited(command, limit)
+    command
 }
 
 /// Runs `command` to its end, killing it after `limit` (a hang fails the test, not CI).
