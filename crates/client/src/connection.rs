@@ -12,7 +12,6 @@ use kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, ApiVersionsResponse, RequestHeader, ResponseHeader,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
-use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 
 use super::authenticate::{self, SessionLifetime};
@@ -360,11 +359,13 @@ impl Connection {
         while buffer.has_remaining_mut() {
             let stream = match &mut self.transport {
                 Transport::Plain(stream) => stream,
-                Transport::Tls(stream) => match stream.read_buf(&mut buffer).await {
-                    Ok(0) => return Err(self.closed_early(wanted, buffer.remaining_mut())),
-                    Ok(_) => continue,
-                    Err(source) => return Err(self.io_error("reading a response", source)),
-                },
+                Transport::Tls(stream) => {
+                    match stream.read(&mut buffer, &mut self.receive_wait).await {
+                        Ok(0) => return Err(self.closed_early(wanted, buffer.remaining_mut())),
+                        Ok(_) => continue,
+                        Err(source) => return Err(self.io_error("reading a response", source)),
+                    }
+                }
             };
             match stream.try_read_buf(&mut buffer) {
                 Ok(0) => return Err(self.closed_early(wanted, buffer.remaining_mut())),
@@ -457,7 +458,7 @@ fn is_tls_record(head: [u8; 4]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::io::AsyncWriteExt;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::TcpListener;
 
     /// A fake broker that answers the ApiVersions handshake, then writes `after` raw bytes.

@@ -1,19 +1,17 @@
 //! How a connection's bytes travel: plain TCP, or TLS over it (rustls). Chosen once at
 //! connect; everything above reads and writes through [`Transport`] without knowing which.
 
+mod tls_stream;
+
 use std::sync::{Arc, Mutex};
 
-use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
-use tokio_rustls::client::TlsStream;
-use tokio_rustls::TlsConnector;
 
+pub(crate) use self::tls_stream::TlsStream;
 use crate::security::config::{SecurityConfig, TlsConfig};
 use crate::security::tls;
 use crate::Error;
-
-/// Bytes read from the socket at once under TLS.
-const TLS_READ_BUFFER: usize = 256 << 10;
 
 /// An open connection's byte stream.
 #[derive(Debug)]
@@ -21,7 +19,7 @@ pub(crate) enum Transport {
     /// Plain TCP.
     Plain(TcpStream),
     /// TLS over TCP.
-    Tls(Box<TlsStream<BufReader<TcpStream>>>),
+    Tls(Box<TlsStream>),
 }
 
 impl Transport {
@@ -42,12 +40,14 @@ impl Transport {
                 broker: address.to_owned(),
                 detail: format!("{host:?} is not a valid host name for TLS"),
             })?;
-        // rustls asks the socket for a few KiB per read: the buffer turns that into one
-        // system call per large part of a response (see BENCHMARKS.md, TLS).
-        let tcp = BufReader::with_capacity(TLS_READ_BUFFER, tcp);
-        match TlsConnector::from(config).connect(server_name, tcp).await {
+        let session = rustls::client::UnbufferedClientConnection::new(config, server_name)
+            .map_err(|error| Error::Tls {
+                broker: address.to_owned(),
+                detail: tls::describe(&error),
+            })?;
+        match TlsStream::connect(tcp, session).await {
             Ok(stream) => {
-                let session = stream.get_ref().1;
+                let session = stream.session();
                 tracing::debug!(
                     broker = address,
                     version = ?session.protocol_version(),
@@ -64,10 +64,7 @@ impl Transport {
     pub(crate) async fn send(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         match self {
             Self::Plain(stream) => stream.write_all(bytes).await,
-            Self::Tls(stream) => {
-                stream.write_all(bytes).await?;
-                stream.flush().await
-            }
+            Self::Tls(stream) => stream.write_all(bytes).await,
         }
     }
 }

@@ -1,0 +1,302 @@
+//! TLS over a TCP socket through rustls's unbuffered API: ciphertext is read in large reads
+//! into a buffer of ours, with the socket's low-water mark as on the plain path, and
+//! decrypted there; each payload is copied into the caller's buffer. rustls 0.23 still copies
+//! a payload into a `Vec` of its own first; the buffered API added a copy into its deframer
+//! and tokio-rustls's copy out (see BENCHMARKS.md, TLS).
+//!
+//! One state machine drives the handshake, reads and writes: [`TlsStream::step`] handles one
+//! `process_tls_records` state, the three loops above it decide when the socket is read.
+
+use std::io;
+
+use bytes::BufMut;
+use rustls::client::{ClientConnectionData, UnbufferedClientConnection};
+use rustls::unbuffered::{ConnectionState, EncodeError, EncryptError, ReadTraffic};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+
+use crate::receive_wait::ReceiveWait;
+
+/// Ciphertext read from the socket at once, at most.
+const READ_BUFFER: usize = 256 << 10;
+
+/// An established TLS session on one socket.
+pub(crate) struct TlsStream {
+    tcp: TcpStream,
+    session: UnbufferedClientConnection,
+    /// Ciphertext read and not yet processed: `incoming[start..end]`, less than one record
+    /// whenever the socket is read.
+    incoming: Vec<u8>,
+    start: usize,
+    end: usize,
+    /// Plaintext decrypted beyond what a read wanted: `plaintext[taken..]`, handed out first.
+    plaintext: Vec<u8>,
+    taken: usize,
+    /// TLS records to write, encrypted or encoded and not yet sent.
+    outgoing: Vec<u8>,
+    /// The broker sent close_notify or closed the socket: reads return 0 from here on.
+    closed: bool,
+}
+
+/// Where one `process_tls_records` state left the session.
+enum Step {
+    /// Records were handled or sent: process again.
+    Again,
+    /// Nothing more happens without bytes from the broker.
+    NeedsBytes,
+    /// The handshake is done and the session has nothing to read or write.
+    Idle,
+    /// The broker ended the session with close_notify.
+    PeerClosed,
+}
+
+impl std::fmt::Debug for TlsStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsStream")
+            .field("tcp", &self.tcp)
+            .field("version", &self.session.protocol_version())
+            .finish_non_exhaustive()
+    }
+}
+
+impl TlsStream {
+    /// Runs the handshake of `session` on `tcp`. A rustls error comes back inside the I/O
+    /// error (as the buffered API does), EOF as `UnexpectedEof`.
+    pub(crate) async fn connect(
+        tcp: TcpStream,
+        session: UnbufferedClientConnection,
+    ) -> io::Result<Self> {
+        let mut stream = Self {
+            tcp,
+            session,
+            incoming: vec![0; READ_BUFFER],
+            start: 0,
+            end: 0,
+            plaintext: Vec::new(),
+            taken: 0,
+            outgoing: Vec::new(),
+            closed: false,
+        };
+        let mut nowhere: &mut [u8] = &mut [];
+        loop {
+            match stream.step(&mut nowhere, &mut None).await? {
+                Step::Again => {}
+                Step::Idle => return Ok(stream),
+                Step::NeedsBytes => {
+                    if stream.read_tls(None).await? == 0 {
+                        return Err(io::ErrorKind::UnexpectedEof.into());
+                    }
+                }
+                Step::PeerClosed => return Err(io::ErrorKind::UnexpectedEof.into()),
+            }
+        }
+    }
+
+    /// The negotiated session (version, cipher suite).
+    pub(crate) fn session(&self) -> &UnbufferedClientConnection {
+        &self.session
+    }
+
+    /// Reads plaintext into `buffer` until it is full or the session ends; returns the bytes
+    /// read, 0 at the end. `wait` sets how many bytes the socket waits for.
+    pub(crate) async fn read<B: BufMut>(
+        &mut self,
+        buffer: &mut B,
+        wait: &mut ReceiveWait,
+    ) -> io::Result<usize> {
+        let wanted = buffer.remaining_mut();
+        self.take_plaintext(buffer);
+        while buffer.has_remaining_mut() && !self.closed {
+            match self.step(buffer, &mut None).await? {
+                Step::Again | Step::PeerClosed => {}
+                Step::NeedsBytes | Step::Idle => {
+                    if self.read_tls(Some((wait, buffer.remaining_mut()))).await? == 0 {
+                        self.closed = true;
+                    }
+                }
+            }
+        }
+        Ok(wanted - buffer.remaining_mut())
+    }
+
+    /// Encrypts `bytes` and writes them to the socket.
+    pub(crate) async fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        let mut message = Some(bytes);
+        let mut nowhere: &mut [u8] = &mut [];
+        while message.is_some() {
+            match self.step(&mut nowhere, &mut message).await? {
+                Step::Again | Step::Idle | Step::PeerClosed => {}
+                Step::NeedsBytes => return Err(io::ErrorKind::NotConnected.into()),
+            }
+        }
+        Ok(())
+    }
+
+    /// Processes the ciphertext buffered and handles the state rustls reaches: payloads go to
+    /// `sink` (the rest is kept), `message` is encrypted and sent once writing is allowed,
+    /// records rustls wants sent (handshake, KeyUpdate) are sent.
+    async fn step<B: BufMut>(
+        &mut self,
+        sink: &mut B,
+        message: &mut Option<&[u8]>,
+    ) -> io::Result<Step> {
+        let status = self
+            .session
+            .process_tls_records(&mut self.incoming[self.start..self.end]);
+        let mut discard = status.discard;
+        let step = match status.state.map_err(tls_error)? {
+            ConnectionState::ReadTraffic(records) => {
+                discard += deliver(records, sink, &mut self.plaintext)?;
+                Step::Again
+            }
+            ConnectionState::EncodeTlsData(mut record) => {
+                append(
+                    &mut self.outgoing,
+                    |out| record.encode(out),
+                    |e| match e {
+                        EncodeError::InsufficientSize(size) => Some(size.required_size),
+                        _ => None,
+                    },
+                )?;
+                Step::Again
+            }
+            ConnectionState::TransmitTlsData(transmit) => {
+                self.tcp.write_all(&self.outgoing).await?;
+                self.outgoing.clear();
+                transmit.done();
+                Step::Again
+            }
+            ConnectionState::WriteTraffic(mut writer) => match message.take() {
+                Some(bytes) => {
+                    append(
+                        &mut self.outgoing,
+                        |out| writer.encrypt(bytes, out),
+                        |e| match e {
+                            EncryptError::InsufficientSize(size) => Some(size.required_size),
+                            _ => None,
+                        },
+                    )?;
+                    self.tcp.write_all(&self.outgoing).await?;
+                    self.outgoing.clear();
+                    Step::Again
+                }
+                None => Step::Idle,
+            },
+            ConnectionState::BlockedHandshake => Step::NeedsBytes,
+            ConnectionState::PeerClosed | ConnectionState::Closed => {
+                self.closed = true;
+                Step::PeerClosed
+            }
+            state => return Err(io::Error::other(format!("unexpected TLS state {state:?}"))),
+        };
+        self.start += discard;
+        Ok(step)
+    }
+
+    /// Reads ciphertext after what is buffered; returns the bytes read, 0 at EOF. With `wait`,
+    /// the socket sleeps until the plaintext still wanted (less what is buffered, which may
+    /// hold part of it) has come: ciphertext is never shorter than its plaintext.
+    async fn read_tls(&mut self, mut wait: Option<(&mut ReceiveWait, usize)>) -> io::Result<usize> {
+        self.make_room();
+        loop {
+            match self.tcp.try_read(&mut self.incoming[self.end..]) {
+                Ok(read) => {
+                    self.end += read;
+                    return Ok(read);
+                }
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                    if let Some((wait, wanted)) = wait.as_mut() {
+                        wait.prepare(&self.tcp, wanted.saturating_sub(self.end - self.start));
+                    }
+                    self.tcp.readable().await?;
+                }
+                Err(error) => return Err(error),
+            }
+        }
+    }
+
+    /// Moves the unprocessed ciphertext (a part of one record) to the front, so the next read
+    /// can be large; grows the buffer if a handshake message fills it.
+    fn make_room(&mut self) {
+        self.incoming.copy_within(self.start..self.end, 0);
+        self.end -= self.start;
+        self.start = 0;
+        if self.end == self.incoming.len() {
+            self.incoming.resize(2 * self.incoming.len(), 0);
+        }
+    }
+
+    /// Hands out plaintext kept from an earlier record.
+    fn take_plaintext<B: BufMut>(&mut self, buffer: &mut B) {
+        let kept = &self.plaintext[self.taken..];
+        let n = kept.len().min(buffer.remaining_mut());
+        buffer.put_slice(&kept[..n]);
+        self.taken += n;
+        if self.taken == self.plaintext.len() {
+            self.plaintext.clear();
+            self.taken = 0;
+        }
+    }
+}
+
+/// Copies the records' payloads into `sink` while it has room and keeps the rest in `kept`
+/// (only ever part of a response's last record: requests are sequential). Returns the bytes
+/// of `incoming` the records used.
+fn deliver<B: BufMut>(
+    mut records: ReadTraffic<'_, '_, ClientConnectionData>,
+    sink: &mut B,
+    kept: &mut Vec<u8>,
+) -> io::Result<usize> {
+    let mut discard = 0;
+    while let Some(record) = records.next_record() {
+        let record = record.map_err(tls_error)?;
+        discard += record.discard;
+        let n = if kept.is_empty() {
+            record.payload.len().min(sink.remaining_mut())
+        } else {
+            0
+        };
+        sink.put_slice(&record.payload[..n]);
+        kept.extend_from_slice(&record.payload[n..]);
+    }
+    Ok(discard)
+}
+
+/// Appends to `out` what `write` puts into a slice, growing it to the size rustls asks for
+/// (`required` reads it from the error) and trying once more.
+fn append<E>(
+    out: &mut Vec<u8>,
+    mut write: impl FnMut(&mut [u8]) -> Result<usize, E>,
+    required: impl Fn(&E) -> Option<usize>,
+) -> io::Result<()>
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let used = out.len();
+    out.resize(used + 4096, 0);
+    let result = match write(&mut out[used..]) {
+        Err(error) => match required(&error) {
+            Some(size) => {
+                out.resize(used + size, 0);
+                write(&mut out[used..])
+            }
+            None => Err(error),
+        },
+        written => written,
+    };
+    match result {
+        Ok(written) => {
+            out.truncate(used + written);
+            Ok(())
+        }
+        Err(error) => {
+            out.truncate(used);
+            Err(io::Error::other(error))
+        }
+    }
+}
+
+/// A rustls error inside an I/O error, where `transport::rustls_detail` finds it.
+fn tls_error(error: rustls::Error) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, error)
+}
