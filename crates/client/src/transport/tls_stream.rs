@@ -125,7 +125,9 @@ impl TlsStream {
         let mut nowhere: &mut [u8] = &mut [];
         while message.is_some() {
             match self.step(&mut nowhere, &mut message).await? {
-                Step::Again | Step::Idle | Step::PeerClosed => {}
+                Step::Again | Step::Idle => {}
+                // A closed session never takes the message: stepping again would spin.
+                Step::PeerClosed => return Err(io::ErrorKind::BrokenPipe.into()),
                 Step::NeedsBytes => return Err(io::ErrorKind::NotConnected.into()),
             }
         }
