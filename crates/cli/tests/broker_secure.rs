@@ -151,6 +151,28 @@ fn mutual_tls_takes_pkcs1_sec1_and_encrypted_pkcs8_keys() {
         assert!(output.status.success(), "{key}: {}", stderr(&output));
         assert_exact(&parse_json_lines(&output.stdout), &produced);
     }
+    // A Java PEM keystore: key and certificate chain in one file.
+    let dir = tempfile::tempdir().unwrap();
+    let keystore = dir.path().join("keystore.pem");
+    let pem = |key: &str| std::fs::read_to_string(broker.get(key)).unwrap();
+    std::fs::write(&keystore, pem("CLIENT_KEY_PKCS8") + &pem("CLIENT_CERT_PEM")).unwrap();
+    let properties = vec![
+        "security.protocol=SSL".to_owned(),
+        "ssl.truststore.type=PEM".to_owned(),
+        format!("ssl.truststore.location={}", broker.get("CA_PEM")),
+        "ssl.keystore.type=PEM".to_owned(),
+        format!("ssl.keystore.location={}", keystore.display()),
+    ];
+    let (output, _) = krec_secure(
+        broker.get("SSL"),
+        &topic,
+        &properties,
+        &["-e", "-J"],
+        READ_LIMIT,
+    );
+    assert!(output.status.success(), "PEM keystore: {}", stderr(&output));
+    assert_exact(&parse_json_lines(&output.stdout), &produced);
+
     // The encrypted key without its password: a clear error, before any connection.
     let properties = vec![
         "security.protocol=SSL".to_owned(),

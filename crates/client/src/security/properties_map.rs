@@ -487,6 +487,22 @@ mod tests {
     }
 
     #[test]
+    fn a_java_pem_keystore_is_the_key_and_the_chain() {
+        let config = build_from(&[
+            ("security.protocol", "SSL"),
+            ("ssl.keystore.type", "PEM"),
+            ("ssl.keystore.location", "/ks.pem"),
+            ("ssl.key.password", "kp"),
+        ])
+        .unwrap();
+        assert_eq!(config.tls.certificate, Some(Pem::File("/ks.pem".into())));
+        assert_eq!(config.tls.key, Some(Pem::File("/ks.pem".into())));
+        assert_eq!(config.tls.key_password, Some(Secret::new("kp".into())));
+        let error = build_from(&[("ssl.certificate.location", "/c.pem")]).unwrap_err();
+        assert!(error.to_string().contains("ssl.key.location"), "{error}");
+    }
+
+    #[test]
     fn a_jaas_module_of_another_mechanism_is_refused() {
         let error = build_from(&[
             ("security.protocol", "SASL_PLAINTEXT"),
