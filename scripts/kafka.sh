@@ -16,9 +16,13 @@
 #   scripts/kafka.sh bootstrap  [--name N]                     prints the bootstrap string
 #   scripts/kafka.sh secure-env [--name N]                     prints the path of secure.env
 #   scripts/kafka.sh status     [--name N]                     exit 0 iff every node is running
+#   scripts/kafka.sh jmx-url    [--name N] [--node K]          that node's JMX service URL
 #
 # Each named instance keeps its state in target/kafka/<name>/ (default name: "default"), so
-# several brokers can run side by side; ports are picked free at start. In `tool` arguments
+# several brokers can run side by side; ports are picked free at start. Node K sits in rack
+# `rack-K` (broker.rack) with the rack-aware replica selector (KIP-392), so a client giving
+# client.rack may be sent to a follower; each node serves JMX (no auth) on its own port, read
+# with e.g. `kafka.sh tool org.apache.kafka.tools.JmxTool --jmx-url "$(kafka.sh jmx-url)" ...`. In `tool` arguments
 # the literal word {bootstrap} is replaced by the instance's bootstrap string.
 #
 # Secured instance (`start --secured`, one node): besides PLAINTEXT (the bootstrap string,
@@ -226,6 +230,9 @@ inter.broker.listener.name=PLAINTEXT
 controller.listener.names=CONTROLLER
 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT$extra_map
 log.dirs=$(node_dir "$name" "$node")/data
+# One rack per node: a consumer with client.rack=rack-K fetches from node K (KIP-392).
+broker.rack=rack-$node
+replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector
 
 num.partitions=1
 default.replication.factor=$rf
@@ -262,12 +269,17 @@ launch_node() {
     node_running "$name" "$node" && die "node $node of '$name' is already running (pid $(node_pid "$name" "$node"))"
     # A stale pid file (a node that crashed) must not pass for the new process.
     rm -f "$dir/pid"
+    local jmx_port
+    jmx_port="$(cat "$dir/jmx-port")"
     # setsid: a Ctrl-C in the terminal goes to the test script, whose trap stops the broker
     # in order; the broker's output goes to a file so that $(kafka.sh start) returns.
     setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' _ "$dir/pid" \
         java -Xms256m -Xmx"$BROKER_HEAP" -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
         -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent \
         -XX:MaxInlineLevel=15 -Djava.awt.headless=true \
+        -Dcom.sun.management.jmxremote.port="$jmx_port" -Dcom.sun.management.jmxremote.rmi.port="$jmx_port" \
+        -Dcom.sun.management.jmxremote.authenticate=false -Dcom.sun.management.jmxremote.ssl=false \
+        -Dcom.sun.management.jmxremote.host=127.0.0.1 -Djava.rmi.server.hostname=127.0.0.1 \
         -Dlog4j2.configurationFile="$KAFKA_CONF_DIR/log4j2-broker.xml" \
         -cp "$KAFKA_LIB/*" kafka.Kafka "$dir/server.properties" \
         </dev/null >"$dir/broker.log" 2>&1 &
@@ -363,7 +375,7 @@ try_start() {
     mkdir -p "$dir"
 
     local ports
-    read -r -a ports <<<"$(free_ports $((2 * nodes + (secured ? ${#SECURE_LISTENERS[@]} : 0))))"
+    read -r -a ports <<<"$(free_ports $((3 * nodes + (secured ? ${#SECURE_LISTENERS[@]} : 0))))"
     local voters="" bootstrap="" k
     for ((k = 1; k <= nodes; k++)); do
         voters+="${voters:+,}$k@127.0.0.1:${ports[2 * k - 1]}"
@@ -388,6 +400,8 @@ try_start() {
     cluster_id="$(run_tool kafka.tools.StorageTool random-uuid)"
     for ((k = 1; k <= nodes; k++)); do
         mkdir -p "$(node_dir "$name" "$k")"
+        # JMX ports come after every listener port.
+        echo "${ports[${#ports[@]} - k]}" >"$(node_dir "$name" "$k")/jmx-port"
         write_server_properties "$name" "$k" "$nodes" "${ports[2 * k - 2]}" "${ports[2 * k - 1]}" "$voters" \
             "$extra_listeners" "$extra_map"
         if ((secured)); then
@@ -587,7 +601,7 @@ cmd_status() {
 
 main() {
     local cmd="${1:-}"
-    [[ -n "$cmd" ]] || die "usage: kafka.sh fetch|start|stop|stop-node|start-node|topic|tool|datadir|bootstrap|secure-env|status [options]"
+    [[ -n "$cmd" ]] || die "usage: kafka.sh fetch|start|stop|stop-node|start-node|topic|tool|datadir|bootstrap|secure-env|status|jmx-url [options]"
     shift
     local name=default named=0 brokers=1 node="" clean=0 owner="" secured=0 reauth_ms=$DEFAULT_REAUTH_MS rest=()
     # Options common to all commands may come anywhere before the command's own arguments;
@@ -631,6 +645,10 @@ main() {
         echo "$(instance_dir "$name")/secure.env"
         ;;
     status) cmd_status "$name" ;;
+    jmx-url)
+        check_node "$name" "${node:-1}"
+        echo "service:jmx:rmi:///jndi/rmi://127.0.0.1:$(cat "$(node_dir "$name" "${node:-1}")/jmx-port")/jmxrmi"
+        ;;
     *) die "unknown command '$cmd'" ;;
     esac
 }
