@@ -15,6 +15,7 @@
 //!   the session lifetime that schedules re-authentication.
 //! - [`connection`]: framing, request/response matching, timeouts, one broker.
 //! - [`metadata`], [`offsets`], [`fetch`], [`group`]: the requests, each in its own module.
+//! - [`describe`]: the cluster as an operator asks about it: racks, replicas, ISR, errors.
 //! - [`error`]: the crate's one error enum, naming the broker and request.
 //!
 //! ```no_run
@@ -50,6 +51,7 @@
 
 mod authenticate;
 pub mod connection;
+pub mod describe;
 pub mod error;
 pub mod fetch;
 mod frame_buffers;

@@ -88,19 +88,30 @@ pub async fn fetch_metadata(
     connection: &mut Connection,
     topics: &[String],
 ) -> Result<ClusterMetadata, Error> {
+    Ok(from_response(
+        metadata_response(connection, Some(topics)).await?,
+    ))
+}
+
+/// The broker's whole Metadata answer for `topics` (`None`: every topic).
+async fn metadata_response(
+    connection: &mut Connection,
+    topics: Option<&[String]>,
+) -> Result<MetadataResponse, Error> {
+    let topics = topics.map(|topics| {
+        topics
+            .iter()
+            .map(|name| {
+                MetadataRequestTopic::default()
+                    .with_name(Some(TopicName(StrBytes::from_string(name.clone()))))
+            })
+            .collect()
+    });
     let request = MetadataRequest::default()
-        .with_topics(Some(
-            topics
-                .iter()
-                .map(|name| {
-                    MetadataRequestTopic::default()
-                        .with_name(Some(TopicName(StrBytes::from_string(name.clone()))))
-                })
-                .collect(),
-        ))
+        .with_topics(topics)
         .with_allow_auto_topic_creation(false);
     let (_, response) = connection.request(&request).await?;
-    Ok(from_response(response))
+    Ok(response)
 }
 
 /// Keeps one connection for metadata requests, falling back over every known broker and then
@@ -126,10 +137,17 @@ impl MetadataClient {
 
     /// Metadata for `topics` from whichever broker answers first.
     pub async fn fetch(&mut self, topics: &[String]) -> Result<ClusterMetadata, Error> {
+        let response = self.response(Some(topics)).await?;
+        Ok(self.remember(from_response(response)))
+    }
+
+    /// The whole Metadata answer for `topics` (`None`: every topic) from whichever broker
+    /// answers first.
+    pub async fn response(&mut self, topics: Option<&[String]>) -> Result<MetadataResponse, Error> {
         let mut last = None;
         if let Some(connection) = self.connection.as_mut() {
-            match fetch_metadata(connection, topics).await {
-                Ok(metadata) => return Ok(self.remember(metadata)),
+            match metadata_response(connection, topics).await {
+                Ok(response) => return Ok(response),
                 Err(error) => {
                     tracing::debug!(%error, "metadata connection failed; trying other brokers");
                     self.connection = None;
@@ -146,13 +164,13 @@ impl MetadataClient {
         for address in candidates {
             let attempt = async {
                 let mut connection = Connection::connect(&address, &self.settings).await?;
-                let metadata = fetch_metadata(&mut connection, topics).await?;
-                Ok::<_, Error>((connection, metadata))
+                let response = metadata_response(&mut connection, topics).await?;
+                Ok::<_, Error>((connection, response))
             };
             match attempt.await {
-                Ok((connection, metadata)) => {
+                Ok((connection, response)) => {
                     self.connection = Some(connection);
-                    return Ok(self.remember(metadata));
+                    return Ok(response);
                 }
                 // Other brokers share the credentials and certificates: do not try them all.
                 Err(error) if error.is_security_failure() => return Err(error),
