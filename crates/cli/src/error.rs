@@ -66,6 +66,13 @@ pub enum Error {
         source: krec_batch::Error,
     },
 
+    /// Topics named on the command line that the cluster answered with an error.
+    #[error("{}", topics.join("; "))]
+    TopicErrors {
+        /// `TOPIC: ERROR_NAME` each.
+        topics: Vec<String>,
+    },
+
     /// An input file is larger than the configured bound on what is read into memory.
     #[error("{file}: {size} bytes, over the limit of {limit} (raise --max-file-bytes)")]
     InputTooLarge {

@@ -11,7 +11,10 @@
 //! - [`decode`]: `krec decode`: segment files read in runs of whole batches, decoded on many
 //!   threads, written in input order.
 //! - [`properties`]: `-X`, `-F` and `$KREC_CONFIG` into security and client settings.
+//! - [`time`]: instants as written on the command line (milliseconds, RFC 3339, `-15m`).
+//! - [`cluster`]: `-b`, the client properties and the runtime every cluster command shares.
 //! - [`consume`]: `krec consume`: arguments into a consumer configuration, records out, logging.
+//! - [`metadata`], [`offsets`]: `krec metadata` and `krec offsets`, questions about a cluster.
 //!
 //! ```
 //! use krec_cli::format::{OutputFormat, RecordContext, RecordWriter};
@@ -30,10 +33,14 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod cluster;
 pub mod consume;
 pub mod decode;
 pub mod error;
 pub mod format;
+pub mod metadata;
+pub mod offsets;
 pub mod properties;
+pub mod time;
 
 pub use error::Error;

@@ -13,11 +13,17 @@ enum Command {
     Decode(cli::decode::DecodeArgs),
     /// Consume topics from a Kafka cluster and write their records out.
     Consume(cli::consume::ConsumeArgs),
+    /// Show brokers, controller and topic partitions with replicas and ISR (kcat's -L).
+    Metadata(cli::metadata::MetadataArgs),
+    /// Show each partition's earliest, latest and at-a-time offsets (kcat's -Q).
+    Offsets(cli::offsets::OffsetsArgs),
 }
 
 fn main() -> ExitCode {
     match Command::parse() {
         Command::Decode(args) => cli::decode::run(args),
         Command::Consume(args) => cli::consume::run(args),
+        Command::Metadata(args) => cli::metadata::run(args),
+        Command::Offsets(args) => cli::offsets::run(args),
     }
 }

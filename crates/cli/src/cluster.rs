@@ -1,0 +1,117 @@
+//! What every subcommand that asks a cluster something shares: the bootstrap brokers, the
+//! client properties, and running one request on a small async runtime.
+
+use std::future::Future;
+use std::io::Write;
+use std::process::ExitCode;
+
+use crate::properties::{ClientArgs, ClientProperties};
+use crate::Error;
+use krec_client::ConnectionSettings;
+use krec_consumer::ConsumerConfig;
+
+/// `-b` and the client properties (`-X`, `-F`).
+#[derive(Debug, clap::Args)]
+pub struct ClusterArgs {
+    /// Bootstrap brokers, `HOST:PORT[,HOST:PORT...]` (default: `bootstrap.servers` from the
+    /// properties).
+    #[arg(short = 'b', long = "brokers", value_name = "HOST:PORT,...")]
+    pub brokers: Option<String>,
+
+    /// Client properties: TLS, SASL, client id.
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// Where to connect and how.
+#[derive(Debug)]
+pub struct ClusterAccess {
+    /// Bootstrap brokers.
+    pub bootstrap: Vec<String>,
+    /// Security and client id from the properties.
+    pub settings: ConnectionSettings,
+    /// Everything the properties said.
+    pub properties: ClientProperties,
+}
+
+impl ClusterArgs {
+    /// The brokers and connection settings `-b` and the properties give.
+    pub fn access(&self) -> Result<ClusterAccess, Error> {
+        let properties = self.client.load()?;
+        let brokers = bootstrap_text(self.brokers.as_deref(), &properties)?;
+        let mut settings = ConnectionSettings {
+            security: properties.security.clone(),
+            ..ConnectionSettings::default()
+        };
+        if let Some(client_id) = &properties.client_id {
+            settings.client_id = client_id.clone();
+        }
+        Ok(ClusterAccess {
+            bootstrap: ConsumerConfig::parse_bootstrap(brokers)?,
+            settings,
+            properties,
+        })
+    }
+}
+
+/// `-b`, else `bootstrap.servers` from the properties.
+pub fn bootstrap_text<'a>(
+    brokers: Option<&'a str>,
+    properties: &'a ClientProperties,
+) -> Result<&'a str, Error> {
+    brokers
+        .or(properties.bootstrap.as_deref())
+        .ok_or_else(|| Error::InvalidArgument {
+            what: "brokers",
+            detail: "give -b HOST:PORT or bootstrap.servers in the properties".to_owned(),
+        })
+}
+
+/// Runs `work` on a one-thread runtime and turns its outcome into the exit status, errors
+/// reported on stderr as `krec COMMAND: ...`.
+pub fn run_command(command: &str, work: impl Future<Output = Result<(), Error>>) -> ExitCode {
+    init_logging();
+    let outcome = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|source| Error::Io {
+            context: "starting the async runtime".to_owned(),
+            source,
+        })
+        .and_then(|runtime| runtime.block_on(work));
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        // The reader went away (`krec ... | head`): stopping is what it asked for.
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::BrokenPipe => {
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            let _ = std::io::stdout().flush();
+            eprintln!("krec {command}: {error}");
+            ExitCode::from(error.exit_code())
+        }
+    }
+}
+
+/// Logs to stderr at `warn` unless `RUST_LOG` says otherwise.
+pub fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    // Colour codes only on a terminal: logs written to a file are read by programs.
+    let _ = tracing_subscriber::fmt()
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// Writes `text` to stdout, naming a write failure.
+pub fn print(text: &str) -> Result<(), Error> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|source| Error::Io {
+            context: "writing to stdout".to_owned(),
+            source,
+        })
+}
