@@ -135,19 +135,7 @@ impl<'a> Batch<'a> {
     /// An empty batch for [`crate::v2::parse_into`] to fill (never handed out as is).
     pub(crate) fn placeholder() -> Self {
         Batch {
-            header: BatchHeader {
-                base_offset: 0,
-                last_offset_delta: 0,
-                magic: magic::V2,
-                attributes: 0,
-                compression: Compression::None,
-                timestamp_type: TimestampType::CreateTime,
-                base_timestamp: 0,
-                max_timestamp: 0,
-                record_count: 0,
-                position: 0,
-                size: 0,
-            },
+            header: BatchHeader::placeholder(),
             layout: Layout::V2,
             body: Body::Borrowed(&[], None),
             v2_header: None,

@@ -18,6 +18,25 @@ pub(crate) struct BatchHeader {
     pub(crate) size: usize,
 }
 
+impl BatchHeader {
+    /// A header of nothing, overwritten before it is read.
+    pub(crate) const fn placeholder() -> Self {
+        BatchHeader {
+            base_offset: 0,
+            last_offset_delta: 0,
+            magic: crate::layout::magic::V2,
+            attributes: 0,
+            compression: Compression::None,
+            timestamp_type: TimestampType::CreateTime,
+            base_timestamp: 0,
+            max_timestamp: 0,
+            record_count: 0,
+            position: 0,
+            size: 0,
+        }
+    }
+}
+
 /// Compression codec of a batch, from the low three bits of its attributes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]

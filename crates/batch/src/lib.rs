@@ -102,4 +102,4 @@ pub use error::{Error, Field, LegacyFault};
 pub use headers::{Header, Headers};
 pub use layout::EntryHeader;
 pub use record::{Record, Records};
-pub use walk::{BatchWalk, WalkEnd};
+pub use walk::{BatchSummary, BatchWalk, WalkEnd};

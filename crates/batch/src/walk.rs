@@ -3,6 +3,8 @@
 use bytes::Bytes;
 
 use crate::batch::Batch;
+use crate::batch_header::BatchHeader;
+use crate::control::ControlKind;
 use crate::layout::{self, magic, EntryHeader, ENTRY_HEADER_SIZE, MAGIC_AT};
 use crate::{DecodeConfig, Error};
 
@@ -25,6 +27,30 @@ pub enum WalkEnd {
         /// Its total size in bytes (log overhead included), if its length field is present.
         needed: Option<usize>,
     },
+}
+
+/// What one batch holds, as far as counting needs: read from a v2 header without
+/// decompressing the records ([`BatchWalk::next_summary`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BatchSummary {
+    /// First offset the batch covers.
+    pub base_offset: i64,
+    /// Last offset the batch covers (compaction may have removed records before it).
+    pub last_offset: i64,
+    /// Data records in the batch; 0 for a control batch.
+    pub data_records: u32,
+    /// Producer id (-1 when none; legacy batches have none).
+    pub producer_id: i64,
+    /// Part of a transaction.
+    pub transactional: bool,
+    /// A control batch (transaction markers), whose records are never data.
+    pub control: bool,
+    /// What a control batch's last marker says.
+    pub marker: Option<ControlKind>,
+    /// Byte position of the batch in the input.
+    pub position: usize,
+    /// Its size in bytes, log overhead included.
+    pub size: usize,
 }
 
 /// Where a walk is, in one field so that each step tests one value.
@@ -154,6 +180,76 @@ impl<'a> BatchWalk<'a> {
                 Some(Err(e))
             }
         }
+    }
+
+    /// The next batch's summary: a v2 data batch's header is checked (CRC included) and read,
+    /// its records left compressed; a control batch's marker and a legacy message's records
+    /// (which no header counts) are decoded. The same errors and end as [`BatchWalk::next_ref`].
+    pub fn next_summary(&mut self) -> Option<Result<BatchSummary, Error>> {
+        if !matches!(self.state, State::Walking) {
+            return None;
+        }
+        let result = match self.frame()? {
+            Ok(bytes) => self.summarize(bytes),
+            Err(e) => Err(e),
+        };
+        match result {
+            Ok(summary) => {
+                self.position += summary.size;
+                Some(Ok(summary))
+            }
+            Err(e) => {
+                self.state = State::Failed;
+                Some(Err(e))
+            }
+        }
+    }
+
+    fn summarize(&mut self, bytes: &'a [u8]) -> Result<BatchSummary, Error> {
+        let position = self.position;
+        if bytes[MAGIC_AT] == magic::V2 {
+            let mut header = BatchHeader::placeholder();
+            crate::v2::parse_header(bytes, position, self.config, &mut header)?;
+            if header.attributes & layout::v2::attributes::CONTROL == 0 {
+                let producer_id = layout::be_i64(bytes, layout::v2::PRODUCER_ID_AT);
+                return Ok(BatchSummary {
+                    base_offset: header.base_offset,
+                    last_offset: header.base_offset + i64::from(header.last_offset_delta),
+                    data_records: header.record_count,
+                    producer_id,
+                    transactional: header.attributes & layout::v2::attributes::TRANSACTIONAL != 0,
+                    control: false,
+                    marker: None,
+                    position,
+                    size: bytes.len(),
+                });
+            }
+        }
+        // Control batches hold one small marker; legacy messages have no record count.
+        let batch = match bytes[MAGIC_AT] {
+            magic::V2 => Batch::parse_v2(bytes, position, self.config, self.shared)?,
+            _ => Batch::parse_legacy(bytes, position, self.config, self.shared)?,
+        };
+        let mut marker = None;
+        for control in batch.control_records() {
+            marker = Some(control?.kind);
+        }
+        let mut data_records = 0u32;
+        for record in batch.records() {
+            record?;
+            data_records += 1;
+        }
+        Ok(BatchSummary {
+            base_offset: batch.base_offset(),
+            last_offset: batch.last_offset(),
+            data_records,
+            producer_id: batch.producer_id(),
+            transactional: batch.is_transactional(),
+            control: batch.is_control(),
+            marker,
+            position,
+            size: bytes.len(),
+        })
     }
 
     /// The bytes of the next whole batch, checked for length and magic; `None` (with

@@ -103,3 +103,98 @@ fn the_walk_stops_after_an_error() {
         "position stays on the bad batch"
     );
 }
+
+/// Data records and markers of every batch, by full decode.
+fn decoded_counts(input: &[u8]) -> Vec<(i64, u32, bool)> {
+    let config = DecodeConfig::default();
+    BatchWalk::new(input, &config)
+        .map(|batch| {
+            let batch = batch.expect("golden files decode");
+            let records = batch.records().inspect(|r| assert!(r.is_ok())).count();
+            (batch.base_offset(), records as u32, batch.is_control())
+        })
+        .collect()
+}
+
+#[test]
+fn summaries_count_what_a_full_decode_finds_in_every_golden_file() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data");
+    let mut files = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "bin") {
+            continue;
+        }
+        files += 1;
+        let input = std::fs::read(&path).unwrap();
+        let config = DecodeConfig::default();
+        let mut walk = BatchWalk::new(&input, &config);
+        let mut summaries = Vec::new();
+        while let Some(summary) = walk.next_summary() {
+            summaries.push(summary.unwrap());
+        }
+        walk.end_of_file().unwrap();
+        let counted: Vec<(i64, u32, bool)> = summaries
+            .iter()
+            .map(|s| (s.base_offset, s.data_records, s.control))
+            .collect();
+        assert_eq!(counted, decoded_counts(&input), "{}", path.display());
+        let ends: Vec<usize> = summaries.iter().map(|s| s.position + s.size).collect();
+        assert_eq!(
+            ends.last().copied(),
+            Some(input.len()),
+            "{}",
+            path.display()
+        );
+    }
+    assert!(files >= 29, "the golden files are there ({files})");
+}
+
+#[test]
+fn summaries_read_markers_and_producers_of_transactions() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data");
+    let input = std::fs::read(dir.join("librdkafka-transactional.bin")).unwrap();
+    let config = DecodeConfig::default();
+    let mut walk = BatchWalk::new(&input, &config);
+    let mut markers = Vec::new();
+    let mut producers = std::collections::BTreeSet::new();
+    while let Some(summary) = walk.next_summary() {
+        let summary = summary.unwrap();
+        assert!(summary.transactional);
+        producers.insert(summary.producer_id);
+        if let Some(marker) = summary.marker {
+            markers.push((summary.base_offset, marker));
+        }
+    }
+    use krec_batch::ControlKind::{Abort, Commit};
+    assert_eq!(markers, vec![(3, Commit), (6, Abort), (9, Commit)]);
+    assert_eq!(producers.len(), 1);
+    assert!(producers.iter().all(|&p| p >= 0));
+}
+
+#[test]
+fn a_summary_checks_the_crc_without_decompressing() {
+    let batch = BatchBuilder::new(0)
+        .compression(Compression::Zstd)
+        .record(None, Some(b"a"), &[])
+        .record(None, Some(b"b"), &[])
+        .build();
+    let config = DecodeConfig::default();
+    let summary = BatchWalk::new(&batch, &config)
+        .next_summary()
+        .unwrap()
+        .unwrap();
+    assert_eq!((summary.data_records, summary.last_offset), (2, 1));
+    let mut corrupt = batch.clone();
+    let last = corrupt.len() - 1;
+    corrupt[last] ^= 1;
+    let mut walk = BatchWalk::new(&corrupt, &config);
+    assert!(matches!(
+        walk.next_summary(),
+        Some(Err(Error::ChecksumMismatch { .. }))
+    ));
+    assert!(
+        walk.next_summary().is_none(),
+        "the walk stops after an error"
+    );
+}
