@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use krec_batch::{
-    Batch, BatchWalk, ControlKind, ControlRecord, DecodeConfig, Record, Records, WalkEnd,
+    Batch, BatchSummary, BatchWalk, ControlKind, ControlRecord, DecodeConfig, Record, Records,
+    WalkEnd,
 };
 use tokio::sync::OwnedSemaphorePermit;
 
@@ -101,21 +102,56 @@ impl PartitionChunk {
     /// Decodes the chunk's batches in order. Control batches are yielded (their markers can be
     /// printed); aborted transactional batches are not when reading committed data.
     pub fn batches<'a>(&'a self, config: &'a DecodeConfig) -> ChunkBatches<'a> {
-        let mut aborted = self.data.aborted.clone();
-        // Popped from the back in first-offset order.
-        aborted.sort_by_key(|a| std::cmp::Reverse(a.first_offset));
         ChunkBatches {
             chunk: self,
             walk: BatchWalk::new_shared(&self.data.records, config),
-            gate: BatchGate {
-                chunk: self,
-                pending: aborted,
-                producers: Vec::new(),
-                last_next_offset: None,
-                aborted_records: 0,
-            },
+            gate: BatchGate::new(self),
             finished: false,
         }
+    }
+
+    /// The data records the chunk delivers, counted from batch headers where they can be: a
+    /// compressed batch is decompressed only when it starts before the fetch offset (its
+    /// records before that offset are not the chunk's). Aborted transactions are left out
+    /// under `read_committed`, as [`PartitionChunk::batches`] leaves them out.
+    pub fn count_records(&self, config: &DecodeConfig) -> Result<u64, Error> {
+        let mut walk = BatchWalk::new(&self.data.records, config);
+        let mut gate = BatchGate::new(self);
+        let mut records = 0u64;
+        while let Some(summary) = walk.next_summary() {
+            let summary = summary.map_err(|e| self.decode_error(e))?;
+            if !gate.admit(&GateInput::of_summary(&summary))? {
+                continue;
+            }
+            records += if summary.base_offset < self.data.fetch_offset {
+                let bytes = &self.data.records[summary.position..][..summary.size];
+                self.count_from_fetch_offset(bytes, config)?
+            } else {
+                u64::from(summary.data_records)
+            };
+        }
+        match walk.end() {
+            Some(WalkEnd::Complete) => Ok(records),
+            _ => Err(Error::CutBatch {
+                topic: self.topic.to_string(),
+                partition: self.partition,
+                fetch_offset: self.data.fetch_offset,
+                position: walk.position(),
+            }),
+        }
+    }
+
+    /// Records at or after the fetch offset in one batch that starts before it.
+    fn count_from_fetch_offset(&self, batch: &[u8], config: &DecodeConfig) -> Result<u64, Error> {
+        let mut count = 0;
+        for batch in BatchWalk::new(batch, config) {
+            let batch = batch.map_err(|e| self.decode_error(e))?;
+            for record in batch.records() {
+                let record = record.map_err(|e| self.decode_error(e))?;
+                count += u64::from(record.offset() >= self.data.fetch_offset);
+            }
+        }
+        Ok(count)
     }
 
     fn decode_error(&self, source: krec_batch::Error) -> Error {
@@ -155,29 +191,88 @@ struct BatchGate<'a> {
     aborted_records: u64,
 }
 
-impl BatchGate<'_> {
+/// What the gate reads of a batch, from a decoded batch or from its summary.
+struct GateInput {
+    producer_id: i64,
+    last_offset: i64,
+    next_offset: i64,
+    record_count: u32,
+    transactional: bool,
+    control: bool,
+    /// A control batch holding an ABORT marker.
+    aborts: bool,
+}
+
+impl GateInput {
+    fn of_batch(batch: &Batch<'_>, chunk: &PartitionChunk) -> Result<Self, Error> {
+        let mut aborts = false;
+        // Markers matter only to the aborted-transaction filter.
+        if chunk.read_committed && batch.is_control() {
+            for control in batch.control_records() {
+                let control = control.map_err(|e| chunk.decode_error(e))?;
+                aborts |= control.kind == ControlKind::Abort;
+            }
+        }
+        Ok(Self {
+            producer_id: batch.producer_id(),
+            last_offset: batch.last_offset(),
+            next_offset: batch.next_offset(),
+            record_count: batch.record_count(),
+            transactional: batch.is_transactional(),
+            control: batch.is_control(),
+            aborts,
+        })
+    }
+
+    fn of_summary(summary: &BatchSummary) -> Self {
+        Self {
+            producer_id: summary.producer_id,
+            last_offset: summary.last_offset,
+            next_offset: summary.last_offset + 1,
+            record_count: summary.data_records,
+            transactional: summary.transactional,
+            control: summary.control,
+            aborts: summary.marker == Some(ControlKind::Abort),
+        }
+    }
+}
+
+impl<'c> BatchGate<'c> {
+    fn new(chunk: &'c PartitionChunk) -> Self {
+        let mut pending = chunk.data.aborted.clone();
+        // Popped from the back in first-offset order.
+        pending.sort_by_key(|a| std::cmp::Reverse(a.first_offset));
+        BatchGate {
+            chunk,
+            pending,
+            producers: Vec::new(),
+            last_next_offset: None,
+            aborted_records: 0,
+        }
+    }
+
     /// Notes that the walk passed `batch`; whether it is delivered: not when its transaction
     /// was aborted (counted), nor when it lies wholly before the fetch offset.
-    fn admit(&mut self, batch: &Batch<'_>) -> Result<bool, Error> {
-        self.last_next_offset = Some(batch.next_offset());
-        if self.is_aborted(batch)? {
-            self.aborted_records += u64::from(batch.record_count());
+    fn admit(&mut self, batch: &GateInput) -> Result<bool, Error> {
+        self.last_next_offset = Some(batch.next_offset);
+        if self.is_aborted(batch) {
+            self.aborted_records += u64::from(batch.record_count);
             return Ok(false);
         }
-        Ok(batch.next_offset() > self.chunk.data.fetch_offset)
+        Ok(batch.next_offset > self.chunk.data.fetch_offset)
     }
 
     /// Whether `batch` belongs to an aborted transaction, following the fetch response's
     /// aborted list the way Kafka's Java consumer does: a producer becomes aborted once the
     /// walk passes the first offset of one of its aborted transactions, and stops being
     /// aborted at its ABORT marker.
-    fn is_aborted(&mut self, batch: &Batch<'_>) -> Result<bool, Error> {
-        let producer_id = batch.producer_id();
+    fn is_aborted(&mut self, batch: &GateInput) -> bool {
+        let producer_id = batch.producer_id;
         if !self.chunk.read_committed || producer_id < 0 {
-            return Ok(false);
+            return false;
         }
         while let Some(next) = self.pending.last() {
-            if next.first_offset > batch.last_offset() {
+            if next.first_offset > batch.last_offset {
                 break;
             }
             if !self.producers.contains(&next.producer_id) {
@@ -185,16 +280,13 @@ impl BatchGate<'_> {
             }
             self.pending.pop();
         }
-        if batch.is_control() {
-            for control in batch.control_records() {
-                let control = control.map_err(|e| self.chunk.decode_error(e))?;
-                if control.kind == ControlKind::Abort {
-                    self.producers.retain(|p| *p != producer_id);
-                }
+        if batch.control {
+            if batch.aborts {
+                self.producers.retain(|p| *p != producer_id);
             }
-            return Ok(false);
+            return false;
         }
-        Ok(batch.is_transactional() && self.producers.contains(&producer_id))
+        batch.transactional && self.producers.contains(&producer_id)
     }
 }
 
@@ -240,7 +332,9 @@ impl<'a> ChunkBatches<'a> {
                 }
                 Some(Ok(batch)) => batch,
             };
-            match self.gate.admit(batch) {
+            let admitted =
+                GateInput::of_batch(batch, self.chunk).and_then(|input| self.gate.admit(&input));
+            match admitted {
                 Err(error) => {
                     self.finished = true;
                     return Err(error.into());
@@ -297,7 +391,9 @@ impl<'a> Iterator for ChunkBatches<'a> {
                 }
                 Some(Ok(batch)) => batch,
             };
-            match self.gate.admit(&batch) {
+            let admitted =
+                GateInput::of_batch(&batch, self.chunk).and_then(|input| self.gate.admit(&input));
+            match admitted {
                 Err(error) => {
                     self.finished = true;
                     return Some(Err(error));
@@ -531,6 +627,32 @@ mod tests {
             marker(6, 1, ControlKind::Commit),
             data_batch(7, 3, false, &["plain7"]),
         ]
+    }
+
+    #[test]
+    fn header_counts_match_what_decoding_delivers() {
+        let compressed = BatchBuilder::new(0)
+            .producer(1, 0, 0)
+            .transactional(true)
+            .compression(krec_batch::Compression::Lz4)
+            .record(Some(b"k"), Some(b"a0"), &[])
+            .record(Some(b"k"), Some(b"a1"), &[])
+            .build();
+        let mut with_compressed = interleaved();
+        with_compressed[0] = compressed;
+        for batches in [interleaved(), with_compressed] {
+            for fetch_offset in 0..8 {
+                for (read_committed, aborted) in [(false, &[][..]), (true, &[(2, 2)][..])] {
+                    let c = chunk(&batches, fetch_offset, 8, aborted, read_committed);
+                    let delivered = values(&c).unwrap().len() as u64;
+                    let counted = c.count_records(&DecodeConfig::default()).unwrap();
+                    assert_eq!(
+                        counted, delivered,
+                        "fetch offset {fetch_offset}, {read_committed}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
