@@ -14,6 +14,7 @@
 //! thread writes (`decode/parallel.rs`). Either way output and errors are those of one walk
 //! over the whole input ([`decode_bytes`]).
 
+pub mod count;
 mod parallel;
 mod runs;
 mod stream;

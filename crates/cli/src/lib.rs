@@ -15,6 +15,7 @@
 //! - [`cluster`]: `-b`, the client properties and the runtime every cluster command shares.
 //! - [`consume`]: `krec consume`: arguments into a consumer configuration, records out, logging.
 //! - [`metadata`], [`offsets`]: `krec metadata` and `krec offsets`, questions about a cluster.
+//! - [`count`]: `krec count`, exact record counts of a topic or of segment files.
 //!
 //! ```
 //! use krec_cli::format::{OutputFormat, RecordContext, RecordWriter};
@@ -35,6 +36,7 @@
 
 pub mod cluster;
 pub mod consume;
+pub mod count;
 pub mod decode;
 pub mod error;
 pub mod format;

@@ -15,6 +15,8 @@ enum Command {
     Consume(cli::consume::ConsumeArgs),
     /// Show brokers, controller and topic partitions with replicas and ISR (kcat's -L).
     Metadata(cli::metadata::MetadataArgs),
+    /// Count the data records of a topic or of segment files, per partition and in total.
+    Count(cli::count::CountArgs),
     /// Show each partition's earliest, latest and at-a-time offsets (kcat's -Q).
     Offsets(cli::offsets::OffsetsArgs),
 }
@@ -25,5 +27,6 @@ fn main() -> ExitCode {
         Command::Consume(args) => cli::consume::run(args),
         Command::Metadata(args) => cli::metadata::run(args),
         Command::Offsets(args) => cli::offsets::run(args),
+        Command::Count(args) => cli::count::run(args),
     }
 }
