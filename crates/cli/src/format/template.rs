@@ -13,6 +13,7 @@
 //! | `%p`       | partition (`-1` when unknown)                                       |
 //! | `%o`       | offset                                                              |
 //! | `%T`       | timestamp, ms since the epoch (`-1` when none)                      |
+//! | `%I`       | timestamp as RFC 3339 in UTC with milliseconds, `2023-11-14T22:13:20.123Z` (none: the null text) |
 //! | `%h`       | all headers as `k=v,k2=v2` in wire order (null value: the null text)|
 //! | `%{h:KEY}` | value of the first header named `KEY` (absent or null: the null text) |
 //! | `%c`       | control type of a control record (`commit`, `abort`, `unknown`); empty for data records |
@@ -44,6 +45,7 @@ enum Part {
     Partition,
     Offset,
     Timestamp,
+    TimestampRfc3339,
     Headers,
     Header(Box<[u8]>),
     ControlKind,
@@ -88,6 +90,7 @@ impl Template {
                         b'p' => Part::Partition,
                         b'o' => Part::Offset,
                         b'T' => Part::Timestamp,
+                        b'I' => Part::TimestampRfc3339,
                         b'h' => Part::Headers,
                         b'c' => Part::ControlKind,
                         b'{' => {
@@ -183,6 +186,7 @@ impl Template {
                 Part::Timestamp => {
                     out.extend_from_slice(numbers.format(record.timestamp()).as_bytes())
                 }
+                Part::TimestampRfc3339 => push_rfc3339(out, record.timestamp(), null_text),
                 Part::Headers => {
                     for (index, (key, value)) in record.header_pairs().enumerate() {
                         if index > 0 {
@@ -200,6 +204,19 @@ impl Template {
                 Part::ControlKind => out.extend_from_slice(control_kind.unwrap_or("").as_bytes()),
             }
         }
+    }
+}
+
+/// A timestamp in ms as RFC 3339 in UTC, always with milliseconds; Kafka's -1 (none), or one
+/// outside what RFC 3339 can write, as the null text.
+fn push_rfc3339(out: &mut Vec<u8>, ms: i64, null_text: &[u8]) {
+    use std::io::Write;
+    match jiff::Timestamp::from_millisecond(ms) {
+        Ok(instant) if ms != -1 => {
+            // Writing into a Vec cannot fail.
+            let _ = write!(out, "{instant:.3}");
+        }
+        _ => out.extend_from_slice(null_text),
     }
 }
 
@@ -313,7 +330,7 @@ mod tests {
     #[test]
     fn each_token_on_a_full_record() {
         let ctx = RecordContext::new("orders", 3);
-        let cases: [(&str, &[u8]); 19] = [
+        let cases: [(&str, &[u8]); 20] = [
             ("%s", b"{\"n\":1}"),
             ("%S", b"7"),
             ("%R", &[0, 0, 0, 7]),
@@ -323,6 +340,7 @@ mod tests {
             ("%p", b"3"),
             ("%o", b"42"),
             ("%T", b"1700000000123"),
+            ("%I", b"2023-11-14T22:13:20.123Z"),
             ("%h", b"trace=t-1,nil=,trace=t-2,a}b=braced"),
             ("%{h:trace}", b"t-1"),
             ("%{h:nil}", b""),
@@ -357,7 +375,7 @@ mod tests {
             headers: vec![(b"h".to_vec(), None)],
         };
         let ctx = RecordContext::unknown();
-        let cases: [(&str, &[u8], &[u8]); 9] = [
+        let cases: [(&str, &[u8], &[u8]); 11] = [
             ("[%k|%s]", b"", b"[|]"),
             ("[%k|%s]", b"NULL", b"[NULL|NULL]"),
             ("%K %S", b"NULL", b"-1 -1"),
@@ -366,6 +384,8 @@ mod tests {
             ("%{h:h}%{h:x}", b"NULL", b"NULLNULL"),
             ("%t|%p", b"", b"|-1"),
             ("%T", b"", b"-1"),
+            ("[%I]", b"", b"[]"),
+            ("[%I]", b"NULL", b"[NULL]"),
             ("%o", b"", b"0"),
         ];
         for (template, null, expected) in cases {
