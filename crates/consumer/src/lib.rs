@@ -12,6 +12,7 @@
 //! - [`workers`]: decode threads with per-partition ordering, for programs that print.
 //! - [`group`]: consumer groups (classic protocol and KIP-848) over the same fetch pipeline,
 //!   committing only what has been written out.
+//! - [`partitioner`]: the partition a producer sent a key to (Java's murmur2, librdkafka's CRC32).
 //! - [`error`]: the crate's one error enum; the client's errors wrap into it.
 //!
 //! ```no_run
@@ -58,6 +59,7 @@ pub mod cursor;
 pub mod error;
 mod fetch_loop;
 pub mod group;
+pub mod partitioner;
 mod shared;
 pub mod workers;
 
