@@ -20,6 +20,7 @@ use crate::Error;
 use krec_consumer::group::{
     Assignor, GroupConfig, GroupConsumer, GroupProtocol, NoListener, WrittenOffsets,
 };
+use krec_consumer::partitioner::Partitioner;
 use krec_consumer::workers::{self, PartitionWorkers};
 use krec_consumer::{
     ChunkBatchRef, Consumer, ConsumerConfig, Fetched, OffsetReset, PartitionChunk,
@@ -152,6 +153,12 @@ pub struct ConsumeArgs {
     /// stderr every SECONDS (default 1).
     #[arg(long = "stats", value_name = "SECONDS", num_args = 0..=1, default_missing_value = "1")]
     pub stats: Option<f64>,
+
+    /// With --key: read only the partition this producer partitioner sends the key to:
+    /// `murmur2` (the Java client's default) or `crc32` (librdkafka's `consistent_random`).
+    /// Without it, every partition is scanned.
+    #[arg(long = "partitioner", value_name = "NAME")]
+    pub partitioner: Option<String>,
 
     /// Decode threads (default: one per core).
     #[arg(long = "threads", value_name = "N")]
@@ -328,6 +335,8 @@ fn init_logging() {
 #[derive(Debug, Default)]
 struct Progress {
     records: AtomicU64,
+    /// Data records decoded, matching the filters or not.
+    scanned: AtomicU64,
     bytes: AtomicU64,
     /// Records claimed for output, for `-c`.
     claimed: AtomicU64,
@@ -351,7 +360,7 @@ async fn consume(args: ConsumeArgs) -> Result<(), Error> {
     let read_committed = config.read_committed;
     let mut consumer = Consumer::connect(config.clone()).await?;
     let partitions = if args.partitions.is_empty() {
-        consumer.partitions(&args.topic).await?
+        key_partition(&args, consumer.partitions(&args.topic).await?)?
     } else {
         args.partitions.clone()
     };
@@ -400,12 +409,36 @@ async fn consume(args: ConsumeArgs) -> Result<(), Error> {
         .unwrap_or(Err(krec_consumer::Error::Stopped.into()));
     if stats_every.is_some() {
         eprintln!(
-            "krec consume: {} records, {} bytes",
+            "krec consume: {} records written of {} scanned, {} bytes",
             progress.records.load(Ordering::Relaxed),
+            progress.scanned.load(Ordering::Relaxed),
             progress.bytes.load(Ordering::Relaxed)
         );
     }
     outcome.and(finished)
+}
+
+/// With `--key` and `--partitioner`, only the partition that partitioner sends the key to;
+/// otherwise all of `partitions`.
+fn key_partition(args: &ConsumeArgs, partitions: Vec<i32>) -> Result<Vec<i32>, Error> {
+    let Some(partitioner) = &args.partitioner else {
+        return Ok(partitions);
+    };
+    let partitioner = partitioner.parse::<Partitioner>()?;
+    let filter = args.format.filter.filter()?;
+    let Some(key) = filter.as_ref().and_then(|filter| filter.key()) else {
+        return Err(Error::InvalidArgument {
+            what: "--partitioner",
+            detail: "it finds the partition of a --key; give --key too".to_owned(),
+        });
+    };
+    let partition = partitioner.partition(key, partitions.len() as i32);
+    eprintln!(
+        "krec consume: reading partition {partition} only: {partitioner:?} sends the key there \
+         among {} partitions",
+        partitions.len()
+    );
+    Ok(vec![partition])
 }
 
 /// The decode threads of `krec consume`: each writes and flushes its chunks, says on
@@ -474,6 +507,7 @@ fn write_chunk<W: Write>(
         progress,
         limit,
         written: 0,
+        scanned: 0,
         last_written: None,
         reached: false,
     };
@@ -485,12 +519,14 @@ fn write_chunk<W: Write>(
     let ChunkWriting {
         writer,
         written,
+        scanned,
         last_written,
         reached,
         ..
     } = state;
     writer.flush().map_err(output_error)?;
     progress.records.fetch_add(written, Ordering::Relaxed);
+    progress.scanned.fetch_add(scanned, Ordering::Relaxed);
     progress
         .bytes
         .fetch_add(chunk.records_bytes().len() as u64, Ordering::Relaxed);
@@ -521,6 +557,8 @@ struct ChunkWriting<'w, W: Write> {
     progress: &'w Progress,
     limit: Option<u64>,
     written: u64,
+    /// Data records decoded, written or not (filters).
+    scanned: u64,
     last_written: Option<i64>,
     /// `-c`'s count was reached by a record of this chunk.
     reached: bool,
@@ -550,6 +588,10 @@ impl<W: Write> ChunkWriting<'_, W> {
         let mut records = batch.records_in_place();
         while let Some(record) = records.next_ref() {
             let record = record?;
+            self.scanned += 1;
+            if !self.writer.admits(record) {
+                continue;
+            }
             if let Some(limit) = self.limit {
                 let slot = self.progress.claimed.fetch_add(1, Ordering::Relaxed);
                 if slot >= limit {
@@ -665,8 +707,9 @@ async fn consume_group(
     let closed = group.close().await;
     if stats_every.is_some() {
         eprintln!(
-            "krec consume: {} records, {} bytes",
+            "krec consume: {} records written of {} scanned, {} bytes",
             progress.records.load(Ordering::Relaxed),
+            progress.scanned.load(Ordering::Relaxed),
             progress.bytes.load(Ordering::Relaxed)
         );
     }

@@ -116,8 +116,10 @@ impl DecodeArgs {
 pub struct DecodeSummary {
     /// Batches (or top-level legacy messages) walked.
     pub batches: u64,
-    /// Data records written.
+    /// Data records decoded.
     pub records: u64,
+    /// Data records that passed the filters and were written (all of them without filters).
+    pub matched: u64,
     /// Control records seen (written only with `--print-control`).
     pub control_records: u64,
 }
@@ -127,6 +129,7 @@ impl DecodeSummary {
     pub fn add(&mut self, other: DecodeSummary) {
         self.batches += other.batches;
         self.records += other.records;
+        self.matched += other.matched;
         self.control_records += other.control_records;
     }
 }
@@ -423,10 +426,14 @@ fn decode_walk<W: Write>(
             let mut records = batch.records();
             while let Some(record) = records.next_ref() {
                 let record = record.map_err(|e| input_failure(e, batch.position()))?;
+                summary.records += 1;
+                if !writer.admits(record) {
+                    continue;
+                }
                 writer
                     .write_record(context, record)
                     .map_err(DecodeFailure::Output)?;
-                summary.records += 1;
+                summary.matched += 1;
             }
         }
     }

@@ -15,6 +15,7 @@ mod args;
 mod base64;
 mod batch_record;
 mod escape;
+mod filter;
 pub mod json;
 pub mod raw;
 mod record;
@@ -22,6 +23,7 @@ pub mod template;
 mod writer;
 
 pub use args::FormatArgs;
+pub use filter::{FilterArgs, RecordFilter};
 pub use record::{ControlMarker, RecordContext, RecordFields};
 pub use template::Template;
 pub use writer::{OutputFormat, RecordWriter};

@@ -314,6 +314,7 @@ fn format_args(format: Option<&str>) -> FormatArgs {
         delimiter: None,
         key_delimiter: None,
         null_as_text: false,
+        filter: Default::default(),
     }
 }
 

@@ -2,17 +2,18 @@
 
 use std::io::Write;
 
+use super::filter::FilterArgs;
 use super::raw::RawFormat;
 use super::template::{unescape, Template};
 use super::writer::{OutputFormat, RecordWriter};
 use crate::Error;
 
-/// Output options: `--format`, `--print-control`, `-D`, `-K`, `-Z`.
+/// Output options: `--format`, `--print-control`, `-D`, `-K`, `-Z`, and the record filters.
 #[derive(Clone, Debug, Default, PartialEq, Eq, clap::Args)]
 pub struct FormatArgs {
     /// Output format: `json` (one object per line, the default), `raw` (values
     /// only), or a kcat-style template such as '%o %k %s\n' (tokens: %s %S %R %k
-    /// %K %t %p %o %T %h %{h:KEY} %c %%; escapes \n \r \t \\ \xHH).
+    /// %K %t %p %o %T %I %h %{h:KEY} %c %%; escapes \n \r \t \\ \xHH).
     #[arg(short = 'f', long = "format", value_name = "FORMAT")]
     pub format: Option<String>,
 
@@ -36,6 +37,10 @@ pub struct FormatArgs {
     /// (templates and raw; JSON always writes `null`).
     #[arg(short = 'Z', long = "null-as-text")]
     pub null_as_text: bool,
+
+    /// Which records are written (`--key`, `--header`, `--grep`).
+    #[command(flatten)]
+    pub filter: FilterArgs,
 }
 
 impl FormatArgs {
@@ -102,7 +107,8 @@ impl FormatArgs {
         let null_text: &[u8] = if self.null_as_text { b"NULL" } else { b"" };
         Ok(RecordWriter::new(out, self.output_format()?)
             .with_print_control(self.print_control)
-            .with_null_text(null_text))
+            .with_null_text(null_text)
+            .with_filter(self.filter.filter()?))
     }
 }
 

@@ -2,6 +2,7 @@
 
 use std::io::{self, Write};
 
+use super::filter::RecordFilter;
 use super::json;
 use super::raw::RawFormat;
 use super::record::{ControlMarker, RecordContext, RecordFields};
@@ -37,6 +38,8 @@ pub struct RecordWriter<W: Write> {
     null_text: Vec<u8>,
     /// Buffered bytes that trigger a write to `out`; `usize::MAX` when gathering.
     flush_threshold: usize,
+    /// Records to write; `None`: all of them.
+    filter: Option<RecordFilter>,
 }
 
 impl<W: Write> RecordWriter<W> {
@@ -49,6 +52,7 @@ impl<W: Write> RecordWriter<W> {
             print_control: false,
             null_text: Vec::new(),
             flush_threshold: FLUSH_THRESHOLD,
+            filter: None,
         }
     }
 
@@ -79,6 +83,26 @@ impl<W: Write> RecordWriter<W> {
     pub fn with_null_text(mut self, null_text: &[u8]) -> Self {
         self.null_text = null_text.to_vec();
         self
+    }
+
+    /// Only records `filter` matches are to be written (see [`RecordWriter::admits`]).
+    pub fn with_filter(mut self, filter: Option<RecordFilter>) -> Self {
+        self.filter = filter;
+        self
+    }
+
+    /// Whether `record` passes the filter: callers ask before counting and writing it, so a
+    /// record left out costs no formatting.
+    #[inline]
+    pub fn admits<R: RecordFields + ?Sized>(&self, record: &R) -> bool {
+        self.filter
+            .as_ref()
+            .is_none_or(|filter| filter.matches(record))
+    }
+
+    /// The filter's exact key, if it has one.
+    pub fn filter_key(&self) -> Option<&[u8]> {
+        self.filter.as_ref().and_then(RecordFilter::key)
     }
 
     /// True when control records are printed; callers may skip walking them otherwise.
