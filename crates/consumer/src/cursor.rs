@@ -73,8 +73,8 @@ pub struct Cursor {
 pub struct ReadReplica {
     /// Its node id.
     pub node: i32,
-    /// When the leader is to be asked again.
-    pub until: Instant,
+    /// When the leader is to be asked again (`None`: a lease too long for the clock to hold).
+    pub until: Option<Instant>,
 }
 
 impl Cursor {
@@ -114,7 +114,8 @@ impl Cursor {
     /// The follower read from at `now`, if any.
     fn following(&self, now: Instant) -> Option<ReadReplica> {
         self.read_replica
-            .filter(|replica| now < replica.until && Some(replica.node) != self.leader)
+            .filter(|replica| replica.until.is_none_or(|until| now < until))
+            .filter(|replica| Some(replica.node) != self.leader)
     }
 
     /// Sends the partition back to its leader if it is read from `node` as a follower (the
@@ -281,7 +282,7 @@ fn follow_read_replica(cursor: &mut Cursor, node: i32, context: &ResponseContext
         "reading from the preferred read replica");
     cursor.read_replica = Some(ReadReplica {
         node,
-        until: context.now + context.replica_lease,
+        until: context.now.checked_add(context.replica_lease),
     });
     true
 }
@@ -396,7 +397,7 @@ mod tests {
         cursor.last_stable_offset = leader_end;
         cursor.read_replica = Some(ReadReplica {
             node: 2,
-            until: Instant::now() + Duration::from_secs(300),
+            until: Some(Instant::now() + Duration::from_secs(300)),
         });
         cursor
     }
@@ -630,6 +631,19 @@ mod tests {
         };
         apply_response(&mut cursor, response(Vec::new(), 40, 0), &late).unwrap();
         assert_eq!(cursor.high_watermark, 40);
+    }
+
+    #[test]
+    fn a_lease_too_long_for_the_clock_does_not_panic_and_lasts() {
+        let mut cursor = cursor_at(0);
+        cursor.leader = Some(1);
+        let context = ResponseContext {
+            replica_lease: Duration::MAX,
+            ..context(false, OffsetReset::Fail)
+        };
+        apply_response(&mut cursor, redirect(5, 3), &context).unwrap();
+        let later = context.now + Duration::from_secs(1 << 30);
+        assert_eq!(cursor.fetch_node(later), Some(3));
     }
 
     #[test]

@@ -337,9 +337,12 @@ fn apply_partitions(
                 break;
             }
         };
-        // A partition moved to a follower may need that node's fetch loop started.
-        applied.wake_coordinator |=
-            outcome.refresh_metadata || outcome.reset_offset || outcome.moved;
+        if outcome.moved {
+            // The node it moved to may need its fetch loop started, or woken.
+            applied.wake_coordinator = true;
+            shared.fetch_wakeup.notify_waiters();
+        }
+        applied.wake_coordinator |= outcome.refresh_metadata || outcome.reset_offset;
         if let Some(data) = outcome.data {
             let permit = take_budget(&mut budget, data.records.len());
             let chunk = PartitionChunk::new(
