@@ -210,6 +210,7 @@ impl ConsumeArgs {
         if let Some(client_id) = &properties.client_id {
             config.connection.client_id = client_id.clone();
         }
+        config.client_rack = properties.client_rack.clone();
         config.read_committed = self.isolation == "read_committed";
         config.offset_reset = self.reset.parse::<OffsetReset>()?;
         if self.max_bytes <= 0 || self.partition_max_bytes <= 0 {

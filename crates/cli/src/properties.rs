@@ -80,6 +80,8 @@ pub struct ClientProperties {
     pub session_timeout_ms: Option<u64>,
     /// `heartbeat.interval.ms`.
     pub heartbeat_interval_ms: Option<u64>,
+    /// `client.rack`: read from a follower in this rack when the leader names one (KIP-392).
+    pub client_rack: Option<String>,
 }
 
 /// Properties of producers or of the Java consumer's own machinery, which a shared
@@ -169,6 +171,10 @@ fn sort_properties(all: &[(String, String, String)]) -> Result<ClientProperties,
             "bootstrap.servers" | "metadata.broker.list" => client.bootstrap = Some(value.clone()),
             "client.id" => client.client_id = Some(value.clone()),
             "group.id" => client.group_id = Some(value.clone()),
+            // Empty is librdkafka's default: no rack.
+            "client.rack" => {
+                client.client_rack = Some(value.trim().to_owned()).filter(|r| !r.is_empty())
+            }
             "session.timeout.ms" => client.session_timeout_ms = Some(millis()?),
             "heartbeat.interval.ms" => client.heartbeat_interval_ms = Some(millis()?),
             key if IGNORED.contains(&key) => {
@@ -241,6 +247,21 @@ mod tests {
         let error = args.load().unwrap_err().to_string();
         assert!(error.contains("fetch.magic"), "{error}");
         assert!(error.contains(&format!("{}:3", file.display())), "{error}");
+    }
+
+    #[test]
+    fn client_rack_is_read_and_empty_means_none() {
+        let load = |text: &str| {
+            ClientArgs {
+                properties: vec![arg(text)],
+                file: None,
+            }
+            .load()
+            .unwrap()
+            .client_rack
+        };
+        assert_eq!(load("client.rack=rack-2").as_deref(), Some("rack-2"));
+        assert_eq!(load("client.rack="), None);
     }
 
     #[test]

@@ -15,8 +15,12 @@ use uuid::Uuid;
 /// Fetch versions from this one on name topics by id (KIP-516).
 pub const FIRST_VERSION_WITH_TOPIC_IDS: i16 = 13;
 
+/// Fetch versions from this one on carry the consumer's rack and may name a preferred read
+/// replica (KIP-392).
+pub const FIRST_VERSION_WITH_RACK: i16 = 11;
+
 /// Request-wide fetch settings.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct FetchParams {
     /// How long the broker may wait for `min_bytes` to accumulate.
     pub max_wait_ms: i32,
@@ -28,6 +32,9 @@ pub struct FetchParams {
     pub partition_max_bytes: i32,
     /// Read only committed transactional data (isolation level 1).
     pub read_committed: bool,
+    /// The consumer's rack (`client.rack`), sent from Fetch v11 on so the leader may name a
+    /// follower in that rack to read from; empty for none.
+    pub rack_id: StrBytes,
 }
 
 /// One partition to fetch.
@@ -75,6 +82,7 @@ pub fn build_request(targets: &[FetchTarget], params: &FetchParams, version: i16
         .with_min_bytes(params.min_bytes)
         .with_max_bytes(params.max_bytes)
         .with_isolation_level(i8::from(params.read_committed))
+        .with_rack_id(params.rack_id.clone())
         .with_session_id(0)
         .with_session_epoch(-1)
         .with_topics(topics)
@@ -106,6 +114,9 @@ pub struct PartitionResponse {
     pub log_start_offset: i64,
     /// Aborted transactions overlapping the returned data (read_committed only).
     pub aborted: Vec<AbortedTransaction>,
+    /// The follower the leader wants this partition read from (-1: none). A leader that names
+    /// one sends no records with it (KIP-392).
+    pub preferred_read_replica: i32,
     /// The record batches: a slice of the response frame, never copied.
     pub records: Bytes,
 }
@@ -142,6 +153,7 @@ pub fn split_response(
                 last_stable_offset: p.last_stable_offset,
                 log_start_offset: p.log_start_offset,
                 aborted,
+                preferred_read_replica: p.preferred_read_replica.0,
                 records: p.records.unwrap_or_default(),
             });
         }
@@ -420,6 +432,7 @@ mod tests {
             max_bytes: 1000,
             partition_max_bytes: 500,
             read_committed: true,
+            rack_id: StrBytes::from_static_str("rack-2"),
         };
         let old = build_request(&targets, &params, 12);
         assert_eq!(old.topics.len(), 1);
@@ -430,5 +443,48 @@ mod tests {
         assert_eq!(new.topics[0].topic_id, id);
         assert_eq!(new.topics[0].topic.0.as_str(), "");
         assert_eq!(new.topics[0].partitions[0].current_leader_epoch, 3);
+    }
+
+    #[test]
+    fn the_rack_reaches_the_wire_from_v11_and_a_preferred_replica_comes_back() {
+        use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+        use kafka_protocol::messages::BrokerId;
+        use kafka_protocol::protocol::{Decodable, Encodable};
+        let params = FetchParams {
+            max_wait_ms: 100,
+            min_bytes: 1,
+            max_bytes: 1000,
+            partition_max_bytes: 500,
+            read_committed: false,
+            rack_id: StrBytes::from_static_str("rack-2"),
+        };
+        for (version, sent) in [(10, ""), (11, "rack-2"), (12, "rack-2"), (13, "rack-2")] {
+            let mut encoded = bytes::BytesMut::new();
+            build_request(&[], &params, version)
+                .encode(&mut encoded, version)
+                .unwrap();
+            let decoded = FetchRequest::decode(&mut encoded.freeze(), version).unwrap();
+            assert_eq!(decoded.rack_id.as_str(), sent, "v{version}");
+        }
+        let response =
+            FetchResponse::default().with_responses(vec![FetchableTopicResponse::default()
+                .with_topic(TopicName(StrBytes::from_static_str("t")))
+                .with_partitions(vec![
+                    PartitionData::default()
+                        .with_partition_index(0)
+                        .with_high_watermark(40)
+                        .with_preferred_read_replica(BrokerId(2)),
+                    PartitionData::default().with_partition_index(1),
+                ])]);
+        let mut encoded = bytes::BytesMut::new();
+        response.encode(&mut encoded, 11).unwrap();
+        let split = split_response(
+            FetchResponse::decode(&mut encoded.freeze(), 11).unwrap(),
+            11,
+            |_| None,
+        );
+        assert_eq!(split[0].preferred_read_replica, 2);
+        assert_eq!(split[0].high_watermark, 40);
+        assert_eq!(split[1].preferred_read_replica, -1, "none named");
     }
 }

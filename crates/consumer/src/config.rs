@@ -129,6 +129,12 @@ pub struct ConsumerConfig {
     pub max_fetch_version: Option<i16>,
     /// Limits for decoding batches.
     pub decode: DecodeConfig,
+    /// The consumer's rack (`client.rack`, KIP-392): sent with every fetch, so that a leader
+    /// with a rack-aware replica selector can name a follower in this rack to read from.
+    pub client_rack: Option<String>,
+    /// How long a follower named by a leader is read from before the leader is asked again
+    /// (the Java client uses `metadata.max.age.ms`). Errors and leader changes end it sooner.
+    pub preferred_replica_lease: Duration,
 }
 
 impl ConsumerConfig {
@@ -154,6 +160,8 @@ impl ConsumerConfig {
             give_up_after: Duration::from_secs(300),
             max_fetch_version: None,
             decode: DecodeConfig::default(),
+            client_rack: None,
+            preferred_replica_lease: Duration::from_secs(300),
         }
     }
 

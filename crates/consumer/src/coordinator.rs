@@ -1,5 +1,6 @@
 //! The coordinator task: looks up leaders (Metadata) and start offsets (ListOffsets) for the
-//! cursors that need them, and starts a fetch loop for every leader.
+//! cursors that need them, and starts a fetch loop for every node fetched from (leaders, and
+//! followers named as preferred read replicas).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -33,6 +34,10 @@ pub async fn run(shared: Arc<Shared>, metadata: Arc<AsyncMutex<MetadataClient>>)
     while !shared.is_stopping() {
         let work = pending_work(&shared);
         if !work.metadata && !work.offsets {
+            // A fetch loop may have sent a partition to a follower that has no loop yet.
+            if start_fetch_loops(&shared) {
+                shared.fetch_wakeup.notify_waiters();
+            }
             tokio::select! {
                 _ = shared.coordinator_wakeup.notified() => {}
                 _ = tokio::time::sleep(IDLE_POLL) => {}
@@ -164,6 +169,16 @@ fn apply_metadata(shared: &Shared, metadata: ClusterMetadata) -> Result<(), Erro
             tracing::info!(topic = %cursor.topic, partition = cursor.partition,
                 from, to = partition.leader, epoch = partition.leader_epoch,
                 "partition leader changed");
+        }
+        // A new leader (or epoch) names its own read replica; a node gone from the cluster
+        // is not read from (the Java client does the same).
+        let leader_moved = cursor.leader != Some(partition.leader)
+            || cursor.leader_epoch != partition.leader_epoch;
+        if cursor
+            .read_replica
+            .is_some_and(|replica| leader_moved || !metadata.brokers.contains_key(&replica.node))
+        {
+            cursor.read_replica = None;
         }
         cursor.leader = Some(partition.leader);
         cursor.leader_epoch = partition.leader_epoch;
@@ -332,15 +347,24 @@ async fn lookup_starts(
         .collect())
 }
 
-/// Starts a fetch loop for each leader that has none.
-fn start_fetch_loops(shared: &Arc<Shared>) {
+/// Starts a fetch loop for each node fetched from that has none; true if it started one.
+fn start_fetch_loops(shared: &Arc<Shared>) -> bool {
     let mut state = shared.state();
-    let leaders: Vec<i32> = state.cursors.values().filter_map(|c| c.leader).collect();
-    for leader in leaders {
-        if state.fetch_loops.insert(leader) {
-            tracing::debug!(node = leader, "starting a fetch loop");
-            let task = tokio::spawn(fetch_loop::run(shared.clone(), leader));
+    let now = Instant::now();
+    let nodes: Vec<i32> = state
+        .cursors
+        .values()
+        .flat_map(|c| [c.leader, c.fetch_node(now)])
+        .flatten()
+        .collect();
+    let mut started = false;
+    for node in nodes {
+        if state.fetch_loops.insert(node) {
+            tracing::debug!(node, "starting a fetch loop");
+            let task = tokio::spawn(fetch_loop::run(shared.clone(), node));
             shared.track(task);
+            started = true;
         }
     }
+    started
 }

@@ -3,8 +3,16 @@
 //! [`apply_response`] is a pure function of the cursor and the partition's response, so every
 //! offset rule (contiguity, partial trailing batches, compacted gaps, errors) is unit-tested
 //! without a network.
+//!
+//! Rack-aware reading (KIP-392): a leader may answer with the follower to read a partition
+//! from; the cursor keeps it as its [`ReadReplica`] and [`Cursor::fetch_node`] names it until
+//! its lease ends, an error or lost connection sends the partition back to the leader, or the
+//! leader changes. A follower's high watermark lags the leader's, so it may only raise the end
+//! the leader reported, never lower it.
 
+use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use uuid::Uuid;
@@ -56,6 +64,17 @@ pub struct Cursor {
     pub at_end: bool,
     /// Fetches in a row without a complete batch.
     pub stalled_fetches: u32,
+    /// The follower the leader named to read from (KIP-392), while it is followed.
+    pub read_replica: Option<ReadReplica>,
+}
+
+/// A follower named by the leader as the partition's preferred read replica.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadReplica {
+    /// Its node id.
+    pub node: i32,
+    /// When the leader is to be asked again (`None`: a lease too long for the clock to hold).
+    pub until: Option<Instant>,
 }
 
 impl Cursor {
@@ -79,7 +98,36 @@ impl Cursor {
             last_stable_offset: -1,
             at_end: false,
             stalled_fetches: 0,
+            read_replica: None,
         }
+    }
+
+    /// The node to fetch from at `now`: the preferred read replica while its lease lasts,
+    /// else the leader.
+    pub fn fetch_node(&self, now: Instant) -> Option<i32> {
+        match self.following(now) {
+            Some(replica) => Some(replica.node),
+            None => self.leader,
+        }
+    }
+
+    /// The follower read from at `now`, if any.
+    fn following(&self, now: Instant) -> Option<ReadReplica> {
+        self.read_replica
+            .filter(|replica| replica.until.is_none_or(|until| now < until))
+            .filter(|replica| Some(replica.node) != self.leader)
+    }
+
+    /// Sends the partition back to its leader if it is read from `node` as a follower (the
+    /// connection to `node` failed); true if it was.
+    pub fn leave_follower(&mut self, node: i32) -> bool {
+        let left = self
+            .read_replica
+            .is_some_and(|replica| replica.node == node);
+        if left {
+            self.read_replica = None;
+        }
+        left
     }
 
     /// The offset where the partition currently ends for this consumer.
@@ -120,6 +168,8 @@ pub struct Applied {
     pub refresh_metadata: bool,
     /// The start offset must be looked up again (reset policy).
     pub reset_offset: bool,
+    /// The node to fetch from changed (to a follower, or back to the leader).
+    pub moved: bool,
 }
 
 /// How a response is to be read.
@@ -135,6 +185,12 @@ pub struct ResponseContext<'a> {
     /// guaranteed a whole batch however large (KIP-74); later ones may get a cut batch or
     /// nothing until their turn to be first, which is normal, not a stall.
     pub first_in_request: bool,
+    /// The time the response is applied at (read replicas' leases).
+    pub now: Instant,
+    /// How long a read replica named by the leader is followed.
+    pub replica_lease: Duration,
+    /// The brokers in the last metadata: a read replica not among them is not followed.
+    pub brokers: &'a HashMap<i32, String>,
 }
 
 /// Applies a partition's fetch response to its cursor (the response is for `cursor.offset`).
@@ -143,7 +199,13 @@ pub fn apply_response(
     response: PartitionResponse,
     context: &ResponseContext<'_>,
 ) -> Result<Applied, Error> {
+    let from_follower = cursor.following(context.now).is_some();
     if response.error_code != 0 {
+        if from_follower {
+            if let Some(applied) = leave_failing_follower(cursor, &response, context) {
+                return Ok(applied);
+            }
+        }
         return apply_error(cursor, &response, context);
     }
     let ResponseContext {
@@ -152,8 +214,15 @@ pub fn apply_response(
         ..
     } = *context;
     let mut applied = Applied::default();
-    cursor.high_watermark = response.high_watermark;
-    cursor.last_stable_offset = response.last_stable_offset;
+    if from_follower {
+        // A follower learns the leader's high watermark late: it may raise the end, not lower it.
+        cursor.high_watermark = cursor.high_watermark.max(response.high_watermark);
+        cursor.last_stable_offset = cursor.last_stable_offset.max(response.last_stable_offset);
+    } else {
+        cursor.high_watermark = response.high_watermark;
+        cursor.last_stable_offset = response.last_stable_offset;
+        applied.moved = follow_read_replica(cursor, response.preferred_read_replica, context);
+    }
     let scan = scan_batches(&response.records).map_err(|bad| Error::MalformedBatch {
         topic: cursor.topic.to_string(),
         partition: cursor.partition,
@@ -197,6 +266,51 @@ pub fn apply_response(
         applied.reached_end = true;
     }
     Ok(applied)
+}
+
+/// The leader named a follower to read from: follow it if the metadata knows it.
+fn follow_read_replica(cursor: &mut Cursor, node: i32, context: &ResponseContext<'_>) -> bool {
+    if node < 0 || Some(node) == cursor.leader {
+        return false;
+    }
+    if !context.brokers.contains_key(&node) {
+        tracing::debug!(topic = %cursor.topic, partition = cursor.partition, node,
+            "preferred read replica not in the metadata; staying on the leader");
+        return false;
+    }
+    tracing::debug!(topic = %cursor.topic, partition = cursor.partition, node,
+        "reading from the preferred read replica");
+    cursor.read_replica = Some(ReadReplica {
+        node,
+        until: context.now.checked_add(context.replica_lease),
+    });
+    true
+}
+
+/// A follower answered with an error that the leader may not have: read from the leader
+/// again at the same offset. A follower can be behind or no longer a replica, so its
+/// OFFSET_OUT_OF_RANGE is no reason to apply the reset policy (as in the Java client).
+fn leave_failing_follower(
+    cursor: &mut Cursor,
+    response: &PartitionResponse,
+    context: &ResponseContext<'_>,
+) -> Option<Applied> {
+    let code = response.error_code;
+    let out_of_range = code == codes::OFFSET_OUT_OF_RANGE;
+    if !out_of_range && !codes::needs_metadata_refresh(code) {
+        return None;
+    }
+    tracing::info!(
+        topic = %cursor.topic, partition = cursor.partition, offset = cursor.offset,
+        broker = context.broker, error = %error_name(code),
+        "follower fetch failed: reading from the leader again"
+    );
+    cursor.read_replica = None;
+    Some(Applied {
+        moved: true,
+        refresh_metadata: !out_of_range,
+        ..Applied::default()
+    })
 }
 
 /// A partition answered with an error code: reset the offset, look up the leader again, or
@@ -257,13 +371,35 @@ mod tests {
     use super::*;
     use krec_batch::encode::BatchBuilder;
 
+    /// Nodes 1, 2 and 3.
+    fn brokers() -> &'static HashMap<i32, String> {
+        static BROKERS: std::sync::OnceLock<HashMap<i32, String>> = std::sync::OnceLock::new();
+        BROKERS.get_or_init(|| (1..=3).map(|node| (node, format!("b:{node}"))).collect())
+    }
+
     fn context(read_committed: bool, reset: OffsetReset) -> ResponseContext<'static> {
         ResponseContext {
             read_committed,
             reset,
             broker: "b:1",
             first_in_request: true,
+            now: Instant::now(),
+            replica_lease: Duration::from_secs(300),
+            brokers: brokers(),
         }
+    }
+
+    /// A cursor led by node 1 and read from node 2, which the leader said ends at `leader_end`.
+    fn following_2(offset: i64, leader_end: i64) -> Cursor {
+        let mut cursor = cursor_at(offset);
+        cursor.leader = Some(1);
+        cursor.high_watermark = leader_end;
+        cursor.last_stable_offset = leader_end;
+        cursor.read_replica = Some(ReadReplica {
+            node: 2,
+            until: Some(Instant::now() + Duration::from_secs(300)),
+        });
+        cursor
     }
 
     fn cursor_at(offset: i64) -> Cursor {
@@ -281,7 +417,15 @@ mod tests {
             last_stable_offset: high_watermark,
             log_start_offset: 0,
             aborted: Vec::new(),
+            preferred_read_replica: -1,
             records: Bytes::from(records),
+        }
+    }
+
+    fn redirect(high_watermark: i64, node: i32) -> PartitionResponse {
+        PartitionResponse {
+            preferred_read_replica: node,
+            ..response(Vec::new(), high_watermark, 0)
         }
     }
 
@@ -466,5 +610,128 @@ mod tests {
         )
         .unwrap();
         assert!(!again.reached_end);
+    }
+
+    #[test]
+    fn a_named_read_replica_is_fetched_from_until_its_lease_ends() {
+        let mut cursor = cursor_at(0);
+        cursor.leader = Some(1);
+        let context = context(false, OffsetReset::Fail);
+        let applied = apply_response(&mut cursor, redirect(50, 2), &context).unwrap();
+        assert!(applied.moved && applied.data.is_none());
+        assert_eq!(cursor.fetch_node(context.now), Some(2));
+        assert_eq!((cursor.offset, cursor.high_watermark), (0, 50));
+        assert!(!applied.reached_end);
+        let expired = context.now + context.replica_lease;
+        assert_eq!(cursor.fetch_node(expired), Some(1), "the lease ended");
+        // Once it has, the answer comes from the leader: its high watermark is taken as it is.
+        let late = ResponseContext {
+            now: expired,
+            ..context
+        };
+        apply_response(&mut cursor, response(Vec::new(), 40, 0), &late).unwrap();
+        assert_eq!(cursor.high_watermark, 40);
+    }
+
+    #[test]
+    fn a_lease_too_long_for_the_clock_does_not_panic_and_lasts() {
+        let mut cursor = cursor_at(0);
+        cursor.leader = Some(1);
+        let context = ResponseContext {
+            replica_lease: Duration::MAX,
+            ..context(false, OffsetReset::Fail)
+        };
+        apply_response(&mut cursor, redirect(5, 3), &context).unwrap();
+        let later = context.now + Duration::from_secs(1 << 30);
+        assert_eq!(cursor.fetch_node(later), Some(3));
+    }
+
+    #[test]
+    fn a_read_replica_missing_from_the_metadata_or_the_leader_itself_is_not_followed() {
+        for node in [7, 1, -1] {
+            let mut cursor = cursor_at(0);
+            cursor.leader = Some(1);
+            let context = context(false, OffsetReset::Fail);
+            let applied = apply_response(&mut cursor, redirect(50, node), &context).unwrap();
+            assert!(!applied.moved, "node {node}");
+            assert_eq!(cursor.fetch_node(context.now), Some(1), "node {node}");
+        }
+    }
+
+    #[test]
+    fn a_lagging_follower_high_watermark_does_not_end_the_partition_early() {
+        let mut cursor = following_2(0, 5);
+        let context = context(false, OffsetReset::Fail);
+        // The follower has applied records 0..3 but still reports the end as 3.
+        let applied = apply_response(&mut cursor, response(batch(0, 3), 3, 0), &context).unwrap();
+        assert_eq!(cursor.offset, 3);
+        assert_eq!(cursor.high_watermark, 5, "the leader's end stands");
+        assert!(!applied.reached_end, "records 3 and 4 are still to come");
+        let applied = apply_response(&mut cursor, response(batch(3, 2), 5, 0), &context).unwrap();
+        assert!(applied.reached_end);
+        // A follower that has learnt of newer records raises the end.
+        let mut cursor = following_2(0, 5);
+        apply_response(&mut cursor, response(batch(0, 3), 9, 0), &context).unwrap();
+        assert_eq!((cursor.high_watermark, cursor.last_stable_offset), (9, 9));
+    }
+
+    #[test]
+    fn a_follower_out_of_range_goes_back_to_the_leader_without_a_reset() {
+        for reset in [
+            OffsetReset::Fail,
+            OffsetReset::Earliest,
+            OffsetReset::Latest,
+        ] {
+            let mut cursor = following_2(100, 120);
+            let context = context(false, reset);
+            let out = response(Vec::new(), 90, codes::OFFSET_OUT_OF_RANGE);
+            let applied = apply_response(&mut cursor, out, &context).unwrap();
+            assert!(applied.moved && !applied.reset_offset, "{reset:?}");
+            assert_eq!(cursor.state, CursorState::Ready);
+            assert_eq!(cursor.offset, 100, "the same offset, at the leader");
+            assert_eq!(cursor.fetch_node(context.now), Some(1));
+            assert_eq!(
+                cursor.high_watermark, 120,
+                "the follower's answer is not the end"
+            );
+        }
+    }
+
+    #[test]
+    fn follower_errors_send_the_partition_to_the_leader_and_refresh_metadata() {
+        for code in [
+            codes::NOT_LEADER_OR_FOLLOWER,
+            codes::REPLICA_NOT_AVAILABLE,
+            codes::FENCED_LEADER_EPOCH,
+            codes::UNKNOWN_TOPIC_OR_PARTITION,
+        ] {
+            let mut cursor = following_2(7, 9);
+            let context = context(false, OffsetReset::Fail);
+            let applied =
+                apply_response(&mut cursor, response(Vec::new(), 9, code), &context).unwrap();
+            assert!(applied.moved && applied.refresh_metadata, "{code}");
+            assert_eq!(cursor.state, CursorState::Ready, "{code}");
+            assert_eq!(
+                (cursor.offset, cursor.fetch_node(context.now)),
+                (7, Some(1))
+            );
+        }
+        // An error the leader would give too is still an error.
+        let mut cursor = following_2(7, 9);
+        let denied = response(Vec::new(), 9, 29);
+        assert!(apply_response(&mut cursor, denied, &context(false, OffsetReset::Fail)).is_err());
+    }
+
+    #[test]
+    fn a_follower_names_no_read_replica_and_an_unreachable_one_is_left() {
+        let mut cursor = following_2(0, 5);
+        let context = context(false, OffsetReset::Fail);
+        let applied = apply_response(&mut cursor, redirect(5, 3), &context).unwrap();
+        assert!(!applied.moved);
+        assert_eq!(cursor.fetch_node(context.now), Some(2));
+        assert!(!cursor.leave_follower(3));
+        assert!(cursor.leave_follower(2));
+        assert_eq!(cursor.fetch_node(context.now), Some(1));
+        assert!(!cursor.leave_follower(2), "only once");
     }
 }

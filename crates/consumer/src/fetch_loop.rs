@@ -13,6 +13,7 @@ use super::cursor::{apply_response, CursorState, ResponseContext};
 use super::shared::{Backoff, Event, Shared};
 use crate::Error;
 use kafka_protocol::messages::{ApiKey, FetchResponse};
+use kafka_protocol::protocol::StrBytes;
 use krec_client::fetch::{
     build_request, split_response, FetchParams, FetchTarget, PartitionResponse,
 };
@@ -29,7 +30,8 @@ struct Planned {
     first: bool,
 }
 
-/// Fetches for every ready partition led by `node` until the consumer stops.
+/// Fetches for every ready partition fetched from `node` (its leader or its preferred read
+/// replica) until the consumer stops.
 #[tracing::instrument(name = "fetch_loop", skip(shared))]
 pub async fn run(shared: Arc<Shared>, node: i32) {
     let mut fetcher = Fetcher::new(shared, node);
@@ -78,6 +80,7 @@ impl Fetcher {
             max_bytes: config.max_bytes,
             partition_max_bytes: config.partition_max_bytes,
             read_committed: config.read_committed,
+            rack_id: StrBytes::from_string(config.client_rack.clone().unwrap_or_default()),
         };
         // Reused response buffers are memory the budget does not count: at most half of it.
         let mut connection_settings = config.connection.clone();
@@ -269,6 +272,7 @@ impl Fetcher {
         }
         let delay = self.backoff.next_delay();
         tracing::warn!(%error, ?delay, "fetch connection failed; reconnecting");
+        leave_follower(shared, self.node);
         mark_stale(shared);
         tokio::time::sleep(delay).await;
         Step::Continue
@@ -296,7 +300,9 @@ fn apply_partitions(
 ) -> AppliedResponse {
     let mut applied = AppliedResponse::default();
     let mut state = shared.state();
+    let state = &mut *state;
     let read_committed = shared.config.read_committed;
+    let now = Instant::now();
     for partition in partitions {
         let Some(plan) = by_partition
             .get(&(partition.topic.as_str(), partition.partition))
@@ -310,7 +316,7 @@ fn apply_partitions(
         };
         if cursor.generation != plan.generation
             || cursor.offset != plan.target.offset
-            || cursor.leader != Some(node)
+            || cursor.fetch_node(now) != Some(node)
             || cursor.state != CursorState::Ready
         {
             continue;
@@ -320,6 +326,9 @@ fn apply_partitions(
             reset: shared.config.offset_reset,
             broker: address,
             first_in_request: plan.first,
+            now,
+            replica_lease: shared.config.preferred_replica_lease,
+            brokers: &state.metadata.brokers,
         };
         let outcome = match apply_response(cursor, partition, &context) {
             Ok(outcome) => outcome,
@@ -328,6 +337,11 @@ fn apply_partitions(
                 break;
             }
         };
+        if outcome.moved {
+            // The node it moved to may need its fetch loop started, or woken.
+            applied.wake_coordinator = true;
+            shared.fetch_wakeup.notify_waiters();
+        }
         applied.wake_coordinator |= outcome.refresh_metadata || outcome.reset_offset;
         if let Some(data) = outcome.data {
             let permit = take_budget(&mut budget, data.records.len());
@@ -372,13 +386,15 @@ fn cap_version(negotiated: i16, cap: Option<i16>, connection: &Connection) -> i1
     cap.clamp(broker_min.max(ours_min), negotiated)
 }
 
-/// The ready partitions led by `node`, and the node's address.
+/// The ready partitions fetched from `node` (led by it, or read from it as a follower), and
+/// the node's address.
 fn ready_partitions(shared: &Shared, node: i32) -> (Vec<Planned>, Option<String>) {
     let state = shared.state();
+    let now = Instant::now();
     let planned = state
         .cursors
         .values()
-        .filter(|c| c.state == CursorState::Ready && c.leader == Some(node))
+        .filter(|c| c.state == CursorState::Ready && c.fetch_node(now) == Some(node))
         .map(|c| Planned {
             target: FetchTarget {
                 topic: c.topic.to_string(),
@@ -393,6 +409,23 @@ fn ready_partitions(shared: &Shared, node: i32) -> (Vec<Planned>, Option<String>
         })
         .collect();
     (planned, state.metadata.brokers.get(&node).cloned())
+}
+
+/// `node` cannot be reached: partitions read from it as a follower go back to their leaders.
+fn leave_follower(shared: &Shared, node: i32) {
+    let mut state = shared.state();
+    let mut left = 0;
+    for cursor in state.cursors.values_mut() {
+        left += usize::from(cursor.leave_follower(node));
+    }
+    if left > 0 {
+        tracing::info!(
+            node,
+            partitions = left,
+            "follower unreachable: reading from the leaders"
+        );
+        shared.fetch_wakeup.notify_waiters();
+    }
 }
 
 fn mark_stale(shared: &Shared) {

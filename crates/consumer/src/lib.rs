@@ -7,7 +7,8 @@
 //! - [`config`]: settings, start offsets, reset policy.
 //! - [`cursor`]: per-partition positions and what one fetch response does to them.
 //! - [`chunk`]: fetched data and its decoding (aborted transactions hidden, borrowed records).
-//! - `coordinator`: Metadata and ListOffsets lookups; starts one fetch loop per leader.
+//! - `coordinator`: Metadata and ListOffsets lookups; starts one fetch loop per node fetched
+//!   from (leaders, and followers named as preferred read replicas, KIP-392).
 //! - `fetch_loop`: one fetch in flight per broker, the next sent before decoding.
 //! - [`workers`]: decode threads with per-partition ordering, for programs that print.
 //! - [`group`]: consumer groups (classic protocol and KIP-848) over the same fetch pipeline,
@@ -91,7 +92,8 @@ pub enum Fetched {
     /// Fetched record batches of one partition.
     Chunk(PartitionChunk),
     /// A partition reached its end offset (high watermark, or last stable offset when reading
-    /// committed data) as observed by the fetch that got there.
+    /// committed data) as observed by the fetch that got there. Read from a follower, the end
+    /// is never below what the leader last reported: a follower's lagging one only raises it.
     EndOfPartition {
         /// Topic name.
         topic: Arc<str>,

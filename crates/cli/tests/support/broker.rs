@@ -503,28 +503,38 @@ pub struct HeldConsume {
 impl HeldConsume {
     /// Starts the consumer with `RUST_LOG=krec_client=info,krec_consumer=info` and reads its first `head` lines.
     pub fn start(bootstrap: &str, topic: &str, total: usize, head: usize) -> Self {
+        Self::start_with(bootstrap, topic, total, head, &[])
+    }
+
+    /// Like [`HeldConsume::start`], with more `krec consume` arguments.
+    pub fn start_with(
+        bootstrap: &str,
+        topic: &str,
+        total: usize,
+        head: usize,
+        extra: &[&str],
+    ) -> Self {
         use std::io::BufRead;
         let err_path =
             std::env::temp_dir().join(format!("krec-held-{topic}-{}.err", std::process::id()));
-        let mut child = krec_consume_command(
-            bootstrap,
-            topic,
-            &[
-                "-c",
-                &total.to_string(),
-                "--buffer-bytes",
-                "65536",
-                "--partition-max-bytes",
-                "16384",
-                "--max-wait-ms",
-                "100",
-            ],
-        )
-        .env("RUST_LOG", "krec_client=info,krec_consumer=info")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::from(std::fs::File::create(&err_path).unwrap()))
-        .spawn()
-        .expect("start krec consume");
+        let total = total.to_string();
+        let mut args = vec![
+            "-c",
+            &total,
+            "--buffer-bytes",
+            "65536",
+            "--partition-max-bytes",
+            "16384",
+            "--max-wait-ms",
+            "100",
+        ];
+        args.extend_from_slice(extra);
+        let mut child = krec_consume_command(bootstrap, topic, &args)
+            .env("RUST_LOG", "krec_client=info,krec_consumer=info")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(std::fs::File::create(&err_path).unwrap()))
+            .spawn()
+            .expect("start krec consume");
         let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
         let mut held = HeldConsume {
             child,
