@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Answering questions about a topic, krec against kcat, by CPU time (issue 23):
-#   count:  `krec count -b B -t T`  vs  `kcat -C -e -f '%o\n' | wc -l`
+#   count:   `krec count -b B -t T`  vs  `kcat -C -e -f '%o\n' | wc -l`
+#   filter:  `krec consume -e --header trace=needle`  vs  `krec consume -e -J | grep needle`
+#            vs  `kcat -C -e -f '%h %s\n' | grep needle` (1 record in 10,000 has that header)
 #
 #   scripts/bench-questions.sh [--records N] [--runs R] [--quick]
 #
-#   --records N  records in the zstd topic (default 2000000), values of 100-300 B of words
+#   --records N  records in the zstd topic (default 2000000), values of 70-250 B of words, by librdkafka
 #   --runs R     interleaved timed runs of each command (default 5); medians are reported
 #   --quick      20000 records, 1 run: a smoke test that every step runs and every count agrees
 #
@@ -53,21 +55,30 @@ fi
 ((QUICK)) && trap 'bash "$KAFKA" stop --name "$BROKER_NAME" --clean >/dev/null 2>&1 || true' EXIT
 BOOTSTRAP="$(bash "$KAFKA" bootstrap --name "$BROKER_NAME")"
 TOPIC="bq-$RECORDS-zstd"
-
 # krec's own count is checked against kcat's below, and both against RECORDS.
 existing="$("$KREC" count -b "$BOOTSTRAP" -t "$TOPIC" 2>/dev/null | awk '$2 == "total" {print $3}' || true)"
 if [[ "$existing" != "$RECORDS" ]]; then
-    log "filling $TOPIC with $RECORDS records (kcat -P, zstd)"
+    log "filling $TOPIC with $RECORDS records (librdkafka through confluent-kafka, zstd)"
     bash "$KAFKA" topic --name "$BROKER_NAME" create "$TOPIC" --partitions 4 2>/dev/null || true
-    python3 - "$RECORDS" <<'PY' | kcat -P -b "$BOOTSTRAP" -t "$TOPIC" -z zstd -K : \
-        -X linger.ms=50 -X batch.num.messages=10000
+    /usr/bin/python3 - "$RECORDS" "$BOOTSTRAP" "$TOPIC" <<'PY'
 import random, sys
+from confluent_kafka import Producer
 words = "kafka record batch offset partition broker consumer leader replica segment".split()
 rng = random.Random(7)
-out = sys.stdout
-for i in range(int(sys.argv[1])):
+count, bootstrap, topic = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+p = Producer({"bootstrap.servers": bootstrap, "compression.type": "zstd", "linger.ms": 50,
+              "batch.num.messages": 10000, "queue.buffering.max.messages": 1000000})
+for i in range(count):
     value = " ".join(rng.choice(words) for _ in range(rng.randint(12, 36)))
-    out.write(f"key-{i}:{value}\n")
+    # One record in 10,000 carries the header the filter looks for.
+    headers = [("trace", b"needle" if i % 10000 == 5000 else b"hay-%d" % i)]
+    while True:
+        try:
+            p.produce(topic, key=b"key-%d" % i, value=value.encode(), headers=headers)
+            break
+        except BufferError:
+            p.poll(0.05)
+p.flush(120)
 PY
 fi
 
@@ -76,12 +87,23 @@ kcat_count="$(kcat -C -b "$BOOTSTRAP" -t "$TOPIC" -e -q -f '%o\n' | wc -l)"
 [[ "$krec_count" == "$RECORDS" ]] || die "krec count says $krec_count, not $RECORDS"
 [[ "$kcat_count" == "$RECORDS" ]] || die "kcat read $kcat_count records, not $RECORDS"
 
-# The pipeline as a script of its own, so ab.py times kcat and wc together.
+# Pipelines as scripts of their own, so ab.py times every process of each together.
 printf '%s\n' "kcat -C -b $BOOTSTRAP -t $TOPIC -e -q -f '%o\\n' | wc -l" >"$OUT/kcat-count.sh"
+printf '%s\n' "$KREC consume -b $BOOTSTRAP -t $TOPIC -e -J | grep needle" >"$OUT/krec-json-grep.sh"
+printf '%s\n' "kcat -C -b $BOOTSTRAP -t $TOPIC -e -q -f '%h %s\\n' | grep needle" >"$OUT/kcat-grep.sh"
+needles=$(((RECORDS + 4999) / 10000))
+krec_found="$("$KREC" consume -b "$BOOTSTRAP" -t "$TOPIC" -e --header trace=needle -f '%o\n' | wc -l)"
+[[ "$krec_found" == "$needles" ]] || die "krec --header found $krec_found records, not $needles"
+[[ "$(bash "$OUT/krec-json-grep.sh" | wc -l)" == "$needles" ]] || die "krec -J | grep disagrees"
+[[ "$(bash "$OUT/kcat-grep.sh" | wc -l)" == "$needles" ]] || die "kcat | grep disagrees"
+
 log "timing $RUNS interleaved runs"
 python3 "$SCRIPT_DIR/ab.py" "$RUNS" \
     "krec-count=$KREC count -b $BOOTSTRAP -t $TOPIC" \
     "kcat-wc=bash $OUT/kcat-count.sh" \
+    "krec-header=$KREC consume -b $BOOTSTRAP -t $TOPIC -e --header trace=needle" \
+    "krec-json-grep=bash $OUT/krec-json-grep.sh" \
+    "kcat-grep=bash $OUT/kcat-grep.sh" \
     | tee "$OUT/ab.txt"
 
 python3 - "$OUT/ab.txt" "$RECORDS" "$RUNS" >"$OUT/report.md" <<'PY'
@@ -91,11 +113,17 @@ for line in open(sys.argv[1]):
     m = re.match(r"(\S+)\s+cpu ms median\s+([\d.]+)", line)
     if m:
         rows[m.group(1)] = float(m.group(2))
-krec, kcat = rows["krec-count"], rows["kcat-wc"]
-print(f"Counting {int(sys.argv[2]):,} zstd records on 4 partitions, median CPU of {sys.argv[3]} interleaved runs:\n")
-print("| command | CPU ms | vs krec |")
-print("|---|---:|---:|")
-print(f"| `krec count -b B -t T` | {krec:.0f} | 1.0x |")
-print(f"| `kcat -C -e -f '%o\\n' \\| wc -l` | {kcat:.0f} | {kcat / krec:.1f}x |")
+print(f"{int(sys.argv[2]):,} zstd records on 4 partitions, median CPU ms of {sys.argv[3]} "
+      "interleaved runs (scripts/ab.py):\n")
+print("| question | command | CPU ms | vs krec |")
+print("|---|---|---:|---:|")
+def row(question, command, name, base):
+    print(f"| {question} | `{command}` | {rows[name]:.0f} | {rows[name] / rows[base]:.1f}x |")
+row("count", "krec count -b B -t T", "krec-count", "krec-count")
+row("count", "kcat -C -e -f '%o\\n' \\| wc -l", "kcat-wc", "krec-count")
+q = "1 in 10,000 by header"
+row(q, "krec consume -e --header trace=needle", "krec-header", "krec-header")
+row(q, "krec consume -e -J \\| grep needle", "krec-json-grep", "krec-header")
+row(q, "kcat -C -e -f '%h %s\\n' \\| grep needle", "kcat-grep", "krec-header")
 PY
 cat "$OUT/report.md"
