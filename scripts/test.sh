@@ -128,5 +128,6 @@ section "benchmark scripts on tiny inputs (--quick)"
 bash scripts/bench-decode.sh --quick
 KREC_BENCH_BROKER="$INSTANCE-bench" bash scripts/bench-consume.sh --quick
 KREC_BENCH_BROKER="$INSTANCE-bench" bash scripts/bench-consume.sh --quick --tls
+KREC_BENCH_BROKER="$INSTANCE-questions" bash scripts/bench-questions.sh --quick
 
 section "all tests passed"
