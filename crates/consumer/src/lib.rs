@@ -5,6 +5,7 @@
 //!
 //! Layout, from the bottom up:
 //! - [`config`]: settings, start offsets, reset policy.
+//! - [`subscription`]: topic names and patterns, matched against the cluster's topics.
 //! - [`cursor`]: per-partition positions and what one fetch response does to them.
 //! - [`chunk`]: fetched data and its decoding (aborted transactions hidden, borrowed records).
 //! - `coordinator`: Metadata and ListOffsets lookups; starts one fetch loop per leader.
@@ -59,6 +60,7 @@ pub mod error;
 mod fetch_loop;
 pub mod group;
 mod shared;
+pub mod subscription;
 pub mod workers;
 
 use std::sync::Arc;
@@ -69,6 +71,7 @@ pub use chunk::{ChunkBatch, ChunkBatchRef, ChunkBatches, ChunkRecords, Partition
 pub use config::{ConsumerConfig, OffsetReset, StartOffset};
 pub use error::Error;
 pub use group::{GroupConfig, GroupConsumer};
+pub use subscription::TopicSubscription;
 
 use cursor::{Cursor, CursorState};
 use krec_client::metadata::MetadataClient;
