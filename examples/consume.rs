@@ -61,6 +61,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             Fetched::EndOfPartition { partition, .. } => {
                 not_at_end.remove(&partition);
             }
+            // Only a `subscribe`d consumer sees its topics change.
+            Fetched::SubscriptionChanged { .. } => {}
         }
     }
     eprintln!("{records} records");

@@ -39,6 +39,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
             }
             Fetched::EndOfPartition { .. } => open -= 1,
+            // Only a `subscribe`d consumer sees its topics change.
+            Fetched::SubscriptionChanged { .. } => {}
         }
     }
     println!("{records} records");

@@ -1,5 +1,5 @@
-//! `krec consume`: read a topic from a Kafka cluster and write its records out, alone or as a
-//! member of a consumer group (`-G`).
+//! `krec consume`: read topics (names, or patterns followed as topics come and go) from a
+//! Kafka cluster and write their records out, alone or as a member of a consumer group (`-G`).
 //!
 //! The network side runs on one tokio thread (the consumer's fetch loops); decoding and
 //! formatting run on decode threads, one per core by default, each owning whole partitions so
@@ -24,7 +24,7 @@ use krec_consumer::partitioner::Partitioner;
 use krec_consumer::workers::{self, PartitionWorkers};
 use krec_consumer::{
     ChunkBatchRef, Consumer, ConsumerConfig, Fetched, OffsetReset, PartitionChunk,
-    PartitionPosition, StartOffset,
+    PartitionPosition, StartOffset, TopicSubscription,
 };
 
 /// Fetch responses per broker held (queued or being written) before the next fetch waits.
@@ -105,9 +105,15 @@ pub struct ConsumeArgs {
     #[command(flatten)]
     pub client: ClientArgs,
 
-    /// Topic to consume (with `-G`: `TOPIC[,TOPIC...]`).
-    #[arg(short = 't', long = "topic")]
+    /// Topics to consume, `TOPIC[,TOPIC...]`; one starting with `^` is a regular expression
+    /// matched against the cluster's topic names (internal topics only by name).
+    #[arg(short = 't', long = "topic", value_name = "TOPIC,...")]
     pub topic: String,
+
+    /// How often the topics a `-t` pattern matches are looked at again, in milliseconds
+    /// (default 300000, or `metadata.max.age.ms` / `topic.metadata.refresh.interval.ms`).
+    #[arg(long = "metadata-refresh-ms", value_name = "MS")]
+    pub metadata_refresh_ms: Option<u64>,
 
     /// Consumer group options (boxed: they are many and the command enum stays small).
     #[command(flatten)]
@@ -226,6 +232,7 @@ impl ConsumeArgs {
         config.max_held_responses = Some(HELD_RESPONSES);
         config.max_wait = Duration::from_millis(self.max_wait_ms);
         config.max_fetch_version = self.fetch_version;
+        config.metadata_refresh = self.metadata_refresh(properties)?;
         config.decode = DecodeConfig {
             verify_crc: !self.no_crc,
             ..DecodeConfig::default()
@@ -235,6 +242,56 @@ impl ConsumeArgs {
 }
 
 impl ConsumeArgs {
+    /// `-t`'s entries, as given.
+    pub fn topic_entries(&self) -> Vec<String> {
+        self.topic
+            .split(',')
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// What `-t` subscribes to, checked before anything connects: patterns compile, and `-p`
+    /// goes with exactly one topic name (as in kcat).
+    pub fn subscription(&self) -> Result<TopicSubscription, Error> {
+        let subscription = TopicSubscription::parse(self.topic_entries())?;
+        if subscription.is_empty() {
+            return Err(Error::InvalidArgument {
+                what: "topic",
+                detail: "-t names no topic".to_owned(),
+            });
+        }
+        let single_name = subscription.names().len() == 1 && !subscription.has_patterns();
+        if !self.partitions.is_empty() && !single_name {
+            return Err(Error::InvalidArgument {
+                what: "partitions",
+                detail: format!(
+                    "-p needs exactly one topic name in -t, not {:?} (patterns and lists \
+                     read every partition)",
+                    self.topic
+                ),
+            });
+        }
+        Ok(subscription)
+    }
+
+    /// `--metadata-refresh-ms`, else the properties' value, else the Java client's 5 minutes.
+    fn metadata_refresh(&self, properties: &ClientProperties) -> Result<Duration, Error> {
+        let millis = self
+            .metadata_refresh_ms
+            .or(properties.metadata_refresh_ms)
+            .unwrap_or(300_000);
+        if millis == 0 {
+            return Err(Error::InvalidArgument {
+                what: "metadata refresh",
+                detail: "--metadata-refresh-ms (or metadata.max.age.ms) must be positive"
+                    .to_owned(),
+            });
+        }
+        Ok(Duration::from_millis(millis))
+    }
+
     /// The group settings `-G` and its options describe; `start` (`-o`) is where partitions
     /// without a committed offset begin.
     pub fn group_config(
@@ -244,14 +301,7 @@ impl ConsumeArgs {
         properties: &ClientProperties,
     ) -> Result<GroupConfig, Error> {
         let options = &*self.group;
-        let topics: Vec<String> = self
-            .topic
-            .split(',')
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .map(str::to_owned)
-            .collect();
-        let mut config = GroupConfig::new(group, topics);
+        let mut config = GroupConfig::new(group, self.topic_entries());
         config.protocol = options.group_protocol.parse::<GroupProtocol>()?;
         config.assignors = options
             .assignors
@@ -349,8 +399,9 @@ async fn consume(args: ConsumeArgs) -> Result<(), Error> {
     let properties = args.client.load()?;
     let config = args.consumer_config(&properties)?;
     let start = args.offset.parse::<StartOffset>()?;
-    // Check the format before touching the network.
+    // Check the format and the topics before touching the network.
     args.format.output_format()?;
+    let subscription = args.subscription()?;
     if args.count == Some(0) {
         return Ok(());
     }
@@ -360,24 +411,28 @@ async fn consume(args: ConsumeArgs) -> Result<(), Error> {
     }
     let read_committed = config.read_committed;
     let mut consumer = Consumer::connect(config.clone()).await?;
-    let partitions = if args.partitions.is_empty() {
-        key_partition(&args, consumer.partitions(&args.topic).await?)?
-    } else {
-        args.partitions.clone()
-    };
-    consumer.assign(&args.topic, &partitions, start).await?;
+    start_consuming(&mut consumer, &args, subscription, start).await?;
 
     let progress = Arc::new(Progress::default());
     let (count_done, mut count_reached) = tokio::sync::mpsc::unbounded_channel::<()>();
     let mut workers = start_output_workers(&args, &config, &progress, &count_done, None)?;
 
-    let mut remaining: std::collections::BTreeSet<i32> = partitions.iter().copied().collect();
+    let mut ends = EndWatch::default();
+    if args.exit_at_end && consumer.positions().is_empty() {
+        tracing::warn!(topics = %args.topic, "nothing to read; exiting (-e)");
+    }
     let stats_every = args.stats.map(|s| Duration::from_secs_f64(s.max(0.05)));
     let mut stats_timer = tokio::time::interval(stats_every.unwrap_or(Duration::from_secs(3600)));
     stats_timer.tick().await;
     let mut last_stats = (Instant::now(), 0u64, 0u64);
     let mut terminate = terminate_signal()?;
+    // Looked at only when a partition reaches its end or the topics change, not per chunk.
+    let mut check_ends = args.exit_at_end;
     let outcome = loop {
+        if check_ends && ends.all_reached(&consumer.positions()) {
+            break Ok(());
+        }
+        check_ends = false;
         tokio::select! {
             fetched = consumer.poll() => match fetched {
                 Ok(Fetched::Chunk(chunk)) => {
@@ -385,13 +440,13 @@ async fn consume(args: ConsumeArgs) -> Result<(), Error> {
                         break Err(error);
                     }
                 }
-                Ok(Fetched::EndOfPartition { partition, offset, .. }) => {
-                    tracing::debug!(partition, offset, "reached the end of the partition");
-                    remaining.remove(&partition);
-                    if args.exit_at_end && remaining.is_empty() {
-                        break Ok(());
-                    }
+                Ok(Fetched::EndOfPartition { topic, partition, offset }) => {
+                    tracing::debug!(%topic, partition, offset, "reached the end of the partition");
+                    ends.reached(topic, partition);
+                    check_ends = args.exit_at_end;
                 }
+                // Added topics have partitions to read; dropped ones no longer count for -e.
+                Ok(Fetched::SubscriptionChanged { .. }) => check_ends = args.exit_at_end,
                 Err(error) => break Err(error.into()),
             },
             error = workers.failure() => break Err(error),
@@ -440,6 +495,47 @@ fn key_partition(args: &ConsumeArgs, partitions: Vec<i32>) -> Result<Vec<i32>, E
         partitions.len()
     );
     Ok(vec![partition])
+}
+
+/// Starts reading what `-t` names: the `-p` partitions of its one topic, or every partition
+/// of every topic it takes, followed as the patterns match other topics.
+async fn start_consuming(
+    consumer: &mut Consumer,
+    args: &ConsumeArgs,
+    subscription: TopicSubscription,
+    start: StartOffset,
+) -> Result<(), Error> {
+    match subscription.names() {
+        [topic] if !args.partitions.is_empty() => {
+            consumer.assign(topic, &args.partitions, start).await?;
+        }
+        [topic] if args.partitioner.is_some() && !subscription.has_patterns() => {
+            let partitions = key_partition(args, consumer.partitions(topic).await?)?;
+            consumer.assign(topic, &partitions, start).await?;
+        }
+        _ => consumer.subscribe(subscription, start).await?,
+    }
+    Ok(())
+}
+
+/// `-e` without a group: the partitions that have reached their end (each counts once, as in
+/// kcat). Every partition consumed now must be among them; topics a pattern adds later count
+/// from when they are added, and dropped (deleted) ones no longer count.
+#[derive(Debug, Default)]
+struct EndWatch {
+    reached: std::collections::BTreeSet<(Arc<str>, i32)>,
+}
+
+impl EndWatch {
+    fn reached(&mut self, topic: Arc<str>, partition: i32) {
+        self.reached.insert((topic, partition));
+    }
+
+    fn all_reached(&self, positions: &[PartitionPosition]) -> bool {
+        positions
+            .iter()
+            .all(|p| self.reached.contains(&(p.topic.clone(), p.partition)))
+    }
 }
 
 /// The decode threads of `krec consume`: each writes and flushes its chunks, says on
@@ -678,6 +774,8 @@ async fn consume_group(
                         break Err(error);
                     }
                 }
+                // The group's assignment follows the subscription (rebalances).
+                Ok(Fetched::SubscriptionChanged { .. }) => {}
                 Ok(Fetched::EndOfPartition { topic, partition, offset }) => {
                     tracing::debug!(%topic, partition, offset, "reached the end of the partition");
                     at_end.insert((topic.to_string(), partition));
@@ -715,4 +813,66 @@ async fn consume_group(
         );
     }
     outcome.and(finished).and(closed.map_err(Error::from))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Line {
+        #[command(flatten)]
+        args: ConsumeArgs,
+    }
+
+    fn parse(line: &[&str]) -> ConsumeArgs {
+        let words = std::iter::once("krec").chain(line.iter().copied());
+        Line::try_parse_from(words).expect("valid arguments").args
+    }
+
+    #[test]
+    fn the_refresh_flag_wins_over_the_properties_which_win_over_the_default() {
+        let from_properties = ClientProperties {
+            metadata_refresh_ms: Some(2_000),
+            ..ClientProperties::default()
+        };
+        let plain = parse(&["-b", "h:1", "-t", "^a"]);
+        let refresh = |args: &ConsumeArgs, properties: &ClientProperties| {
+            args.consumer_config(properties).map(|c| c.metadata_refresh)
+        };
+        let none = ClientProperties::default();
+        assert_eq!(refresh(&plain, &none).unwrap(), Duration::from_secs(300));
+        assert_eq!(
+            refresh(&plain, &from_properties).unwrap(),
+            Duration::from_secs(2)
+        );
+        let flagged = parse(&["-b", "h:1", "-t", "^a", "--metadata-refresh-ms", "500"]);
+        assert_eq!(
+            refresh(&flagged, &from_properties).unwrap(),
+            Duration::from_millis(500)
+        );
+        let zero = parse(&["-b", "h:1", "-t", "^a", "--metadata-refresh-ms", "0"]);
+        assert!(refresh(&zero, &none).is_err());
+    }
+
+    #[test]
+    fn partitions_go_with_exactly_one_topic_name() {
+        let subscription = |line: &[&str]| parse(line).subscription();
+        assert!(subscription(&["-t", "a", "-p", "0,1"]).is_ok());
+        for topics in ["a,b", "^a", "a,^b"] {
+            let error = subscription(&["-t", topics, "-p", "0"]).unwrap_err();
+            assert_eq!(error.exit_code(), 2, "{topics}");
+            assert!(
+                error.to_string().contains("-p needs exactly one topic"),
+                "{error}"
+            );
+        }
+        let listed = subscription(&["-t", " a, ^b.* ,,c"]).unwrap();
+        assert_eq!(listed.names(), ["a".to_owned(), "c".to_owned()]);
+        assert_eq!(listed.patterns().collect::<Vec<_>>(), ["^b.*"]);
+        assert!(subscription(&["-t", ","]).is_err());
+        let bad = subscription(&["-t", "^a("]).unwrap_err();
+        assert_eq!(bad.exit_code(), 2);
+    }
 }

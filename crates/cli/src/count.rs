@@ -141,6 +141,8 @@ async fn count_topic(
             Fetched::EndOfPartition { partition, .. } => {
                 remaining.remove(&partition);
             }
+            // Only named topics are assigned here; no pattern changes them.
+            Fetched::SubscriptionChanged { .. } => {}
         }
     }
     Ok(counts

@@ -94,11 +94,12 @@ fn source_text(source_name: &str) -> String {
 }
 
 impl Error {
-    /// The exit status for this error: 2 for a bad property (as for clap's usage errors), 1
-    /// for anything else.
+    /// The exit status for this error: 2 for a bad property or argument (as for clap's usage
+    /// errors), 1 for anything else.
     pub fn exit_code(&self) -> u8 {
         match self {
-            Self::Property { .. } => 2,
+            Self::Property { .. } | Self::InvalidArgument { .. } => 2,
+            Self::Consumer(krec_consumer::Error::InvalidArgument { .. }) => 2,
             Self::Consumer(krec_consumer::Error::Client(krec_client::Error::Config { .. })) => 2,
             _ => 1,
         }

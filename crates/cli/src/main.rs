@@ -12,7 +12,7 @@ enum Command {
     /// Decode Kafka log segment files and write their records out.
     Decode(cli::decode::DecodeArgs),
     /// Consume topics from a Kafka cluster and write their records out.
-    Consume(cli::consume::ConsumeArgs),
+    Consume(Box<cli::consume::ConsumeArgs>),
     /// Show brokers, controller and topic partitions with replicas and ISR (kcat's -L).
     Metadata(cli::metadata::MetadataArgs),
     /// Count the data records of a topic or of segment files, per partition and in total.
@@ -24,7 +24,7 @@ enum Command {
 fn main() -> ExitCode {
     match Command::parse() {
         Command::Decode(args) => cli::decode::run(args),
-        Command::Consume(args) => cli::consume::run(args),
+        Command::Consume(args) => cli::consume::run(*args),
         Command::Metadata(args) => cli::metadata::run(args),
         Command::Offsets(args) => cli::offsets::run(args),
         Command::Count(args) => cli::count::run(args),

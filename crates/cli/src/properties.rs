@@ -82,6 +82,9 @@ pub struct ClientProperties {
     pub heartbeat_interval_ms: Option<u64>,
     /// `client.rack`: read from a follower in this rack when the leader names one (KIP-392).
     pub client_rack: Option<String>,
+    /// `metadata.max.age.ms` (Java) or `topic.metadata.refresh.interval.ms` (librdkafka):
+    /// how often a topic pattern's matches are looked at again.
+    pub metadata_refresh_ms: Option<u64>,
 }
 
 /// Properties of producers or of the Java consumer's own machinery, which a shared
@@ -177,6 +180,9 @@ fn sort_properties(all: &[(String, String, String)]) -> Result<ClientProperties,
             }
             "session.timeout.ms" => client.session_timeout_ms = Some(millis()?),
             "heartbeat.interval.ms" => client.heartbeat_interval_ms = Some(millis()?),
+            "metadata.max.age.ms" | "topic.metadata.refresh.interval.ms" => {
+                client.metadata_refresh_ms = Some(millis()?)
+            }
             key if IGNORED.contains(&key) => {
                 tracing::warn!(property = key, from = %origin, "property not used by krec; ignored");
             }
@@ -233,6 +239,28 @@ mod tests {
         };
         assert_eq!(username, "x-user");
         assert_eq!(password.expose(), "file-pass");
+    }
+
+    #[test]
+    fn both_refresh_names_are_read_and_x_wins() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("client.properties");
+        std::fs::write(&file, "topic.metadata.refresh.interval.ms=1000\n").unwrap();
+        let from_file = ClientArgs {
+            properties: Vec::new(),
+            file: Some(file.clone()),
+        };
+        assert_eq!(from_file.load().unwrap().metadata_refresh_ms, Some(1000));
+        let overridden = ClientArgs {
+            properties: vec![arg("metadata.max.age.ms=2000")],
+            file: Some(file),
+        };
+        assert_eq!(overridden.load().unwrap().metadata_refresh_ms, Some(2000));
+        let bad = ClientArgs {
+            properties: vec![arg("metadata.max.age.ms=soon")],
+            file: None,
+        };
+        assert!(bad.load().is_err());
     }
 
     #[test]

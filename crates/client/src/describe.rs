@@ -6,7 +6,7 @@ use kafka_protocol::messages::MetadataResponse;
 use uuid::Uuid;
 
 use super::error_name;
-use super::metadata::MetadataClient;
+use super::metadata::{MetadataClient, TopicSelection};
 use crate::Error;
 
 /// What the cluster said about itself and the topics asked for.
@@ -74,7 +74,8 @@ pub async fn describe_cluster(
     client: &mut MetadataClient,
     topics: Option<&[String]>,
 ) -> Result<ClusterDescription, Error> {
-    Ok(from_response(client.response(topics).await?))
+    let selection = topics.map_or(TopicSelection::All, TopicSelection::Named);
+    Ok(from_response(client.response(selection).await?))
 }
 
 fn error_text(code: i16) -> Option<String> {

@@ -380,6 +380,9 @@ pub struct ConsumerHeartbeat<'a> {
     pub rebalance_timeout: Duration,
     /// Subscribed topics (None: unchanged since the last heartbeat).
     pub topics: Option<&'a [String]>,
+    /// Subscribed topic regex, evaluated by the broker against whole topic names in RE2/J
+    /// syntax (v1+; None: unchanged, or not used).
+    pub topic_regex: Option<&'a str>,
     /// Server-side assignor name (None: the broker's default).
     pub server_assignor: Option<&'a str>,
     /// Partitions owned, by topic id (None: unchanged since the last heartbeat).
@@ -407,6 +410,11 @@ pub async fn consumer_group_heartbeat(
                 .map(|t| TopicName(StrBytes::from_string(t.clone())))
                 .collect()
         }))
+        .with_subscribed_topic_regex(
+            heartbeat
+                .topic_regex
+                .map(|r| StrBytes::from_string(r.to_owned())),
+        )
         .with_server_assignor(
             heartbeat
                 .server_assignor
@@ -422,8 +430,35 @@ pub async fn consumer_group_heartbeat(
                 })
                 .collect()
         }));
+    if heartbeat.topic_regex.is_some() {
+        require_regex_version(connection)?;
+    }
     let (_, response) = connection.request(&request).await?;
     Ok(response)
+}
+
+/// ConsumerGroupHeartbeat carries `SubscribedTopicRegex` from v1 (Kafka 4.0) on.
+fn require_regex_version(connection: &Connection) -> Result<(), Error> {
+    const REGEX_VERSION: i16 = 1;
+    let version = connection
+        .versions()
+        .negotiate::<ConsumerGroupHeartbeatRequest>(connection.address())?;
+    if version >= REGEX_VERSION {
+        return Ok(());
+    }
+    let (broker_min, broker_max) = connection
+        .versions()
+        .range(<ConsumerGroupHeartbeatRequest as crate::versions::ApiRequest>::KEY)
+        .unwrap_or((-1, -1));
+    Err(Error::UnsupportedVersion {
+        broker: connection.address().to_owned(),
+        api: "ConsumerGroupHeartbeat with a topic regex",
+        broker_min,
+        broker_max,
+        ours_min: REGEX_VERSION,
+        ours_max: <ConsumerGroupHeartbeatRequest as kafka_protocol::protocol::Message>::VERSIONS
+            .max,
+    })
 }
 
 fn millis(duration: Duration) -> i32 {

@@ -28,6 +28,8 @@ pub struct TopicMetadata {
     pub topic_id: Uuid,
     /// Kafka error code for the topic (0 when fine).
     pub error_code: i16,
+    /// The broker flags it as internal (`__consumer_offsets`, `__transaction_state`, ...).
+    pub is_internal: bool,
     /// Partitions, sorted by partition id.
     pub partitions: Vec<PartitionMetadata>,
 }
@@ -83,30 +85,51 @@ impl ClusterMetadata {
     }
 }
 
+/// Which topics a Metadata request asks about.
+#[derive(Clone, Copy, Debug)]
+pub enum TopicSelection<'a> {
+    /// These topics (none: brokers only).
+    Named(&'a [String]),
+    /// Every topic of the cluster (the principal may describe).
+    All,
+}
+
 /// Asks a broker for the metadata of `topics`.
 pub async fn fetch_metadata(
     connection: &mut Connection,
     topics: &[String],
 ) -> Result<ClusterMetadata, Error> {
+    fetch_selected(connection, TopicSelection::Named(topics)).await
+}
+
+/// Asks a broker for the metadata of the selected topics.
+pub async fn fetch_selected(
+    connection: &mut Connection,
+    selection: TopicSelection<'_>,
+) -> Result<ClusterMetadata, Error> {
     Ok(from_response(
-        metadata_response(connection, Some(topics)).await?,
+        metadata_response(connection, selection).await?,
     ))
 }
 
-/// The broker's whole Metadata answer for `topics` (`None`: every topic).
+/// The broker's whole Metadata answer for the selected topics.
 async fn metadata_response(
     connection: &mut Connection,
-    topics: Option<&[String]>,
+    selection: TopicSelection<'_>,
 ) -> Result<MetadataResponse, Error> {
-    let topics = topics.map(|topics| {
-        topics
-            .iter()
-            .map(|name| {
-                MetadataRequestTopic::default()
-                    .with_name(Some(TopicName(StrBytes::from_string(name.clone()))))
-            })
-            .collect()
-    });
+    let topics = match selection {
+        TopicSelection::Named(topics) => Some(
+            topics
+                .iter()
+                .map(|name| {
+                    MetadataRequestTopic::default()
+                        .with_name(Some(TopicName(StrBytes::from_string(name.clone()))))
+                })
+                .collect(),
+        ),
+        // A null list asks for every topic.
+        TopicSelection::All => None,
+    };
     let request = MetadataRequest::default()
         .with_topics(topics)
         .with_allow_auto_topic_creation(false);
@@ -137,16 +160,32 @@ impl MetadataClient {
 
     /// Metadata for `topics` from whichever broker answers first.
     pub async fn fetch(&mut self, topics: &[String]) -> Result<ClusterMetadata, Error> {
-        let response = self.response(Some(topics)).await?;
+        self.fetch_selected(TopicSelection::Named(topics)).await
+    }
+
+    /// Metadata for every topic of the cluster, from whichever broker answers first.
+    pub async fn fetch_all(&mut self) -> Result<ClusterMetadata, Error> {
+        self.fetch_selected(TopicSelection::All).await
+    }
+
+    /// Metadata for the selected topics from whichever broker answers first.
+    pub async fn fetch_selected(
+        &mut self,
+        selection: TopicSelection<'_>,
+    ) -> Result<ClusterMetadata, Error> {
+        let response = self.response(selection).await?;
         Ok(self.remember(from_response(response)))
     }
 
-    /// The whole Metadata answer for `topics` (`None`: every topic) from whichever broker
-    /// answers first.
-    pub async fn response(&mut self, topics: Option<&[String]>) -> Result<MetadataResponse, Error> {
+    /// The whole Metadata answer for the selected topics from whichever broker answers
+    /// first.
+    pub async fn response(
+        &mut self,
+        selection: TopicSelection<'_>,
+    ) -> Result<MetadataResponse, Error> {
         let mut last = None;
         if let Some(connection) = self.connection.as_mut() {
-            match metadata_response(connection, topics).await {
+            match metadata_response(connection, selection).await {
                 Ok(response) => return Ok(response),
                 Err(error) => {
                     tracing::debug!(%error, "metadata connection failed; trying other brokers");
@@ -164,7 +203,7 @@ impl MetadataClient {
         for address in candidates {
             let attempt = async {
                 let mut connection = Connection::connect(&address, &self.settings).await?;
-                let response = metadata_response(&mut connection, topics).await?;
+                let response = metadata_response(&mut connection, selection).await?;
                 Ok::<_, Error>((connection, response))
             };
             match attempt.await {
@@ -228,6 +267,7 @@ fn from_response(response: MetadataResponse) -> ClusterMetadata {
                     name,
                     topic_id: topic.topic_id,
                     error_code: topic.error_code,
+                    is_internal: topic.is_internal,
                     partitions,
                 },
             ))
@@ -254,6 +294,7 @@ mod tests {
             .with_topics(vec![
                 MetadataResponseTopic::default()
                     .with_name(Some(TopicName(StrBytes::from_static_str("a"))))
+                    .with_is_internal(true)
                     .with_partitions(vec![
                         MetadataResponsePartition::default()
                             .with_partition_index(1)
@@ -271,6 +312,7 @@ mod tests {
         let metadata = from_response(response);
         assert_eq!(metadata.brokers[&7], "h:9");
         let a = metadata.topic("a").unwrap();
+        assert!(a.is_internal);
         assert_eq!(a.partitions[0].partition, 0);
         assert_eq!(a.partitions[0].leader, -1);
         assert_eq!(

@@ -127,6 +127,9 @@ pub struct ConsumerConfig {
     /// highest common version). Lets older protocol paths, such as topic names instead of
     /// topic ids before v13, be exercised against a new broker.
     pub max_fetch_version: Option<i16>,
+    /// How often a subscription ([`crate::Consumer::subscribe`], a group's topics) looks at
+    /// the cluster's topics again (`metadata.max.age.ms`, the Java client's default).
+    pub metadata_refresh: Duration,
     /// Limits for decoding batches.
     pub decode: DecodeConfig,
     /// The consumer's rack (`client.rack`, KIP-392): sent with every fetch, so that a leader
@@ -159,6 +162,7 @@ impl ConsumerConfig {
             max_backoff: Duration::from_secs(2),
             give_up_after: Duration::from_secs(300),
             max_fetch_version: None,
+            metadata_refresh: Duration::from_secs(300),
             decode: DecodeConfig::default(),
             client_rack: None,
             preferred_replica_lease: Duration::from_secs(300),

@@ -135,9 +135,21 @@ fn is_retriable(error: &Error) -> bool {
 fn apply_metadata(shared: &Shared, metadata: ClusterMetadata) -> Result<(), Error> {
     let mut state = shared.state();
     let mut stale = false;
+    let mut vanished = false;
     let state = &mut *state;
     for cursor in state.cursors.values_mut() {
-        let topic = metadata.topic(&cursor.topic)?;
+        let topic = match metadata.topic(&cursor.topic) {
+            Ok(topic) => topic,
+            // A topic only a pattern matched may have been deleted: the subscription drops it.
+            Err(ClientError::UnknownTopic { .. })
+                if state.matched_topics.contains(&cursor.topic) =>
+            {
+                vanished = true;
+                stale = true;
+                continue;
+            }
+            Err(error) => return Err(error.into()),
+        };
         if !topic.topic_id.is_nil() {
             cursor.topic_id = topic.topic_id;
             state
@@ -188,6 +200,9 @@ fn apply_metadata(shared: &Shared, metadata: ClusterMetadata) -> Result<(), Erro
     }
     state.metadata = metadata;
     state.metadata_stale = stale;
+    if vanished {
+        shared.subscription_wakeup.notify_one();
+    }
     Ok(())
 }
 

@@ -52,6 +52,7 @@ pub use assignor::{Assignor, TopicPartition};
 pub use written::WrittenOffsets;
 
 use super::{Consumer, ConsumerConfig, Fetched, StartOffset};
+use crate::subscription::TopicSubscription;
 use crate::Error;
 use krec_client::metadata::MetadataClient;
 
@@ -85,7 +86,11 @@ impl std::str::FromStr for GroupProtocol {
 pub struct GroupConfig {
     /// `group.id`.
     pub group_id: String,
-    /// Subscribed topics.
+    /// Subscribed topics: names, and regular expressions (entries starting with `^`, see
+    /// [`TopicSubscription`]). The classic protocol evaluates the patterns here, every
+    /// [`ConsumerConfig::metadata_refresh`], and rejoins when the matched set changes; KIP-848
+    /// sends them to the broker, which evaluates them (RE2/J syntax, see
+    /// [`TopicSubscription::broker_regex`]).
     pub topics: Vec<String>,
     /// Classic or KIP-848.
     pub protocol: GroupProtocol,
@@ -214,7 +219,8 @@ impl GroupConsumer {
         group: GroupConfig,
         listener: impl RebalanceListener + 'static,
     ) -> Result<Self, Error> {
-        if group.topics.is_empty() {
+        let subscription = TopicSubscription::parse(&group.topics)?;
+        if subscription.is_empty() {
             return Err(Error::InvalidArgument {
                 what: "topics",
                 detail: "a group member needs at least one topic".to_owned(),
@@ -227,8 +233,8 @@ impl GroupConsumer {
             });
         }
         let consumer = Consumer::connect(config.clone()).await?;
-        // Topics that do not exist are an error up front, as for `krec consume -t`.
-        for topic in &group.topics {
+        // Named topics that do not exist are an error up front, as for `krec consume -t`.
+        for topic in subscription.names() {
             consumer.partitions(topic).await?;
         }
         let metadata = Arc::new(AsyncMutex::new(MetadataClient::new(
@@ -247,6 +253,8 @@ impl GroupConsumer {
             written.clone(),
             event_sender,
             command_receiver,
+            subscription,
+            consumer.shared.clone(),
         );
         let task = match protocol {
             GroupProtocol::Classic => tokio::spawn(classic::run(session)),

@@ -5,11 +5,13 @@
 //!
 //! Layout, from the bottom up:
 //! - [`config`]: settings, start offsets, reset policy.
+//! - [`subscription`]: topic names and patterns, matched against the cluster's topics.
 //! - [`cursor`]: per-partition positions and what one fetch response does to them.
 //! - [`chunk`]: fetched data and its decoding (aborted transactions hidden, borrowed records).
 //! - `coordinator`: Metadata and ListOffsets lookups; starts one fetch loop per node fetched
 //!   from (leaders, and followers named as preferred read replicas, KIP-392).
 //! - `fetch_loop`: one fetch in flight per broker, the next sent before decoding.
+//! - `refresh`: follows a subscription, moving the cursors to the topics it matches now.
 //! - [`workers`]: decode threads with per-partition ordering, for programs that print.
 //! - [`group`]: consumer groups (classic protocol and KIP-848) over the same fetch pipeline,
 //!   committing only what has been written out.
@@ -61,7 +63,9 @@ pub mod error;
 mod fetch_loop;
 pub mod group;
 pub mod partitioner;
+mod refresh;
 mod shared;
+pub mod subscription;
 pub mod workers;
 
 use std::sync::Arc;
@@ -72,6 +76,7 @@ pub use chunk::{ChunkBatch, ChunkBatchRef, ChunkBatches, ChunkRecords, Partition
 pub use config::{ConsumerConfig, OffsetReset, StartOffset};
 pub use error::Error;
 pub use group::{GroupConfig, GroupConsumer};
+pub use subscription::TopicSubscription;
 
 use cursor::{Cursor, CursorState};
 use krec_client::metadata::MetadataClient;
@@ -101,6 +106,14 @@ pub enum Fetched {
         partition: i32,
         /// The end offset.
         offset: i64,
+    },
+    /// The topics a [`Consumer::subscribe`] pattern matches changed: the partitions of
+    /// `added` topics are consumed from now on, those of `dropped` (deleted) topics no longer.
+    SubscriptionChanged {
+        /// Topics newly matched.
+        added: Vec<Arc<str>>,
+        /// Topics gone from the cluster.
+        dropped: Vec<Arc<str>>,
     },
 }
 
@@ -145,9 +158,8 @@ pub struct Consumer {
     metadata: Arc<AsyncMutex<MetadataClient>>,
     /// Set by the first fatal error: later polls fail at once instead of waiting forever.
     stopped: bool,
-    /// Counts [`Consumer::assign_at`] calls: a partition assigned again starts a generation no
-    /// chunk of its earlier assignment, still queued, can carry.
-    assignments: u64,
+    /// Set by [`Consumer::subscribe`]: a consumer follows one subscription.
+    subscribed: bool,
 }
 
 impl Consumer {
@@ -166,7 +178,7 @@ impl Consumer {
             events,
             metadata,
             stopped: false,
-            assignments: 0,
+            subscribed: false,
         })
     }
 
@@ -199,6 +211,55 @@ impl Consumer {
                 Err(error) => return Err(error.into()),
             }
         }
+    }
+
+    /// Consumes every partition of the topics `subscription` takes, each starting at `start`,
+    /// and keeps following it: every [`ConsumerConfig::metadata_refresh`] the cluster's topics
+    /// are looked at again; partitions of newly matched topics (and new partitions) start at
+    /// `start`, and a deleted topic that a pattern matched is dropped, with one log line and a
+    /// [`Fetched::SubscriptionChanged`]. A named topic must exist, as for
+    /// [`Consumer::partitions`]; a pattern may match nothing yet.
+    ///
+    /// A consumer follows one subscription; a second call is [`Error::InvalidArgument`].
+    pub async fn subscribe(
+        &mut self,
+        subscription: TopicSubscription,
+        start: StartOffset,
+    ) -> Result<(), Error> {
+        if self.subscribed {
+            return Err(Error::InvalidArgument {
+                what: "subscription",
+                detail: "the consumer already follows a subscription".to_owned(),
+            });
+        }
+        let mut named = refresh::Matched::new();
+        for name in subscription.names() {
+            named.insert(name.clone(), self.partitions(name).await?);
+        }
+        let mut matched =
+            refresh::look_up(&self.metadata, &subscription, &refresh::Matched::new()).await?;
+        for (name, partitions) in named {
+            matched.entry(name).or_insert(partitions);
+        }
+        if subscription.has_patterns() && matched.keys().all(|t| subscription.is_named(t)) {
+            tracing::warn!(patterns = ?subscription.patterns().collect::<Vec<_>>(),
+                "no topic matches the subscription's patterns yet");
+        }
+        let mut follower = refresh::Follower {
+            subscription,
+            start,
+            current: refresh::Matched::new(),
+        };
+        follower.apply(&self.shared, matched);
+        self.subscribed = true;
+        self.shared.coordinator_wakeup.notify_one();
+        let task = tokio::spawn(refresh::run(
+            self.shared.clone(),
+            self.metadata.clone(),
+            follower,
+        ));
+        self.shared.track(task);
+        Ok(())
     }
 
     /// Adds partitions of `topic`, each starting at `start` (already assigned ones seek).
@@ -240,8 +301,7 @@ impl Consumer {
     /// first (a group coordinator's assignment names partitions that exist; one that does not
     /// fails when the leaders are looked up). Already assigned ones seek.
     pub fn assign_at(&mut self, starts: &[(String, i32, StartOffset)]) {
-        self.assignments += 1;
-        let generation = self.assignments << 32;
+        let generation = self.shared.next_generation();
         {
             let mut state = self.shared.state();
             for (topic, partition, start) in starts {
@@ -320,6 +380,9 @@ impl Consumer {
                             offset,
                         });
                     }
+                }
+                Event::SubscriptionChanged { added, dropped } => {
+                    return Ok(Fetched::SubscriptionChanged { added, dropped });
                 }
                 Event::Failed(error) => {
                     self.stopped = true;

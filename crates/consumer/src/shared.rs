@@ -1,7 +1,7 @@
 //! State shared by the consumer handle, the coordinator task and the per-broker fetch loops.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::{mpsc, Notify, Semaphore};
@@ -30,6 +30,13 @@ pub enum Event {
         /// The cursor generation this was observed under.
         generation: u64,
     },
+    /// A subscription's matched set changed: topics added, and topics dropped (deleted).
+    SubscriptionChanged {
+        /// Topics now consumed.
+        added: Vec<Arc<str>>,
+        /// Topics no longer consumed.
+        dropped: Vec<Arc<str>>,
+    },
     /// A fault the consumer cannot recover from.
     Failed(Error),
 }
@@ -47,6 +54,9 @@ pub struct State {
     pub metadata_stale: bool,
     /// Node ids that have a fetch loop running.
     pub fetch_loops: HashSet<i32>,
+    /// Topics consumed because a subscription's pattern matched them (not named): one missing
+    /// from the metadata was deleted, which the subscription handles, not a fault.
+    pub matched_topics: HashSet<Arc<str>>,
 }
 
 /// Everything the tasks share.
@@ -59,6 +69,10 @@ pub struct Shared {
     pub coordinator_wakeup: Notify,
     /// Wakes the fetch loops (cursors became ready).
     pub fetch_wakeup: Notify,
+    /// Wakes whoever follows the subscription (a matched topic went missing).
+    pub subscription_wakeup: Notify,
+    /// Assignments made so far: each starts a cursor generation of its own.
+    assignments: AtomicU64,
     /// Bytes of fetched data that may be held at once.
     pub budget: Arc<Semaphore>,
     /// Where events go.
@@ -78,6 +92,8 @@ impl Shared {
             state: Mutex::new(State::default()),
             coordinator_wakeup: Notify::new(),
             fetch_wakeup: Notify::new(),
+            subscription_wakeup: Notify::new(),
+            assignments: AtomicU64::new(0),
             budget,
             events,
             stopping: AtomicBool::new(false),
@@ -91,6 +107,12 @@ impl Shared {
         self.state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The cursor generation for partitions of a new assignment: no chunk of an earlier
+    /// assignment of the same partition, still queued, carries it.
+    pub fn next_generation(&self) -> u64 {
+        (self.assignments.fetch_add(1, Ordering::Relaxed) + 1) << 32
     }
 
     /// True once the consumer is being dropped.

@@ -298,6 +298,7 @@ async fn read_to_end(
                 }
             }
             Fetched::EndOfPartition { .. } => return Ok(seen),
+            Fetched::SubscriptionChanged { .. } => {}
         }
     }
 }

@@ -14,6 +14,7 @@ use super::assignor::{Assignor, TopicPartition};
 use super::session::{CommitOutcome, Identity, Session};
 use super::wire;
 use super::{Command, GroupConfig, GroupEvent};
+use crate::refresh::{self, Matched};
 use crate::Error;
 use kafka_protocol::messages::JoinGroupResponse;
 use krec_client::group::{self, group_codes, JoinRequest};
@@ -26,7 +27,9 @@ pub async fn run(session: Session) {
         identity: Identity::default(),
         protocol: None,
         owned: BTreeSet::new(),
+        matched: Matched::new(),
     };
+    member.refresh_subscription().await;
     if let Err(error) = member.run().await {
         tracing::error!(%error, "group membership failed");
         let _ = member.session.events.send(GroupEvent::Failed(error));
@@ -39,6 +42,8 @@ struct Classic {
     /// The assignor the group chose in the last generation.
     protocol: Option<Assignor>,
     owned: BTreeSet<TopicPartition>,
+    /// What the subscription's patterns match now, with partition ids (empty without patterns).
+    matched: Matched,
 }
 
 /// What ends the heartbeat phase.
@@ -129,9 +134,47 @@ impl Classic {
         self.sync(&config, &protocol_name, assignments).await
     }
 
+    /// The topics this member subscribes to now: the names, then what the patterns match.
+    fn subscribed_topics(&self) -> Vec<String> {
+        let mut topics = self.session.subscription.names().to_vec();
+        for topic in self.matched.keys() {
+            if !topics.contains(topic) {
+                topics.push(topic.clone());
+            }
+        }
+        topics
+    }
+
+    /// With patterns: looks at the cluster's topics again; true when the patterns now match
+    /// other topics or partitions (the member must rejoin to say so). A failed look keeps the
+    /// last answer.
+    async fn refresh_subscription(&mut self) -> bool {
+        let session = &self.session;
+        if !session.subscription.has_patterns() {
+            return false;
+        }
+        let now = match refresh::look_up(&session.metadata, &session.subscription, &self.matched)
+            .await
+        {
+            Ok(now) => now,
+            Err(error) => {
+                tracing::warn!(%error, "looking up the subscribed topics failed; trying again later");
+                return false;
+            }
+        };
+        session.set_matched_topics(now.keys());
+        let changed = now != self.matched;
+        self.matched = now;
+        if changed {
+            tracing::info!(topics = ?self.subscribed_topics(), "subscribed topics changed");
+        }
+        changed
+    }
+
     /// JoinGroup with this member's subscription: the response, or None to try again.
     async fn join(&mut self, config: &GroupConfig) -> Result<Option<JoinGroupResponse>, Error> {
         let owned: Vec<TopicPartition> = self.owned.iter().cloned().collect();
+        let topics = self.subscribed_topics();
         let protocols: Vec<(&'static str, Bytes)> = config
             .assignors
             .iter()
@@ -139,7 +182,7 @@ impl Classic {
                 let cooperative = assignor.is_cooperative();
                 let owned = if cooperative { owned.as_slice() } else { &[] };
                 let metadata = wire::encode_subscription(
-                    &config.topics,
+                    &topics,
                     owned,
                     self.identity.generation,
                     cooperative,
@@ -376,8 +419,27 @@ impl Classic {
         let mut commit = tokio::time::interval(config.commit_interval);
         commit.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         commit.tick().await;
+        let patterns = self.session.subscription.has_patterns();
+        let fetching = self.session.fetching.clone();
+        let mut refresh = tokio::time::interval(fetching.config.metadata_refresh);
+        refresh.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        refresh.tick().await;
         loop {
             let code = tokio::select! {
+                // The patterns match other topics, or a matched one went missing: rejoining
+                // tells the group, as a rebalance would.
+                _ = refresh.tick(), if patterns => {
+                    if !self.refresh_subscription().await {
+                        continue;
+                    }
+                    group_codes::REBALANCE_IN_PROGRESS
+                }
+                _ = fetching.subscription_wakeup.notified(), if patterns => {
+                    if !self.refresh_subscription().await {
+                        continue;
+                    }
+                    group_codes::REBALANCE_IN_PROGRESS
+                }
                 _ = heartbeat.tick() => match self.heartbeat_once().await {
                     Ok(code) => code,
                     Err(error) if error.is_connection_failure() => continue,

@@ -3,7 +3,7 @@
 //! and sends each member its target, which the member reaches by revoking first, then taking
 //! the new partitions, and reporting what it owns in the next heartbeat.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::time::Duration;
 
 use uuid::Uuid;
@@ -11,6 +11,7 @@ use uuid::Uuid;
 use super::assignor::TopicPartition;
 use super::session::{CommitOutcome, Identity, Session};
 use super::{Command, GroupEvent};
+use crate::subscription::is_internal_topic;
 use crate::Error;
 use krec_client::error_name;
 use krec_client::group::{self, group_codes, ConsumerHeartbeat};
@@ -27,6 +28,9 @@ const FINAL_COMMIT_RETRY: Duration = Duration::from_secs(5);
 #[tracing::instrument(name = "group", skip_all, fields(group = %session.config.group_id))]
 pub async fn run(session: Session) {
     let mut member = Member {
+        topic_regex: None,
+        internal_topics: HashSet::new(),
+        held: BTreeSet::new(),
         session,
         identity: Identity {
             member_id: fresh_member_id(),
@@ -38,6 +42,7 @@ pub async fn run(session: Session) {
         interval: Duration::from_millis(100),
         report_full: true,
     };
+    member.topic_regex = member.session.subscription.broker_regex();
     if let Err(error) = member.run().await {
         tracing::error!(%error, "group membership failed");
         let _ = member.session.events.send(GroupEvent::Failed(error));
@@ -65,6 +70,12 @@ struct Member {
     /// Send the subscription and owned partitions in the next heartbeat (after joining or a
     /// change; otherwise they are left out, meaning "unchanged").
     report_full: bool,
+    /// The subscription's patterns as the one regex the broker evaluates.
+    topic_regex: Option<String>,
+    /// Topics the metadata flags internal.
+    internal_topics: HashSet<String>,
+    /// Owned partitions of internal topics the regex matched, never read.
+    held: BTreeSet<TopicPartition>,
 }
 
 impl Member {
@@ -108,13 +119,15 @@ impl Member {
     async fn heartbeat(&mut self) -> Result<(), Error> {
         let config = self.session.config.clone();
         let owned = self.owned_by_id();
+        let names = self.session.subscription.names().to_vec();
         let request = ConsumerHeartbeat {
             group: &config.group_id,
             member_id: &self.identity.member_id,
             member_epoch: self.identity.generation,
             instance_id: config.instance_id.as_deref(),
             rebalance_timeout: config.rebalance_timeout,
-            topics: self.report_full.then_some(config.topics.as_slice()),
+            topics: self.report_full.then_some(names.as_slice()),
+            topic_regex: self.topic_regex.as_deref().filter(|_| self.report_full),
             server_assignor: config.server_assignor.as_deref(),
             owned: self.report_full.then_some(&owned),
         };
@@ -141,6 +154,7 @@ impl Member {
                 tracing::warn!(error = %error_name(response.error_code),
                     "membership fenced; partitions lost, rejoining");
                 let all: Vec<TopicPartition> = self.owned.iter().cloned().collect();
+                let all = self.release_held(all);
                 self.revoke(&all, true).await;
                 self.identity.generation = 0;
                 self.report_full = true;
@@ -201,6 +215,10 @@ impl Member {
             };
             wanted.extend(partitions.into_iter().map(|p| (name.clone(), p)));
         }
+        if self.session.subscription.has_patterns() {
+            let topics: BTreeSet<&String> = wanted.iter().map(|(topic, _)| topic).collect();
+            self.session.set_matched_topics(topics);
+        }
         let revoked: Vec<TopicPartition> = self.owned.difference(&wanted).cloned().collect();
         let added: Vec<TopicPartition> = wanted.difference(&self.owned).cloned().collect();
         tracing::info!(
@@ -209,6 +227,8 @@ impl Member {
             ?added,
             "new target assignment"
         );
+        let revoked = self.release_held(revoked);
+        let added = self.hold_internal(added);
         self.revoke(&revoked, false).await;
         if !added.is_empty() {
             let starts = self.session.starts(&added).await?;
@@ -218,10 +238,52 @@ impl Member {
         Ok(())
     }
 
+    /// Keeps partitions of internal topics that the broker's regex matched (it matches every
+    /// topic, internal ones too) owned but unread: krec reads an internal topic only when it
+    /// is named. Returns the partitions to read.
+    fn hold_internal(&mut self, added: Vec<TopicPartition>) -> Vec<TopicPartition> {
+        let subscription = &self.session.subscription;
+        let (held, read): (Vec<TopicPartition>, Vec<TopicPartition>) =
+            added.into_iter().partition(|(topic, _)| {
+                let flagged = self.internal_topics.contains(topic);
+                is_internal_topic(topic, flagged) && !subscription.is_named(topic)
+            });
+        if !held.is_empty() {
+            tracing::warn!(partitions = ?held,
+                "the group's regex matched internal topics; held unread (name them in -t to read them)");
+            self.owned.extend(held.iter().cloned());
+            self.held.extend(held);
+        }
+        read
+    }
+
+    /// Gives up held partitions at once (nothing of them was handed out); returns the rest.
+    fn release_held(&mut self, revoked: Vec<TopicPartition>) -> Vec<TopicPartition> {
+        revoked
+            .into_iter()
+            .filter(|partition| {
+                if self.held.remove(partition) {
+                    self.owned.remove(partition);
+                    return false;
+                }
+                true
+            })
+            .collect()
+    }
+
     async fn learn_topic_ids(&mut self) -> Result<(), Error> {
-        let topics = self.session.config.topics.clone();
-        let cluster = self.session.metadata.lock().await.fetch(&topics).await?;
+        let subscription = &self.session.subscription;
+        let mut metadata = self.session.metadata.lock().await;
+        let cluster = if subscription.has_patterns() {
+            metadata.fetch_all().await?
+        } else {
+            metadata.fetch(subscription.names()).await?
+        };
+        drop(metadata);
         for topic in cluster.topics.values() {
+            if topic.is_internal {
+                self.internal_topics.insert(topic.name.clone());
+            }
             if !topic.topic_id.is_nil() {
                 self.topic_names.insert(topic.topic_id, topic.name.clone());
                 self.topic_ids.insert(topic.name.clone(), topic.topic_id);
@@ -304,6 +366,7 @@ impl Member {
             instance_id: config.instance_id.as_deref(),
             rebalance_timeout: config.rebalance_timeout,
             topics: None,
+            topic_regex: None,
             server_assignor: None,
             owned: None,
         };

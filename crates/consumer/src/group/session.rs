@@ -12,7 +12,8 @@ use super::assignor::TopicPartition;
 use super::written::WrittenOffsets;
 use super::{Command, GroupConfig, GroupEvent};
 use crate::config::{OffsetReset, StartOffset};
-use crate::shared::Backoff;
+use crate::shared::{Backoff, Shared};
+use crate::subscription::TopicSubscription;
 use crate::Error;
 use krec_client::group::{self, group_codes, Committer};
 use krec_client::metadata::MetadataClient;
@@ -40,6 +41,10 @@ pub struct Session {
     pub commands: mpsc::UnboundedReceiver<Command>,
     pub backoff: (Duration, Duration),
     pub give_up_after: Duration,
+    /// The group's topics, names and patterns (parsed from [`GroupConfig::topics`]).
+    pub subscription: TopicSubscription,
+    /// The fetching side's state: which topics only a pattern matched.
+    pub fetching: Arc<Shared>,
     coordinator: Option<Connection>,
     committed: HashMap<TopicPartition, i64>,
 }
@@ -62,6 +67,8 @@ impl Session {
         written: Arc<WrittenOffsets>,
         events: mpsc::UnboundedSender<GroupEvent>,
         commands: mpsc::UnboundedReceiver<Command>,
+        subscription: TopicSubscription,
+        fetching: Arc<Shared>,
     ) -> Self {
         Self {
             config,
@@ -74,9 +81,22 @@ impl Session {
             commands,
             backoff: (consumer.backoff, consumer.max_backoff),
             give_up_after: consumer.give_up_after,
+            subscription,
+            fetching,
             coordinator: None,
             committed: HashMap::new(),
         }
+    }
+
+    /// Tells the fetching side which of `topics` only a pattern matched: when one of those
+    /// disappears from the metadata it was deleted, and the next assignment drops it.
+    pub fn set_matched_topics<'a>(&self, topics: impl IntoIterator<Item = &'a String>) {
+        let matched = topics
+            .into_iter()
+            .filter(|t| !self.subscription.is_named(t))
+            .map(|t| Arc::from(t.as_str()))
+            .collect();
+        self.fetching.state().matched_topics = matched;
     }
 
     /// A group error with this session's context.
@@ -540,6 +560,7 @@ mod tests {
         let (events, _) = mpsc::unbounded_channel();
         let (_, commands) = mpsc::unbounded_channel();
         let config = Arc::new(GroupConfig::new("g", vec!["t".to_owned()]));
+        let (fetch_events, _) = mpsc::unbounded_channel();
         Session::new(
             config,
             &consumer,
@@ -547,6 +568,8 @@ mod tests {
             Arc::new(WrittenOffsets::default()),
             events,
             commands,
+            TopicSubscription::parse(["t"]).unwrap(),
+            Shared::new(consumer.clone(), fetch_events),
         )
     }
 
