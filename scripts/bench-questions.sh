@@ -54,7 +54,7 @@ if ! bash "$KAFKA" status --name "$BROKER_NAME" >/dev/null 2>&1; then
 fi
 ((QUICK)) && trap 'bash "$KAFKA" stop --name "$BROKER_NAME" --clean >/dev/null 2>&1 || true' EXIT
 BOOTSTRAP="$(bash "$KAFKA" bootstrap --name "$BROKER_NAME")"
-TOPIC="bq-$RECORDS-zstd"
+TOPIC="bq-$RECORDS-headers"
 # krec's own count is checked against kcat's below, and both against RECORDS.
 existing="$("$KREC" count -b "$BOOTSTRAP" -t "$TOPIC" 2>/dev/null | awk '$2 == "total" {print $3}' || true)"
 if [[ "$existing" != "$RECORDS" ]]; then
