@@ -342,7 +342,7 @@ impl ConsumeArgs {
 
 /// Runs `krec consume`.
 pub fn run(args: ConsumeArgs) -> ExitCode {
-    init_logging();
+    crate::cluster::init_logging();
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -369,17 +369,6 @@ fn report(error: &Error) -> ExitCode {
     let _ = std::io::stdout().flush();
     eprintln!("krec consume: {error}");
     ExitCode::from(error.exit_code())
-}
-
-fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    // Colour codes only on a terminal: logs written to a file are read by programs.
-    let _ = tracing_subscriber::fmt()
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
 }
 
 /// Counters shared by the decode threads and the stats printer.

@@ -203,22 +203,7 @@ fn offsets_agree_with_get_offset_shell() {
         ..ProducePlan::default()
     });
     // Partition 0 then starts at 4, not 0.
-    let offsets_file = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(
-        offsets_file.path(),
-        format!(r#"{{"partitions":[{{"topic":"{topic}","partition":0,"offset":4}}],"version":1}}"#),
-    )
-    .unwrap();
-    broker.kafka_sh(
-        "tool",
-        &[
-            "org.apache.kafka.tools.DeleteRecordsCommand",
-            "--bootstrap-server",
-            "{bootstrap}",
-            "--offset-json-file",
-            offsets_file.path().to_str().unwrap(),
-        ],
-    );
+    broker.delete_records(&topic, 0, 4);
 
     let at = base + 15_500;
     let earliest = offset_shell(&broker, &topic, "-2");

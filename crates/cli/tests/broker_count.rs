@@ -114,22 +114,7 @@ fn a_log_start_inside_a_compressed_batch_counts_from_there() {
         steps: vec![(None, simple_records(0, 50, 1))],
         ..ProducePlan::default()
     });
-    let offsets = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(
-        offsets.path(),
-        format!(r#"{{"partitions":[{{"topic":"{topic}","partition":0,"offset":7}}],"version":1}}"#),
-    )
-    .unwrap();
-    broker.kafka_sh(
-        "tool",
-        &[
-            "org.apache.kafka.tools.DeleteRecordsCommand",
-            "--bootstrap-server",
-            "{bootstrap}",
-            "--offset-json-file",
-            offsets.path().to_str().unwrap(),
-        ],
-    );
+    broker.delete_records(&topic, 0, 7);
     let counts = counted(&["count", "-b", &broker.bootstrap, "-t", &topic, "-J"]);
     assert_eq!(counts, BTreeMap::from([(0, 43)]));
     let consumed = broker.consume_records(&topic, &["-e"]);

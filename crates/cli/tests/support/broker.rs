@@ -79,6 +79,26 @@ impl Broker {
         String::from_utf8(output.stdout).expect("kafka.sh output is UTF-8")
     }
 
+    /// Deletes the records of `topic`'s `partition` before `offset` (Kafka's
+    /// DeleteRecordsCommand), so its log start moves there.
+    pub fn delete_records(&self, topic: &str, partition: i32, offset: i64) {
+        let offsets = tempfile::NamedTempFile::new().expect("temp file");
+        let json = format!(
+            r#"{{"partitions":[{{"topic":"{topic}","partition":{partition},"offset":{offset}}}],"version":1}}"#
+        );
+        std::fs::write(offsets.path(), json).expect("write the offsets file");
+        self.kafka_sh(
+            "tool",
+            &[
+                "org.apache.kafka.tools.DeleteRecordsCommand",
+                "--bootstrap-server",
+                "{bootstrap}",
+                "--offset-json-file",
+                offsets.path().to_str().expect("UTF-8 path"),
+            ],
+        );
+    }
+
     /// Creates a topic.
     pub fn create_topic(&self, topic: &str, partitions: u32, replication: u32) {
         self.kafka_sh(
