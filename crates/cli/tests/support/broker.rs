@@ -99,7 +99,8 @@ impl Broker {
         );
     }
 
-    /// Creates a topic.
+    /// Creates a topic and waits until the bootstrap broker's metadata shows a leader for every
+    /// partition: TopicCommand returns when the controller has it, before brokers learn of it.
     pub fn create_topic(&self, topic: &str, partitions: u32, replication: u32) {
         self.kafka_sh(
             "topic",
@@ -112,6 +113,33 @@ impl Broker {
                 &replication.to_string(),
             ],
         );
+        self.wait_for_leaders(topic, partitions as usize);
+    }
+
+    fn wait_for_leaders(&self, topic: &str, partitions: usize) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let output = Command::new(env!("CARGO_BIN_EXE_krec"))
+                .args(["metadata", "-b", &self.bootstrap, "-J", "-t", topic])
+                .stdin(Stdio::null())
+                .output()
+                .expect("run krec metadata");
+            let led = serde_json::from_slice::<serde_json::Value>(&output.stdout)
+                .ok()
+                .and_then(|doc| doc["topics"][0]["partitions"].as_array().cloned())
+                .is_some_and(|list| {
+                    list.len() == partitions && list.iter().all(|p| p["leader"].as_i64() >= Some(0))
+                });
+            if output.status.success() && led {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "topic {topic} has no leaders after 30 s: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
     }
 
     /// Runs `krec consume -b BOOTSTRAP -t TOPIC <args>`.
