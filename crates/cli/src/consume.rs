@@ -218,6 +218,7 @@ impl ConsumeArgs {
         config.max_held_responses = Some(HELD_RESPONSES);
         config.max_wait = Duration::from_millis(self.max_wait_ms);
         config.max_fetch_version = self.fetch_version;
+        config.fetch_sessions = properties.fetch_sessions.unwrap_or(true);
         config.decode = DecodeConfig {
             verify_crc: !self.no_crc,
             ..DecodeConfig::default()
@@ -394,7 +395,8 @@ async fn consume(args: ConsumeArgs) -> Result<(), Error> {
             }
         }
     };
-    drop(consumer);
+    // Ends the brokers' fetch sessions (bounded) and stops fetching.
+    consumer.close().await;
     let finished = tokio::task::spawn_blocking(move || workers.finish())
         .await
         .unwrap_or(Err(krec_consumer::Error::Stopped.into()));

@@ -3,7 +3,8 @@
 //!
 //! Names are librdkafka's, and the Java client's are accepted too, so a `client.properties`
 //! handed out for a cluster works unchanged. Security properties go to krec-client's
-//! [`SecurityConfig`]; the few others krec uses are read here; the rest are refused by name.
+//! [`SecurityConfig`]; the few others krec uses are read here (with `fetch.sessions`, krec's
+//! own, turning KIP-227 fetch sessions off); the rest are refused by name.
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -25,6 +26,7 @@ pub struct ClientArgs {
     /// Set a client property (repeatable), with librdkafka's or the Java client's name:
     /// security.protocol, sasl.mechanisms, sasl.username, sasl.password, ssl.ca.location, ...
     /// A value ${env:NAME} or ${file:PATH} is read from there (keeps secrets off argv).
+    /// krec's own: fetch.sessions=false sends full fetches instead of KIP-227 sessions.
     #[arg(short = 'X', value_name = "KEY=VALUE")]
     pub properties: Vec<PropertyArg>,
 
@@ -80,6 +82,8 @@ pub struct ClientProperties {
     pub session_timeout_ms: Option<u64>,
     /// `heartbeat.interval.ms`.
     pub heartbeat_interval_ms: Option<u64>,
+    /// `fetch.sessions` (krec's own): KIP-227 incremental fetch sessions on or off.
+    pub fetch_sessions: Option<bool>,
 }
 
 /// Properties of producers or of the Java consumer's own machinery, which a shared
@@ -171,6 +175,13 @@ fn sort_properties(all: &[(String, String, String)]) -> Result<ClientProperties,
             "group.id" => client.group_id = Some(value.clone()),
             "session.timeout.ms" => client.session_timeout_ms = Some(millis()?),
             "heartbeat.interval.ms" => client.heartbeat_interval_ms = Some(millis()?),
+            "fetch.sessions" => {
+                client.fetch_sessions = Some(match value.trim() {
+                    "true" => true,
+                    "false" => false,
+                    _ => return Err(bad(format!("{value:?}: expected true or false"))),
+                })
+            }
             key if IGNORED.contains(&key) => {
                 tracing::warn!(property = key, from = %origin, "property not used by krec; ignored");
             }
@@ -241,6 +252,24 @@ mod tests {
         let error = args.load().unwrap_err().to_string();
         assert!(error.contains("fetch.magic"), "{error}");
         assert!(error.contains(&format!("{}:3", file.display())), "{error}");
+    }
+
+    #[test]
+    fn fetch_sessions_take_true_or_false() {
+        let load = |value: &str| {
+            ClientArgs {
+                properties: vec![arg(&format!("fetch.sessions={value}"))],
+                file: None,
+            }
+            .load()
+        };
+        assert_eq!(load("false").unwrap().fetch_sessions, Some(false));
+        assert_eq!(load("true").unwrap().fetch_sessions, Some(true));
+        let error = load("off").unwrap_err().to_string();
+        assert!(
+            error.contains("fetch.sessions") && error.contains("true or false"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -127,6 +127,12 @@ pub struct ConsumerConfig {
     /// highest common version). Lets older protocol paths, such as topic names instead of
     /// topic ids before v13, be exercised against a new broker.
     pub max_fetch_version: Option<i16>,
+    /// Use KIP-227 incremental fetch sessions: after a first full fetch, each request names
+    /// only the partitions whose position changed. Off, every fetch names every partition.
+    pub fetch_sessions: bool,
+    /// How long [`Consumer::close`](crate::Consumer::close) waits for the brokers to end the
+    /// fetch sessions.
+    pub close_timeout: Duration,
     /// Limits for decoding batches.
     pub decode: DecodeConfig,
 }
@@ -153,6 +159,8 @@ impl ConsumerConfig {
             max_backoff: Duration::from_secs(2),
             give_up_after: Duration::from_secs(300),
             max_fetch_version: None,
+            fetch_sessions: true,
+            close_timeout: Duration::from_secs(2),
             decode: DecodeConfig::default(),
         }
     }

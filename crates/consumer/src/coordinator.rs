@@ -334,12 +334,16 @@ async fn lookup_starts(
 
 /// Starts a fetch loop for each leader that has none.
 fn start_fetch_loops(shared: &Arc<Shared>) {
+    // None once the consumer is closing: no loop starts then.
+    let Some(token) = shared.fetch_loop_token() else {
+        return;
+    };
     let mut state = shared.state();
     let leaders: Vec<i32> = state.cursors.values().filter_map(|c| c.leader).collect();
     for leader in leaders {
         if state.fetch_loops.insert(leader) {
             tracing::debug!(node = leader, "starting a fetch loop");
-            let task = tokio::spawn(fetch_loop::run(shared.clone(), leader));
+            let task = tokio::spawn(fetch_loop::run(shared.clone(), leader, token.clone()));
             shared.track(task);
         }
     }
