@@ -16,7 +16,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use super::chunk::PartitionChunk;
 use super::cursor::{apply_response, Cursor, CursorState, ResponseContext};
 use super::shared::{Backoff, Event, LoopToken, Shared, State};
-use crate::Error;
+use crate::{ConsumerConfig, Error};
 use krec_client::fetch::{FetchParams, FetchTarget, PartitionResponse};
 use krec_client::fetch_session::{FetchSession, SessionAnswer, SessionPartition};
 use krec_client::{codes, error_name, Connection, ConnectionSettings};
@@ -52,6 +52,20 @@ fn fetches_from(cursor: &Cursor, node: i32) -> bool {
     cursor.state == CursorState::Ready && cursor.leader == Some(node)
 }
 
+/// The record bytes one fetch may ask for. Under `max_held_responses`, the held responses
+/// and the one being read must all fit the connection's reused buffers, or every response
+/// of many partitions is read into fresh memory (a page fault per page; BENCHMARKS.md,
+/// "Many partitions"); still at least one partition's worth.
+fn response_bytes(config: &ConsumerConfig, connection: &ConnectionSettings) -> i32 {
+    let Some(held) = config.max_held_responses else {
+        return config.max_bytes;
+    };
+    // A sixteenth of each frame left for what is not records (the partitions' headers).
+    let reused = connection.largest_reused_frame(held.max(1) + 1) / 16 * 15;
+    let reused = i32::try_from(reused).unwrap_or(i32::MAX);
+    config.max_bytes.min(reused.max(config.partition_max_bytes))
+}
+
 /// What the loop does after one step.
 enum Step {
     Continue,
@@ -76,18 +90,18 @@ struct Fetcher {
 impl Fetcher {
     fn new(shared: Arc<Shared>, node: i32) -> Self {
         let config = &shared.config;
-        let params = FetchParams {
-            max_wait_ms: config.max_wait.as_millis().min(i32::MAX as u128) as i32,
-            min_bytes: config.min_bytes,
-            max_bytes: config.max_bytes,
-            partition_max_bytes: config.partition_max_bytes,
-            read_committed: config.read_committed,
-        };
         // Reused response buffers are memory the budget does not count: at most half of it.
         let mut connection_settings = config.connection.clone();
         connection_settings.frame_buffer_bytes = connection_settings
             .frame_buffer_bytes
             .min(config.buffer_bytes / 2);
+        let params = FetchParams {
+            max_wait_ms: config.max_wait.as_millis().min(i32::MAX as u128) as i32,
+            min_bytes: config.min_bytes,
+            max_bytes: response_bytes(config, &connection_settings),
+            partition_max_bytes: config.partition_max_bytes,
+            read_committed: config.read_committed,
+        };
         let response_slots = config
             .max_held_responses
             .map(|held| Arc::new(Semaphore::new(held.max(1))));
