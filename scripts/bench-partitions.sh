@@ -8,11 +8,12 @@
 #   --records N       records of 100 B in each backlog topic (default 1000000)
 #   --runs R          interleaved rounds; medians are reported (default 5)
 #   --partitions P    partitions of the many-partition topics (default 1000)
+#   --topics T        topics of 10 partitions in the many-topics backlog (default 100)
 #   --rates R,...     records/s asked of the producer while krec tails, one tailing window
 #                     each (default 500,2000; a loaded machine delivers less: the report
 #                     gives the rate reached)
 #   --tail-seconds S  length of each tailing window (default 10)
-#   --quick           2000 records, 100 partitions, 1 round, 1 s windows, results under
+#   --quick           2000 records, 100 partitions, 5 topics, 1 round, 1 s windows, results under
 #                     target/bench-partitions/quick (a smoke test: every step runs and every
 #                     run reads the full count; stops the broker if it started it)
 #   --stop            stop the benchmark broker at the end (kept by default, so a rerun with
@@ -24,8 +25,10 @@
 # over JMX every 250 ms by Kafka's JmxTool for the whole benchmark:
 #   backlog  `krec consume -e -f raw` of N records (ProducerPerformance, 100 B values, batches
 #            of 64 KiB by the sticky partitioner on both topics): P partitions with sessions,
-#            P partitions with -X fetch.sessions=false, 4 partitions; one untimed run of each
-#            checks the count first.
+#            P partitions with -X fetch.sessions=false, 4 partitions; and N records over T
+#            topics of 10 partitions (librdkafka's sticky partitioner) read by a fresh group
+#            (`-G`, the one way krec reads many topics); one untimed run of each checks the
+#            count first.
 #   tail     `krec consume -o end` while a producer writes R records/s at random partitions
 #            for S seconds (the steady state), for each rate: P partitions with and without
 #            sessions; every record written in the window must come out.
@@ -47,6 +50,7 @@ BROKER_NAME="${KREC_BENCH_BROKER:-bench-partitions}"
 RECORDS=1000000
 RUNS=5
 PARTITIONS=1000
+TOPICS=100
 RATES=500,2000
 TAIL_SECONDS=10
 QUICK=0
@@ -56,9 +60,10 @@ while (($#)); do
         --records) RECORDS="$2"; shift 2 ;;
         --runs) RUNS="$2"; shift 2 ;;
         --partitions) PARTITIONS="$2"; shift 2 ;;
+        --topics) TOPICS="$2"; shift 2 ;;
         --rates) RATES="$2"; shift 2 ;;
         --tail-seconds) TAIL_SECONDS="$2"; shift 2 ;;
-        --quick) QUICK=1; RECORDS=2000; RUNS=1; PARTITIONS=100; RATES=500; TAIL_SECONDS=1; shift ;;
+        --quick) QUICK=1; RECORDS=2000; RUNS=1; PARTITIONS=100; TOPICS=5; RATES=500; TAIL_SECONDS=1; shift ;;
         --stop) STOP=1; shift ;;
         *) echo "bench-partitions.sh: unknown argument $1" >&2; exit 2 ;;
     esac
@@ -120,6 +125,10 @@ FEW="bp-$RECORDS-p4"
 TAIL_MANY="bp-tail-p$PARTITIONS"
 IDLE_MANY="bp-idle-p$PARTITIONS"
 IDLE_FEW="bp-idle-p4"
+# The many-topics backlog: TOPICS topics of 10 partitions, as one comma-separated list.
+MANY_TOPICS=()
+for ((t = 0; t < TOPICS; t++)); do MANY_TOPICS+=("bp-$RECORDS-t$TOPICS-$t"); done
+MANY_TOPICS_LIST="$(IFS=,; echo "${MANY_TOPICS[*]}")"
 
 KAFKA_PY=(/usr/bin/python3 "$SCRIPT_DIR/bench_partitions_kafka.py")
 
@@ -156,6 +165,15 @@ fill_topic() {
 create_topics "$MANY:$PARTITIONS" "$FEW:4" "$TAIL_MANY:$PARTITIONS" "$IDLE_MANY:$PARTITIONS" "$IDLE_FEW:4"
 fill_topic "$MANY"
 fill_topic "$FEW"
+create_topics "${MANY_TOPICS[@]/%/:10}"
+have="$("${KAFKA_PY[@]}" records "$BOOTSTRAP" "${MANY_TOPICS[@]}")"
+if [[ "$have" != "$RECORDS" ]]; then
+    [[ "$have" == 0 ]] || die "the $TOPICS topics hold $have records, expected 0 or $RECORDS"
+    log "filling $TOPICS topics of 10 partitions ($RECORDS records)"
+    "${KAFKA_PY[@]}" fill "$BOOTSTRAP" "$RECORDS" "${MANY_TOPICS[@]}"
+    have="$("${KAFKA_PY[@]}" records "$BOOTSTRAP" "${MANY_TOPICS[@]}")"
+    [[ "$have" == "$RECORDS" ]] || die "the $TOPICS topics hold $have records after filling"
+fi
 
 # --- measuring --------------------------------------------------------------------------------
 
@@ -215,10 +233,11 @@ backlog_command() {
         sessions) echo "$KREC consume -b $BOOTSTRAP -t $MANY -e -f raw" ;;
         full) echo "$KREC consume -b $BOOTSTRAP -t $MANY -e -f raw -X fetch.sessions=false" ;;
         four) echo "$KREC consume -b $BOOTSTRAP -t $FEW -e -f raw" ;;
+        topics) echo "$KREC consume -b $BOOTSTRAP -t $MANY_TOPICS_LIST -G bench-partitions-$RANDOM-$RANDOM -e -f raw" ;;
     esac
 }
 
-BACKLOG_CONFIGS=(sessions full four)
+BACKLOG_CONFIGS=(sessions full four topics)
 for config in "${BACKLOG_CONFIGS[@]}"; do
     got="$($(backlog_command "$config") | wc -l)"
     [[ "$got" == "$RECORDS" ]] || die "backlog $config read $got records, expected $RECORDS"
@@ -310,10 +329,10 @@ SAMPLER_PID=""
 {
     echo "Machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(free -g | awk '/Mem:/ { print $2 }') GiB RAM; $(uname -sr); load average $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "Versions: $("$KREC" --version 2>/dev/null || echo krec) at $(git -C "$REPO_ROOT" rev-parse --short HEAD); Kafka 4.1.1 (one node, scripts/kafka.sh)"
-    echo "Command: scripts/bench-partitions.sh --records $RECORDS --runs $RUNS --partitions $PARTITIONS --rates $RATES --tail-seconds $TAIL_SECONDS"
+    echo "Command: scripts/bench-partitions.sh --records $RECORDS --runs $RUNS --partitions $PARTITIONS --topics $TOPICS --rates $RATES --tail-seconds $TAIL_SECONDS"
     echo
     /usr/bin/python3 "$SCRIPT_DIR/bench_partitions_report.py" "$RUNS_TSV" "$JMX_CSV" \
-        --ticks-per-s "$TICKS_PER_S" --partitions "$PARTITIONS" --rates "$RATES" --buffer-mib 256
+        --ticks-per-s "$TICKS_PER_S" --partitions "$PARTITIONS" --rates "$RATES" --topics "$TOPICS" --buffer-mib 256
 } >"$OUT/report.md"
 cat "$OUT/report.md"
 log "results in $OUT (report.md, runs.tsv, jmx.csv)"

@@ -3,7 +3,9 @@
 Kafka's Java tools would start a JVM per topic):
 
     bench_partitions_kafka.py create BOOTSTRAP TOPIC:PARTITIONS...   create the missing topics
-    bench_partitions_kafka.py records BOOTSTRAP TOPIC                records in the topic
+    bench_partitions_kafka.py records BOOTSTRAP TOPIC...             records in the topics
+    bench_partitions_kafka.py fill BOOTSTRAP COUNT TOPIC...          COUNT records of 100 B
+                                                                     spread over the topics
     bench_partitions_kafka.py produce BOOTSTRAP TOPIC RATE SECONDS   RATE records/s of 100 B at
                                                                      random partitions; prints
                                                                      how many
@@ -42,14 +44,35 @@ def partitions_of(bootstrap, topic):
     return consumer, sorted(metadata.partitions)
 
 
-def records(bootstrap, topic):
-    consumer, partitions = partitions_of(bootstrap, topic)
+def records(bootstrap, topics):
     total = 0
-    for partition in partitions:
-        low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)
-        total += high - low
-    consumer.close()
+    for topic in topics:
+        consumer, partitions = partitions_of(bootstrap, topic)
+        for partition in partitions:
+            tp = TopicPartition(topic, partition)
+            low, high = consumer.get_watermark_offsets(tp, timeout=30)
+            total += high - low
+        consumer.close()
     print(total)
+
+
+def fill(bootstrap, count, topics):
+    """Keyless records, so librdkafka's sticky partitioner makes batches of them."""
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "linger.ms": 20, "acks": "1", "batch.size": 65536}
+    )
+    value = b"x" * 100
+    for i in range(count):
+        topic = topics[i * len(topics) // count]
+        while True:
+            try:
+                producer.produce(topic, value=value)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        producer.poll(0)
+    if producer.flush(120) != 0:
+        sys.exit("records left undelivered")
 
 
 def produce(bootstrap, topic, rate, seconds):
@@ -75,8 +98,10 @@ def main():
     command, bootstrap, rest = sys.argv[1], sys.argv[2], sys.argv[3:]
     if command == "create":
         create(bootstrap, rest)
-    elif command == "records" and len(rest) == 1:
-        records(bootstrap, rest[0])
+    elif command == "records" and rest:
+        records(bootstrap, rest)
+    elif command == "fill" and len(rest) >= 2:
+        fill(bootstrap, int(rest[0]), rest[1:])
     elif command == "produce" and len(rest) == 3:
         produce(bootstrap, rest[0], float(rest[1]), float(rest[2]))
     else:

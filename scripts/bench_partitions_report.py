@@ -63,6 +63,7 @@ def main():
     parser.add_argument("--ticks-per-s", type=float, required=True)
     parser.add_argument("--partitions", type=int, required=True)
     parser.add_argument("--rates", required=True)
+    parser.add_argument("--topics", type=int, required=True)
     parser.add_argument("--buffer-mib", type=float, required=True)
     args = parser.parse_args()
     samples = Samples(read_samples(args.jmx))
@@ -110,8 +111,8 @@ def main():
     rounds = max(len(v.get("wall_s", [])) for v in table.values())
     print(f"Medians of {rounds} interleaved rounds.\n")
     print(f"**Backlog**: `krec consume -e -f raw` of the whole topic.\n")
-    print(f"| | {p} partitions, sessions | {p} partitions, `fetch.sessions=false` | 4 partitions, sessions |")
-    print("|---|---:|---:|---:|")
+    print(f"| | {p} partitions, sessions | {p} partitions, `fetch.sessions=false` | 4 partitions, sessions | {args.topics} topics × 10 partitions, `-G` |")
+    print("|---|---:|---:|---:|---:|")
     rows = [
         ("fetch requests", "requests", "{:.0f}"),
         ("bytes per fetch request", "bytes_per_request", "{:.0f}"),
@@ -122,7 +123,7 @@ def main():
         ("krec peak RSS (MiB)", "rss_mib", "{:.0f}"),
     ]
     for label, name, form in rows:
-        cells = [form.format(get("backlog", c, name)) for c in ("sessions", "full", "four")]
+        cells = [form.format(get("backlog", c, name)) for c in ("sessions", "full", "four", "topics")]
         print(f"| {label} | " + " | ".join(cells) + " |")
     print()
     rates = args.rates.split(",")
@@ -151,6 +152,7 @@ def main():
     }
     backlog_ratio = get("backlog", "full", "bytes_per_request") / get("backlog", "sessions", "bytes_per_request")
     cpu_ratio = get("backlog", "sessions", "krec_us") / get("backlog", "four", "krec_us")
+    topics_ratio = get("backlog", "topics", "krec_us") / get("backlog", "four", "krec_us")
     peak = max(get(phase, config, "rss_mib") for phase, config in table)
     idle_many, idle_few = get("idle", f"p{p}", "rss_mib"), get("idle", "p4", "rss_mib")
     per_partition = (idle_many - idle_few) * 1024 * 1024 / (p - 4)
@@ -161,6 +163,7 @@ def main():
         print(f"| steady-state request bytes with sessions ≤ 1/20 of full fetches ({rate} records/s) | 1/{ratio:.0f} | {verdict(ratio >= 20)} |")
     print(f"| (backlog, for comparison) | 1/{backlog_ratio:.1f} | |")
     print(f"| krec CPU per record, {p} partitions ≤ 1.3 × 4 partitions | {cpu_ratio:.2f} × | {verdict(cpu_ratio <= 1.3)} |")
+    print(f"| (and {args.topics} topics × 10 with `-G`, its group joins and commits included) | {topics_ratio:.2f} × | |")
     print(f"| peak RSS < 100 MiB + buffer budget ({args.buffer_mib:.0f} MiB) | {peak:.0f} MiB | {verdict(peak < 100 + args.buffer_mib)} |")
     print(f"| memory per partition (idle tail, {p} vs 4 partitions) | {per_partition:.0f} B ({idle_many:.1f} vs {idle_few:.1f} MiB) | |")
 
