@@ -166,11 +166,38 @@ impl Tail {
     }
 }
 
+/// Deletes the topic when dropped: a thousand partition logs would slow every later restart
+/// of the suite's broker.
+struct TopicGuard<'a> {
+    broker: &'a Broker,
+    topic: String,
+}
+
+impl Drop for TopicGuard<'_> {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("bash")
+            .arg(&self.broker.kafka_sh)
+            .args(["tool", "--name", &self.broker.name])
+            .args([
+                "org.apache.kafka.tools.TopicCommand",
+                "--bootstrap-server",
+                "{bootstrap}",
+            ])
+            .args(["--delete", "--topic", &self.topic])
+            .stdin(Stdio::null())
+            .output();
+    }
+}
+
 #[test]
 fn the_broker_holds_one_incremental_session_of_every_partition_while_krec_tails() {
     let broker = broker();
     let topic = unique_topic("fetch-sessions");
     broker.create_topic(&topic, PARTITIONS as u32, 1);
+    let _delete = TopicGuard {
+        broker: &broker,
+        topic: topic.clone(),
+    };
     wait_for_logs(&broker, &topic);
     let mut produced = produce(&broker, &topic, 0, BACKLOG);
     let before = session_cache(&broker);
