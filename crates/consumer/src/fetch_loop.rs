@@ -538,3 +538,33 @@ fn take_budget(
         budget.take()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn held_responses_are_asked_for_no_more_than_the_reused_buffers_hold() {
+        let mut config = ConsumerConfig::new(vec!["b:1".to_owned()]);
+        let mut connection = config.connection.clone();
+        connection.frame_buffer_bytes = 64 << 20;
+        assert_eq!(
+            response_bytes(&config, &connection),
+            config.max_bytes,
+            "no limit held"
+        );
+        config.max_held_responses = Some(3);
+        let asked = response_bytes(&config, &connection) as usize;
+        assert!(
+            4 * (asked + asked / 8) <= 64 << 20,
+            "four responses of {asked} B must fit the buffers"
+        );
+        assert!(asked >= 8 << 20, "{asked}");
+        connection.frame_buffer_bytes = 0;
+        assert_eq!(
+            response_bytes(&config, &connection),
+            config.partition_max_bytes,
+            "at least one partition's worth"
+        );
+    }
+}
