@@ -5,8 +5,8 @@
 # real Kafka broker (feature `broker-tests`) against a single-node broker started here, with
 # a secured single-node broker (TLS, SASL, ACLs) next to it; then, only if a package declares
 # a `cluster-tests` feature, those tests against a three-node cluster. Every broker started
-# here is stopped on exit, failure or Ctrl-C. Last, the two benchmark scripts run on tiny
-# inputs (`--quick`), to prove they work, not to measure.
+# here is stopped on exit, failure or Ctrl-C. Last, the benchmark scripts run on tiny inputs
+# (`--quick`), to prove they work, not to measure.
 #
 # Environment given to the broker tests:
 #   KREC_TEST_BOOTSTRAP          bootstrap string of the single broker (127.0.0.1:PORT)
@@ -129,5 +129,6 @@ bash scripts/bench-decode.sh --quick
 KREC_BENCH_BROKER="$INSTANCE-bench" bash scripts/bench-consume.sh --quick
 KREC_BENCH_BROKER="$INSTANCE-bench" bash scripts/bench-consume.sh --quick --tls
 KREC_BENCH_BROKER="$INSTANCE-questions" bash scripts/bench-questions.sh --quick
+KREC_BENCH_BROKER="$INSTANCE-bench" bash scripts/bench-partitions.sh --quick
 
 section "all tests passed"

@@ -233,6 +233,7 @@ impl ConsumeArgs {
         config.max_wait = Duration::from_millis(self.max_wait_ms);
         config.max_fetch_version = self.fetch_version;
         config.metadata_refresh = self.metadata_refresh(properties)?;
+        config.fetch_sessions = properties.fetch_sessions.unwrap_or(true);
         config.decode = DecodeConfig {
             verify_crc: !self.no_crc,
             ..DecodeConfig::default()
@@ -448,7 +449,8 @@ async fn consume(args: ConsumeArgs) -> Result<(), Error> {
             }
         }
     };
-    drop(consumer);
+    // Ends the brokers' fetch sessions (bounded) and stops fetching.
+    consumer.close().await;
     let finished = tokio::task::spawn_blocking(move || workers.finish())
         .await
         .unwrap_or(Err(krec_consumer::Error::Stopped.into()));

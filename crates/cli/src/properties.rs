@@ -3,7 +3,8 @@
 //!
 //! Names are librdkafka's, and the Java client's are accepted too, so a `client.properties`
 //! handed out for a cluster works unchanged. Security properties go to krec-client's
-//! [`SecurityConfig`]; the few others krec uses are read here; the rest are refused by name.
+//! [`SecurityConfig`]; the few others krec uses are read here (with `fetch.sessions`, krec's
+//! own, turning KIP-227 fetch sessions off); the rest are refused by name.
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -25,6 +26,7 @@ pub struct ClientArgs {
     /// Set a client property (repeatable), with librdkafka's or the Java client's name:
     /// security.protocol, sasl.mechanisms, sasl.username, sasl.password, ssl.ca.location, ...
     /// A value ${env:NAME} or ${file:PATH} is read from there (keeps secrets off argv).
+    /// krec's own: fetch.sessions=false sends full fetches instead of KIP-227 sessions.
     #[arg(short = 'X', value_name = "KEY=VALUE")]
     pub properties: Vec<PropertyArg>,
 
@@ -85,6 +87,8 @@ pub struct ClientProperties {
     /// `metadata.max.age.ms` (Java) or `topic.metadata.refresh.interval.ms` (librdkafka):
     /// how often a topic pattern's matches are looked at again.
     pub metadata_refresh_ms: Option<u64>,
+    /// `fetch.sessions` (krec's own): KIP-227 incremental fetch sessions on or off.
+    pub fetch_sessions: Option<bool>,
 }
 
 /// Properties of producers or of the Java consumer's own machinery, which a shared
@@ -182,6 +186,13 @@ fn sort_properties(all: &[(String, String, String)]) -> Result<ClientProperties,
             "heartbeat.interval.ms" => client.heartbeat_interval_ms = Some(millis()?),
             "metadata.max.age.ms" | "topic.metadata.refresh.interval.ms" => {
                 client.metadata_refresh_ms = Some(millis()?)
+            }
+            "fetch.sessions" => {
+                client.fetch_sessions = Some(match value.trim() {
+                    "true" => true,
+                    "false" => false,
+                    _ => return Err(bad(format!("{value:?}: expected true or false"))),
+                })
             }
             key if IGNORED.contains(&key) => {
                 tracing::warn!(property = key, from = %origin, "property not used by krec; ignored");
@@ -290,6 +301,24 @@ mod tests {
         };
         assert_eq!(load("client.rack=rack-2").as_deref(), Some("rack-2"));
         assert_eq!(load("client.rack="), None);
+    }
+
+    #[test]
+    fn fetch_sessions_take_true_or_false() {
+        let load = |value: &str| {
+            ClientArgs {
+                properties: vec![arg(&format!("fetch.sessions={value}"))],
+                file: None,
+            }
+            .load()
+        };
+        assert_eq!(load("false").unwrap().fetch_sessions, Some(false));
+        assert_eq!(load("true").unwrap().fetch_sessions, Some(true));
+        let error = load("off").unwrap_err().to_string();
+        assert!(
+            error.contains("fetch.sessions") && error.contains("true or false"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -41,6 +41,14 @@ pub struct ConnectionSettings {
     pub security: SecurityConfig,
 }
 
+impl ConnectionSettings {
+    /// The largest response frame of which `frames` at once are read into reused buffers
+    /// ([`ConnectionSettings::frame_buffer_bytes`]); 0 when that many never are.
+    pub fn largest_reused_frame(&self, frames: usize) -> usize {
+        FrameBuffers::largest_pooled_frame(self.frame_buffer_bytes, frames)
+    }
+}
+
 impl Default for ConnectionSettings {
     fn default() -> Self {
         Self {

@@ -5,8 +5,12 @@
 //! last offset delta, so the fetch loop can send the next request before any CRC check or decompression happens; the full
 //! decode (on a worker) re-checks everything.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use bytes::Bytes;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::fetch_response::PartitionData;
 use kafka_protocol::messages::{FetchRequest, FetchResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use krec_batch::layout::{self, EntryHeader};
@@ -38,10 +42,10 @@ pub struct FetchParams {
 }
 
 /// One partition to fetch.
-#[derive(Clone, Debug)]
-pub struct FetchTarget {
+#[derive(Clone, Copy, Debug)]
+pub struct FetchTarget<'a> {
     /// Topic name.
-    pub topic: String,
+    pub topic: &'a Arc<str>,
     /// Topic id (used from Fetch v13 on).
     pub topic_id: Uuid,
     /// Partition id.
@@ -50,42 +54,94 @@ pub struct FetchTarget {
     pub offset: i64,
     /// Leader epoch the client believes current (-1 when unknown).
     pub leader_epoch: i32,
+    /// The caller's count of repositionings (seeks, resets): a fetch session names a
+    /// partition again when it changes, even at the same offset.
+    pub generation: u64,
 }
 
 /// Builds a full (session-less) fetch request for `targets`, grouped by topic in order.
-pub fn build_request(targets: &[FetchTarget], params: &FetchParams, version: i16) -> FetchRequest {
-    let mut topics: Vec<FetchTopic> = Vec::new();
-    // Which topic name each entry of `topics` is for (the request holds only a name or an id).
-    let mut names: Vec<&str> = Vec::new();
+pub fn build_request(
+    targets: &[FetchTarget<'_>],
+    params: &FetchParams,
+    version: i16,
+) -> FetchRequest {
+    let mut topics = TopicsBuilder::new(version);
     for target in targets {
-        let partition = FetchPartition::default()
-            .with_partition(target.partition)
-            .with_fetch_offset(target.offset)
-            .with_current_leader_epoch(target.leader_epoch)
-            .with_partition_max_bytes(params.partition_max_bytes);
-        match names.iter().position(|name| *name == target.topic) {
-            Some(index) => topics[index].partitions.push(partition),
-            None => {
-                let mut topic = FetchTopic::default().with_partitions(vec![partition]);
-                if version >= FIRST_VERSION_WITH_TOPIC_IDS {
-                    topic.topic_id = target.topic_id;
-                } else {
-                    topic.topic = TopicName(StrBytes::from_string(target.topic.clone()));
-                }
-                topics.push(topic);
-                names.push(&target.topic);
-            }
-        }
+        let partition = fetch_partition(
+            target.partition,
+            target.offset,
+            target.leader_epoch,
+            params.partition_max_bytes,
+        );
+        topics.push(target.topic, target.topic_id, partition);
     }
+    request_with(params)
+        .with_session_id(0)
+        .with_session_epoch(-1)
+        .with_topics(topics.finish())
+}
+
+/// A request carrying `params` and nothing else yet.
+pub(crate) fn request_with(params: &FetchParams) -> FetchRequest {
     FetchRequest::default()
         .with_max_wait_ms(params.max_wait_ms)
         .with_min_bytes(params.min_bytes)
         .with_max_bytes(params.max_bytes)
         .with_isolation_level(i8::from(params.read_committed))
         .with_rack_id(params.rack_id.clone())
-        .with_session_id(0)
-        .with_session_epoch(-1)
-        .with_topics(topics)
+}
+
+/// One partition of a request.
+pub(crate) fn fetch_partition(
+    partition: i32,
+    offset: i64,
+    leader_epoch: i32,
+    max_bytes: i32,
+) -> FetchPartition {
+    FetchPartition::default()
+        .with_partition(partition)
+        .with_fetch_offset(offset)
+        .with_current_leader_epoch(leader_epoch)
+        .with_partition_max_bytes(max_bytes)
+}
+
+/// Gathers partitions into a request's topics, each topic once (by id from v13 on, by name
+/// before), in the order topics first appear.
+pub(crate) struct TopicsBuilder<'a> {
+    version: i16,
+    topics: Vec<FetchTopic>,
+    /// Where each topic's entry is, by name.
+    index: HashMap<&'a str, usize>,
+}
+
+impl<'a> TopicsBuilder<'a> {
+    pub(crate) fn new(version: i16) -> Self {
+        Self {
+            version,
+            topics: Vec::new(),
+            index: HashMap::new(),
+        }
+    }
+
+    pub(crate) fn push(&mut self, topic: &'a str, topic_id: Uuid, partition: FetchPartition) {
+        let version = self.version;
+        let topics = &mut self.topics;
+        let at = *self.index.entry(topic).or_insert_with(|| {
+            let mut entry = FetchTopic::default();
+            if version >= FIRST_VERSION_WITH_TOPIC_IDS {
+                entry.topic_id = topic_id;
+            } else {
+                entry.topic = TopicName(StrBytes::from_string(topic.to_owned()));
+            }
+            topics.push(entry);
+            topics.len() - 1
+        });
+        topics[at].partitions.push(partition);
+    }
+
+    pub(crate) fn finish(self) -> Vec<FetchTopic> {
+        self.topics
+    }
 }
 
 /// An aborted transaction listed in a fetch response.
@@ -101,7 +157,7 @@ pub struct AbortedTransaction {
 #[derive(Clone, Debug)]
 pub struct PartitionResponse {
     /// Topic name (resolved from the id for v13+).
-    pub topic: String,
+    pub topic: Arc<str>,
     /// Partition id.
     pub partition: i32,
     /// Kafka error code (0 when fine).
@@ -121,41 +177,48 @@ pub struct PartitionResponse {
     pub records: Bytes,
 }
 
+impl PartitionResponse {
+    /// A partition of a decoded response, named `topic`.
+    pub fn from_wire(topic: Arc<str>, partition: PartitionData) -> Self {
+        let aborted = partition
+            .aborted_transactions
+            .unwrap_or_default()
+            .iter()
+            .map(|a| AbortedTransaction {
+                producer_id: a.producer_id.0,
+                first_offset: a.first_offset,
+            })
+            .collect();
+        Self {
+            topic,
+            partition: partition.partition_index,
+            error_code: partition.error_code,
+            high_watermark: partition.high_watermark,
+            last_stable_offset: partition.last_stable_offset,
+            log_start_offset: partition.log_start_offset,
+            aborted,
+            preferred_read_replica: partition.preferred_read_replica.0,
+            records: partition.records.unwrap_or_default(),
+        }
+    }
+}
+
 /// Splits a fetch response into partitions. Topics that come back by id are named with
 /// `name_of`; an id it does not know yields an empty name, which no cursor matches.
 pub fn split_response(
     response: FetchResponse,
     version: i16,
-    name_of: impl Fn(&Uuid) -> Option<String>,
+    name_of: impl Fn(&Uuid) -> Option<Arc<str>>,
 ) -> Vec<PartitionResponse> {
     let mut partitions = Vec::new();
     for topic in response.responses {
-        let name = if version >= FIRST_VERSION_WITH_TOPIC_IDS {
-            name_of(&topic.topic_id).unwrap_or_default()
+        let name: Arc<str> = if version >= FIRST_VERSION_WITH_TOPIC_IDS {
+            name_of(&topic.topic_id).unwrap_or_else(|| Arc::from(""))
         } else {
-            topic.topic.0.as_str().to_owned()
+            Arc::from(topic.topic.0.as_str())
         };
-        for p in topic.partitions {
-            let aborted = p
-                .aborted_transactions
-                .unwrap_or_default()
-                .iter()
-                .map(|a| AbortedTransaction {
-                    producer_id: a.producer_id.0,
-                    first_offset: a.first_offset,
-                })
-                .collect();
-            partitions.push(PartitionResponse {
-                topic: name.clone(),
-                partition: p.partition_index,
-                error_code: p.error_code,
-                high_watermark: p.high_watermark,
-                last_stable_offset: p.last_stable_offset,
-                log_start_offset: p.log_start_offset,
-                aborted,
-                preferred_read_replica: p.preferred_read_replica.0,
-                records: p.records.unwrap_or_default(),
-            });
+        for partition in topic.partitions {
+            partitions.push(PartitionResponse::from_wire(name.clone(), partition));
         }
     }
     partitions
@@ -397,7 +460,7 @@ mod tests {
         let decoded = FetchResponse::decode(&mut frame.clone(), 12).unwrap();
         let split = split_response(decoded, 12, |_| None);
         assert_eq!(split.len(), 1);
-        assert_eq!((split[0].topic.as_str(), split[0].partition), ("t", 3));
+        assert_eq!((&*split[0].topic, split[0].partition), ("t", 3));
         assert_eq!(&split[0].records[..], &records[..]);
         let inside = frame.as_ptr_range();
         let slice = split[0].records.as_ptr_range();
@@ -407,39 +470,46 @@ mod tests {
         );
     }
 
-    #[test]
-    fn request_uses_names_before_v13_and_ids_after() {
-        let id = Uuid::from_u128(7);
-        let targets = [
-            FetchTarget {
-                topic: "t".into(),
-                topic_id: id,
-                partition: 0,
-                offset: 5,
-                leader_epoch: 3,
-            },
-            FetchTarget {
-                topic: "t".into(),
-                topic_id: id,
-                partition: 1,
-                offset: 9,
-                leader_epoch: -1,
-            },
-        ];
-        let params = FetchParams {
+    fn params() -> FetchParams {
+        FetchParams {
             max_wait_ms: 100,
             min_bytes: 1,
             max_bytes: 1000,
             partition_max_bytes: 500,
             read_committed: true,
             rack_id: StrBytes::from_static_str("rack-2"),
-        };
-        let old = build_request(&targets, &params, 12);
+        }
+    }
+
+    fn target(topic: &Arc<str>, topic_id: Uuid, partition: i32, offset: i64) -> FetchTarget<'_> {
+        FetchTarget {
+            topic,
+            topic_id,
+            partition,
+            offset,
+            leader_epoch: -1,
+            generation: 0,
+        }
+    }
+
+    #[test]
+    fn request_uses_names_before_v13_and_ids_after() {
+        let id = Uuid::from_u128(7);
+        let t: Arc<str> = Arc::from("t");
+        let targets = [
+            FetchTarget {
+                leader_epoch: 3,
+                ..target(&t, id, 0, 5)
+            },
+            target(&t, id, 1, 9),
+        ];
+        let old = build_request(&targets, &params(), 12);
         assert_eq!(old.topics.len(), 1);
         assert_eq!(old.topics[0].topic.0.as_str(), "t");
         assert_eq!(old.topics[0].partitions[1].fetch_offset, 9);
         assert_eq!(old.isolation_level, 1);
-        let new = build_request(&targets, &params, 13);
+        assert_eq!((old.session_id, old.session_epoch), (0, -1));
+        let new = build_request(&targets, &params(), 13);
         assert_eq!(new.topics[0].topic_id, id);
         assert_eq!(new.topics[0].topic.0.as_str(), "");
         assert_eq!(new.topics[0].partitions[0].current_leader_epoch, 3);
@@ -486,5 +556,30 @@ mod tests {
         assert_eq!(split[0].preferred_read_replica, 2);
         assert_eq!(split[0].high_watermark, 40);
         assert_eq!(split[1].preferred_read_replica, -1, "none named");
+    }
+
+    #[test]
+    fn each_topic_appears_once_however_its_partitions_are_spread() {
+        let (a, b): (Arc<str>, Arc<str>) = (Arc::from("a"), Arc::from("b"));
+        let (id_a, id_b) = (Uuid::from_u128(1), Uuid::from_u128(2));
+        // A rotated request: topic a's partitions come before and after topic b's.
+        let targets = [
+            target(&a, id_a, 2, 0),
+            target(&b, id_b, 0, 0),
+            target(&a, id_a, 0, 0),
+            target(&a, id_a, 1, 0),
+        ];
+        let request = build_request(&targets, &params(), 13);
+        let topics: Vec<(Uuid, Vec<i32>)> = request
+            .topics
+            .iter()
+            .map(|t| {
+                (
+                    t.topic_id,
+                    t.partitions.iter().map(|p| p.partition).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(topics, vec![(id_a, vec![2, 0, 1]), (id_b, vec![0])]);
     }
 }

@@ -50,6 +50,16 @@ impl FrameBuffers {
         }
     }
 
+    /// The largest frame of which `frames` at once are pooled by a pool of `max_bytes`
+    /// (0 when that many can never be).
+    pub(crate) fn largest_pooled_frame(max_bytes: usize, frames: usize) -> usize {
+        if frames == 0 || frames > Self::MAX_BUFFERS {
+            return 0;
+        }
+        // `take` gives each pooled buffer an eighth of headroom.
+        max_bytes / frames / 9 * 8
+    }
+
     /// Bytes of capacity owned (buffers in use included).
     pub(crate) fn pooled_bytes(&self) -> usize {
         self.buffers.iter().map(|b| b.capacity).sum()
@@ -177,6 +187,28 @@ mod tests {
         for (round, frame) in held.iter().enumerate() {
             assert!(frame.iter().all(|&b| b == round as u8), "frame {round}");
         }
+    }
+
+    #[test]
+    fn frames_of_the_largest_pooled_size_are_all_pooled_at_once() {
+        let max = 64 << 20;
+        for frames in 1..=FrameBuffers::MAX_BUFFERS {
+            let size = FrameBuffers::largest_pooled_frame(max, frames);
+            let mut pool = FrameBuffers::new(max);
+            let held: Vec<_> = (0..frames)
+                .map(|i| read_frame(&mut pool, size, i as u8))
+                .collect();
+            assert_eq!(
+                pool.pooled_buffers(),
+                frames,
+                "{frames} frames of {size} bytes"
+            );
+            drop(held);
+        }
+        assert_eq!(
+            FrameBuffers::largest_pooled_frame(max, FrameBuffers::MAX_BUFFERS + 1),
+            0
+        );
     }
 
     #[test]

@@ -14,7 +14,8 @@
 //! - `transport`, `authenticate`: plain TCP or TLS under a connection; the SASL exchange and
 //!   the session lifetime that schedules re-authentication.
 //! - [`connection`]: framing, request/response matching, timeouts, one broker.
-//! - [`metadata`], [`offsets`], [`fetch`], [`group`]: the requests, each in its own module.
+//! - [`metadata`], [`offsets`], [`fetch`], [`group`]: the requests, each in its own module;
+//!   [`fetch_session`] keeps a broker's KIP-227 fetch session and builds its requests.
 //! - [`describe`]: the cluster as an operator asks about it: racks, replicas, ISR, errors.
 //! - [`error`]: the crate's one error enum, naming the broker and request.
 //!
@@ -54,6 +55,7 @@ pub mod connection;
 pub mod describe;
 pub mod error;
 pub mod fetch;
+pub mod fetch_session;
 mod frame_buffers;
 pub mod group;
 pub mod metadata;
@@ -118,6 +120,20 @@ pub mod codes {
     pub const UNKNOWN_TOPIC_ID: i16 = 100;
     /// INCONSISTENT_TOPIC_ID.
     pub const INCONSISTENT_TOPIC_ID: i16 = 103;
+    /// FETCH_SESSION_ID_NOT_FOUND: the broker no longer has the fetch session.
+    pub const FETCH_SESSION_ID_NOT_FOUND: i16 = 70;
+    /// INVALID_FETCH_SESSION_EPOCH: the request's epoch is not the one the broker expects.
+    pub const INVALID_FETCH_SESSION_EPOCH: i16 = 71;
+    /// FETCH_SESSION_TOPIC_ID_ERROR: the session and the request name topics differently.
+    pub const FETCH_SESSION_TOPIC_ID_ERROR: i16 = 106;
+
+    /// Request-wide fetch errors that only say the fetch session must start over.
+    pub fn is_fetch_session_error(code: i16) -> bool {
+        matches!(
+            code,
+            FETCH_SESSION_ID_NOT_FOUND | INVALID_FETCH_SESSION_EPOCH | FETCH_SESSION_TOPIC_ID_ERROR
+        )
+    }
 
     /// Errors after which the partition's leader must be looked up again before retrying.
     pub fn needs_metadata_refresh(code: i16) -> bool {

@@ -130,6 +130,12 @@ pub struct ConsumerConfig {
     /// How often a subscription ([`crate::Consumer::subscribe`], a group's topics) looks at
     /// the cluster's topics again (`metadata.max.age.ms`, the Java client's default).
     pub metadata_refresh: Duration,
+    /// Use KIP-227 incremental fetch sessions: after a first full fetch, each request names
+    /// only the partitions whose position changed. Off, every fetch names every partition.
+    pub fetch_sessions: bool,
+    /// How long [`Consumer::close`](crate::Consumer::close) waits for the brokers to end the
+    /// fetch sessions.
+    pub close_timeout: Duration,
     /// Limits for decoding batches.
     pub decode: DecodeConfig,
     /// The consumer's rack (`client.rack`, KIP-392): sent with every fetch, so that a leader
@@ -163,6 +169,8 @@ impl ConsumerConfig {
             give_up_after: Duration::from_secs(300),
             max_fetch_version: None,
             metadata_refresh: Duration::from_secs(300),
+            fetch_sessions: true,
+            close_timeout: Duration::from_secs(2),
             decode: DecodeConfig::default(),
             client_rack: None,
             preferred_replica_lease: Duration::from_secs(300),

@@ -364,6 +364,10 @@ async fn lookup_starts(
 
 /// Starts a fetch loop for each node fetched from that has none; true if it started one.
 fn start_fetch_loops(shared: &Arc<Shared>) -> bool {
+    // None once the consumer is closing: no loop starts then.
+    let Some(token) = shared.fetch_loop_token() else {
+        return false;
+    };
     let mut state = shared.state();
     let now = Instant::now();
     let nodes: Vec<i32> = state
@@ -376,7 +380,7 @@ fn start_fetch_loops(shared: &Arc<Shared>) -> bool {
     for node in nodes {
         if state.fetch_loops.insert(node) {
             tracing::debug!(node, "starting a fetch loop");
-            let task = tokio::spawn(fetch_loop::run(shared.clone(), node));
+            let task = tokio::spawn(fetch_loop::run(shared.clone(), node, token.clone()));
             shared.track(task);
             started = true;
         }

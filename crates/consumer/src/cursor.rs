@@ -181,10 +181,11 @@ pub struct ResponseContext<'a> {
     pub reset: OffsetReset,
     /// The broker that answered, for errors and logs.
     pub broker: &'a str,
-    /// The partition came first in the request. Only the first partition of a fetch is
-    /// guaranteed a whole batch however large (KIP-74); later ones may get a cut batch or
-    /// nothing until their turn to be first, which is normal, not a stall.
-    pub first_in_request: bool,
+    /// The partition is the first of the answer with record bytes. The broker reads
+    /// partitions in the order it answers them, and only the first one it returns records
+    /// for is guaranteed a whole batch however large (KIP-74); later ones may get a cut
+    /// batch or nothing until their turn, which is normal, not a stall.
+    pub first_with_records: bool,
     /// The time the response is applied at (read replicas' leases).
     pub now: Instant,
     /// How long a read replica named by the leader is followed.
@@ -210,7 +211,7 @@ pub fn apply_response(
     }
     let ResponseContext {
         read_committed,
-        first_in_request,
+        first_with_records,
         ..
     } = *context;
     let mut applied = Applied::default();
@@ -245,7 +246,7 @@ pub fn apply_response(
             cursor.stalled_fetches = 0;
             cursor.at_end = false;
         }
-        _ if first_in_request && (scan.partial.is_some() || scan.next_offset.is_some()) => {
+        _ if first_with_records && (scan.partial.is_some() || scan.next_offset.is_some()) => {
             // Only a cut batch, or batches wholly before the fetch offset: nothing to deliver.
             cursor.stalled_fetches += 1;
             if cursor.stalled_fetches >= MAX_STALLED_FETCHES {
@@ -382,7 +383,7 @@ mod tests {
             read_committed,
             reset,
             broker: "b:1",
-            first_in_request: true,
+            first_with_records: true,
             now: Instant::now(),
             replica_lease: Duration::from_secs(300),
             brokers: brokers(),

@@ -1,46 +1,71 @@
 //! The per-broker fetch loop: one fetch in flight per broker, the next one sent as soon as a
 //! response is applied to the cursors (before anything is decoded).
+//!
+//! Each loop keeps its broker's KIP-227 fetch session ([`FetchSession`]): after the first
+//! (full) request, a request names only the partitions whose position changed, and the
+//! answer leaves out the partitions with nothing new. When the consumer closes, the loop
+//! ends the session on the broker.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kafka_protocol::messages::FetchRequest;
+use bytes::Bytes;
+use kafka_protocol::messages::{ApiKey, FetchRequest, FetchResponse};
+use kafka_protocol::protocol::StrBytes;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::chunk::PartitionChunk;
-use super::cursor::{apply_response, CursorState, ResponseContext};
-use super::shared::{Backoff, Event, Shared};
-use crate::Error;
-use kafka_protocol::messages::{ApiKey, FetchResponse};
-use kafka_protocol::protocol::StrBytes;
-use krec_client::fetch::{
-    build_request, split_response, FetchParams, FetchTarget, PartitionResponse,
-};
-use krec_client::{error_name, Connection, ConnectionSettings};
+use super::cursor::{apply_response, Cursor, CursorState, ResponseContext};
+use super::shared::{Backoff, Event, LoopToken, Shared};
+use crate::{ConsumerConfig, Error};
+use krec_client::fetch::{FetchParams, FetchTarget, PartitionResponse};
+use krec_client::fetch_session::{FetchSession, SessionAnswer, SessionPartition};
+use krec_client::{codes, error_name, Connection, ConnectionSettings};
 
 /// How long an idle loop sleeps when no wake-up comes.
 const IDLE_POLL: Duration = Duration::from_millis(200);
 
-/// One partition in the fetch in flight, with the cursor generation it was planned under.
-struct Planned {
-    target: FetchTarget,
-    topic: Arc<str>,
-    generation: u64,
-    first: bool,
-}
-
 /// Fetches for every ready partition fetched from `node` (its leader or its preferred read
-/// replica) until the consumer stops.
-#[tracing::instrument(name = "fetch_loop", skip(shared))]
-pub async fn run(shared: Arc<Shared>, node: i32) {
+/// replica) until the consumer stops; when it closes, ends the fetch session first. `_token` tells the closing consumer the loop runs.
+#[tracing::instrument(name = "fetch_loop", skip(shared, _token))]
+pub async fn run(shared: Arc<Shared>, node: i32, _token: LoopToken) {
+    let mut closing = shared.closing.subscribe();
     let mut fetcher = Fetcher::new(shared, node);
     while !fetcher.shared.is_stopping() {
-        match fetcher.fetch_once().await {
-            Step::Continue => {}
-            Step::Stop => return,
+        if *closing.borrow() {
+            return fetcher.close_session().await;
+        }
+        // A fetch abandoned for the close may leave its answer unread: `close_session` knows.
+        let step = tokio::select! {
+            biased;
+            _ = closing.wait_for(|closing| *closing) => continue,
+            step = fetcher.fetch_once() => step,
+        };
+        if let Step::Stop = step {
+            return;
         }
     }
+}
+
+/// Whether `cursor` is fetched by the loop of `node` (the one node filter of planning and
+/// of applying answers): led by it, or read from it as a follower.
+fn fetches_from(cursor: &Cursor, node: i32, now: Instant) -> bool {
+    cursor.state == CursorState::Ready && cursor.fetch_node(now) == Some(node)
+}
+
+/// The record bytes one fetch may ask for. Under `max_held_responses`, the held responses
+/// and the one being read must all fit the connection's reused buffers, or every response
+/// of many partitions is read into fresh memory (a page fault per page; BENCHMARKS.md,
+/// "Many partitions"); still at least one partition's worth.
+fn response_bytes(config: &ConsumerConfig, connection: &ConnectionSettings) -> i32 {
+    let Some(held) = config.max_held_responses else {
+        return config.max_bytes;
+    };
+    // A sixteenth of each frame left for what is not records (the partitions' headers).
+    let reused = connection.largest_reused_frame(held.max(1) + 1) / 16 * 15;
+    let reused = i32::try_from(reused).unwrap_or(i32::MAX);
+    config.max_bytes.min(reused.max(config.partition_max_bytes))
 }
 
 /// What the loop does after one step.
@@ -56,49 +81,43 @@ struct Fetcher {
     connection: Option<Connection>,
     connection_settings: ConnectionSettings,
     params: FetchParams,
+    session: FetchSession,
+    /// A request is on the wire: dropping the fetch now leaves its answer unread.
+    awaiting_answer: bool,
     backoff: Backoff,
     failing: Failing,
-    /// Which partition goes first in the next request.
-    rotation: usize,
     response_slots: Option<Arc<Semaphore>>,
-}
-
-/// A request answered: the partitions it asked for and the broker's answer.
-struct Answered {
-    planned: Vec<Planned>,
-    address: String,
-    version: i16,
-    response: FetchResponse,
 }
 
 impl Fetcher {
     fn new(shared: Arc<Shared>, node: i32) -> Self {
         let config = &shared.config;
-        let params = FetchParams {
-            max_wait_ms: config.max_wait.as_millis().min(i32::MAX as u128) as i32,
-            min_bytes: config.min_bytes,
-            max_bytes: config.max_bytes,
-            partition_max_bytes: config.partition_max_bytes,
-            read_committed: config.read_committed,
-            rack_id: StrBytes::from_string(config.client_rack.clone().unwrap_or_default()),
-        };
         // Reused response buffers are memory the budget does not count: at most half of it.
         let mut connection_settings = config.connection.clone();
         connection_settings.frame_buffer_bytes = connection_settings
             .frame_buffer_bytes
             .min(config.buffer_bytes / 2);
+        let params = FetchParams {
+            max_wait_ms: config.max_wait.as_millis().min(i32::MAX as u128) as i32,
+            min_bytes: config.min_bytes,
+            max_bytes: response_bytes(config, &connection_settings),
+            partition_max_bytes: config.partition_max_bytes,
+            read_committed: config.read_committed,
+            rack_id: StrBytes::from_string(config.client_rack.clone().unwrap_or_default()),
+        };
         let response_slots = config
             .max_held_responses
             .map(|held| Arc::new(Semaphore::new(held.max(1))));
         Fetcher {
             backoff: Backoff::new(config.backoff, config.max_backoff),
+            session: FetchSession::new(config.fetch_sessions),
             shared,
             node,
             connection: None,
             connection_settings,
             params,
+            awaiting_answer: false,
             failing: Failing::default(),
-            rotation: 0,
             response_slots,
         }
     }
@@ -113,49 +132,55 @@ impl Fetcher {
             },
             None => None,
         };
-        let Some((planned, address)) = self.plan().await else {
+        let Some(address) = self.wait_for_work().await else {
             return Step::Continue;
         };
-        let answered = match self.send(planned, address).await {
-            Ok(answered) => answered,
+        let version = match self.connect(&address).await {
+            Ok(version) => version,
             Err(step) => return step,
         };
-        self.apply(answered, response_slot).await
+        let Some(request) = self.plan(version) else {
+            return Step::Continue;
+        };
+        let response = match self.send(&request, version).await {
+            Ok(response) => response,
+            Err(step) => return step,
+        };
+        self.apply(response, &address, response_slot).await
     }
 
-    /// The partitions to fetch and their leader's address; waits and gives none when this
-    /// node leads nothing ready.
-    async fn plan(&mut self) -> Option<(Vec<Planned>, String)> {
-        let (mut planned, address) = ready_partitions(&self.shared, self.node);
-        // Each partition takes its turn at the head of the request, the one place where the
-        // broker returns a batch larger than the size limits (KIP-74).
-        if !planned.is_empty() {
-            let len = planned.len();
-            planned.rotate_left(self.rotation % len);
-            planned[0].first = true;
-            self.rotation = self.rotation.wrapping_add(1);
-        }
-        let Some(address) = address.filter(|_| !planned.is_empty()) else {
-            // Nothing led by this node: past connection failures no longer count.
+    /// The node's address when it has partitions to fetch; otherwise waits for a wake-up and
+    /// gives none.
+    async fn wait_for_work(&mut self) -> Option<String> {
+        let address = {
+            let state = self.shared.state();
+            let (node, now) = (self.node, Instant::now());
+            let busy = state.cursors.values().any(|c| fetches_from(c, node, now));
+            busy.then(|| state.metadata.brokers.get(&node).cloned())
+                .flatten()
+        };
+        if address.is_none() {
+            // Nothing to fetch here: past connection failures no longer count.
             self.failing = Failing::default();
             tokio::select! {
                 _ = self.shared.fetch_wakeup.notified() => {}
                 _ = tokio::time::sleep(IDLE_POLL) => {}
             }
-            return None;
-        };
-        Some((planned, address))
+        }
+        address
     }
 
-    /// Connects if needed and sends the fetch; a connection failure is retried (or ends the
-    /// loop once failures have lasted too long).
-    async fn send(&mut self, planned: Vec<Planned>, address: String) -> Result<Answered, Step> {
+    /// Connects to `address` unless connected there; the Fetch version to use.
+    async fn connect(&mut self, address: &str) -> Result<i16, Step> {
         if self
             .connection
             .as_ref()
             .is_none_or(|c| c.address() != address)
         {
-            match Connection::connect(&address, &self.connection_settings).await {
+            // A new connection: whatever the broker holds of the session is in doubt.
+            self.session.connection_lost();
+            self.connection = None;
+            match Connection::connect(address, &self.connection_settings).await {
                 Ok(connected) => self.connection = Some(connected),
                 Err(error) if error.is_security_failure() => {
                     self.shared.fail(error.into());
@@ -164,32 +189,57 @@ impl Fetcher {
                 Err(error) => return Err(self.retry_or_give_up(error.into()).await),
             }
         }
+        let Some(connected) = self.connection.as_ref() else {
+            return Err(Step::Continue);
+        };
+        match fetch_version(connected, self.shared.config.max_fetch_version) {
+            Ok(version) => Ok(version),
+            Err(error) => {
+                self.shared.fail(error);
+                Err(Step::Stop)
+            }
+        }
+    }
+
+    /// The next request of the session for the partitions fetched here, or none when no
+    /// partition is left to fetch.
+    fn plan(&mut self, version: i16) -> Option<FetchRequest> {
+        let state = self.shared.state();
+        let (node, now) = (self.node, Instant::now());
+        let wanted = state
+            .cursors
+            .values()
+            .filter(|c| fetches_from(c, node, now))
+            .map(|c| FetchTarget {
+                topic: &c.topic,
+                topic_id: c.topic_id,
+                partition: c.partition,
+                offset: c.offset,
+                leader_epoch: c.leader_epoch,
+                generation: c.generation,
+            });
+        self.session.request(wanted, &self.params, version)
+    }
+
+    /// Sends the fetch; a connection failure is retried (or ends the loop once failures have
+    /// lasted too long).
+    async fn send(&mut self, request: &FetchRequest, version: i16) -> Result<FetchResponse, Step> {
         let Some(connected) = self.connection.as_mut() else {
             return Err(Step::Continue);
         };
-        let version = match connected.versions().negotiate::<FetchRequest>(&address) {
-            Ok(version) => cap_version(version, self.shared.config.max_fetch_version, connected),
-            Err(error) => {
-                self.shared.fail(error.into());
-                return Err(Step::Stop);
-            }
-        };
-        let targets: Vec<FetchTarget> = planned.iter().map(|p| p.target.clone()).collect();
-        let request = build_request(&targets, &self.params, version);
         let timeout = self.shared.config.connection.request_timeout + self.shared.config.max_wait;
-        match connected.request_at(&request, version, timeout).await {
-            Ok(response) => Ok(Answered {
-                planned,
-                address,
-                version,
-                response,
-            }),
+        self.awaiting_answer = true;
+        let result = connected.request_at(request, version, timeout).await;
+        self.awaiting_answer = false;
+        match result {
+            Ok(response) => Ok(response),
             Err(error) if error.is_security_failure() => {
                 self.shared.fail(error.into());
                 Err(Step::Stop)
             }
             Err(error) => {
                 self.connection = None;
+                self.session.connection_lost();
                 Err(self.retry_or_give_up(error.into()).await)
             }
         }
@@ -199,43 +249,34 @@ impl Fetcher {
     /// the broker's throttle.
     async fn apply(
         &mut self,
-        answered: Answered,
+        response: FetchResponse,
+        address: &str,
         response_slot: Option<OwnedSemaphorePermit>,
     ) -> Step {
-        let Answered {
-            planned,
-            address,
-            version,
-            response,
-        } = answered;
         self.failing = Failing::default();
         self.backoff.reset();
+        let answer = self.session.read_response(response);
         let shared = &self.shared;
-        if response.error_code != 0 {
-            // A whole-request error (sessions are not used, so this is rare): retry after a pause.
-            tracing::warn!(broker = %address, error = %error_name(response.error_code), "fetch failed");
+        if answer.error_code != 0 {
+            if codes::is_fetch_session_error(answer.error_code) {
+                // The session starts over with the next request, a full one: no pause.
+                return Step::Continue;
+            }
+            tracing::warn!(broker = %address, error = %error_name(answer.error_code), "fetch failed");
             mark_stale(shared);
             tokio::time::sleep(self.backoff.next_delay()).await;
             return Step::Continue;
         }
-        let throttle = Duration::from_millis(response.throttle_time_ms.max(0) as u64);
-        let names = shared.state().topic_names.clone();
-        let partitions = split_response(response, version, |id| {
-            names.get(id).map(|name| name.to_string())
-        });
-        let fetched: usize = partitions.iter().map(|p| p.records.len()).sum();
+        let throttle = Duration::from_millis(answer.throttle_time_ms.max(0) as u64);
+        let fetched: usize = answer.partitions.iter().map(|(_, p)| p.records.len()).sum();
         let budget = acquire_budget(shared, fetched).await;
         let response_slot = response_slot.map(Arc::new);
-        let by_partition: HashMap<(&str, i32), &Planned> = planned
-            .iter()
-            .map(|p| ((&*p.topic, p.target.partition), p))
-            .collect();
-        let applied = apply_partitions(
+        let applied = apply_answer(
             shared,
             self.node,
-            &address,
-            partitions,
-            &by_partition,
+            address,
+            self.session.partitions(),
+            answer,
             budget,
             response_slot,
         );
@@ -277,6 +318,57 @@ impl Fetcher {
         tokio::time::sleep(delay).await;
         Step::Continue
     }
+
+    /// Ends the broker's fetch session (epoch -1), on a fresh connection if a fetch was
+    /// abandoned mid-request. Best effort: the closing consumer bounds the time it takes.
+    async fn close_session(&mut self) {
+        if self.session.id() == 0 {
+            return;
+        }
+        if self.awaiting_answer {
+            self.connection = None;
+        }
+        if self.connection.is_none() {
+            let address = self
+                .shared
+                .state()
+                .metadata
+                .brokers
+                .get(&self.node)
+                .cloned();
+            let Some(address) = address else {
+                return;
+            };
+            match Connection::connect(&address, &self.connection_settings).await {
+                Ok(connected) => self.connection = Some(connected),
+                Err(error) => {
+                    tracing::debug!(%error, "cannot reach the broker to close the fetch session");
+                    return;
+                }
+            }
+        }
+        let Some(connected) = self.connection.as_mut() else {
+            return;
+        };
+        let Ok(version) = fetch_version(connected, self.shared.config.max_fetch_version) else {
+            return;
+        };
+        let session = self.session.id();
+        let Some(request) = self.session.close_request(&self.params, version) else {
+            return;
+        };
+        let timeout = self.shared.config.connection.request_timeout;
+        match connected.request_at(&request, version, timeout).await {
+            Ok(response) if response.error_code == 0 => {
+                tracing::debug!(session, "fetch session closed");
+            }
+            Ok(response) => {
+                tracing::debug!(session, error = %error_name(response.error_code),
+                    "closing the fetch session failed");
+            }
+            Err(error) => tracing::debug!(session, %error, "closing the fetch session failed"),
+        }
+    }
 }
 
 /// What one response did: events to send, a fatal error, whether the coordinator must look.
@@ -287,70 +379,64 @@ struct AppliedResponse {
     wake_coordinator: bool,
 }
 
-/// Applies each partition of a response to its cursor, under the state lock, skipping data
-/// made stale by a seek, a leader change or a reset since planning.
-fn apply_partitions(
+/// Applies each partition of an answer to its cursor, under the state lock, skipping data
+/// made stale by a seek, a leader change or a reset since planning; then lets the named
+/// partitions the answer left out (nothing new) see whether they are at their end.
+fn apply_answer(
     shared: &Shared,
     node: i32,
     address: &str,
-    partitions: Vec<PartitionResponse>,
-    by_partition: &HashMap<(&str, i32), &Planned>,
+    sent: &[SessionPartition],
+    answer: SessionAnswer,
     mut budget: Option<OwnedSemaphorePermit>,
     response_slot: Option<Arc<OwnedSemaphorePermit>>,
 ) -> AppliedResponse {
     let mut applied = AppliedResponse::default();
     let mut state = shared.state();
     let state = &mut *state;
-    let read_committed = shared.config.read_committed;
     let now = Instant::now();
-    for partition in partitions {
-        let Some(plan) = by_partition
-            .get(&(partition.topic.as_str(), partition.partition))
-            .copied()
-        else {
+    let mut context = ResponseContext {
+        read_committed: shared.config.read_committed,
+        reset: shared.config.offset_reset,
+        broker: address,
+        first_with_records: false,
+        now,
+        replica_lease: shared.config.preferred_replica_lease,
+        brokers: &state.metadata.brokers,
+    };
+    let mut records_seen = false;
+    for (at, partition) in answer.partitions {
+        // The broker reads partitions in the order it answers them; only the first one it
+        // returns records for gets a whole batch however large (KIP-74).
+        context.first_with_records = !records_seen && !partition.records.is_empty();
+        records_seen |= !partition.records.is_empty();
+        let entry = &sent[at];
+        let Some(cursor) = current_cursor(&mut state.cursors, entry, node, now) else {
             continue;
-        };
-        let key = (plan.topic.clone(), plan.target.partition);
-        let Some(cursor) = state.cursors.get_mut(&key) else {
-            continue;
-        };
-        if cursor.generation != plan.generation
-            || cursor.offset != plan.target.offset
-            || cursor.fetch_node(now) != Some(node)
-            || cursor.state != CursorState::Ready
-        {
-            continue;
-        }
-        let context = ResponseContext {
-            read_committed,
-            reset: shared.config.offset_reset,
-            broker: address,
-            first_in_request: plan.first,
-            now,
-            replica_lease: shared.config.preferred_replica_lease,
-            brokers: &state.metadata.brokers,
         };
         let outcome = match apply_response(cursor, partition, &context) {
             Ok(outcome) => outcome,
             Err(error) => {
                 applied.fatal = Some(error);
-                break;
+                return applied;
             }
         };
+        let offset = cursor.offset;
         if outcome.moved {
             // The node it moved to may need its fetch loop started, or woken.
             applied.wake_coordinator = true;
             shared.fetch_wakeup.notify_waiters();
         }
         applied.wake_coordinator |= outcome.refresh_metadata || outcome.reset_offset;
+        state.metadata_stale |= outcome.refresh_metadata;
         if let Some(data) = outcome.data {
             let permit = take_budget(&mut budget, data.records.len());
             let chunk = PartitionChunk::new(
-                plan.topic.clone(),
-                plan.target.partition,
-                plan.generation,
+                entry.topic.clone(),
+                entry.partition,
+                entry.generation,
                 data,
-                read_committed,
+                context.read_committed,
                 permit,
             );
             applied.events.push(Event::Chunk(
@@ -358,57 +444,76 @@ fn apply_partitions(
             ));
         }
         if outcome.reached_end {
-            applied.events.push(Event::EndOfPartition {
-                topic: plan.topic.clone(),
-                partition: plan.target.partition,
-                offset: cursor.offset,
-                generation: plan.generation,
-            });
+            applied.events.push(end_of_partition(entry, offset));
         }
-        if outcome.refresh_metadata {
-            state.metadata_stale = true;
+    }
+    context.first_with_records = false;
+    for at in answer.unchanged {
+        let entry = &sent[at];
+        let Some(cursor) = current_cursor(&mut state.cursors, entry, node, now) else {
+            continue;
+        };
+        // An empty answer at the ends the broker last sent in this session.
+        let unchanged = PartitionResponse {
+            topic: entry.topic.clone(),
+            partition: entry.partition,
+            error_code: 0,
+            high_watermark: entry.high_watermark,
+            last_stable_offset: entry.last_stable_offset,
+            log_start_offset: -1,
+            aborted: Vec::new(),
+            preferred_read_replica: -1,
+            records: Bytes::new(),
+        };
+        let reached_end =
+            apply_response(cursor, unchanged, &context).is_ok_and(|outcome| outcome.reached_end);
+        if reached_end {
+            applied.events.push(end_of_partition(entry, cursor.offset));
         }
     }
     applied
 }
 
-/// The negotiated Fetch version, lowered to `cap` when one is configured (never below what
-/// the broker or kafka-protocol accept).
-fn cap_version(negotiated: i16, cap: Option<i16>, connection: &Connection) -> i16 {
+/// The cursor `entry` was fetched for, unless a seek, a reset or a leader change since the
+/// request made the answer stale.
+fn current_cursor<'s>(
+    cursors: &'s mut BTreeMap<(Arc<str>, i32), Cursor>,
+    entry: &SessionPartition,
+    node: i32,
+    now: Instant,
+) -> Option<&'s mut Cursor> {
+    let cursor = cursors.get_mut(&(entry.topic.clone(), entry.partition))?;
+    let current = cursor.generation == entry.generation
+        && cursor.offset == entry.fetch_offset
+        && fetches_from(cursor, node, now);
+    current.then_some(cursor)
+}
+
+/// The event of `entry`'s partition reaching its end at `offset`.
+fn end_of_partition(entry: &SessionPartition, offset: i64) -> Event {
+    Event::EndOfPartition {
+        topic: entry.topic.clone(),
+        partition: entry.partition,
+        offset,
+        generation: entry.generation,
+    }
+}
+
+/// The Fetch version to use on `connection`: the negotiated one, lowered to `cap` when one
+/// is configured (never below what the broker or kafka-protocol accept).
+fn fetch_version(connection: &Connection, cap: Option<i16>) -> Result<i16, Error> {
+    let negotiated = connection
+        .versions()
+        .negotiate::<FetchRequest>(connection.address())?;
     let Some(cap) = cap else {
-        return negotiated;
+        return Ok(negotiated);
     };
     let broker_min = connection
         .versions()
         .range(ApiKey::Fetch as i16)
         .map_or(0, |(min, _)| min);
     let ours_min = <FetchRequest as kafka_protocol::protocol::Message>::VERSIONS.min;
-    cap.clamp(broker_min.max(ours_min), negotiated)
-}
-
-/// The ready partitions fetched from `node` (led by it, or read from it as a follower), and
-/// the node's address.
-fn ready_partitions(shared: &Shared, node: i32) -> (Vec<Planned>, Option<String>) {
-    let state = shared.state();
-    let now = Instant::now();
-    let planned = state
-        .cursors
-        .values()
-        .filter(|c| c.state == CursorState::Ready && c.fetch_node(now) == Some(node))
-        .map(|c| Planned {
-            target: FetchTarget {
-                topic: c.topic.to_string(),
-                topic_id: c.topic_id,
-                partition: c.partition,
-                offset: c.offset,
-                leader_epoch: c.leader_epoch,
-            },
-            topic: c.topic.clone(),
-            generation: c.generation,
-            first: false,
-        })
-        .collect();
-    (planned, state.metadata.brokers.get(&node).cloned())
+    Ok(cap.clamp(broker_min.max(ours_min), negotiated))
 }
 
 /// `node` cannot be reached: partitions read from it as a follower go back to their leaders.
@@ -462,5 +567,35 @@ fn take_budget(
         whole.split(bytes)
     } else {
         budget.take()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn held_responses_are_asked_for_no_more_than_the_reused_buffers_hold() {
+        let mut config = ConsumerConfig::new(vec!["b:1".to_owned()]);
+        let mut connection = config.connection.clone();
+        connection.frame_buffer_bytes = 64 << 20;
+        assert_eq!(
+            response_bytes(&config, &connection),
+            config.max_bytes,
+            "no limit held"
+        );
+        config.max_held_responses = Some(3);
+        let asked = response_bytes(&config, &connection) as usize;
+        assert!(
+            4 * (asked + asked / 8) <= 64 << 20,
+            "four responses of {asked} B must fit the buffers"
+        );
+        assert!(asked >= 8 << 20, "{asked}");
+        connection.frame_buffer_bytes = 0;
+        assert_eq!(
+            response_bytes(&config, &connection),
+            config.partition_max_bytes,
+            "at least one partition's worth"
+        );
     }
 }

@@ -191,6 +191,8 @@ struct PendingRevoke {
 /// [`WrittenOffsets::mark`] from another thread): only marked offsets are committed.
 pub struct GroupConsumer {
     consumer: Option<Consumer>,
+    /// The consumer after [`GroupConsumer::stop_fetching`], ending its fetch sessions.
+    stopped: Option<Consumer>,
     events: mpsc::UnboundedReceiver<GroupEvent>,
     commands: mpsc::UnboundedSender<Command>,
     written: Arc<WrittenOffsets>,
@@ -262,6 +264,7 @@ impl GroupConsumer {
         };
         Ok(Self {
             consumer: Some(consumer),
+            stopped: None,
             events,
             commands,
             written,
@@ -418,13 +421,19 @@ impl GroupConsumer {
 
     /// Stops fetching (data already handed out can still be written and marked).
     pub fn stop_fetching(&mut self) {
-        self.consumer = None;
+        if let Some(mut consumer) = self.consumer.take() {
+            consumer.stop_fetching();
+            self.stopped = Some(consumer);
+        }
     }
 
     /// Stops fetching, commits the written positions and leaves the group (a static member
     /// stays in it, as the Java client does, so that its restart gets its partitions back).
     pub async fn close(mut self) -> Result<(), Error> {
         self.stop_fetching();
+        if let Some(consumer) = self.stopped.take() {
+            consumer.close().await;
+        }
         let (reply, mut answer) = oneshot::channel();
         if self.commands.send(Command::Close(reply)).is_err() {
             return Err(Error::Stopped);

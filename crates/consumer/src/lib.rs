@@ -413,6 +413,21 @@ impl Consumer {
             .collect()
     }
 
+    /// Stops fetching without waiting: each broker's fetch loop ends its fetch session in
+    /// the background ([`Consumer::close`] waits for that). Events already fetched can still
+    /// be polled.
+    pub fn stop_fetching(&mut self) {
+        self.shared.begin_close();
+    }
+
+    /// Stops fetching and ends each broker's fetch session (KIP-227), waiting for that at
+    /// most [`ConsumerConfig::close_timeout`]; then stops every background task, as
+    /// dropping the consumer does (which ends no session: the brokers evict it later).
+    pub async fn close(self) {
+        let limit = self.shared.config.close_timeout;
+        self.shared.close_fetch_loops(limit).await;
+    }
+
     fn is_current(&self, topic: &Arc<str>, partition: i32, generation: u64) -> bool {
         let state = self.shared.state();
         state

@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use tokio::sync::{mpsc, Notify, Semaphore};
+use tokio::sync::{mpsc, watch, Notify, Semaphore};
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
@@ -81,12 +81,23 @@ pub struct Shared {
     pub stopping: AtomicBool,
     /// Background tasks, aborted when the consumer is dropped.
     pub tasks: Mutex<Vec<JoinHandle<()>>>,
+    /// Set when the consumer closes: the fetch loops end their fetch sessions and stop.
+    pub closing: watch::Sender<bool>,
+    /// Cloned into every fetch loop; taken when closing begins, so that no loop starts after.
+    loop_tokens: Mutex<Option<mpsc::Sender<()>>>,
+    /// Yields `None` once every fetch loop has dropped its token.
+    loops_gone: Mutex<Option<mpsc::Receiver<()>>>,
 }
+
+/// A running fetch loop's part in [`Shared::close_fetch_loops`]: dropped when the loop ends.
+#[derive(Debug, Clone)]
+pub struct LoopToken(#[allow(dead_code)] mpsc::Sender<()>);
 
 impl Shared {
     /// Shared state for a new consumer.
     pub fn new(config: ConsumerConfig, events: mpsc::UnboundedSender<Event>) -> Arc<Self> {
         let budget = Arc::new(Semaphore::new(config.buffer_bytes.max(1)));
+        let (loop_tokens, loops_gone) = mpsc::channel(1);
         Arc::new(Self {
             config,
             state: Mutex::new(State::default()),
@@ -98,7 +109,41 @@ impl Shared {
             events,
             stopping: AtomicBool::new(false),
             tasks: Mutex::new(Vec::new()),
+            closing: watch::Sender::new(false),
+            loop_tokens: Mutex::new(Some(loop_tokens)),
+            loops_gone: Mutex::new(Some(loops_gone)),
         })
+    }
+
+    /// The token of a new fetch loop, or `None` once closing has begun (no loop starts then).
+    pub fn fetch_loop_token(&self) -> Option<LoopToken> {
+        let tokens = self.loop_tokens.lock().unwrap_or_else(|p| p.into_inner());
+        tokens.clone().map(LoopToken)
+    }
+
+    /// Tells the fetch loops to end their fetch sessions and stop; returns at once.
+    pub fn begin_close(&self) {
+        self.closing.send_replace(true);
+        self.loop_tokens
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+    }
+
+    /// [`Shared::begin_close`], then waits until every fetch loop has ended, at most `limit`.
+    pub async fn close_fetch_loops(&self, limit: std::time::Duration) {
+        self.begin_close();
+        let gone = self
+            .loops_gone
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(mut gone) = gone {
+            let all_ended = async { while gone.recv().await.is_some() {} };
+            if tokio::time::timeout(limit, all_ended).await.is_err() {
+                tracing::debug!(?limit, "fetch sessions not all closed in time");
+            }
+        }
     }
 
     /// Locks the state. A task that panicked while holding the lock left nothing half-done
