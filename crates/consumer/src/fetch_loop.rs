@@ -10,6 +10,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::chunk::PartitionChunk;
 use super::cursor::{apply_response, CursorState, ResponseContext};
+use super::metrics::{BrokerCounters, ErrorKind};
 use super::shared::{Backoff, Event, Shared};
 use crate::Error;
 use kafka_protocol::messages::{ApiKey, FetchResponse};
@@ -59,6 +60,7 @@ struct Fetcher {
     /// Which partition goes first in the next request.
     rotation: usize,
     response_slots: Option<Arc<Semaphore>>,
+    metrics: Arc<BrokerCounters>,
 }
 
 /// A request answered: the partitions it asked for and the broker's answer.
@@ -89,6 +91,7 @@ impl Fetcher {
             .map(|held| Arc::new(Semaphore::new(held.max(1))));
         Fetcher {
             backoff: Backoff::new(config.backoff, config.max_backoff),
+            metrics: shared.metrics.broker(node),
             shared,
             node,
             connection: None,
@@ -134,7 +137,7 @@ impl Fetcher {
         }
         let Some(address) = address.filter(|_| !planned.is_empty()) else {
             // Nothing led by this node: past connection failures no longer count.
-            self.failing = Failing::default();
+            self.reset_failing();
             tokio::select! {
                 _ = self.shared.fetch_wakeup.notified() => {}
                 _ = tokio::time::sleep(IDLE_POLL) => {}
@@ -174,7 +177,10 @@ impl Fetcher {
         let targets: Vec<FetchTarget> = planned.iter().map(|p| p.target.clone()).collect();
         let request = build_request(&targets, &self.params, version);
         let timeout = self.shared.config.connection.request_timeout + self.shared.config.max_wait;
-        match connected.request_at(&request, version, timeout).await {
+        let sent = Instant::now();
+        let answer = connected.request_at(&request, version, timeout).await;
+        self.metrics.fetched(answer.is_ok().then(|| sent.elapsed()));
+        match answer {
             Ok(response) => Ok(Answered {
                 planned,
                 address,
@@ -205,12 +211,13 @@ impl Fetcher {
             version,
             response,
         } = answered;
-        self.failing = Failing::default();
+        self.reset_failing();
         self.backoff.reset();
         let shared = &self.shared;
         if response.error_code != 0 {
             // A whole-request error (sessions are not used, so this is rare): retry after a pause.
             tracing::warn!(broker = %address, error = %error_name(response.error_code), "fetch failed");
+            shared.metrics.error(ErrorKind::Fetch);
             mark_stale(shared);
             tokio::time::sleep(self.backoff.next_delay()).await;
             return Step::Continue;
@@ -236,6 +243,9 @@ impl Fetcher {
             budget,
             response_slot,
         );
+        shared
+            .metrics
+            .fetched_bytes(applied.events.iter().filter_map(Event::chunk_bytes));
         for event in applied.events {
             let _ = shared.events.send(event);
         }
@@ -253,12 +263,20 @@ impl Fetcher {
         Step::Continue
     }
 
+    /// Past connection failures no longer count.
+    fn reset_failing(&mut self) {
+        self.failing = Failing::default();
+        self.metrics.failing.set(None);
+    }
+
     /// After a connection failure: asks for fresh metadata (the leader may have moved), waits,
     /// and stops once failures have lasted longer than the configured limit.
     async fn retry_or_give_up(&mut self, error: Error) -> Step {
         let shared = &self.shared;
         self.failing.attempts += 1;
         let since = *self.failing.since.get_or_insert_with(Instant::now);
+        self.metrics.failing.set(Some(since));
+        shared.metrics.error(ErrorKind::Connection);
         if since.elapsed() > shared.config.give_up_after {
             shared.fail(Error::RetriesExhausted {
                 what: "fetching".to_owned(),
@@ -329,6 +347,9 @@ fn apply_partitions(
             }
         };
         applied.wake_coordinator |= outcome.refresh_metadata || outcome.reset_offset;
+        shared
+            .metrics
+            .partition_errors(outcome.refresh_metadata, outcome.reset_offset);
         if let Some(data) = outcome.data {
             let permit = take_budget(&mut budget, data.records.len());
             let chunk = PartitionChunk::new(

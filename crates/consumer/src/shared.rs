@@ -11,6 +11,7 @@ use uuid::Uuid;
 use super::chunk::PartitionChunk;
 use super::config::ConsumerConfig;
 use super::cursor::Cursor;
+use super::metrics::Metrics;
 use crate::Error;
 use krec_client::metadata::ClusterMetadata;
 
@@ -32,6 +33,16 @@ pub enum Event {
     },
     /// A fault the consumer cannot recover from.
     Failed(Error),
+}
+
+impl Event {
+    /// The topic and record bytes of a chunk event.
+    pub fn chunk_bytes(&self) -> Option<(&Arc<str>, usize)> {
+        match self {
+            Event::Chunk(chunk) => Some((chunk.topic_arc(), chunk.records_bytes().len())),
+            _ => None,
+        }
+    }
 }
 
 /// Cursors and cluster view, behind one mutex: every access is short and never awaits.
@@ -67,12 +78,15 @@ pub struct Shared {
     pub stopping: AtomicBool,
     /// Background tasks, aborted when the consumer is dropped.
     pub tasks: Mutex<Vec<JoinHandle<()>>>,
+    /// What the tasks count.
+    pub metrics: Arc<Metrics>,
 }
 
 impl Shared {
     /// Shared state for a new consumer.
     pub fn new(config: ConsumerConfig, events: mpsc::UnboundedSender<Event>) -> Arc<Self> {
         let budget = Arc::new(Semaphore::new(config.buffer_bytes.max(1)));
+        let metrics = Arc::new(Metrics::new(config.give_up_after));
         Arc::new(Self {
             config,
             state: Mutex::new(State::default()),
@@ -82,6 +96,7 @@ impl Shared {
             events,
             stopping: AtomicBool::new(false),
             tasks: Mutex::new(Vec::new()),
+            metrics,
         })
     }
 
@@ -117,6 +132,7 @@ impl Shared {
     /// Sends a fatal error to the consumer handle.
     pub fn fail(&self, error: Error) {
         tracing::error!(%error, "consumer stopped");
+        self.metrics.stopped_on_error();
         let _ = self.events.send(Event::Failed(error));
     }
 }

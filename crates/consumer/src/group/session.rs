@@ -12,6 +12,7 @@ use super::assignor::TopicPartition;
 use super::written::WrittenOffsets;
 use super::{Command, GroupConfig, GroupEvent};
 use crate::config::{OffsetReset, StartOffset};
+use crate::metrics::{CommitResult, ErrorKind, Metrics};
 use crate::shared::Backoff;
 use crate::Error;
 use krec_client::group::{self, group_codes, Committer};
@@ -42,6 +43,8 @@ pub struct Session {
     pub give_up_after: Duration,
     coordinator: Option<Connection>,
     committed: HashMap<TopicPartition, i64>,
+    /// The consumer's counters: coordinator faults, commits, rebalances.
+    pub metrics: Arc<Metrics>,
 }
 
 /// How a commit went.
@@ -62,6 +65,7 @@ impl Session {
         written: Arc<WrittenOffsets>,
         events: mpsc::UnboundedSender<GroupEvent>,
         commands: mpsc::UnboundedReceiver<Command>,
+        metrics: Arc<Metrics>,
     ) -> Self {
         Self {
             config,
@@ -76,6 +80,7 @@ impl Session {
             give_up_after: consumer.give_up_after,
             coordinator: None,
             committed: HashMap::new(),
+            metrics,
         }
     }
 
@@ -110,23 +115,24 @@ impl Session {
                 attempts += 1;
                 match self.find_coordinator().await {
                     Ok(connection) => {
+                        self.metrics.group_failing.set(None);
                         tracing::info!(group = %self.config.group_id,
                             coordinator = connection.address(), "group coordinator found");
                         self.coordinator = Some(connection);
                         break;
                     }
                     Err(error) if error.is_security_failure() => return Err(error),
-                    Err(error) if started.elapsed() > self.give_up_after => {
-                        return Err(Error::RetriesExhausted {
-                            what: format!(
-                                "finding the coordinator of group {}",
-                                self.config.group_id
-                            ),
-                            attempts,
-                            last: Box::new(error),
-                        })
-                    }
                     Err(error) => {
+                        if self.coordinator_failed(started) > self.give_up_after {
+                            return Err(Error::RetriesExhausted {
+                                what: format!(
+                                    "finding the coordinator of group {}",
+                                    self.config.group_id
+                                ),
+                                attempts,
+                                last: Box::new(error),
+                            });
+                        }
                         tracing::warn!(%error, "group coordinator lookup failed; retrying");
                         tokio::time::sleep(backoff.next_delay()).await;
                     }
@@ -134,6 +140,13 @@ impl Session {
             }
         }
         self.coordinator.as_mut().ok_or(Error::Stopped)
+    }
+
+    /// Counts a failed coordinator search that began at `started`; how long it has lasted.
+    fn coordinator_failed(&self, started: Instant) -> Duration {
+        self.metrics.error(ErrorKind::Group);
+        self.metrics.group_failing.set(Some(started));
+        started.elapsed()
     }
 
     async fn find_coordinator(&mut self) -> Result<Connection, Error> {
@@ -318,6 +331,7 @@ impl Session {
         let answers = match result {
             Ok(answers) => answers,
             Err(error) => {
+                self.metrics.committed(CommitResult::Failed);
                 if error.is_connection_failure() {
                     self.lose_coordinator();
                 }
@@ -341,6 +355,8 @@ impl Session {
                 refused.get_or_insert(code);
             }
         }
+        let counted = refused.map_or(CommitResult::Ok, |_| CommitResult::Refused);
+        self.metrics.committed(counted);
         Ok(refused.map_or(CommitOutcome::Done, CommitOutcome::Refused))
     }
 
@@ -547,6 +563,7 @@ mod tests {
             Arc::new(WrittenOffsets::default()),
             events,
             commands,
+            Arc::new(Metrics::new(consumer.give_up_after)),
         )
     }
 
