@@ -66,6 +66,18 @@ pub enum Error {
         source: krec_batch::Error,
     },
 
+    /// A listening address (`--metrics`) could not be bound: taken, not local, or invalid.
+    #[error("{option} {address}: cannot listen there: {source}")]
+    Listen {
+        /// The option that named the address.
+        option: &'static str,
+        /// The address as given.
+        address: String,
+        /// What binding said.
+        #[source]
+        source: std::io::Error,
+    },
+
     /// An input file is larger than the configured bound on what is read into memory.
     #[error("{file}: {size} bytes, over the limit of {limit} (raise --max-file-bytes)")]
     InputTooLarge {
@@ -91,7 +103,7 @@ impl Error {
     /// for anything else.
     pub fn exit_code(&self) -> u8 {
         match self {
-            Self::Property { .. } => 2,
+            Self::Property { .. } | Self::Listen { .. } => 2,
             Self::Consumer(krec_consumer::Error::Client(krec_client::Error::Config { .. })) => 2,
             _ => 1,
         }

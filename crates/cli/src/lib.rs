@@ -11,6 +11,9 @@
 //! - [`decode`]: `krec decode`: segment files read in runs of whole batches, decoded on many
 //!   threads, written in input order.
 //! - [`properties`]: `-X`, `-F` and `$KREC_CONFIG` into security and client settings.
+//! - [`progress`]: what `krec consume` has written out, per partition and in all.
+//! - [`stats`]: `--stats` lines, text or JSON.
+//! - [`metrics_server`]: `--metrics`, Prometheus exposition and `/health` over HTTP.
 //! - [`consume`]: `krec consume`: arguments into a consumer configuration, records out, logging.
 //!
 //! ```
@@ -34,6 +37,9 @@ pub mod consume;
 pub mod decode;
 pub mod error;
 pub mod format;
+pub mod metrics_server;
+pub mod progress;
 pub mod properties;
+pub mod stats;
 
 pub use error::Error;
