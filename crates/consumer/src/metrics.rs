@@ -21,7 +21,8 @@ pub const FETCH_LATENCY_BUCKETS: [f64; 13] = [
 ];
 
 /// What went wrong, as counted in [`MetricsSnapshot::errors`]. The names are the values of
-/// the `kind` label `krec consume --metrics` exports.
+/// the `kind` label `krec consume --metrics` exports; the order is [`ErrorKind::ALL`]'s, which
+/// is also each kind's counter index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[non_exhaustive]
 pub enum ErrorKind {
@@ -64,7 +65,8 @@ impl ErrorKind {
     }
 }
 
-/// How an OffsetCommit request went, as counted in [`GroupMetrics::commits`].
+/// How an OffsetCommit request went, as counted in [`GroupMetrics::commits`]; the order is
+/// [`CommitResult::ALL`]'s, which is also each result's counter index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum CommitResult {
     /// The coordinator took every offset.
@@ -317,8 +319,7 @@ impl Metrics {
     }
 
     pub(crate) fn error(&self, kind: ErrorKind) {
-        let index = ErrorKind::ALL.iter().position(|&k| k == kind).unwrap_or(0);
-        self.errors[index].fetch_add(1, Ordering::Relaxed);
+        self.errors[kind as usize].fetch_add(1, Ordering::Relaxed);
     }
 
     /// What a partition's fetch answer asked for: a leader lookup, an offset reset.
@@ -346,11 +347,7 @@ impl Metrics {
     }
 
     pub(crate) fn committed(&self, result: CommitResult) {
-        let index = CommitResult::ALL
-            .iter()
-            .position(|&r| r == result)
-            .unwrap_or(0);
-        self.commits[index].fetch_add(1, Ordering::Relaxed);
+        self.commits[result as usize].fetch_add(1, Ordering::Relaxed);
     }
 
     pub(crate) fn assigned(&self, partitions: usize) {
