@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs and a fresh machine of this kind lacks: Debian packages
-# (kcat, openssl, Debian's Python Kafka clients and codecs), the rustfmt and clippy
+# (kcat, openssl, Debian's Python Kafka clients and codecs, Prometheus), the rustfmt and clippy
 # components, and the Kafka jars. Idempotent: a second run installs nothing and takes well
 # under a second (plus one `dpkg -s` per package). Java 17 and Maven are assumed present.
 set -euo pipefail
@@ -8,8 +8,10 @@ cd "$(dirname "$0")/.."
 
 # kcat: kafka.sh's readiness check. openssl: the certificates of `kafka.sh start --secured`.
 # Debian's python3 clients and codecs: the broker tests' producers and scripts/fixtures/
-# (python3-xxhash only for the magic-0 lz4 fixture).
-APT_PACKAGES=(kcat openssl python3-kafka python3-confluent-kafka python3-lz4 python3-snappy python3-zstandard python3-xxhash)
+# (python3-xxhash only for the magic-0 lz4 fixture). prometheus: `promtool check metrics` and a
+# Prometheus server that scrapes `krec consume --metrics` in the broker tests (each test starts
+# its own on a free port; the package's own service is not used).
+APT_PACKAGES=(kcat openssl python3-kafka python3-confluent-kafka python3-lz4 python3-snappy python3-zstandard python3-xxhash prometheus)
 
 log() { echo "install-deps: $*" >&2; }
 

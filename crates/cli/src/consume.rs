@@ -8,14 +8,17 @@
 use std::io::{self, Write};
 use std::ops::ControlFlow;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use krec_batch::DecodeConfig;
 
 use crate::format::{FormatArgs, RecordContext, RecordWriter};
+use crate::metrics_server::{Exporter, MetricsEndpoint};
+use crate::progress::{Cells, ChunkOutput, OutputWorkers, Progress};
 use crate::properties::{ClientArgs, ClientProperties};
+use crate::stats::{Stats, StatsFormat};
 use crate::Error;
 use krec_consumer::group::{
     Assignor, GroupConfig, GroupConsumer, GroupProtocol, NoListener, WrittenOffsets,
@@ -93,6 +96,23 @@ pub struct GroupArgs {
     pub commit_interval_ms: u64,
 }
 
+/// How `krec consume` reports on itself.
+#[derive(Debug, clap::Args)]
+pub struct MonitoringArgs {
+    /// Print records/s, fetched MB/s (record bytes as on the wire) and lag per partition to
+    /// stderr every SECONDS (default 1).
+    #[arg(long = "stats", value_name = "SECONDS", num_args = 0..=1, default_missing_value = "1")]
+    pub stats: Option<f64>,
+
+    /// `--stats` lines as `text` (default) or `json` (one object per line).
+    #[arg(long = "stats-format", value_name = "FORMAT", default_value = "text", requires = "stats", value_parser = ["text", "json"])]
+    pub stats_format: String,
+
+    /// Serve Prometheus metrics at `http://HOST:PORT/metrics` and liveness at `/health`.
+    #[arg(long = "metrics", value_name = "HOST:PORT")]
+    pub metrics: Option<String>,
+}
+
 /// Arguments of `krec consume` (kcat's names where they exist).
 #[derive(Debug, clap::Args)]
 pub struct ConsumeArgs {
@@ -155,10 +175,18 @@ pub struct ConsumeArgs {
     #[arg(long = "reset", default_value = "earliest", value_name = "POLICY")]
     pub reset: String,
 
-    /// Print records/s, fetched MB/s (record bytes as on the wire) and lag per partition to
-    /// stderr every SECONDS (default 1).
-    #[arg(long = "stats", value_name = "SECONDS", num_args = 0..=1, default_missing_value = "1")]
-    pub stats: Option<f64>,
+    /// `--stats` and `--metrics` (boxed, as the group options).
+    #[command(flatten)]
+    pub monitoring: Box<MonitoringArgs>,
+
+    /// How long a fault may last (a broker, the leader lookups or the group coordinator
+    /// unreachable) before krec gives up and exits.
+    #[arg(
+        long = "give-up-after-ms",
+        value_name = "MS",
+        default_value_t = 300_000
+    )]
+    pub give_up_after_ms: u64,
 
     /// With --key: read only the partition this producer partitioner sends the key to:
     /// `murmur2` (the Java client's default) or `crc32` (librdkafka's `consistent_random`).
@@ -233,6 +261,7 @@ impl ConsumeArgs {
         config.max_wait = Duration::from_millis(self.max_wait_ms);
         config.max_fetch_version = self.fetch_version;
         config.metadata_refresh = self.metadata_refresh(properties)?;
+        config.give_up_after = Duration::from_millis(self.give_up_after_ms);
         config.fetch_sessions = properties.fetch_sessions.unwrap_or(true);
         config.decode = DecodeConfig {
             verify_crc: !self.no_crc,
@@ -372,19 +401,6 @@ fn report(error: &Error) -> ExitCode {
     ExitCode::from(error.exit_code())
 }
 
-/// Counters shared by the decode threads and the stats printer.
-#[derive(Debug, Default)]
-struct Progress {
-    records: AtomicU64,
-    /// Data records decoded, matching the filters or not.
-    scanned: AtomicU64,
-    bytes: AtomicU64,
-    /// Records claimed for output, for `-c`.
-    claimed: AtomicU64,
-    /// Set once `-c` is satisfied.
-    count_reached: AtomicBool,
-}
-
 async fn consume(args: ConsumeArgs) -> Result<(), Error> {
     let properties = args.client.load()?;
     let config = args.consumer_config(&properties)?;
@@ -395,9 +411,13 @@ async fn consume(args: ConsumeArgs) -> Result<(), Error> {
     if args.count == Some(0) {
         return Ok(());
     }
+    let endpoint = match &args.monitoring.metrics {
+        Some(address) => Some(crate::metrics_server::bind(address).await?),
+        None => None,
+    };
     if let Some(group) = args.group.group_id.clone().or(properties.group_id.clone()) {
         let group_config = args.group_config(&group, start, &properties)?;
-        return consume_group(&args, config, group_config).await;
+        return consume_group(&args, config, group_config, endpoint).await;
     }
     let read_committed = config.read_committed;
     let mut consumer = Consumer::connect(config.clone()).await?;
@@ -406,15 +426,18 @@ async fn consume(args: ConsumeArgs) -> Result<(), Error> {
     let progress = Arc::new(Progress::default());
     let (count_done, mut count_reached) = tokio::sync::mpsc::unbounded_channel::<()>();
     let mut workers = start_output_workers(&args, &config, &progress, &count_done, None)?;
+    serve_metrics(
+        endpoint,
+        consumer.metrics_source(),
+        &progress,
+        read_committed,
+    );
 
     let mut ends = EndWatch::default();
     if args.exit_at_end && consumer.positions().is_empty() {
         tracing::warn!(topics = %args.topic, "nothing to read; exiting (-e)");
     }
-    let stats_every = args.stats.map(|s| Duration::from_secs_f64(s.max(0.05)));
-    let mut stats_timer = tokio::time::interval(stats_every.unwrap_or(Duration::from_secs(3600)));
-    stats_timer.tick().await;
-    let mut last_stats = (Instant::now(), 0u64, 0u64);
+    let mut stats = stats_printer(&args, read_committed)?;
     let mut terminate = terminate_signal()?;
     // Looked at only when a partition reaches its end or the topics change, not per chunk.
     let mut check_ends = args.exit_at_end;
@@ -444,9 +467,7 @@ async fn consume(args: ConsumeArgs) -> Result<(), Error> {
             // Ctrl-C: stop fetching, but write out what was already fetched.
             _ = tokio::signal::ctrl_c() => break Ok(()),
             _ = terminate.recv() => break Ok(()),
-            _ = stats_timer.tick(), if stats_every.is_some() => {
-                print_stats(&consumer.positions(), &progress, &mut last_stats, read_committed);
-            }
+            _ = stats.tick() => stats.print(&consumer.positions(), &progress),
         }
     };
     // Ends the brokers' fetch sessions (bounded) and stops fetching.
@@ -454,14 +475,7 @@ async fn consume(args: ConsumeArgs) -> Result<(), Error> {
     let finished = tokio::task::spawn_blocking(move || workers.finish())
         .await
         .unwrap_or(Err(krec_consumer::Error::Stopped.into()));
-    if stats_every.is_some() {
-        eprintln!(
-            "krec consume: {} records written of {} scanned, {} bytes",
-            progress.records.load(Ordering::Relaxed),
-            progress.scanned.load(Ordering::Relaxed),
-            progress.bytes.load(Ordering::Relaxed)
-        );
-    }
+    stats.finish(&progress);
     outcome.and(finished)
 }
 
@@ -529,6 +543,49 @@ impl EndWatch {
     }
 }
 
+/// Which assigned partitions of a group member are at their end (for `-e`): a partition
+/// leaves the set when it fetches more, and the check costs a look at the whole assignment
+/// only once enough partitions are at their end.
+#[derive(Debug, Default)]
+struct GroupEnds {
+    at_end: std::collections::HashMap<Arc<str>, std::collections::HashSet<i32>>,
+    count: usize,
+}
+
+impl GroupEnds {
+    fn fetched(&mut self, topic: &str, partition: i32) {
+        if let Some(partitions) = self.at_end.get_mut(topic) {
+            self.count -= usize::from(partitions.remove(&partition));
+        }
+    }
+
+    fn reached(&mut self, topic: Arc<str>, partition: i32) {
+        self.count += usize::from(self.at_end.entry(topic).or_default().insert(partition));
+    }
+
+    /// Every partition of `assignment` (not empty) is at its end.
+    fn all_reached(&mut self, assignment: &std::collections::BTreeSet<(String, i32)>) -> bool {
+        if assignment.is_empty() || self.count < assignment.len() {
+            return false;
+        }
+        // Partitions revoked since they reached their end no longer count.
+        let at_end = |(topic, partition): &(String, i32)| {
+            self.at_end
+                .get(topic.as_str())
+                .is_some_and(|p| p.contains(partition))
+        };
+        let reached = assignment.iter().filter(|p| at_end(p)).count();
+        if reached == assignment.len() {
+            return true;
+        }
+        for (topic, partitions) in &mut self.at_end {
+            partitions.retain(|&p| assignment.contains(&(topic.to_string(), p)));
+        }
+        self.count = reached;
+        false
+    }
+}
+
 /// The decode threads of `krec consume`: each writes and flushes its chunks, says on
 /// `count_done` when `-c` is satisfied, and, for a group member, marks what it wrote in
 /// `written`, so only records that left the sink are committed.
@@ -538,9 +595,9 @@ fn start_output_workers(
     progress: &Arc<Progress>,
     count_done: &tokio::sync::mpsc::UnboundedSender<()>,
     written: Option<Arc<WrittenOffsets>>,
-) -> Result<PartitionWorkers<Error>, Error> {
+) -> Result<OutputWorkers, Error> {
     let threads = args.threads.unwrap_or_else(workers::default_threads);
-    PartitionWorkers::start(threads, |_| {
+    let workers = PartitionWorkers::start(threads, |_| {
         let writer = args.format.writer(std::io::stdout());
         let decode = config.decode.clone();
         let progress = progress.clone();
@@ -548,11 +605,19 @@ fn start_output_workers(
         let written = written.clone();
         let limit = args.count;
         let mut writer = writer.ok();
+        let mut cells = Cells::default();
         move |chunk: PartitionChunk| {
             let Some(writer) = writer.as_mut() else {
                 return Ok(());
             };
             let outcome = write_chunk(&chunk, writer, &decode, &progress, limit)?;
+            let output = ChunkOutput {
+                records: outcome.records,
+                scanned: outcome.scanned,
+                bytes: chunk.records_bytes().len() as u64,
+                next_offset: outcome.next_offset,
+            };
+            progress.written(&mut cells, chunk.topic(), chunk.partition(), output);
             // Flushed by write_chunk: these records have left the sink, so they may be committed.
             if let (Some(written), Some(next_offset)) = (&written, outcome.next_offset) {
                 written.mark(chunk.topic(), chunk.partition(), next_offset);
@@ -562,7 +627,27 @@ fn start_output_workers(
             }
             Ok(())
         }
-    })
+    })?;
+    Ok(OutputWorkers::new(workers, progress.clone()))
+}
+
+/// The `--stats` printer the arguments ask for.
+fn stats_printer(args: &ConsumeArgs, read_committed: bool) -> Result<Stats, Error> {
+    let monitoring = &*args.monitoring;
+    let format = monitoring.stats_format.parse::<StatsFormat>()?;
+    Ok(Stats::new(monitoring.stats, format, read_committed))
+}
+
+/// Starts answering `--metrics` scrapes, if it was given.
+fn serve_metrics(
+    endpoint: Option<MetricsEndpoint>,
+    source: krec_consumer::MetricsSource,
+    progress: &Arc<Progress>,
+    read_committed: bool,
+) {
+    if let Some(endpoint) = endpoint {
+        endpoint.serve(Exporter::new(source, progress.clone(), read_committed));
+    }
 }
 
 /// What writing one chunk did.
@@ -570,6 +655,10 @@ fn start_output_workers(
 struct ChunkWritten {
     /// This chunk satisfied `-c`.
     reached: bool,
+    /// Records written.
+    records: u64,
+    /// Data records decoded, matching the filters or not.
+    scanned: u64,
     /// The partition is written out up to here (None: nothing of it was written).
     next_offset: Option<i64>,
 }
@@ -585,6 +674,8 @@ fn write_chunk<W: Write>(
     if progress.count_reached.load(Ordering::Relaxed) {
         return Ok(ChunkWritten {
             reached: false,
+            records: 0,
+            scanned: 0,
             next_offset: None,
         });
     }
@@ -613,11 +704,6 @@ fn write_chunk<W: Write>(
         ..
     } = state;
     writer.flush().map_err(output_error)?;
-    progress.records.fetch_add(written, Ordering::Relaxed);
-    progress.scanned.fetch_add(scanned, Ordering::Relaxed);
-    progress
-        .bytes
-        .fetch_add(chunk.records_bytes().len() as u64, Ordering::Relaxed);
     // Cut short by `-c`: written up to the last record; otherwise the whole chunk (control
     // records and compacted gaps included).
     let next_offset = if reached {
@@ -627,6 +713,8 @@ fn write_chunk<W: Write>(
     };
     Ok(ChunkWritten {
         reached,
+        records: written,
+        scanned,
         next_offset,
     })
 }
@@ -703,31 +791,6 @@ impl<W: Write> ChunkWriting<'_, W> {
     }
 }
 
-fn print_stats(
-    positions: &[PartitionPosition],
-    progress: &Progress,
-    last: &mut (Instant, u64, u64),
-    read_committed: bool,
-) {
-    let now = Instant::now();
-    let records = progress.records.load(Ordering::Relaxed);
-    let bytes = progress.bytes.load(Ordering::Relaxed);
-    let seconds = now.duration_since(last.0).as_secs_f64().max(1e-9);
-    let rate = (records - last.1) as f64 / seconds;
-    let mb_rate = (bytes - last.2) as f64 / seconds / 1e6;
-    *last = (now, records, bytes);
-    let mut line = format!("krec stats: {rate:.0} records/s {mb_rate:.2} MB/s lag");
-    for position in positions {
-        line.push_str(&format!(
-            " {}/{}={}",
-            position.topic,
-            position.partition,
-            position.lag(read_committed)
-        ));
-    }
-    eprintln!("{line}");
-}
-
 /// SIGTERM, handled like Ctrl-C (a clean stop: write out, commit, leave the group).
 fn terminate_signal() -> Result<tokio::signal::unix::Signal, Error> {
     tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).map_err(|source| {
@@ -743,6 +806,7 @@ async fn consume_group(
     args: &ConsumeArgs,
     config: ConsumerConfig,
     group_config: GroupConfig,
+    endpoint: Option<MetricsEndpoint>,
 ) -> Result<(), Error> {
     let read_committed = config.read_committed;
     let mut group = GroupConsumer::join(config.clone(), group_config, NoListener).await?;
@@ -750,17 +814,15 @@ async fn consume_group(
     let progress = Arc::new(Progress::default());
     let (count_done, mut count_reached) = tokio::sync::mpsc::unbounded_channel::<()>();
     let mut workers = start_output_workers(args, &config, &progress, &count_done, Some(written))?;
-    let mut at_end: std::collections::BTreeSet<(String, i32)> = Default::default();
-    let stats_every = args.stats.map(|s| Duration::from_secs_f64(s.max(0.05)));
-    let mut stats_timer = tokio::time::interval(stats_every.unwrap_or(Duration::from_secs(3600)));
-    stats_timer.tick().await;
-    let mut last_stats = (Instant::now(), 0u64, 0u64);
+    serve_metrics(endpoint, group.metrics_source(), &progress, read_committed);
+    let mut ends = GroupEnds::default();
+    let mut stats = stats_printer(args, read_committed)?;
     let mut terminate = terminate_signal()?;
     let outcome = loop {
         tokio::select! {
             fetched = group.poll() => match fetched {
                 Ok(Fetched::Chunk(chunk)) => {
-                    at_end.remove(&(chunk.topic().to_owned(), chunk.partition()));
+                    ends.fetched(chunk.topic(), chunk.partition());
                     if let Err(error) = workers.submit(chunk) {
                         break Err(error);
                     }
@@ -769,12 +831,8 @@ async fn consume_group(
                 Ok(Fetched::SubscriptionChanged { .. }) => {}
                 Ok(Fetched::EndOfPartition { topic, partition, offset }) => {
                     tracing::debug!(%topic, partition, offset, "reached the end of the partition");
-                    at_end.insert((topic.to_string(), partition));
-                    let assignment = group.assignment();
-                    if args.exit_at_end
-                        && !assignment.is_empty()
-                        && assignment.iter().all(|p| at_end.contains(p))
-                    {
+                    ends.reached(topic, partition);
+                    if args.exit_at_end && ends.all_reached(group.assignment()) {
                         break Ok(());
                     }
                 }
@@ -785,9 +843,7 @@ async fn consume_group(
             // Ctrl-C or SIGTERM: stop fetching, write out what was fetched, commit, leave.
             _ = tokio::signal::ctrl_c() => break Ok(()),
             _ = terminate.recv() => break Ok(()),
-            _ = stats_timer.tick(), if stats_every.is_some() => {
-                print_stats(&group.positions(), &progress, &mut last_stats, read_committed);
-            }
+            _ = stats.tick() => stats.print(&group.positions(), &progress),
         }
     };
     group.stop_fetching();
@@ -795,14 +851,7 @@ async fn consume_group(
         .await
         .unwrap_or(Err(krec_consumer::Error::Stopped.into()));
     let closed = group.close().await;
-    if stats_every.is_some() {
-        eprintln!(
-            "krec consume: {} records written of {} scanned, {} bytes",
-            progress.records.load(Ordering::Relaxed),
-            progress.scanned.load(Ordering::Relaxed),
-            progress.bytes.load(Ordering::Relaxed)
-        );
-    }
+    stats.finish(&progress);
     outcome.and(finished).and(closed.map_err(Error::from))
 }
 
@@ -845,6 +894,29 @@ mod tests {
         );
         let zero = parse(&["-b", "h:1", "-t", "^a", "--metadata-refresh-ms", "0"]);
         assert!(refresh(&zero, &none).is_err());
+    }
+
+    #[test]
+    fn a_group_member_is_at_the_end_when_every_assigned_partition_is() {
+        let assigned = |list: &[(&str, i32)]| -> std::collections::BTreeSet<(String, i32)> {
+            list.iter().map(|&(t, p)| (t.to_owned(), p)).collect()
+        };
+        let mut ends = GroupEnds::default();
+        assert!(!ends.all_reached(&assigned(&[])), "nothing assigned yet");
+        ends.reached(Arc::from("a"), 0);
+        ends.reached(Arc::from("b"), 1);
+        assert!(!ends.all_reached(&assigned(&[("a", 0), ("a", 1)])));
+        // More came for a/0 after its end: it must reach the end again.
+        ends.fetched("a", 0);
+        ends.reached(Arc::from("a"), 1);
+        assert!(!ends.all_reached(&assigned(&[("a", 0), ("a", 1)])));
+        ends.reached(Arc::from("a"), 0);
+        assert!(ends.all_reached(&assigned(&[("a", 0), ("a", 1)])));
+        // b/1 was revoked: it no longer counts towards a later, larger assignment.
+        let larger = assigned(&[("a", 0), ("a", 1), ("c", 0)]);
+        assert!(!ends.all_reached(&larger));
+        ends.reached(Arc::from("c"), 0);
+        assert!(ends.all_reached(&larger));
     }
 
     #[test]

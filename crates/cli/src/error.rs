@@ -73,6 +73,18 @@ pub enum Error {
         topics: Vec<String>,
     },
 
+    /// A listening address (`--metrics`) could not be bound: taken, not local, or invalid.
+    #[error("{option} {address}: cannot listen there: {source}")]
+    Listen {
+        /// The option that named the address.
+        option: &'static str,
+        /// The address as given.
+        address: String,
+        /// What binding said.
+        #[source]
+        source: std::io::Error,
+    },
+
     /// An input file is larger than the configured bound on what is read into memory.
     #[error("{file}: {size} bytes, over the limit of {limit} (raise --max-file-bytes)")]
     InputTooLarge {
@@ -98,7 +110,7 @@ impl Error {
     /// errors), 1 for anything else.
     pub fn exit_code(&self) -> u8 {
         match self {
-            Self::Property { .. } | Self::InvalidArgument { .. } => 2,
+            Self::Property { .. } | Self::InvalidArgument { .. } | Self::Listen { .. } => 2,
             Self::Consumer(krec_consumer::Error::InvalidArgument { .. }) => 2,
             Self::Consumer(krec_consumer::Error::Client(krec_client::Error::Config { .. })) => 2,
             _ => 1,

@@ -13,6 +13,9 @@
 //! - [`properties`]: `-X`, `-F` and `$KREC_CONFIG` into security and client settings.
 //! - [`time`]: instants as written on the command line (milliseconds, RFC 3339, `-15m`).
 //! - [`cluster`]: `-b`, the client properties and the runtime every cluster command shares.
+//! - [`progress`]: what `krec consume` has written out, per partition and in all.
+//! - [`stats`]: `--stats` lines, text or JSON.
+//! - [`metrics_server`]: `--metrics`, Prometheus exposition and `/health` over HTTP.
 //! - [`consume`]: `krec consume`: arguments into a consumer configuration, records out, logging.
 //! - [`metadata`], [`offsets`]: `krec metadata` and `krec offsets`, questions about a cluster.
 //! - [`count`]: `krec count`, exact record counts of a topic or of segment files.
@@ -41,8 +44,11 @@ pub mod decode;
 pub mod error;
 pub mod format;
 pub mod metadata;
+pub mod metrics_server;
 pub mod offsets;
+pub mod progress;
 pub mod properties;
+pub mod stats;
 pub mod time;
 
 pub use error::Error;

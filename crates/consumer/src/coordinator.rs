@@ -11,6 +11,7 @@ use tokio::sync::Mutex as AsyncMutex;
 use super::config::StartOffset;
 use super::cursor::CursorState;
 use super::fetch_loop;
+use super::metrics::ErrorKind;
 use super::shared::{Backoff, Shared};
 use crate::Error;
 use krec_client::metadata::{ClusterMetadata, MetadataClient};
@@ -65,6 +66,8 @@ pub async fn run(shared: Arc<Shared>, metadata: Arc<AsyncMutex<MetadataClient>>)
             Err(error) if is_retriable(&error) => {
                 failed_attempts += 1;
                 let since = *failing_since.get_or_insert_with(Instant::now);
+                shared.metrics.lookup_failing.set(Some(since));
+                shared.metrics.error(ErrorKind::Lookup);
                 if since.elapsed() > shared.config.give_up_after {
                     return shared.fail(Error::RetriesExhausted {
                         what: "looking up leaders and offsets".to_owned(),
@@ -84,6 +87,7 @@ pub async fn run(shared: Arc<Shared>, metadata: Arc<AsyncMutex<MetadataClient>>)
         } else {
             backoff.reset();
             failing_since = None;
+            shared.metrics.lookup_failing.set(None);
             failed_attempts = 0;
         }
     }

@@ -17,6 +17,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::chunk::PartitionChunk;
 use super::cursor::{apply_response, Cursor, CursorState, ResponseContext};
+use super::metrics::{BrokerCounters, ErrorKind};
 use super::shared::{Backoff, Event, LoopToken, Shared};
 use crate::{ConsumerConfig, Error};
 use krec_client::fetch::{FetchParams, FetchTarget, PartitionResponse};
@@ -87,6 +88,7 @@ struct Fetcher {
     backoff: Backoff,
     failing: Failing,
     response_slots: Option<Arc<Semaphore>>,
+    metrics: Arc<BrokerCounters>,
 }
 
 impl Fetcher {
@@ -111,6 +113,7 @@ impl Fetcher {
         Fetcher {
             backoff: Backoff::new(config.backoff, config.max_backoff),
             session: FetchSession::new(config.fetch_sessions),
+            metrics: shared.metrics.broker(node),
             shared,
             node,
             connection: None,
@@ -161,7 +164,7 @@ impl Fetcher {
         };
         if address.is_none() {
             // Nothing to fetch here: past connection failures no longer count.
-            self.failing = Failing::default();
+            self.reset_failing();
             tokio::select! {
                 _ = self.shared.fetch_wakeup.notified() => {}
                 _ = tokio::time::sleep(IDLE_POLL) => {}
@@ -229,8 +232,10 @@ impl Fetcher {
         };
         let timeout = self.shared.config.connection.request_timeout + self.shared.config.max_wait;
         self.awaiting_answer = true;
+        let sent = Instant::now();
         let result = connected.request_at(request, version, timeout).await;
         self.awaiting_answer = false;
+        self.metrics.fetched(result.is_ok().then(|| sent.elapsed()));
         match result {
             Ok(response) => Ok(response),
             Err(error) if error.is_security_failure() => {
@@ -253,7 +258,7 @@ impl Fetcher {
         address: &str,
         response_slot: Option<OwnedSemaphorePermit>,
     ) -> Step {
-        self.failing = Failing::default();
+        self.reset_failing();
         self.backoff.reset();
         let answer = self.session.read_response(response);
         let shared = &self.shared;
@@ -263,6 +268,7 @@ impl Fetcher {
                 return Step::Continue;
             }
             tracing::warn!(broker = %address, error = %error_name(answer.error_code), "fetch failed");
+            shared.metrics.error(ErrorKind::Fetch);
             mark_stale(shared);
             tokio::time::sleep(self.backoff.next_delay()).await;
             return Step::Continue;
@@ -280,6 +286,9 @@ impl Fetcher {
             budget,
             response_slot,
         );
+        shared
+            .metrics
+            .fetched_bytes(applied.events.iter().filter_map(Event::chunk_bytes));
         for event in applied.events {
             let _ = shared.events.send(event);
         }
@@ -297,12 +306,20 @@ impl Fetcher {
         Step::Continue
     }
 
+    /// Past connection failures no longer count.
+    fn reset_failing(&mut self) {
+        self.failing = Failing::default();
+        self.metrics.failing.set(None);
+    }
+
     /// After a connection failure: asks for fresh metadata (the leader may have moved), waits,
     /// and stops once failures have lasted longer than the configured limit.
     async fn retry_or_give_up(&mut self, error: Error) -> Step {
         let shared = &self.shared;
         self.failing.attempts += 1;
         let since = *self.failing.since.get_or_insert_with(Instant::now);
+        self.metrics.failing.set(Some(since));
+        shared.metrics.error(ErrorKind::Connection);
         if since.elapsed() > shared.config.give_up_after {
             shared.fail(Error::RetriesExhausted {
                 what: "fetching".to_owned(),
@@ -429,6 +446,9 @@ fn apply_answer(
         }
         applied.wake_coordinator |= outcome.refresh_metadata || outcome.reset_offset;
         state.metadata_stale |= outcome.refresh_metadata;
+        shared
+            .metrics
+            .partition_errors(outcome.refresh_metadata, outcome.reset_offset);
         if let Some(data) = outcome.data {
             let permit = take_budget(&mut budget, data.records.len());
             let chunk = PartitionChunk::new(

@@ -51,7 +51,7 @@ use tokio::task::JoinHandle;
 pub use assignor::{Assignor, TopicPartition};
 pub use written::WrittenOffsets;
 
-use super::{Consumer, ConsumerConfig, Fetched, StartOffset};
+use super::{Consumer, ConsumerConfig, Fetched, MetricsSnapshot, MetricsSource, StartOffset};
 use crate::subscription::TopicSubscription;
 use crate::Error;
 use krec_client::metadata::MetadataClient;
@@ -203,6 +203,7 @@ pub struct GroupConsumer {
     revoke_limit: Duration,
     task: JoinHandle<()>,
     failed: bool,
+    metrics: MetricsSource,
 }
 
 impl std::fmt::Debug for GroupConsumer {
@@ -244,6 +245,8 @@ impl GroupConsumer {
             config.connection.clone(),
         )));
         let written = Arc::new(WrittenOffsets::default());
+        let metrics = consumer.metrics_source();
+        metrics.shared.metrics.joined_group();
         let (event_sender, events) = mpsc::unbounded_channel();
         let (commands, command_receiver) = mpsc::unbounded_channel();
         let revoke_limit = group.rebalance_timeout;
@@ -257,6 +260,7 @@ impl GroupConsumer {
             command_receiver,
             subscription,
             consumer.shared.clone(),
+            metrics.shared.metrics.clone(),
         );
         let task = match protocol {
             GroupProtocol::Classic => tokio::spawn(classic::run(session)),
@@ -275,6 +279,7 @@ impl GroupConsumer {
             revoke_limit,
             task,
             failed: false,
+            metrics,
         })
     }
 
@@ -289,8 +294,18 @@ impl GroupConsumer {
     }
 
     /// The partitions assigned now.
-    pub fn assignment(&self) -> Vec<TopicPartition> {
-        self.assigned.iter().cloned().collect()
+    pub fn assignment(&self) -> &BTreeSet<TopicPartition> {
+        &self.assigned
+    }
+
+    /// The member's counters and positions now (group counters included).
+    pub fn metrics(&self) -> MetricsSnapshot {
+        self.metrics.snapshot()
+    }
+
+    /// A handle that takes [`GroupConsumer::metrics`] snapshots from another task or thread.
+    pub fn metrics_source(&self) -> MetricsSource {
+        self.metrics.clone()
     }
 
     /// Where every assigned partition's fetching stands.
@@ -343,6 +358,7 @@ impl GroupConsumer {
                     consumer.assign_at(&starts);
                 }
                 self.assigned.extend(partitions.iter().cloned());
+                self.metrics.shared.metrics.assigned(self.assigned.len());
                 self.listener.on_assigned(&partitions);
             }
             GroupEvent::Revoke {
@@ -357,6 +373,7 @@ impl GroupConsumer {
                 for partition in &partitions {
                     self.assigned.remove(partition);
                 }
+                self.metrics.shared.metrics.assigned(self.assigned.len());
                 if lost {
                     self.listener.on_lost(&partitions);
                 } else {
@@ -369,6 +386,7 @@ impl GroupConsumer {
                 });
             }
             GroupEvent::Failed(error) => {
+                self.metrics.shared.metrics.stopped_on_error();
                 self.failed = true;
                 return Err(error);
             }

@@ -12,6 +12,8 @@
 //!   from (leaders, and followers named as preferred read replicas, KIP-392).
 //! - `fetch_loop`: one fetch in flight per broker, the next sent before decoding.
 //! - `refresh`: follows a subscription, moving the cursors to the topics it matches now.
+//! - [`metrics`]: counters the tasks keep (fetches, latencies, bytes, errors, group events)
+//!   and their plain snapshot, [`MetricsSnapshot`].
 //! - [`workers`]: decode threads with per-partition ordering, for programs that print.
 //! - [`group`]: consumer groups (classic protocol and KIP-848) over the same fetch pipeline,
 //!   committing only what has been written out.
@@ -62,6 +64,7 @@ pub mod cursor;
 pub mod error;
 mod fetch_loop;
 pub mod group;
+pub mod metrics;
 pub mod partitioner;
 mod refresh;
 mod shared;
@@ -76,6 +79,7 @@ pub use chunk::{ChunkBatch, ChunkBatchRef, ChunkBatches, ChunkRecords, Partition
 pub use config::{ConsumerConfig, OffsetReset, StartOffset};
 pub use error::Error;
 pub use group::{GroupConfig, GroupConsumer};
+pub use metrics::MetricsSnapshot;
 pub use subscription::TopicSubscription;
 
 use cursor::{Cursor, CursorState};
@@ -395,22 +399,19 @@ impl Consumer {
 
     /// Where every assigned partition stands.
     pub fn positions(&self) -> Vec<PartitionPosition> {
-        let state = self.shared.state();
-        state
-            .cursors
-            .values()
-            .map(|c| PartitionPosition {
-                topic: c.topic.clone(),
-                partition: c.partition,
-                offset: match c.state {
-                    CursorState::NeedsOffset(_) => None,
-                    _ => Some(c.offset),
-                },
-                // The wire's -1 means unknown.
-                high_watermark: Some(c.high_watermark).filter(|&o| o >= 0),
-                last_stable_offset: Some(c.last_stable_offset).filter(|&o| o >= 0),
-            })
-            .collect()
+        positions(&self.shared)
+    }
+
+    /// The consumer's counters and positions now.
+    pub fn metrics(&self) -> MetricsSnapshot {
+        self.metrics_source().snapshot()
+    }
+
+    /// A handle that takes [`Consumer::metrics`] snapshots from another task or thread.
+    pub fn metrics_source(&self) -> MetricsSource {
+        MetricsSource {
+            shared: self.shared.clone(),
+        }
     }
 
     /// Stops fetching without waiting: each broker's fetch loop ends its fetch session in
@@ -440,6 +441,39 @@ impl Consumer {
 impl Drop for Consumer {
     fn drop(&mut self) {
         self.shared.stop();
+    }
+}
+
+fn positions(shared: &Shared) -> Vec<PartitionPosition> {
+    let state = shared.state();
+    state
+        .cursors
+        .values()
+        .map(|c| PartitionPosition {
+            topic: c.topic.clone(),
+            partition: c.partition,
+            offset: match c.state {
+                CursorState::NeedsOffset(_) => None,
+                _ => Some(c.offset),
+            },
+            // The wire's -1 means unknown.
+            high_watermark: Some(c.high_watermark).filter(|&o| o >= 0),
+            last_stable_offset: Some(c.last_stable_offset).filter(|&o| o >= 0),
+        })
+        .collect()
+}
+
+/// Takes [`MetricsSnapshot`]s of one consumer (or group member) from any task or thread, for
+/// as long as it is kept (after the consumer is dropped, the last counts).
+#[derive(Clone, Debug)]
+pub struct MetricsSource {
+    shared: Arc<Shared>,
+}
+
+impl MetricsSource {
+    /// The counters and positions now.
+    pub fn snapshot(&self) -> MetricsSnapshot {
+        self.shared.metrics.snapshot(positions(&self.shared))
     }
 }
 

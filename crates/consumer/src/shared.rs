@@ -11,6 +11,7 @@ use uuid::Uuid;
 use super::chunk::PartitionChunk;
 use super::config::ConsumerConfig;
 use super::cursor::Cursor;
+use super::metrics::Metrics;
 use crate::Error;
 use krec_client::metadata::ClusterMetadata;
 
@@ -39,6 +40,16 @@ pub enum Event {
     },
     /// A fault the consumer cannot recover from.
     Failed(Error),
+}
+
+impl Event {
+    /// The topic and record bytes of a chunk event.
+    pub fn chunk_bytes(&self) -> Option<(&Arc<str>, usize)> {
+        match self {
+            Event::Chunk(chunk) => Some((chunk.topic_arc(), chunk.records_bytes().len())),
+            _ => None,
+        }
+    }
 }
 
 /// Cursors and cluster view, behind one mutex: every access is short and never awaits.
@@ -87,6 +98,8 @@ pub struct Shared {
     loop_tokens: Mutex<Option<mpsc::Sender<()>>>,
     /// Yields `None` once every fetch loop has dropped its token.
     loops_gone: Mutex<Option<mpsc::Receiver<()>>>,
+    /// What the tasks count.
+    pub metrics: Arc<Metrics>,
 }
 
 /// A running fetch loop's part in [`Shared::close_fetch_loops`]: dropped when the loop ends.
@@ -98,6 +111,7 @@ impl Shared {
     pub fn new(config: ConsumerConfig, events: mpsc::UnboundedSender<Event>) -> Arc<Self> {
         let budget = Arc::new(Semaphore::new(config.buffer_bytes.max(1)));
         let (loop_tokens, loops_gone) = mpsc::channel(1);
+        let metrics = Arc::new(Metrics::new(config.give_up_after));
         Arc::new(Self {
             config,
             state: Mutex::new(State::default()),
@@ -112,6 +126,7 @@ impl Shared {
             closing: watch::Sender::new(false),
             loop_tokens: Mutex::new(Some(loop_tokens)),
             loops_gone: Mutex::new(Some(loops_gone)),
+            metrics,
         })
     }
 
@@ -184,6 +199,7 @@ impl Shared {
     /// Sends a fatal error to the consumer handle.
     pub fn fail(&self, error: Error) {
         tracing::error!(%error, "consumer stopped");
+        self.metrics.stopped_on_error();
         let _ = self.events.send(Event::Failed(error));
     }
 }

@@ -4,4 +4,5 @@
 pub mod broker;
 pub mod decode;
 pub mod group;
+pub mod metrics;
 pub mod secure;

@@ -73,6 +73,7 @@ impl Classic {
                 }
                 continue;
             };
+            self.session.metrics.rebalanced();
             let rejoin = self.apply(assignment).await?;
             if rejoin {
                 continue;

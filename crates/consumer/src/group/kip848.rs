@@ -192,6 +192,7 @@ impl Member {
                 .into_iter()
                 .map(|t| (t.topic_id, t.partitions))
                 .collect();
+            self.session.metrics.rebalanced();
             self.reconcile(target).await?;
             // Acknowledge the new ownership at once.
             self.report_full = true;

@@ -12,6 +12,7 @@ use super::assignor::TopicPartition;
 use super::written::WrittenOffsets;
 use super::{Command, GroupConfig, GroupEvent};
 use crate::config::{OffsetReset, StartOffset};
+use crate::metrics::{CommitResult, ErrorKind, Metrics};
 use crate::shared::{Backoff, Shared};
 use crate::subscription::TopicSubscription;
 use crate::Error;
@@ -47,6 +48,8 @@ pub struct Session {
     pub fetching: Arc<Shared>,
     coordinator: Option<Connection>,
     committed: HashMap<TopicPartition, i64>,
+    /// The consumer's counters: coordinator faults, commits, rebalances.
+    pub metrics: Arc<Metrics>,
 }
 
 /// How a commit went.
@@ -69,6 +72,7 @@ impl Session {
         commands: mpsc::UnboundedReceiver<Command>,
         subscription: TopicSubscription,
         fetching: Arc<Shared>,
+        metrics: Arc<Metrics>,
     ) -> Self {
         Self {
             config,
@@ -85,6 +89,7 @@ impl Session {
             fetching,
             coordinator: None,
             committed: HashMap::new(),
+            metrics,
         }
     }
 
@@ -130,23 +135,24 @@ impl Session {
                 attempts += 1;
                 match self.find_coordinator().await {
                     Ok(connection) => {
+                        self.metrics.group_failing.set(None);
                         tracing::info!(group = %self.config.group_id,
                             coordinator = connection.address(), "group coordinator found");
                         self.coordinator = Some(connection);
                         break;
                     }
                     Err(error) if error.is_security_failure() => return Err(error),
-                    Err(error) if started.elapsed() > self.give_up_after => {
-                        return Err(Error::RetriesExhausted {
-                            what: format!(
-                                "finding the coordinator of group {}",
-                                self.config.group_id
-                            ),
-                            attempts,
-                            last: Box::new(error),
-                        })
-                    }
                     Err(error) => {
+                        if self.coordinator_failed(started) > self.give_up_after {
+                            return Err(Error::RetriesExhausted {
+                                what: format!(
+                                    "finding the coordinator of group {}",
+                                    self.config.group_id
+                                ),
+                                attempts,
+                                last: Box::new(error),
+                            });
+                        }
                         tracing::warn!(%error, "group coordinator lookup failed; retrying");
                         tokio::time::sleep(backoff.next_delay()).await;
                     }
@@ -154,6 +160,13 @@ impl Session {
             }
         }
         self.coordinator.as_mut().ok_or(Error::Stopped)
+    }
+
+    /// Counts a failed coordinator search that began at `started`; how long it has lasted.
+    fn coordinator_failed(&self, started: Instant) -> Duration {
+        self.metrics.error(ErrorKind::Group);
+        self.metrics.group_failing.set(Some(started));
+        started.elapsed()
     }
 
     async fn find_coordinator(&mut self) -> Result<Connection, Error> {
@@ -338,6 +351,7 @@ impl Session {
         let answers = match result {
             Ok(answers) => answers,
             Err(error) => {
+                self.metrics.committed(CommitResult::Failed);
                 if error.is_connection_failure() {
                     self.lose_coordinator();
                 }
@@ -361,6 +375,8 @@ impl Session {
                 refused.get_or_insert(code);
             }
         }
+        let counted = refused.map_or(CommitResult::Ok, |_| CommitResult::Refused);
+        self.metrics.committed(counted);
         Ok(refused.map_or(CommitOutcome::Done, CommitOutcome::Refused))
     }
 
@@ -570,6 +586,7 @@ mod tests {
             commands,
             TopicSubscription::parse(["t"]).unwrap(),
             Shared::new(consumer.clone(), fetch_events),
+            Arc::new(Metrics::new(consumer.give_up_after)),
         )
     }
 
