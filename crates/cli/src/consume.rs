@@ -18,7 +18,9 @@ use crate::format::{FormatArgs, RecordContext, RecordWriter};
 use crate::metrics_server::{Exporter, MetricsEndpoint};
 use crate::progress::{Cells, ChunkOutput, OutputWorkers, Progress};
 use crate::properties::{ClientArgs, ClientProperties};
+use crate::range::{self, OffsetRange, PartitionEnd, RangeEnds, RangeWatch};
 use crate::stats::{Stats, StatsFormat};
+use crate::time::now_ms;
 use crate::Error;
 use krec_consumer::group::{
     Assignor, GroupConfig, GroupConsumer, GroupProtocol, NoListener, WrittenOffsets,
@@ -148,16 +150,23 @@ pub struct ConsumeArgs {
     )]
     pub partitions: Vec<i32>,
 
-    /// Where to start: `beginning`, `end`, an absolute `OFFSET`, `-N` (N before the end),
-    /// or `@TIMESTAMP_MS` (first record at or after that time).
+    /// Where to start, and where to stop: `beginning` (default), `end`, an absolute `OFFSET`,
+    /// `-N` (N before the end), `@TIME` or `s@TIME` (first record at or after TIME), `e@TIME`
+    /// (stop before the first record at or after TIME), `START:END` (each an offset, `@TIME` or
+    /// empty; END exclusive). TIME: ms, RFC 3339 or `-15m`. Repeatable: `-o s@T -o e@U`.
+    /// A range with an end exits once every partition has passed it.
     #[arg(
         short = 'o',
         long = "offset",
-        default_value = "beginning",
         value_name = "WHERE",
-        allow_hyphen_values = true
+        allow_hyphen_values = true,
+        action = clap::ArgAction::Append
     )]
-    pub offset: String,
+    pub offset: Vec<String>,
+
+    /// Exit (status 0) once no record has arrived for this long: `30s`, `5m`, `1h30m`, `500ms`.
+    #[arg(long = "idle-timeout", value_name = "DURATION")]
+    pub idle_timeout: Option<String>,
 
     /// Exit once every partition has reached its end offset (like kcat's `-e`).
     #[arg(short = 'e', long = "exit")]
@@ -322,6 +331,24 @@ impl ConsumeArgs {
         Ok(Duration::from_millis(millis))
     }
 
+    /// `--idle-timeout` as a duration.
+    pub fn idle_timeout(&self) -> Result<Option<Duration>, Error> {
+        let Some(text) = &self.idle_timeout else {
+            return Ok(None);
+        };
+        let invalid = |detail: &str| Error::InvalidArgument {
+            what: "--idle-timeout",
+            detail: format!("{text:?}: {detail}"),
+        };
+        let duration = text
+            .parse::<jiff::SignedDuration>()
+            .map_err(|_| invalid("expected a duration such as 30s, 5m, 1h30m or 500ms"))?;
+        if duration.is_negative() || duration.is_zero() {
+            return Err(invalid("the duration must be positive"));
+        }
+        Ok(Some(duration.unsigned_abs()))
+    }
+
     /// The group settings `-G` and its options describe; `start` (`-o`) is where partitions
     /// without a committed offset begin.
     pub fn group_config(
@@ -404,7 +431,9 @@ fn report(error: &Error) -> ExitCode {
 async fn consume(args: ConsumeArgs) -> Result<(), Error> {
     let properties = args.client.load()?;
     let config = args.consumer_config(&properties)?;
-    let start = args.offset.parse::<StartOffset>()?;
+    let range = OffsetRange::parse(&args.offset, now_ms())?;
+    let start = range.start;
+    let idle_timeout = args.idle_timeout()?;
     // Check the format and the topics before touching the network.
     args.format.output_format()?;
     let subscription = args.subscription()?;
@@ -415,17 +444,40 @@ async fn consume(args: ConsumeArgs) -> Result<(), Error> {
         Some(address) => Some(crate::metrics_server::bind(address).await?),
         None => None,
     };
-    if let Some(group) = args.group.group_id.clone().or(properties.group_id.clone()) {
+    let group_id = args.group.group_id.clone().or(properties.group_id.clone());
+    if range.end.is_some() && (group_id.is_some() || subscription.has_patterns()) {
+        return Err(Error::InvalidArgument {
+            what: "offset",
+            detail: "a range with an end reads named topics without a group (-G) or pattern"
+                .to_owned(),
+        });
+    }
+    if let Some(group) = group_id {
         let group_config = args.group_config(&group, start, &properties)?;
-        return consume_group(&args, config, group_config, endpoint).await;
+        return consume_group(&args, config, group_config, endpoint, idle_timeout).await;
     }
     let read_committed = config.read_committed;
     let mut consumer = Consumer::connect(config.clone()).await?;
-    start_consuming(&mut consumer, &args, subscription, start).await?;
+    let range_ends = Arc::new(RangeEnds::default());
+    let mut range_watch = None;
+    if range.end.is_some() {
+        let topics = bounded_topics(&consumer, &args, &subscription).await?;
+        range_watch =
+            Some(range::assign_bounded(&mut consumer, &topics, range, &range_ends).await?);
+    } else {
+        start_consuming(&mut consumer, &args, subscription, start).await?;
+    }
 
     let progress = Arc::new(Progress::default());
     let (count_done, mut count_reached) = tokio::sync::mpsc::unbounded_channel::<()>();
-    let mut workers = start_output_workers(&args, &config, &progress, &count_done, None)?;
+    let (range_done, mut range_passed) = tokio::sync::mpsc::unbounded_channel();
+    let outputs = Outputs {
+        count_done,
+        written: None,
+        range_ends: range_ends.clone(),
+        range_done,
+    };
+    let mut workers = start_output_workers(&args, &config, &progress, outputs)?;
     serve_metrics(
         endpoint,
         consumer.metrics_source(),
@@ -439,6 +491,7 @@ async fn consume(args: ConsumeArgs) -> Result<(), Error> {
     }
     let mut stats = stats_printer(&args, read_committed)?;
     let mut terminate = terminate_signal()?;
+    let mut idle = IdleTimer::new(idle_timeout);
     // Looked at only when a partition reaches its end or the topics change, not per chunk.
     let mut check_ends = args.exit_at_end;
     let outcome = loop {
@@ -446,11 +499,25 @@ async fn consume(args: ConsumeArgs) -> Result<(), Error> {
             break Ok(());
         }
         check_ends = false;
+        if range_watch.as_ref().is_some_and(RangeWatch::is_done) {
+            break Ok(());
+        }
+        let settle_at = range::next_unsettled(&range_ends);
         tokio::select! {
             fetched = consumer.poll() => match fetched {
                 Ok(Fetched::Chunk(chunk)) => {
+                    idle.touch();
+                    let passed = range_watch.is_some()
+                        && range_ends
+                            .get(chunk.topic(), chunk.partition())
+                            .and_then(|end| end.offset)
+                            .is_some_and(|end| chunk.next_offset() >= end);
+                    let (topic, partition) = (chunk.topic().to_owned(), chunk.partition());
                     if let Err(error) = workers.submit(chunk) {
                         break Err(error);
+                    }
+                    if let (true, Some(watch)) = (passed, range_watch.as_mut()) {
+                        watch.close(&mut consumer, &topic, partition);
                     }
                 }
                 Ok(Fetched::EndOfPartition { topic, partition, offset }) => {
@@ -462,8 +529,25 @@ async fn consume(args: ConsumeArgs) -> Result<(), Error> {
                 Ok(Fetched::SubscriptionChanged { .. }) => check_ends = args.exit_at_end,
                 Err(error) => break Err(error.into()),
             },
+            Some((topic, partition)) = range_passed.recv() => {
+                if let Some(watch) = range_watch.as_mut() {
+                    watch.close(&mut consumer, &topic, partition);
+                }
+            }
+            _ = wait_until_ms(settle_at), if settle_at.is_some() => {
+                if let Err(error) = range::settle_passed(&consumer, &range_ends).await {
+                    break Err(error);
+                }
+                if let Some(watch) = range_watch.as_mut() {
+                    watch.close_reached(&mut consumer, &range_ends);
+                }
+            }
             error = workers.failure() => break Err(error),
             _ = count_reached.recv() => break Ok(()),
+            _ = idle.expired() => {
+                tracing::info!("no record for the --idle-timeout; exiting");
+                break Ok(());
+            }
             // Ctrl-C: stop fetching, but write out what was already fetched.
             _ = tokio::signal::ctrl_c() => break Ok(()),
             _ = terminate.recv() => break Ok(()),
@@ -500,6 +584,63 @@ fn key_partition(args: &ConsumeArgs, partitions: Vec<i32>) -> Result<Vec<i32>, E
         partitions.len()
     );
     Ok(vec![partition])
+}
+
+/// The topics of a bounded range and their partitions: `-p`'s, the `--key`'s, or all.
+async fn bounded_topics(
+    consumer: &Consumer,
+    args: &ConsumeArgs,
+    subscription: &TopicSubscription,
+) -> Result<Vec<(String, Vec<i32>)>, Error> {
+    let mut topics = Vec::new();
+    for topic in subscription.names() {
+        let partitions = if args.partitions.is_empty() {
+            key_partition(args, consumer.partitions(topic).await?)?
+        } else {
+            args.partitions.clone()
+        };
+        topics.push((topic.clone(), partitions));
+    }
+    Ok(topics)
+}
+
+/// `--idle-timeout`: a deadline pushed back by every chunk that arrives.
+struct IdleTimer {
+    timeout: Option<Duration>,
+    deadline: tokio::time::Instant,
+}
+
+impl IdleTimer {
+    fn new(timeout: Option<Duration>) -> Self {
+        Self {
+            timeout,
+            deadline: tokio::time::Instant::now() + timeout.unwrap_or_default(),
+        }
+    }
+
+    fn touch(&mut self) {
+        if let Some(timeout) = self.timeout {
+            self.deadline = tokio::time::Instant::now() + timeout;
+        }
+    }
+
+    /// Completes once the timeout has passed without a chunk (never without a timeout).
+    async fn expired(&self) {
+        match self.timeout {
+            Some(_) => tokio::time::sleep_until(self.deadline).await,
+            None => std::future::pending().await,
+        }
+    }
+}
+
+/// Sleeps until the wall clock reaches `ms` since the epoch, plus a second for records
+/// stamped just before it to arrive (forever when there is none).
+async fn wait_until_ms(ms: Option<i64>) {
+    let Some(ms) = ms else {
+        return std::future::pending().await;
+    };
+    let wait = ms.saturating_sub(now_ms()).max(0) as u64 + 1_000;
+    tokio::time::sleep(Duration::from_millis(wait)).await;
 }
 
 /// Starts reading what `-t` names: the `-p` partitions of its one topic, or every partition
@@ -586,6 +727,19 @@ impl GroupEnds {
     }
 }
 
+/// What the decode threads report to, besides the progress counters.
+#[derive(Clone, Debug)]
+struct Outputs {
+    /// Told when `-c` is satisfied.
+    count_done: tokio::sync::mpsc::UnboundedSender<()>,
+    /// For a group member: what was written, so only that is committed.
+    written: Option<Arc<WrittenOffsets>>,
+    /// Where bounded ranges end.
+    range_ends: Arc<RangeEnds>,
+    /// Told when a partition's records passed its range's end.
+    range_done: tokio::sync::mpsc::UnboundedSender<(String, i32)>,
+}
+
 /// The decode threads of `krec consume`: each writes and flushes its chunks, says on
 /// `count_done` when `-c` is satisfied, and, for a group member, marks what it wrote in
 /// `written`, so only records that left the sink are committed.
@@ -593,16 +747,19 @@ fn start_output_workers(
     args: &ConsumeArgs,
     config: &ConsumerConfig,
     progress: &Arc<Progress>,
-    count_done: &tokio::sync::mpsc::UnboundedSender<()>,
-    written: Option<Arc<WrittenOffsets>>,
+    outputs: Outputs,
 ) -> Result<OutputWorkers, Error> {
     let threads = args.threads.unwrap_or_else(workers::default_threads);
     let workers = PartitionWorkers::start(threads, |_| {
         let writer = args.format.writer(std::io::stdout());
         let decode = config.decode.clone();
         let progress = progress.clone();
-        let count_done = count_done.clone();
-        let written = written.clone();
+        let Outputs {
+            count_done,
+            written,
+            range_ends,
+            range_done,
+        } = outputs.clone();
         let limit = args.count;
         let mut writer = writer.ok();
         let mut cells = Cells::default();
@@ -610,7 +767,11 @@ fn start_output_workers(
             let Some(writer) = writer.as_mut() else {
                 return Ok(());
             };
-            let outcome = write_chunk(&chunk, writer, &decode, &progress, limit)?;
+            let end = range_ends.get(chunk.topic(), chunk.partition());
+            let outcome = write_chunk(&chunk, writer, &decode, &progress, (limit, end))?;
+            if outcome.passed_end {
+                let _ = range_done.send((chunk.topic().to_owned(), chunk.partition()));
+            }
             let output = ChunkOutput {
                 records: outcome.records,
                 scanned: outcome.scanned,
@@ -655,6 +816,8 @@ fn serve_metrics(
 struct ChunkWritten {
     /// This chunk satisfied `-c`.
     reached: bool,
+    /// A record of this chunk is past the partition's range.
+    passed_end: bool,
     /// Records written.
     records: u64,
     /// Data records decoded, matching the filters or not.
@@ -664,16 +827,18 @@ struct ChunkWritten {
 }
 
 /// Decodes one chunk, writes its records and flushes them.
+/// `(limit, end)`: `-c`'s count and where the partition's range ends.
 fn write_chunk<W: Write>(
     chunk: &PartitionChunk,
     writer: &mut RecordWriter<W>,
     decode: &DecodeConfig,
     progress: &Progress,
-    limit: Option<u64>,
+    (limit, end): (Option<u64>, Option<PartitionEnd>),
 ) -> Result<ChunkWritten, Error> {
     if progress.count_reached.load(Ordering::Relaxed) {
         return Ok(ChunkWritten {
             reached: false,
+            passed_end: false,
             records: 0,
             scanned: 0,
             next_offset: None,
@@ -685,10 +850,12 @@ fn write_chunk<W: Write>(
         context: &context,
         progress,
         limit,
+        end,
         written: 0,
         scanned: 0,
         last_written: None,
         reached: false,
+        passed_end: false,
     };
     // Batches parsed in place and lent (`try_for_each_ref`): moving each out by value costs
     // one-record batches a measurable share of their CPU.
@@ -701,6 +868,7 @@ fn write_chunk<W: Write>(
         scanned,
         last_written,
         reached,
+        passed_end,
         ..
     } = state;
     writer.flush().map_err(output_error)?;
@@ -713,6 +881,7 @@ fn write_chunk<W: Write>(
     };
     Ok(ChunkWritten {
         reached,
+        passed_end,
         records: written,
         scanned,
         next_offset,
@@ -732,12 +901,16 @@ struct ChunkWriting<'w, W: Write> {
     context: &'w RecordContext<'w>,
     progress: &'w Progress,
     limit: Option<u64>,
+    /// Where the partition's range ends.
+    end: Option<PartitionEnd>,
     written: u64,
     /// Data records decoded, written or not (filters).
     scanned: u64,
     last_written: Option<i64>,
     /// `-c`'s count was reached by a record of this chunk.
     reached: bool,
+    /// A record past the range's end was met: nothing after it is written.
+    passed_end: bool,
 }
 
 impl<W: Write> ChunkWriting<'_, W> {
@@ -764,6 +937,15 @@ impl<W: Write> ChunkWriting<'_, W> {
         let mut records = batch.records_in_place();
         while let Some(record) = records.next_ref() {
             let record = record?;
+            if let Some(end) = &self.end {
+                if end.excludes(record.offset(), record.timestamp()) {
+                    self.passed_end = true;
+                    return Ok(ControlFlow::Break(()));
+                }
+                if record.offset() < end.from {
+                    continue;
+                }
+            }
             self.scanned += 1;
             if !self.writer.admits(record) {
                 continue;
@@ -807,21 +989,31 @@ async fn consume_group(
     config: ConsumerConfig,
     group_config: GroupConfig,
     endpoint: Option<MetricsEndpoint>,
+    idle_timeout: Option<Duration>,
 ) -> Result<(), Error> {
     let read_committed = config.read_committed;
     let mut group = GroupConsumer::join(config.clone(), group_config, NoListener).await?;
     let written: Arc<WrittenOffsets> = group.written();
     let progress = Arc::new(Progress::default());
     let (count_done, mut count_reached) = tokio::sync::mpsc::unbounded_channel::<()>();
-    let mut workers = start_output_workers(args, &config, &progress, &count_done, Some(written))?;
+    let (range_done, _) = tokio::sync::mpsc::unbounded_channel();
+    let outputs = Outputs {
+        count_done,
+        written: Some(written),
+        range_ends: Arc::new(RangeEnds::default()),
+        range_done,
+    };
+    let mut workers = start_output_workers(args, &config, &progress, outputs)?;
     serve_metrics(endpoint, group.metrics_source(), &progress, read_committed);
     let mut ends = GroupEnds::default();
     let mut stats = stats_printer(args, read_committed)?;
     let mut terminate = terminate_signal()?;
+    let mut idle = IdleTimer::new(idle_timeout);
     let outcome = loop {
         tokio::select! {
             fetched = group.poll() => match fetched {
                 Ok(Fetched::Chunk(chunk)) => {
+                    idle.touch();
                     ends.fetched(chunk.topic(), chunk.partition());
                     if let Err(error) = workers.submit(chunk) {
                         break Err(error);
@@ -840,6 +1032,10 @@ async fn consume_group(
             },
             error = workers.failure() => break Err(error),
             _ = count_reached.recv() => break Ok(()),
+            _ = idle.expired() => {
+                tracing::info!("no record for the --idle-timeout; exiting");
+                break Ok(());
+            }
             // Ctrl-C or SIGTERM: stop fetching, write out what was fetched, commit, leave.
             _ = tokio::signal::ctrl_c() => break Ok(()),
             _ = terminate.recv() => break Ok(()),

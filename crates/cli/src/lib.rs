@@ -12,6 +12,7 @@
 //!   threads, written in input order.
 //! - [`properties`]: `-X`, `-F` and `$KREC_CONFIG` into security and client settings.
 //! - [`time`]: instants as written on the command line (milliseconds, RFC 3339, `-15m`).
+//! - [`range`]: `-o` ranges (`s@T`, `e@T`, `START:END`) and where each partition ends.
 //! - [`cluster`]: `-b`, the client properties and the runtime every cluster command shares.
 //! - [`progress`]: what `krec consume` has written out, per partition and in all.
 //! - [`stats`]: `--stats` lines, text or JSON.
@@ -48,6 +49,7 @@ pub mod metrics_server;
 pub mod offsets;
 pub mod progress;
 pub mod properties;
+pub mod range;
 pub mod stats;
 pub mod time;
 

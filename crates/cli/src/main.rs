@@ -10,16 +10,41 @@ use krec_cli as cli;
 #[command(name = "krec", version, about)]
 enum Command {
     /// Decode Kafka log segment files and write their records out.
+    #[command(after_help = DECODE_EXAMPLES)]
     Decode(cli::decode::DecodeArgs),
     /// Consume topics from a Kafka cluster and write their records out.
+    #[command(after_help = CONSUME_EXAMPLES)]
     Consume(Box<cli::consume::ConsumeArgs>),
     /// Show brokers, controller and topic partitions with replicas and ISR (kcat's -L).
+    #[command(
+        after_help = "Examples:\n  krec metadata -b h1:9092\n  krec metadata -b h1:9092 -t orders -J"
+    )]
     Metadata(cli::metadata::MetadataArgs),
     /// Count the data records of a topic or of segment files, per partition and in total.
+    #[command(
+        after_help = "Examples:\n  krec count -b h1:9092 -t orders --isolation read_committed\n  krec count -J /var/lib/kafka/orders-0/*.log"
+    )]
     Count(cli::count::CountArgs),
     /// Show each partition's earliest, latest and at-a-time offsets (kcat's -Q).
+    #[command(
+        after_help = "Examples:\n  krec offsets -b h1:9092 -t orders\n  krec offsets -b h1:9092 -t orders -p 0,1 --at 2026-11-30T10:00:00Z -J"
+    )]
     Offsets(cli::offsets::OffsetsArgs),
 }
+
+const DECODE_EXAMPLES: &str = "Examples:
+  krec decode /var/lib/kafka/orders-0/00000000000000000000.log
+  krec decode -J --header trace=abc123 /var/lib/kafka/orders-*/*.log
+  krec decode -f '%o %T %k %s\\n' --grep 'error|timeout' segment.log";
+
+const CONSUME_EXAMPLES: &str = "Examples:
+  krec consume -b h1:9092 -t orders -e
+  krec consume -b h1:9092 -t orders -o s@2026-11-30T10:00:00Z -o e@2026-11-30T10:05:00Z
+  krec consume -b h1:9092 -t orders -o @-15m: --idle-timeout 30s
+  krec consume -b h1:9092 -t orders -p 3 -o 1000:2000 -J
+  krec consume -b h1:9092 -t orders -e --key user-42 --partitioner murmur2
+  krec consume -b h1:9092 -t orders -e --header trace=abc123 -f '%I %k %s\\n'
+  krec consume -b h1:9092 -t orders,'^logs-' -G billing --metrics 127.0.0.1:9464";
 
 fn main() -> ExitCode {
     match Command::parse() {

@@ -119,7 +119,7 @@ async fn offsets(args: OffsetsArgs) -> Result<(), Error> {
 
 /// Asks each partition's leader; partitions whose leader moved meanwhile are asked again
 /// after fresh metadata.
-async fn look_up(
+pub(crate) async fn look_up(
     client: &mut MetadataClient,
     settings: &ConnectionSettings,
     topic: &str,
