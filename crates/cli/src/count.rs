@@ -1,5 +1,7 @@
 //! `krec count`: exact data-record counts per partition and in total, of a topic on a
 //! cluster (`-b`, `-t`) or of segment files, read from batch headers without decompressing.
+//! With filters (`--key`, `--header`, `--grep`) every batch is decoded and only the records
+//! that match are counted.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -10,9 +12,10 @@ use serde_json::json;
 
 use crate::cluster::{print, run_command, ClusterArgs};
 use crate::decode::count::{FileCount, Tallies};
+use crate::format::{FilterArgs, RecordFilter};
 use crate::Error;
 use krec_batch::DecodeConfig;
-use krec_consumer::{Consumer, ConsumerConfig, Fetched, StartOffset};
+use krec_consumer::{Consumer, ConsumerConfig, Fetched, PartitionChunk, StartOffset};
 
 /// Largest segment file counted by default (Kafka's segments are below 2 GiB).
 const DEFAULT_MAX_FILE_BYTES: u64 = i32::MAX as u64;
@@ -65,6 +68,10 @@ pub struct CountArgs {
     /// Largest file accepted, in bytes.
     #[arg(long = "max-file-bytes", value_name = "BYTES", default_value_t = DEFAULT_MAX_FILE_BYTES)]
     pub max_file_bytes: u64,
+
+    /// Count only the records these select (every batch is then decoded).
+    #[command(flatten)]
+    pub filter: FilterArgs,
 }
 
 /// Runs `krec count`.
@@ -78,6 +85,7 @@ async fn count(args: CountArgs) -> Result<(), Error> {
         ..DecodeConfig::default()
     };
     let read_committed = args.isolation == "read_committed";
+    let filter = args.filter.filter()?;
     let tallies = if args.files.is_empty() {
         let Some(topic) = args.topic.as_deref() else {
             return Err(Error::InvalidArgument {
@@ -85,7 +93,7 @@ async fn count(args: CountArgs) -> Result<(), Error> {
                 detail: "give segment files, or -t TOPIC (and -b) to count a topic".to_owned(),
             });
         };
-        count_topic(&args, topic, config, read_committed).await?
+        count_topic(&args, topic, config, read_committed, filter.as_ref()).await?
     } else {
         if args.cluster.brokers.is_some() || !args.partitions.is_empty() {
             return Err(Error::InvalidArgument {
@@ -101,6 +109,7 @@ async fn count(args: CountArgs) -> Result<(), Error> {
             run_bytes: RUN_BYTES,
             max_file_bytes: args.max_file_bytes,
             read_committed,
+            filter: filter.as_ref(),
         }
         .count()?
     };
@@ -114,6 +123,7 @@ async fn count_topic(
     topic: &str,
     decode: DecodeConfig,
     read_committed: bool,
+    filter: Option<&RecordFilter>,
 ) -> Result<Tallies, Error> {
     let access = args.cluster.access()?;
     let mut config = ConsumerConfig::new(access.bootstrap);
@@ -135,8 +145,11 @@ async fn count_topic(
     while !remaining.is_empty() {
         match consumer.poll().await? {
             Fetched::Chunk(chunk) => {
-                *counts.entry(chunk.partition()).or_default() +=
-                    chunk.count_records(&config.decode)?;
+                let records = match filter {
+                    None => chunk.count_records(&config.decode)?,
+                    Some(filter) => count_matches(&chunk, &config.decode, filter)?,
+                };
+                *counts.entry(chunk.partition()).or_default() += records;
             }
             Fetched::EndOfPartition { partition, .. } => {
                 remaining.remove(&partition);
@@ -149,6 +162,25 @@ async fn count_topic(
         .into_iter()
         .map(|(partition, records)| ((Some(topic.to_owned()), Some(partition)), records))
         .collect())
+}
+
+/// The data records of `chunk` that `filter` selects (aborted ones hidden as when consuming).
+fn count_matches(
+    chunk: &PartitionChunk,
+    decode: &DecodeConfig,
+    filter: &RecordFilter,
+) -> Result<u64, Error> {
+    let mut matched = 0;
+    chunk
+        .batches(decode)
+        .try_for_each_ref(|batch| -> Result<_, Error> {
+            let mut records = batch.records_in_place();
+            while let Some(record) = records.next_ref() {
+                matched += u64::from(filter.matches(record?));
+            }
+            Ok(std::ops::ControlFlow::Continue(()))
+        })?;
+    Ok(matched)
 }
 
 /// The text or JSON lines: each partition, then each topic's total.

@@ -98,6 +98,20 @@ fn counts_match_what_the_producer_acknowledged() {
     let committed_files = [&file_args[..], &["--isolation", "read_committed"]].concat();
     assert_eq!(counted(&committed_files), committed);
 
+    // Filters decode every batch and count the matches: values ending in 7, committed only.
+    let mut sevens: BTreeMap<i64, i64> = (0..3).map(|p| (p, 0)).collect();
+    for record in produced.iter().filter(|r| r.committed) {
+        if record.value.as_deref().is_some_and(|v| v.ends_with(b"7")) {
+            *sevens.entry(record.partition.into()).or_default() += 1;
+        }
+    }
+    let grep = ["--grep", "7$", "--isolation", "read_committed"];
+    assert_eq!(counted(&[&on_broker[..], &grep].concat()), sevens);
+    assert_eq!(counted(&[&file_args[..], &grep].concat()), sevens);
+    let header = ["--header", "n=601"];
+    let one = counted(&[&on_broker[..], &header].concat());
+    assert_eq!(one.values().sum::<i64>(), 1, "{one:?}");
+
     let text =
         String::from_utf8(krec(&["count", "-b", &broker.bootstrap, "-t", &topic]).stdout).unwrap();
     assert!(text.ends_with(&format!("{topic} total 900\n")), "{text}");

@@ -5,10 +5,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use krec_batch::{BatchSummary, BatchWalk, ControlKind, DecodeConfig};
+use krec_batch::{Batch, BatchSummary, BatchWalk, ControlKind, DecodeConfig};
 
 use super::runs::{RunLimits, RunReader};
 use super::{read_error, ContextFromPath};
+use crate::format::RecordFilter;
 use crate::Error;
 
 /// Where the files are and how they are read.
@@ -28,6 +29,8 @@ pub struct FileCount<'a> {
     pub max_file_bytes: u64,
     /// Leave out aborted transactions, and transactions the files never close.
     pub read_committed: bool,
+    /// Count only the records it selects (each batch is then decoded).
+    pub filter: Option<&'a RecordFilter>,
 }
 
 /// Data records per `(topic, partition)`, either unknown when no directory names it.
@@ -67,8 +70,13 @@ impl FileCount<'_> {
                 return Ok(());
             };
             let mut walk = BatchWalk::new(run.bytes(), self.config);
-            while let Some(summary) = walk.next_summary() {
+            loop {
                 let at = run.start + walk.position();
+                let summary = match self.filter {
+                    None => walk.next_summary(),
+                    Some(filter) => walk.next_ref().map(|batch| matched(batch?, filter)),
+                };
+                let Some(summary) = summary else { break };
                 counter.add(&summary.map_err(|source| decode_error(path, at, source))?);
             }
             let at = run.start + walk.position();
@@ -97,6 +105,31 @@ impl FileCount<'_> {
         }
         Ok(Box::new(file))
     }
+}
+
+/// A decoded batch summarized as [`BatchWalk::next_summary`] would, its data records
+/// counted only where `filter` selects them.
+fn matched(batch: &Batch<'_>, filter: &RecordFilter) -> Result<BatchSummary, krec_batch::Error> {
+    let mut marker = None;
+    for control in batch.control_records() {
+        marker = Some(control?.kind);
+    }
+    let mut data_records = 0u32;
+    for record in batch.records() {
+        data_records += u32::from(filter.matches(&record?));
+    }
+    Ok(BatchSummary {
+        base_offset: batch.base_offset(),
+        last_offset: batch.last_offset(),
+        data_records,
+        producer_id: batch.producer_id(),
+        transactional: batch.is_transactional(),
+        control: batch.is_control(),
+        marker,
+        position: batch.position(),
+        // The counter reads neither; the walk has already moved past the batch.
+        size: 0,
+    })
 }
 
 /// A batch error at `position` in the file, where the walk stood.
