@@ -230,26 +230,7 @@ impl<'a> BatchWalk<'a> {
             magic::V2 => Batch::parse_v2(bytes, position, self.config, self.shared)?,
             _ => Batch::parse_legacy(bytes, position, self.config, self.shared)?,
         };
-        let mut marker = None;
-        for control in batch.control_records() {
-            marker = Some(control?.kind);
-        }
-        let mut data_records = 0u32;
-        for record in batch.records() {
-            record?;
-            data_records += 1;
-        }
-        Ok(BatchSummary {
-            base_offset: batch.base_offset(),
-            last_offset: batch.last_offset(),
-            data_records,
-            producer_id: batch.producer_id(),
-            transactional: batch.is_transactional(),
-            control: batch.is_control(),
-            marker,
-            position,
-            size: bytes.len(),
-        })
+        BatchSummary::counting(&batch, bytes.len(), |_| true)
     }
 
     /// The bytes of the next whole batch, checked for length and magic; `None` (with
@@ -324,6 +305,36 @@ impl<'a> BatchWalk<'a> {
             self.position = position + bytes.len();
         }
         Some(result)
+    }
+}
+
+impl BatchSummary {
+    /// The summary of a decoded batch `size` bytes long, its data records counted where
+    /// `counts` says so (a filter's matches, say). Every record is decoded and checked.
+    pub fn counting(
+        batch: &Batch<'_>,
+        size: usize,
+        mut counts: impl FnMut(&crate::Record<'_>) -> bool,
+    ) -> Result<Self, Error> {
+        let mut marker = None;
+        for control in batch.control_records() {
+            marker = Some(control?.kind);
+        }
+        let mut data_records = 0u32;
+        for record in batch.records() {
+            data_records += u32::from(counts(&record?));
+        }
+        Ok(Self {
+            base_offset: batch.base_offset(),
+            last_offset: batch.last_offset(),
+            data_records,
+            producer_id: batch.producer_id(),
+            transactional: batch.is_transactional(),
+            control: batch.is_control(),
+            marker,
+            position: batch.position(),
+            size,
+        })
     }
 }
 

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use krec_batch::{Batch, BatchSummary, BatchWalk, ControlKind, DecodeConfig};
+use krec_batch::{BatchSummary, BatchWalk, ControlKind, DecodeConfig};
 
 use super::runs::{RunLimits, RunReader};
 use super::{read_error, ContextFromPath};
@@ -74,7 +74,10 @@ impl FileCount<'_> {
                 let at = run.start + walk.position();
                 let summary = match self.filter {
                     None => walk.next_summary(),
-                    Some(filter) => walk.next_ref().map(|batch| matched(batch?, filter)),
+                    // The counter reads no size: the walk has already moved past the batch.
+                    Some(filter) => walk.next_ref().map(|batch| {
+                        BatchSummary::counting(batch?, 0, |record| filter.matches(record))
+                    }),
                 };
                 let Some(summary) = summary else { break };
                 counter.add(&summary.map_err(|source| decode_error(path, at, source))?);
@@ -105,31 +108,6 @@ impl FileCount<'_> {
         }
         Ok(Box::new(file))
     }
-}
-
-/// A decoded batch summarized as [`BatchWalk::next_summary`] would, its data records
-/// counted only where `filter` selects them.
-fn matched(batch: &Batch<'_>, filter: &RecordFilter) -> Result<BatchSummary, krec_batch::Error> {
-    let mut marker = None;
-    for control in batch.control_records() {
-        marker = Some(control?.kind);
-    }
-    let mut data_records = 0u32;
-    for record in batch.records() {
-        data_records += u32::from(filter.matches(&record?));
-    }
-    Ok(BatchSummary {
-        base_offset: batch.base_offset(),
-        last_offset: batch.last_offset(),
-        data_records,
-        producer_id: batch.producer_id(),
-        transactional: batch.is_transactional(),
-        control: batch.is_control(),
-        marker,
-        position: batch.position(),
-        // The counter reads neither; the walk has already moved past the batch.
-        size: 0,
-    })
 }
 
 /// A batch error at `position` in the file, where the walk stood.
