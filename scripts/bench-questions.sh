@@ -4,9 +4,10 @@
 #   filter:  `krec consume -e --header trace=needle`  vs  `krec consume -e -J | grep needle`
 #            vs  `kcat -C -e -f '%h %s\n' | grep needle` (1 record in 10,000 has that header)
 #
-#   scripts/bench-questions.sh [--records N] [--runs R] [--quick]
+#   scripts/bench-questions.sh [--records N] [--runs R] [--compression C] [--quick]
 #
-#   --records N  records in the zstd topic (default 2000000), values of 70-250 B of words, by librdkafka
+#   --records N  records in the topic (default 2000000), values of 70-250 B of words, by librdkafka
+#   --compression C  the producer's compression.type: zstd (default), lz4, snappy, gzip or none
 #   --runs R     interleaved timed runs of each command (default 5); medians are reported
 #   --quick      20000 records, 1 run: a smoke test that every step runs and every count agrees
 #
@@ -22,20 +23,23 @@ KAFKA="$SCRIPT_DIR/kafka.sh"
 BROKER_NAME="${KREC_BENCH_BROKER:-bench-questions}"
 RECORDS=2000000
 RUNS=5
+COMPRESSION=zstd
 QUICK=0
 while (($#)); do
     case "$1" in
         --records) RECORDS="$2"; shift 2 ;;
         --runs) RUNS="$2"; shift 2 ;;
+        --compression) COMPRESSION="$2"; shift 2 ;;
         --quick) QUICK=1; RECORDS=20000; RUNS=1; shift ;;
         *) echo "bench-questions.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
+[[ "$COMPRESSION" =~ ^(zstd|lz4|snappy|gzip|none)$ ]] || { echo "bench-questions.sh: --compression: zstd, lz4, snappy, gzip or none" >&2; exit 2; }
 [[ "$RECORDS" =~ ^[0-9]+$ && "$RECORDS" -ge 1 ]] || { echo "bench-questions.sh: --records must be >= 1" >&2; exit 2; }
 log() { echo "bench-questions: $*" >&2; }
 die() { log "$*"; exit 1; }
 
-OUT="$REPO_ROOT/target/bench-questions/$RECORDS"
+OUT="$REPO_ROOT/target/bench-questions/$RECORDS-$COMPRESSION"
 ((QUICK)) && OUT="$REPO_ROOT/target/bench-questions/quick"
 mkdir -p "$OUT"
 command -v kcat >/dev/null || die "kcat not found (scripts/install-deps.sh installs it)"
@@ -54,19 +58,19 @@ if ! bash "$KAFKA" status --name "$BROKER_NAME" >/dev/null 2>&1; then
 fi
 ((QUICK)) && trap 'bash "$KAFKA" stop --name "$BROKER_NAME" --clean >/dev/null 2>&1 || true' EXIT
 BOOTSTRAP="$(bash "$KAFKA" bootstrap --name "$BROKER_NAME")"
-TOPIC="bq-$RECORDS-headers"
+TOPIC="bq-$RECORDS-$COMPRESSION-headers"
 # krec's own count is checked against kcat's below, and both against RECORDS.
 existing="$("$KREC" count -b "$BOOTSTRAP" -t "$TOPIC" 2>/dev/null | awk '$2 == "total" {print $3}' || true)"
 if [[ "$existing" != "$RECORDS" ]]; then
-    log "filling $TOPIC with $RECORDS records (librdkafka through confluent-kafka, zstd)"
+    log "filling $TOPIC with $RECORDS records (librdkafka through confluent-kafka, $COMPRESSION)"
     bash "$KAFKA" topic --name "$BROKER_NAME" create "$TOPIC" --partitions 4 2>/dev/null || true
-    /usr/bin/python3 - "$RECORDS" "$BOOTSTRAP" "$TOPIC" <<'PY'
+    /usr/bin/python3 - "$RECORDS" "$BOOTSTRAP" "$TOPIC" "$COMPRESSION" <<'PY'
 import random, sys
 from confluent_kafka import Producer
 words = "kafka record batch offset partition broker consumer leader replica segment".split()
 rng = random.Random(7)
-count, bootstrap, topic = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-p = Producer({"bootstrap.servers": bootstrap, "compression.type": "zstd", "linger.ms": 50,
+count, bootstrap, topic, compression = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+p = Producer({"bootstrap.servers": bootstrap, "compression.type": compression, "linger.ms": 50,
               "batch.num.messages": 10000, "queue.buffering.max.messages": 1000000})
 for i in range(count):
     value = " ".join(rng.choice(words) for _ in range(rng.randint(12, 36)))
@@ -106,14 +110,14 @@ python3 "$SCRIPT_DIR/ab.py" "$RUNS" \
     "kcat-grep=bash $OUT/kcat-grep.sh" \
     | tee "$OUT/ab.txt"
 
-python3 - "$OUT/ab.txt" "$RECORDS" "$RUNS" >"$OUT/report.md" <<'PY'
+python3 - "$OUT/ab.txt" "$RECORDS" "$RUNS" "$COMPRESSION" >"$OUT/report.md" <<'PY'
 import re, sys
 rows = {}
 for line in open(sys.argv[1]):
     m = re.match(r"(\S+)\s+cpu ms median\s+([\d.]+)", line)
     if m:
         rows[m.group(1)] = float(m.group(2))
-print(f"{int(sys.argv[2]):,} zstd records on 4 partitions, median CPU ms of {sys.argv[3]} "
+print(f"{int(sys.argv[2]):,} {sys.argv[4]} records on 4 partitions, median CPU ms of {sys.argv[3]} "
       "interleaved runs (scripts/ab.py):\n")
 print("| question | command | CPU ms | vs krec |")
 print("|---|---|---:|---:|")
