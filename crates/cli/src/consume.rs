@@ -495,7 +495,11 @@ async fn consume(args: ConsumeArgs) -> Result<(), Error> {
     // Looked at only when a partition reaches its end or the topics change, not per chunk.
     let mut check_ends = args.exit_at_end;
     let outcome = loop {
-        if check_ends && ends.all_reached(&consumer.positions()) {
+        // Every assigned partition looked at only once enough of them are at their end.
+        if check_ends
+            && ends.count() >= consumer.assigned_count()
+            && ends.all_reached(&consumer.positions())
+        {
             break Ok(());
         }
         check_ends = false;
@@ -675,6 +679,11 @@ struct EndWatch {
 impl EndWatch {
     fn reached(&mut self, topic: Arc<str>, partition: i32) {
         self.reached.insert((topic, partition));
+    }
+
+    /// Partitions that reached their end, dropped ones included.
+    fn count(&self) -> usize {
+        self.reached.len()
     }
 
     fn all_reached(&self, positions: &[PartitionPosition]) -> bool {

@@ -397,6 +397,11 @@ impl Consumer {
         }
     }
 
+    /// How many partitions are assigned (cheaper than [`Consumer::positions`]).
+    pub fn assigned_count(&self) -> usize {
+        self.shared.state().cursors.len()
+    }
+
     /// Where every assigned partition stands.
     pub fn positions(&self) -> Vec<PartitionPosition> {
         positions(&self.shared)
