@@ -43,10 +43,16 @@ impl OffsetRange {
             set_once(&mut start, from, value, "start")?;
             set_once(&mut end, to, value, "end")?;
         }
-        Ok(Self {
-            start: start.unwrap_or(StartOffset::Beginning),
-            end,
-        })
+        let start = start.unwrap_or(StartOffset::Beginning);
+        let backwards = match (start, end) {
+            (StartOffset::Offset(from), Some(EndBound::Offset(to))) => from > to,
+            (StartOffset::Timestamp(from), Some(EndBound::Time(to))) => from > to,
+            _ => false,
+        };
+        if backwards {
+            return Err(invalid(&values.join(" "), "the range ends before it starts"));
+        }
+        Ok(Self { start, end })
     }
 }
 
@@ -447,6 +453,8 @@ mod tests {
             &["s@1000", "5"],
             &["e@1000", ":20"],
             &["-3:5"],
+            &["8:3"],
+            &["s@2000", "e@1000"],
         ] {
             let error = parse(values).unwrap_err();
             assert_eq!(error.exit_code(), 2, "{values:?}");
