@@ -50,7 +50,10 @@ impl OffsetRange {
             _ => false,
         };
         if backwards {
-            return Err(invalid(&values.join(" "), "the range ends before it starts"));
+            return Err(invalid(
+                &values.join(" "),
+                "the range ends before it starts",
+            ));
         }
         Ok(Self { start, end })
     }

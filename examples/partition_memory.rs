@@ -1,0 +1,82 @@
+//! Live heap bytes per assigned partition. A consumer assigns every partition of a topic at its
+//! end and waits until each has reported its end (fetch sessions open, metadata held); the live
+//! bytes a counting allocator sees then are compared between a topic of many partitions and
+//! one of few. RSS keeps what was freed; this counts only what is still allocated.
+//!
+//! ```text
+//! cargo run --release --example partition_memory -- HOST:PORT MANY_TOPIC FEW_TOPIC
+//! ```
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicIsize, Ordering};
+use std::time::Duration;
+
+use krec::consumer::{Consumer, ConsumerConfig, Fetched, StartOffset};
+
+/// Bytes allocated and not yet freed.
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+
+struct Counting;
+
+// SAFETY: every call is passed unchanged to the system allocator, which upholds the
+// GlobalAlloc contract; the counter is a relaxed atomic and never affects what is returned.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
+        // SAFETY: the caller's layout is forwarded as is.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        // SAFETY: `ptr` came from `System.alloc` with this layout (every allocation here does).
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// Bytes a consumer tailing every partition of `topic` from its end holds, and the partition
+/// count.
+async fn live_while_tailing(
+    brokers: &str,
+    topic: &str,
+) -> Result<(isize, usize), Box<dyn std::error::Error>> {
+    let before = LIVE.load(Ordering::Relaxed);
+    let config = ConsumerConfig::new(ConsumerConfig::parse_bootstrap(brokers)?);
+    let mut consumer = Consumer::connect(config).await?;
+    let partitions = consumer.partitions(topic).await?;
+    consumer
+        .assign(topic, &partitions, StartOffset::End)
+        .await?;
+    let mut waiting: BTreeSet<i32> = partitions.iter().copied().collect();
+    while !waiting.is_empty() {
+        if let Fetched::EndOfPartition { partition, .. } = consumer.poll().await? {
+            waiting.remove(&partition);
+        }
+    }
+    // A few more idle fetches, so the session is in its steady state.
+    let _ = tokio::time::timeout(Duration::from_secs(2), consumer.poll()).await;
+    let live = LIVE.load(Ordering::Relaxed) - before;
+    consumer.close().await;
+    Ok((live, partitions.len()))
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [brokers, many, few] = args.as_slice() else {
+        eprintln!("usage: partition_memory HOST:PORT MANY_TOPIC FEW_TOPIC");
+        std::process::exit(2);
+    };
+    let (live_few, count_few) = live_while_tailing(brokers, few).await?;
+    let (live_many, count_many) = live_while_tailing(brokers, many).await?;
+    let per_partition = (live_many - live_few) as f64 / (count_many - count_few) as f64;
+    println!(
+        "live bytes: {live_few} with {count_few} partitions, {live_many} with {count_many}: \
+         {per_partition:.0} B per partition"
+    );
+    Ok(())
+}
