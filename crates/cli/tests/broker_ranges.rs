@@ -201,6 +201,55 @@ fn a_range_past_the_log_end_waits_for_its_records_and_only_those() {
 }
 
 #[test]
+fn log_append_time_topics_compare_the_broker_s_append_time() {
+    let broker = broker();
+    let topic = unique_topic("ranges-append");
+    broker.kafka_sh(
+        "topic",
+        &[
+            "create",
+            &topic,
+            "--partitions",
+            "1",
+            "--config",
+            "message.timestamp.type=LogAppendTime",
+        ],
+    );
+    broker.wait_for_leaders(&topic, 1);
+    // Create times in 2030: only the broker's append time can place a bound between the two.
+    let produce = |from: usize| {
+        let records = (from..from + 5)
+            .map(|i| PlannedRecord {
+                partition: 0,
+                key: None,
+                value: Some(format!("append-{i}").into_bytes()),
+                headers: Vec::new(),
+                timestamp: Some(1_900_000_000_000),
+            })
+            .collect();
+        broker.produce_python(&ProducePlan {
+            topic: topic.clone(),
+            compression: "zstd".to_owned(),
+            transactional_id: None,
+            steps: vec![(None, records)],
+        })
+    };
+    let first = produce(0);
+    std::thread::sleep(Duration::from_millis(1500));
+    let between = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+        .to_string();
+    std::thread::sleep(Duration::from_millis(1500));
+    let second = produce(5);
+    let before = records_of(&broker, &topic, &["-o", &format!("e@{between}")]);
+    assert_eq!(before, sorted(first));
+    let after = records_of(&broker, &topic, &["-o", &format!("s@{between}"), "-e"]);
+    assert_eq!(after, sorted(second));
+}
+
+#[test]
 fn an_empty_range_is_not_fetched_and_exits_at_once() {
     let broker = broker();
     let (topic, _) = fill(&broker);

@@ -116,7 +116,8 @@ impl Broker {
         self.wait_for_leaders(topic, partitions as usize);
     }
 
-    fn wait_for_leaders(&self, topic: &str, partitions: usize) {
+    /// Waits until the bootstrap broker's metadata shows a leader for each of `partitions`.
+    pub fn wait_for_leaders(&self, topic: &str, partitions: usize) {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
         loop {
             let output = Command::new(env!("CARGO_BIN_EXE_krec"))
