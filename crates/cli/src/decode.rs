@@ -34,8 +34,10 @@ use std::process::ExitCode;
 
 use krec_batch::{BatchWalk, DecodeConfig};
 
-use crate::format::{FormatArgs, RecordContext, RecordWriter};
+use crate::format::{FormatArgs, OffsetWindow, RecordContext, RecordWriter};
+use crate::range::{EndBound, OffsetRange};
 use crate::Error;
+use krec_consumer::StartOffset;
 
 /// Largest file read by default: Kafka caps a segment at `log.segment.bytes`,
 /// an int32, so no real segment is bigger.
@@ -47,6 +49,16 @@ pub struct DecodeArgs {
     /// Log segment files (`.log`) to decode, in order; `-` reads standard input.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
+
+    /// Only offsets START up to END (exclusive): `START:END`, `START:`, `:END` or `START`.
+    /// Time bounds (`@T`, `s@`, `e@`) need the broker's view: use `krec consume`.
+    #[arg(
+        short = 'o',
+        long = "offset",
+        value_name = "START:END",
+        allow_hyphen_values = true
+    )]
+    pub offset: Option<String>,
 
     /// Output options.
     #[command(flatten)]
@@ -134,9 +146,45 @@ impl DecodeSummary {
     }
 }
 
+/// `-o`: offsets only, as `krec consume` reads them (`beginning` is 0).
+fn offset_window(text: Option<&str>) -> Result<Option<OffsetWindow>, Error> {
+    let Some(text) = text else {
+        return Ok(None);
+    };
+    let range = OffsetRange::parse(&[text.to_owned()], crate::time::now_ms())?;
+    let from = match range.start {
+        StartOffset::Beginning => 0,
+        StartOffset::Offset(offset) => offset,
+        _ => return Err(offsets_only(text)),
+    };
+    let to = match range.end {
+        None => None,
+        Some(EndBound::Offset(offset)) => Some(offset),
+        Some(EndBound::Time(_)) => return Err(offsets_only(text)),
+    };
+    Ok(Some(OffsetWindow { from, to }))
+}
+
+fn offsets_only(text: &str) -> Error {
+    Error::InvalidArgument {
+        what: "offset",
+        detail: format!(
+            "{text:?}: krec decode takes offsets (START:END, START:, :END, START); time bounds \
+             are for krec consume, which asks the broker"
+        ),
+    }
+}
+
 /// Runs `krec decode`. Exit codes: 0 success, 1 malformed input or I/O error,
 /// 2 bad options.
-pub fn run(args: DecodeArgs) -> ExitCode {
+pub fn run(mut args: DecodeArgs) -> ExitCode {
+    match offset_window(args.offset.as_deref()) {
+        Ok(window) => args.format.filter.offsets = window,
+        Err(error) => {
+            eprintln!("krec decode: {error}");
+            return ExitCode::from(2);
+        }
+    }
     // Checked once here, so a bad format is a usage error (exit 2) before any file is read.
     if let Err(error) = args.format.writer(io::sink()) {
         eprintln!("krec decode: {error}");

@@ -23,7 +23,7 @@ pub mod template;
 mod writer;
 
 pub use args::FormatArgs;
-pub use filter::{FilterArgs, RecordFilter};
+pub use filter::{FilterArgs, OffsetWindow, RecordFilter};
 pub use record::{ControlMarker, RecordContext, RecordFields};
 pub use template::Template;
 pub use writer::{OutputFormat, RecordWriter};

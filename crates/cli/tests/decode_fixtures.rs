@@ -255,3 +255,26 @@ fn a_reader_that_goes_away_ends_the_decode_quietly() {
     assert!(output.status.success(), "{:?}", output.status);
     assert!(output.stderr.is_empty(), "{}", stderr_text(&output));
 }
+
+#[test]
+fn an_offset_range_writes_only_its_records_of_every_fixture() {
+    for (bin, expected) in fixtures() {
+        let want = read_expected(&expected);
+        // The middle third, so records are left out on both sides where there are enough.
+        let from = want[want.len() / 3].offset;
+        let to = want[2 * want.len() / 3].offset + 1;
+        let range = format!("{from}:{to}");
+        let output = krec(&["decode", "-o", &range, path_str(&bin)]);
+        assert!(output.status.success(), "{}", stderr_text(&output));
+        let kept: Vec<_> = want
+            .into_iter()
+            .filter(|r| (from..to).contains(&r.offset))
+            .collect();
+        assert_eq!(parse_krec_json(&output.stdout), kept, "{}", bin.display());
+    }
+    let (bin, _) = &fixtures()[0];
+    for refused in ["e@1000", "s@-1h", "end", "5:2"] {
+        let output = krec(&["decode", "-o", refused, path_str(bin)]);
+        assert_eq!(output.status.code(), Some(2), "{refused}");
+    }
+}

@@ -24,6 +24,26 @@ pub struct FilterArgs {
     /// null value never matches).
     #[arg(long = "grep", value_name = "REGEX")]
     pub grep: Option<String>,
+
+    /// Offsets to write, `[from, to)` (`krec decode -o START:END`; consume bounds its fetches
+    /// instead).
+    #[arg(skip)]
+    pub offsets: Option<OffsetWindow>,
+}
+
+/// Offsets `from` up to `to` (exclusive; none: no end).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OffsetWindow {
+    /// The first offset written.
+    pub from: i64,
+    /// The first offset past the window.
+    pub to: Option<i64>,
+}
+
+impl OffsetWindow {
+    fn holds(&self, offset: i64) -> bool {
+        offset >= self.from && self.to.is_none_or(|to| offset < to)
+    }
 }
 
 impl FilterArgs {
@@ -49,16 +69,23 @@ impl FilterArgs {
                 })
             })
             .transpose()?;
-        if key.is_none() && headers.is_empty() && grep.is_none() {
+        let offsets = self.offsets;
+        if key.is_none() && headers.is_empty() && grep.is_none() && offsets.is_none() {
             return Ok(None);
         }
-        Ok(Some(RecordFilter { key, headers, grep }))
+        Ok(Some(RecordFilter {
+            offsets,
+            key,
+            headers,
+            grep,
+        }))
     }
 }
 
 /// What a record must satisfy to be written: all of its parts.
 #[derive(Clone, Debug)]
 pub struct RecordFilter {
+    offsets: Option<OffsetWindow>,
     key: Option<Vec<u8>>,
     headers: Vec<HeaderTest>,
     grep: Option<Regex>,
@@ -103,6 +130,11 @@ impl HeaderTest {
 impl RecordFilter {
     /// True when `record` satisfies every part; the cheapest parts are checked first.
     pub fn matches<R: RecordFields + ?Sized>(&self, record: &R) -> bool {
+        if let Some(window) = &self.offsets {
+            if !window.holds(record.offset()) {
+                return false;
+            }
+        }
         if let Some(key) = &self.key {
             if record.key() != Some(key.as_slice()) {
                 return false;
@@ -134,6 +166,7 @@ mod tests {
             key: key.map(str::to_owned),
             headers: headers.iter().map(|h| (*h).to_owned()).collect(),
             grep: grep.map(str::to_owned),
+            offsets: None,
         }
     }
 
@@ -181,6 +214,20 @@ mod tests {
             !grep.matches(&tombstone),
             "a null value never matches --grep"
         );
+    }
+
+    #[test]
+    fn an_offset_window_holds_from_up_to_its_end() {
+        let window = |from, to| FilterArgs {
+            offsets: Some(super::OffsetWindow { from, to }),
+            ..FilterArgs::default()
+        };
+        let at = |offset| TestRecord { offset, ..record() };
+        let bounded = window(3, Some(5)).filter().unwrap().expect("a filter");
+        let kept: Vec<i64> = (0..8).filter(|&o| bounded.matches(&at(o))).collect();
+        assert_eq!(kept, [3, 4]);
+        let open = window(6, None).filter().unwrap().unwrap();
+        assert!(open.matches(&at(i64::MAX)) && !open.matches(&at(5)));
     }
 
     #[test]
