@@ -511,16 +511,17 @@ async fn consume(args: ConsumeArgs) -> Result<(), Error> {
             fetched = consumer.poll() => match fetched {
                 Ok(Fetched::Chunk(chunk)) => {
                     idle.touch();
+                    // The partition's name is copied only when this chunk ends its range.
                     let passed = range_watch.is_some()
                         && range_ends
                             .get(chunk.topic(), chunk.partition())
                             .and_then(|end| end.offset)
                             .is_some_and(|end| chunk.next_offset() >= end);
-                    let (topic, partition) = (chunk.topic().to_owned(), chunk.partition());
+                    let passed = passed.then(|| (chunk.topic().to_owned(), chunk.partition()));
                     if let Err(error) = workers.submit(chunk) {
                         break Err(error);
                     }
-                    if let (true, Some(watch)) = (passed, range_watch.as_mut()) {
+                    if let (Some((topic, partition)), Some(watch)) = (passed, range_watch.as_mut()) {
                         watch.close(&mut consumer, &topic, partition);
                     }
                 }
