@@ -46,3 +46,4 @@ for tool in java mvn; do
     command -v "$tool" >/dev/null || { log "$tool not found: Java 17 and Maven must be installed"; exit 1; }
 done
 bash scripts/kafka.sh fetch
+bash scripts/registry.sh fetch
