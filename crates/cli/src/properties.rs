@@ -11,6 +11,8 @@ use std::str::FromStr;
 use krec_client::security::properties;
 use krec_client::SecurityConfig;
 
+use crate::format::schema::is_registry_property;
+use crate::format::RegistryProperties;
 use crate::Error;
 
 /// The environment variable naming a default properties file.
@@ -85,6 +87,8 @@ pub struct ClientProperties {
     /// `metadata.max.age.ms` (Java) or `topic.metadata.refresh.interval.ms` (librdkafka):
     /// how often a topic pattern's matches are looked at again.
     pub metadata_refresh_ms: Option<u64>,
+    /// `schema.registry.*` and the Confluent clients' `basic.auth.*`, for `-s`.
+    pub schema_registry: RegistryProperties,
 }
 
 /// Properties of producers or of the Java consumer's own machinery, which a shared
@@ -103,10 +107,6 @@ const IGNORED: &[&str] = &[
     "key.deserializer",
     "value.deserializer",
     "client.dns.lookup",
-    "schema.registry.url",
-    "basic.auth.credentials.source",
-    "basic.auth.user.info",
-    "schema.registry.basic.auth.user.info",
 ];
 
 impl ClientArgs {
@@ -183,6 +183,7 @@ fn sort_properties(all: &[(String, String, String)]) -> Result<ClientProperties,
             "metadata.max.age.ms" | "topic.metadata.refresh.interval.ms" => {
                 client.metadata_refresh_ms = Some(millis()?)
             }
+            key if is_registry_property(key) => client.schema_registry.push(key, value, origin),
             key if IGNORED.contains(&key) => {
                 tracing::warn!(property = key, from = %origin, "property not used by krec; ignored");
             }

@@ -54,7 +54,7 @@ pub enum Error {
     },
 
     /// The schema is of another type than the one asked for (`-s value=avro` on a Protobuf id).
-    #[error("schema id {id}: a {found} schema, not {expected}")]
+    #[error("schema id {id}: schema type {found}, not {expected}")]
     WrongSchemaType {
         /// The schema id.
         id: u32,
