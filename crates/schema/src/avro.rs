@@ -30,6 +30,8 @@ const MAX_EMPTY_ITEMS: u64 = 1 << 16;
 #[derive(Debug)]
 pub struct AvroSchema {
     nodes: Vec<Node>,
+    /// The top-level type (children are compiled before their parents).
+    root: NodeId,
 }
 
 type NodeId = usize;
@@ -89,9 +91,10 @@ impl AvroSchema {
             compiled: HashMap::new(),
             known,
         };
-        compiler.compile(&root, &None)?;
+        let root = compiler.compile(&root, &None)?;
         Ok(AvroSchema {
             nodes: compiler.nodes,
+            root,
         })
     }
 
@@ -101,7 +104,7 @@ impl AvroSchema {
             bytes: payload,
             position: 0,
         };
-        self.write(0, &mut reader, out, 0)?;
+        self.write(self.root, &mut reader, out, 0)?;
         if reader.position != payload.len() {
             return Err(format!(
                 "{} bytes left after the value, at byte {}",
@@ -525,4 +528,72 @@ fn quoted(text: &str) -> Box<[u8]> {
     let mut out = Vec::with_capacity(text.len() + 2);
     push_str(&mut out, text);
     out.into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AvroSchema;
+
+    fn decode(schema: &str, payload: &[u8]) -> Result<String, String> {
+        let schema = AvroSchema::parse(schema, &[]).expect("valid schema");
+        let mut out = Vec::new();
+        schema.to_json(payload, &mut out)?;
+        Ok(String::from_utf8(out).expect("UTF-8 JSON"))
+    }
+
+    const RECORD: &str = r#"{"type":"record","name":"R","fields":[
+        {"name":"n","type":"long"},{"name":"s","type":["null","string"]},
+        {"name":"m","type":{"type":"map","values":"int"}}]}"#;
+
+    #[test]
+    fn a_record_with_a_union_and_a_map_in_negative_count_blocks() {
+        // n = -2 (zigzag 3); s = branch 1 "hi"; m = one block of -1 items (size 4) {"k": 5}.
+        let payload = [3, 2, 4, b'h', b'i', 1, 8, 2, b'k', 10, 0];
+        let json = decode(RECORD, &payload).unwrap();
+        assert_eq!(json, r#"{"n":-2,"s":"hi","m":{"k":5}}"#);
+    }
+
+    #[test]
+    fn every_prefix_and_trailing_bytes_are_errors() {
+        let payload = [3, 2, 4, b'h', b'i', 1, 8, 2, b'k', 10, 0];
+        for len in 0..payload.len() {
+            let error = decode(RECORD, &payload[..len]).unwrap_err();
+            let bounded = error.contains("more than the bytes left");
+            assert!(error.contains("truncated") || bounded, "{len}: {error}");
+        }
+        let mut longer = payload.to_vec();
+        longer.push(0);
+        assert!(decode(RECORD, &longer)
+            .unwrap_err()
+            .contains("1 bytes left"));
+    }
+
+    #[test]
+    fn hostile_counts_indexes_and_nesting_are_refused_quickly() {
+        let nulls = r#"{"type":"array","items":"null"}"#;
+        // A block of 2^62 nulls: zero bytes each, so bounded by count, not by the bytes left.
+        let huge = [0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01];
+        let error = decode(nulls, &huge).unwrap_err();
+        assert!(error.contains("more than"), "{error}");
+        let longs = r#"{"type":"array","items":"long"}"#;
+        assert!(decode(longs, &[200, 1, 0])
+            .unwrap_err()
+            .contains("more than"));
+        let union = r#"["null","int"]"#;
+        assert!(decode(union, &[4]).unwrap_err().contains("union index 2"));
+        let list = r#"{"type":"record","name":"L","fields":[{"name":"next","type":["null","L"]}]}"#;
+        let deep = vec![2u8; 10_000];
+        assert!(decode(list, &deep).unwrap_err().contains("nested deeper"));
+        let enumeration = r#"{"type":"enum","name":"E","symbols":["A"]}"#;
+        assert_eq!(decode(enumeration, &[0]).unwrap(), r#""A""#);
+        assert!(decode(enumeration, &[2])
+            .unwrap_err()
+            .contains("enum index 1"));
+        assert!(decode(r#""string""#, &[2, 0xff])
+            .unwrap_err()
+            .contains("UTF-8"));
+        assert!(decode(r#""int""#, &[0xfe, 0xff, 0xff, 0xff, 0x1f])
+            .unwrap_err()
+            .contains("out of range"));
+    }
 }

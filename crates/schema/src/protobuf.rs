@@ -118,3 +118,60 @@ impl FileResolver for RegistryFiles {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::ProtobufSchema;
+    use std::collections::HashMap;
+
+    const SHOP: &str = r#"syntax = "proto3"; package shop;
+        import "google/protobuf/timestamp.proto"; import "money.proto";
+        message Order { message Line { string sku = 1; } repeated Line lines = 1;
+                        google.protobuf.Timestamp at = 2; money.Amount total = 3; }
+        message Refund { int64 cents = 1; }"#;
+
+    fn compiled() -> ProtobufSchema {
+        let imports = HashMap::from([(
+            "money.proto".to_owned(),
+            r#"syntax = "proto3"; package money; message Amount { sint64 cents = 1; }"#.to_owned(),
+        )]);
+        ProtobufSchema::compile("shop.proto", SHOP, &imports).expect("compiles")
+    }
+
+    #[test]
+    fn imports_resolve_and_index_paths_name_nested_messages() {
+        let schema = compiled();
+        assert_eq!(schema.message(&[0]).unwrap().full_name(), "shop.Order");
+        assert_eq!(schema.message(&[1]).unwrap().full_name(), "shop.Refund");
+        assert_eq!(
+            schema.message(&[0, 0]).unwrap().full_name(),
+            "shop.Order.Line"
+        );
+        assert!(schema.message(&[2]).is_err());
+        assert!(schema.message(&[1, 0]).is_err());
+        let mut out = Vec::new();
+        // Order { lines: [{sku: "a"}], total: {cents: -3} }
+        let bytes = [0x0a, 0x03, 0x0a, 0x01, b'a', 0x1a, 0x02, 0x08, 0x05];
+        ProtobufSchema::to_json(schema.message(&[0]).unwrap(), &bytes, &mut out).unwrap();
+        assert_eq!(out, br#"{"lines":[{"sku":"a"}],"total":{"cents":"-3"}}"#);
+        assert!(
+            ProtobufSchema::to_json(schema.message(&[0]).unwrap(), &bytes[..4], &mut out).is_err()
+        );
+    }
+
+    #[test]
+    fn a_base64_descriptor_compiles_like_its_source() {
+        use base64::Engine as _;
+        use prost::Message as _;
+        let schema = compiled();
+        let descriptor = schema.file.file_descriptor_proto().encode_to_vec();
+        let text = base64::engine::general_purpose::STANDARD.encode(descriptor);
+        let imports = HashMap::from([(
+            "money.proto".to_owned(),
+            r#"syntax = "proto3"; package money; message Amount { sint64 cents = 1; }"#.to_owned(),
+        )]);
+        let again = ProtobufSchema::compile("other.proto", &text, &imports).expect("compiles");
+        assert_eq!(again.message(&[1]).unwrap().full_name(), "shop.Refund");
+        assert!(ProtobufSchema::compile("x.proto", "message {", &HashMap::new()).is_err());
+    }
+}
