@@ -75,11 +75,11 @@ pub enum Error {
 
     /// The Schema Registry settings are unusable (no URL, a bad CA file, ...).
     #[error("schema registry: {0}")]
-    SchemaSetup(krec_schema::Error),
+    SchemaSetup(Box<krec_schema::Error>),
 
     /// A key or value could not be decoded with its schema (`-s`).
     #[error(transparent)]
-    Schema(#[from] crate::format::schema::RecordSchemaError),
+    Schema(Box<crate::format::schema::RecordSchemaError>),
 
     /// An input file is larger than the configured bound on what is read into memory.
     #[error("{file}: {size} bytes, over the limit of {limit} (raise --max-file-bytes)")]
@@ -131,7 +131,7 @@ impl Error {
             .into_inner()
             .map(|inner| inner.downcast::<RecordSchemaError>())
         {
-            Some(Ok(schema)) => Error::Schema(*schema),
+            Some(Ok(schema)) => Error::Schema(schema),
             Some(Err(inner)) => io(std::io::Error::new(kind, inner)),
             None => io(std::io::Error::from(kind)),
         }

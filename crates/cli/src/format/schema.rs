@@ -163,7 +163,8 @@ impl SchemaArgs {
             return Ok(registry.clone());
         }
         let config = registry_config(&state.properties, self.registry_url.as_deref())?;
-        let registry = Arc::new(SchemaRegistry::new(config).map_err(Error::SchemaSetup)?);
+        let registry =
+            Arc::new(SchemaRegistry::new(config).map_err(|e| Error::SchemaSetup(Box::new(e)))?);
         state.registry = Some(registry.clone());
         Ok(registry)
     }
@@ -219,7 +220,9 @@ fn registry_config(
             what: "-s",
             detail: "needs a Schema Registry: give -r URL or -X schema.registry.url=URL".into(),
         })?;
-    config.set_urls(&urls).map_err(Error::SchemaSetup)?;
+    config
+        .set_urls(&urls)
+        .map_err(|e| Error::SchemaSetup(Box::new(e)))?;
     if user_info.is_some() {
         config.basic_auth = user_info;
     }
