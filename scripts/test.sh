@@ -30,12 +30,17 @@ CLUSTER_INSTANCE="${INSTANCE}-cluster"
 section() { printf '\n===== %s (at %dm%02ds) =====\n' "$*" $((SECONDS / 60)) $((SECONDS % 60)); }
 
 started=()
+registries=()
 stop_brokers() {
     local name
     for name in "${started[@]}"; do
         bash "$KAFKA_SH" stop --name "$name" || true
     done
     started=()
+    for name in "${registries[@]}"; do
+        bash "$REPO_ROOT/scripts/registry.sh" stop --name "$name" || true
+    done
+    registries=()
 }
 trap stop_brokers EXIT
 trap 'echo "test.sh: interrupted" >&2; exit 130' INT
@@ -98,6 +103,12 @@ if ((${#broker_packages[@]})); then
     export KREC_TEST_SECURE_ENV KREC_TEST_SECURE_NAME="$SECURE_INSTANCE"
     echo "broker: $KREC_TEST_BOOTSTRAP (instance $INSTANCE)"
     echo "secured broker: $KREC_TEST_SECURE_ENV (instance $SECURE_INSTANCE)"
+    # The Schema Registry tests (broker_schema*): Apicurio and the Confluent Python serializers.
+    registries+=("$INSTANCE-registry")
+    KREC_TEST_REGISTRY_URL="$(bash "$REPO_ROOT/scripts/registry.sh" start --name "$INSTANCE-registry")"
+    KREC_TEST_PYTHON="$(bash "$REPO_ROOT/scripts/registry.sh" python)"
+    export KREC_TEST_REGISTRY_URL KREC_TEST_PYTHON
+    echo "schema registry: $KREC_TEST_REGISTRY_URL"
     # Only the broker_* test files, with the same workspace-wide feature set as the step above,
     # so nothing but the package itself is rebuilt and the other tests do not run twice.
     for package in "${broker_packages[@]}"; do

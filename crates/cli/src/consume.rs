@@ -435,6 +435,9 @@ async fn consume(args: ConsumeArgs) -> Result<(), Error> {
     let start = range.start;
     let idle_timeout = args.idle_timeout()?;
     // Check the format and the topics before touching the network.
+    args.format
+        .schema
+        .set_properties(&properties.schema_registry);
     args.format.output_format()?;
     let subscription = args.subscription()?;
     if args.count == Some(0) {
@@ -899,10 +902,7 @@ fn write_chunk<W: Write>(
 }
 
 fn output_error(source: io::Error) -> Error {
-    Error::Io {
-        context: "writing records".to_owned(),
-        source,
-    }
+    Error::output("writing records", source)
 }
 
 /// What [`write_chunk`] keeps while it writes a chunk's batches.

@@ -359,10 +359,7 @@ impl<'a> Files<'a> {
                 failure,
                 self.args.max_file_bytes,
             )),
-            Err(SourcesFailure::Output(source)) => Err(Error::Io {
-                context: "writing output".into(),
-                source,
-            }),
+            Err(SourcesFailure::Output(source)) => Err(Error::output("writing output", source)),
         }
     }
 }
@@ -395,10 +392,7 @@ fn file_error(path: &Path, failure: DecodeFailure, limit: u64) -> Error {
             offset: error.offset(),
             source: error,
         },
-        DecodeFailure::Output(source) => Error::Io {
-            context: "writing output".into(),
-            source,
-        },
+        DecodeFailure::Output(source) => Error::output("writing output", source),
     }
 }
 

@@ -85,6 +85,14 @@ pub enum Error {
         source: std::io::Error,
     },
 
+    /// The Schema Registry settings are unusable (no URL, a bad CA file, ...).
+    #[error("schema registry: {0}")]
+    SchemaSetup(Box<krec_schema::Error>),
+
+    /// A key or value could not be decoded with its schema (`-s`).
+    #[error(transparent)]
+    Schema(Box<crate::format::schema::RecordSchemaError>),
+
     /// An input file is larger than the configured bound on what is read into memory.
     #[error("{file}: {size} bytes, over the limit of {limit} (raise --max-file-bytes)")]
     InputTooLarge {
@@ -110,10 +118,37 @@ impl Error {
     /// errors), 1 for anything else.
     pub fn exit_code(&self) -> u8 {
         match self {
-            Self::Property { .. } | Self::InvalidArgument { .. } | Self::Listen { .. } => 2,
+            Self::Property { .. }
+            | Self::InvalidArgument { .. }
+            | Self::Listen { .. }
+            | Self::SchemaSetup(_) => 2,
             Self::Consumer(krec_consumer::Error::InvalidArgument { .. }) => 2,
             Self::Consumer(krec_consumer::Error::Client(krec_client::Error::Config { .. })) => 2,
             _ => 1,
+        }
+    }
+}
+
+impl Error {
+    /// The error for a failed write of records while `context`: a record that `-s` could not
+    /// decode comes back out of the I/O error the writers return.
+    pub fn output(context: &str, source: std::io::Error) -> Error {
+        use crate::format::schema::RecordSchemaError;
+        let io = |source| Error::Io {
+            context: context.to_owned(),
+            source,
+        };
+        if source.get_ref().is_none() {
+            return io(source);
+        }
+        let kind = source.kind();
+        match source
+            .into_inner()
+            .map(|inner| inner.downcast::<RecordSchemaError>())
+        {
+            Some(Ok(schema)) => Error::Schema(schema),
+            Some(Err(inner)) => io(std::io::Error::new(kind, inner)),
+            None => io(std::io::Error::from(kind)),
         }
     }
 }

@@ -12,6 +12,8 @@ use std::str::FromStr;
 use krec_client::security::properties;
 use krec_client::SecurityConfig;
 
+use crate::format::schema::is_registry_property;
+use crate::format::RegistryProperties;
 use crate::Error;
 
 /// The environment variable naming a default properties file.
@@ -89,6 +91,8 @@ pub struct ClientProperties {
     pub metadata_refresh_ms: Option<u64>,
     /// `fetch.sessions` (krec's own): KIP-227 incremental fetch sessions on or off.
     pub fetch_sessions: Option<bool>,
+    /// `schema.registry.*` and the Confluent clients' `basic.auth.*`, for `-s`.
+    pub schema_registry: RegistryProperties,
 }
 
 /// Properties of producers or of the Java consumer's own machinery, which a shared
@@ -107,10 +111,6 @@ const IGNORED: &[&str] = &[
     "key.deserializer",
     "value.deserializer",
     "client.dns.lookup",
-    "schema.registry.url",
-    "basic.auth.credentials.source",
-    "basic.auth.user.info",
-    "schema.registry.basic.auth.user.info",
 ];
 
 impl ClientArgs {
@@ -194,6 +194,7 @@ fn sort_properties(all: &[(String, String, String)]) -> Result<ClientProperties,
                     _ => return Err(bad(format!("{value:?}: expected true or false"))),
                 })
             }
+            key if is_registry_property(key) => client.schema_registry.push(key, value, origin),
             key if IGNORED.contains(&key) => {
                 tracing::warn!(property = key, from = %origin, "property not used by krec; ignored");
             }

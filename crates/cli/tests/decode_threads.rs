@@ -315,6 +315,7 @@ fn format_args(format: Option<&str>) -> FormatArgs {
         key_delimiter: None,
         null_as_text: false,
         filter: Default::default(),
+        schema: Default::default(),
     }
 }
 

@@ -4,6 +4,7 @@ use std::io::Write;
 
 use super::filter::FilterArgs;
 use super::raw::RawFormat;
+use super::schema::SchemaArgs;
 use super::template::{unescape, Template};
 use super::writer::{OutputFormat, RecordWriter};
 use crate::Error;
@@ -41,6 +42,10 @@ pub struct FormatArgs {
     /// Which records are written (`--key`, `--header`, `--grep`).
     #[command(flatten)]
     pub filter: FilterArgs,
+
+    /// Schema Registry decoding (`-s`, `-r`).
+    #[command(flatten)]
+    pub schema: SchemaArgs,
 }
 
 impl FormatArgs {
@@ -99,6 +104,8 @@ impl FormatArgs {
                     .into(),
             });
         }
+        // Builds the shared registry client now, so its errors come before any record.
+        self.schema.decoders()?;
         Ok(format)
     }
 
@@ -108,7 +115,8 @@ impl FormatArgs {
         Ok(RecordWriter::new(out, self.output_format()?)
             .with_print_control(self.print_control)
             .with_null_text(null_text)
-            .with_filter(self.filter.filter()?))
+            .with_filter(self.filter.filter()?)
+            .with_schema(self.schema.decoders()?))
     }
 }
 

@@ -12,7 +12,9 @@
 //! - `offset`, `timestamp` (ms since the epoch, `-1` when the record has none): numbers;
 //! - `timestamp_type`: `"create_time"`, `"log_append_time"` or `"none"` (legacy magic 0);
 //! - `key`, `value`: see below;
-//! - `headers`: array of `[key, value]` pairs in wire order, duplicates kept.
+//! - `headers`: array of `[key, value]` pairs in wire order, duplicates kept;
+//! - with `-s`: `key_schema_id` / `value_schema_id` (number, `null` for a null key or value)
+//!   for each part decoded, and that part is the decoded JSON value.
 //!
 //! Keys, values, header keys and header values are written losslessly:
 //! `null` when null on the wire; a JSON string when the bytes are valid UTF-8;
@@ -33,12 +35,33 @@
 
 use super::escape::{push_json_bytes, push_json_str};
 use super::record::{ControlMarker, RecordContext, RecordFields};
+use super::schema::{DecodedPart, DecodedParts, DecodedRecord};
 
 /// Appends one data record as a JSON line (with the trailing `\n`).
 pub(crate) fn write_record<R: RecordFields + ?Sized>(
     out: &mut Vec<u8>,
     ctx: &RecordContext<'_>,
     record: &R,
+) {
+    write_record_parts(out, ctx, record, DecodedParts::default());
+}
+
+/// Appends a record whose key or value was decoded by `-s`: the decoded part is a JSON value
+/// and its schema id follows the headers (`key_schema_id`, `value_schema_id`, `null` for a
+/// null key or value).
+pub(crate) fn write_decoded_record<R: RecordFields + ?Sized>(
+    out: &mut Vec<u8>,
+    ctx: &RecordContext<'_>,
+    decoded: &DecodedRecord<'_, R>,
+) {
+    write_record_parts(out, ctx, decoded.record, decoded.parts);
+}
+
+fn write_record_parts<R: RecordFields + ?Sized>(
+    out: &mut Vec<u8>,
+    ctx: &RecordContext<'_>,
+    record: &R,
+    parts: DecodedParts<'_>,
 ) {
     let mut numbers = itoa::Buffer::new();
     push_context(out, ctx, &mut numbers);
@@ -49,9 +72,9 @@ pub(crate) fn write_record<R: RecordFields + ?Sized>(
     out.extend_from_slice(b",\"timestamp_type\":\"");
     out.extend_from_slice(record.timestamp_type_name().as_bytes());
     out.extend_from_slice(b"\",\"key\":");
-    push_json_bytes(out, record.key());
+    push_part(out, parts.key, record.key());
     out.extend_from_slice(b",\"value\":");
-    push_json_bytes(out, record.value());
+    push_part(out, parts.value, record.value());
     out.extend_from_slice(b",\"headers\":[");
     for (index, (key, value)) in record.header_pairs().enumerate() {
         if index > 0 {
@@ -63,7 +86,36 @@ pub(crate) fn write_record<R: RecordFields + ?Sized>(
         push_json_bytes(out, value);
         out.push(b']');
     }
-    out.extend_from_slice(b"]}\n");
+    out.push(b']');
+    push_schema_id(out, b",\"key_schema_id\":", parts.key, &mut numbers);
+    push_schema_id(out, b",\"value_schema_id\":", parts.value, &mut numbers);
+    out.extend_from_slice(b"}\n");
+}
+
+/// A decoded part's JSON text as it is, or the bytes in the usual encoding.
+fn push_part(out: &mut Vec<u8>, part: Option<DecodedPart<'_>>, bytes: Option<&[u8]>) {
+    match part {
+        Some(DecodedPart {
+            json: Some(json), ..
+        }) => out.extend_from_slice(json),
+        Some(DecodedPart { json: None, .. }) => out.extend_from_slice(b"null"),
+        None => push_json_bytes(out, bytes),
+    }
+}
+
+fn push_schema_id(
+    out: &mut Vec<u8>,
+    field: &[u8],
+    part: Option<DecodedPart<'_>>,
+    numbers: &mut itoa::Buffer,
+) {
+    if let Some(part) = part {
+        out.extend_from_slice(field);
+        match part.schema_id {
+            Some(id) => out.extend_from_slice(numbers.format(id).as_bytes()),
+            None => out.extend_from_slice(b"null"),
+        }
+    }
 }
 
 /// Appends one control record as a JSON line (with the trailing `\n`).

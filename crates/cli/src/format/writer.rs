@@ -6,6 +6,7 @@ use super::filter::RecordFilter;
 use super::json;
 use super::raw::RawFormat;
 use super::record::{ControlMarker, RecordContext, RecordFields};
+use super::schema::{DecodedRecord, SchemaDecoders};
 use super::template::Template;
 
 /// Bytes gathered before one `write_all` to the output: large enough that
@@ -40,6 +41,8 @@ pub struct RecordWriter<W: Write> {
     flush_threshold: usize,
     /// Records to write; `None`: all of them.
     filter: Option<RecordFilter>,
+    /// Decodes Schema Registry keys and values; `None`: bytes are written as they are.
+    schema: Option<SchemaDecoders>,
 }
 
 impl<W: Write> RecordWriter<W> {
@@ -53,6 +56,7 @@ impl<W: Write> RecordWriter<W> {
             null_text: Vec::new(),
             flush_threshold: FLUSH_THRESHOLD,
             filter: None,
+            schema: None,
         }
     }
 
@@ -91,6 +95,12 @@ impl<W: Write> RecordWriter<W> {
         self
     }
 
+    /// Keys and values are decoded by `schema` (from `-s`) before they are written.
+    pub fn with_schema(mut self, schema: Option<SchemaDecoders>) -> Self {
+        self.schema = schema;
+        self
+    }
+
     /// Whether `record` passes the filter: callers ask before counting and writing it, so a
     /// record left out costs no formatting.
     #[inline]
@@ -121,6 +131,20 @@ impl<W: Write> RecordWriter<W> {
         ctx: &RecordContext<'_>,
         record: &R,
     ) -> io::Result<()> {
+        if let Some(schema) = &mut self.schema {
+            let parts = schema.decode(ctx, record)?;
+            let decoded = DecodedRecord { record, parts };
+            match &self.format {
+                OutputFormat::Json => json::write_decoded_record(&mut self.buffer, ctx, &decoded),
+                OutputFormat::Template(template) => {
+                    template.render_record(&mut self.buffer, ctx, &decoded, &self.null_text)
+                }
+                OutputFormat::Raw(raw) => {
+                    raw.write_record(&mut self.buffer, &decoded, &self.null_text)
+                }
+            }
+            return self.flush_if_full();
+        }
         match &self.format {
             OutputFormat::Json => json::write_record(&mut self.buffer, ctx, record),
             OutputFormat::Template(template) => {

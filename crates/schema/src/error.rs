@@ -1,0 +1,84 @@
+//! The crate's one error enum.
+
+/// What can go wrong fetching a schema or decoding a value with it.
+///
+/// Registry addresses in messages never carry credentials; property values are never shown.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A registry setting is missing or invalid.
+    #[error("property {property}: {detail}")]
+    Config {
+        /// The property (or flag) at fault.
+        property: &'static str,
+        /// What is wrong, and how to fix it.
+        detail: String,
+    },
+
+    /// The value does not start with the Confluent framing (magic byte 0, 4-byte schema id).
+    #[error("not in the Confluent wire format: {reason}")]
+    Framing {
+        /// What was found instead.
+        reason: String,
+    },
+
+    /// The registry could not be reached (or kept failing) after every retry.
+    #[error("schema registry {url} unavailable after {attempts} attempts: {detail}")]
+    RegistryUnavailable {
+        /// The registry address, without credentials.
+        url: String,
+        /// Requests made.
+        attempts: u32,
+        /// The last failure.
+        detail: String,
+    },
+
+    /// The registry answered a request with an error that retrying cannot fix.
+    #[error("schema registry {url}: {what}: HTTP {status}: {detail}")]
+    RegistryRefused {
+        /// The registry address, without credentials.
+        url: String,
+        /// What was asked (e.g. `schema id 7`).
+        what: String,
+        /// The HTTP status.
+        status: u16,
+        /// The registry's message.
+        detail: String,
+    },
+
+    /// The registry has no schema with this id.
+    #[error("schema id {id}: not found in the schema registry")]
+    UnknownSchema {
+        /// The schema id from the value's framing.
+        id: u32,
+    },
+
+    /// The schema is of another type than the one asked for (`-s value=avro` on a Protobuf id).
+    #[error("schema id {id}: schema type {found}, not {expected}")]
+    WrongSchemaType {
+        /// The schema id.
+        id: u32,
+        /// The type asked for.
+        expected: &'static str,
+        /// The type the registry holds.
+        found: String,
+    },
+
+    /// The schema (or one of its references) could not be parsed or compiled.
+    #[error("schema id {id}: invalid schema: {detail}")]
+    InvalidSchema {
+        /// The schema id.
+        id: u32,
+        /// What the parser said.
+        detail: String,
+    },
+
+    /// The value's bytes do not match its schema.
+    #[error("schema id {id}: value does not match its schema: {detail}")]
+    Mismatch {
+        /// The schema id.
+        id: u32,
+        /// What is wrong, with the byte position in the payload where known.
+        detail: String,
+    },
+}

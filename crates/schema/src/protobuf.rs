@@ -1,0 +1,177 @@
+//! Protobuf values to canonical proto3 JSON, through descriptors built once per schema id.
+//!
+//! A registry holds a Protobuf schema as `.proto` text (Confluent's registry) or as a
+//! base64 `FileDescriptorProto` (what the Python serializer registers, kept as is by
+//! Apicurio); both compile, with their imports, into one prost-reflect pool. Well-known
+//! types (`google/protobuf/*.proto`) are built in when the registry does not hold them.
+
+use std::collections::HashMap;
+
+use base64::Engine as _;
+use prost::Message as _;
+use prost_reflect::{
+    DescriptorPool, DynamicMessage, FileDescriptor, MessageDescriptor, SerializeOptions,
+};
+use protox::file::{File, FileResolver, GoogleFileResolver};
+
+/// A Protobuf schema file, compiled with its imports.
+#[derive(Debug)]
+pub struct ProtobufSchema {
+    file: FileDescriptor,
+}
+
+impl ProtobufSchema {
+    /// Compiles `root` (named `root_name`), whose imports are in `imports` by import path;
+    /// each text is `.proto` source or a base64 `FileDescriptorProto`.
+    pub fn compile(
+        root_name: &str,
+        root: &str,
+        imports: &HashMap<String, String>,
+    ) -> Result<Self, String> {
+        let mut files = HashMap::with_capacity(imports.len() + 1);
+        for (name, text) in imports {
+            files.insert(name.clone(), open(name, text)?);
+        }
+        files.insert(root_name.to_owned(), open(root_name, root)?);
+        let resolver = RegistryFiles {
+            files,
+            google: GoogleFileResolver::new(),
+        };
+        let mut compiler = protox::Compiler::with_file_resolver(resolver);
+        compiler.include_imports(true);
+        compiler.open_file(root_name).map_err(|e| e.to_string())?;
+        let pool: DescriptorPool = compiler.descriptor_pool();
+        let file = pool
+            .get_file_by_name(root_name)
+            .ok_or_else(|| format!("{root_name} missing after compiling"))?;
+        if file.messages().len() == 0 {
+            return Err("the schema declares no message".into());
+        }
+        Ok(ProtobufSchema { file })
+    }
+
+    /// The message the framing's index path names: top-level message `path[0]`, then nested
+    /// messages by index.
+    pub fn message(&self, path: &[usize]) -> Result<MessageDescriptor, String> {
+        let (&first, nested) = path.split_first().ok_or("empty message-index list")?;
+        let mut message = self.file.messages().nth(first).ok_or_else(|| {
+            format!(
+                "message index {first}: the file has {} messages",
+                self.file.messages().len()
+            )
+        })?;
+        for &index in nested {
+            let count = message.child_messages().len();
+            let child = message.child_messages().nth(index);
+            message = child.ok_or_else(|| {
+                format!(
+                    "nested message index {index}: {} has {count}",
+                    message.full_name()
+                )
+            })?;
+        }
+        Ok(message)
+    }
+
+    /// Decodes `payload` as `message` and appends its canonical proto3 JSON.
+    pub fn to_json(
+        message: MessageDescriptor,
+        payload: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<(), String> {
+        let name = message.full_name().to_owned();
+        let value =
+            DynamicMessage::decode(message, payload).map_err(|e| format!("as {name}: {e}"))?;
+        let mut serializer = serde_json::Serializer::new(out);
+        value
+            .serialize_with_options(&mut serializer, &SerializeOptions::new())
+            .map_err(|e| format!("as {name}: {e}"))
+    }
+}
+
+/// One registry text as a protox file: base64 descriptor if it decodes as one, else source.
+fn open(name: &str, text: &str) -> Result<File, String> {
+    let descriptor = base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .ok()
+        .and_then(|bytes| prost_types::FileDescriptorProto::decode(bytes.as_slice()).ok());
+    match descriptor {
+        Some(mut descriptor) => {
+            descriptor.name = Some(name.to_owned());
+            Ok(File::from_file_descriptor_proto(descriptor))
+        }
+        None => File::from_source(name, text).map_err(|e| e.to_string()),
+    }
+}
+
+/// The files fetched from the registry, then the built-in well-known types.
+struct RegistryFiles {
+    files: HashMap<String, File>,
+    google: GoogleFileResolver,
+}
+
+impl FileResolver for RegistryFiles {
+    fn open_file(&self, name: &str) -> Result<File, protox::Error> {
+        match self.files.get(name) {
+            Some(file) => Ok(file.clone()),
+            None => self.google.open_file(name),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ProtobufSchema;
+    use std::collections::HashMap;
+
+    const SHOP: &str = r#"syntax = "proto3"; package shop;
+        import "google/protobuf/timestamp.proto"; import "money.proto";
+        message Order { message Line { string sku = 1; } repeated Line lines = 1;
+                        google.protobuf.Timestamp at = 2; money.Amount total = 3; }
+        message Refund { int64 cents = 1; }"#;
+
+    fn compiled() -> ProtobufSchema {
+        let imports = HashMap::from([(
+            "money.proto".to_owned(),
+            r#"syntax = "proto3"; package money; message Amount { sint64 cents = 1; }"#.to_owned(),
+        )]);
+        ProtobufSchema::compile("shop.proto", SHOP, &imports).expect("compiles")
+    }
+
+    #[test]
+    fn imports_resolve_and_index_paths_name_nested_messages() {
+        let schema = compiled();
+        assert_eq!(schema.message(&[0]).unwrap().full_name(), "shop.Order");
+        assert_eq!(schema.message(&[1]).unwrap().full_name(), "shop.Refund");
+        assert_eq!(
+            schema.message(&[0, 0]).unwrap().full_name(),
+            "shop.Order.Line"
+        );
+        assert!(schema.message(&[2]).is_err());
+        assert!(schema.message(&[1, 0]).is_err());
+        let mut out = Vec::new();
+        // Order { lines: [{sku: "a"}], total: {cents: -3} }
+        let bytes = [0x0a, 0x03, 0x0a, 0x01, b'a', 0x1a, 0x02, 0x08, 0x05];
+        ProtobufSchema::to_json(schema.message(&[0]).unwrap(), &bytes, &mut out).unwrap();
+        assert_eq!(out, br#"{"lines":[{"sku":"a"}],"total":{"cents":"-3"}}"#);
+        assert!(
+            ProtobufSchema::to_json(schema.message(&[0]).unwrap(), &bytes[..4], &mut out).is_err()
+        );
+    }
+
+    #[test]
+    fn a_base64_descriptor_compiles_like_its_source() {
+        use base64::Engine as _;
+        use prost::Message as _;
+        let schema = compiled();
+        let descriptor = schema.file.file_descriptor_proto().encode_to_vec();
+        let text = base64::engine::general_purpose::STANDARD.encode(descriptor);
+        let imports = HashMap::from([(
+            "money.proto".to_owned(),
+            r#"syntax = "proto3"; package money; message Amount { sint64 cents = 1; }"#.to_owned(),
+        )]);
+        let again = ProtobufSchema::compile("other.proto", &text, &imports).expect("compiles");
+        assert_eq!(again.message(&[1]).unwrap().full_name(), "shop.Refund");
+        assert!(ProtobufSchema::compile("x.proto", "message {", &HashMap::new()).is_err());
+    }
+}
