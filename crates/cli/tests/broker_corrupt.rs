@@ -16,6 +16,7 @@ use support::broker::{
 };
 use support::decode::{batch_spans, resign_v2};
 use support::group::MEMBER_LOG;
+use support::metrics::{free_port, get, samples};
 
 /// A corrupt batch as the report must name it.
 struct Bad {
@@ -146,6 +147,8 @@ fn corrupt_batches_served_by_a_broker_are_skipped_and_reported_or_stop_the_consu
         "{stderr}"
     );
 
+    skipped_batches_are_counted_in_the_metrics_and_the_stats(&broker, &topic);
+
     // The default stops at the first bad batch, naming where it is.
     let (code, printed, stderr) = run(&mut consume(&broker, &topic, &[]));
     assert_eq!(code, Some(1), "{stderr}");
@@ -186,4 +189,65 @@ fn corrupt_batches_served_by_a_broker_are_skipped_and_reported_or_stop_the_consu
             bad.offsets.0
         );
     }
+}
+
+/// `--metrics` serves `krec_batches_skipped_total` while krec runs, and the JSON `--stats`
+/// total line counts the skipped batches.
+fn skipped_batches_are_counted_in_the_metrics_and_the_stats(broker: &Broker, topic: &str) {
+    let port = free_port();
+    let address = format!("127.0.0.1:{port}");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_krec"));
+    command
+        .args([
+            "consume",
+            "-b",
+            &broker.bootstrap,
+            "-t",
+            topic,
+            "-f",
+            "json",
+        ])
+        .args([
+            "--on-corrupt",
+            "skip",
+            "--metrics",
+            &address,
+            "--idle-timeout",
+            "5s",
+        ])
+        .args(["--stats", "60", "--stats-format", "json"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let child = command.spawn().expect("start krec consume --metrics");
+    let url = format!("http://{address}/metrics");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut skipped = Vec::new();
+    while skipped.iter().map(|(_, count)| count).sum::<f64>() < 2.0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no skips in the metrics: {skipped:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        if let Some((200, text)) = get(&url, &[]) {
+            skipped = samples(&text, "krec_batches_skipped_total")
+                .into_iter()
+                .map(|(labels, count)| (labels.to_owned(), count))
+                .collect();
+        }
+    }
+    let labels = format!(r#"topic="{topic}",partition="0""#);
+    assert_eq!(skipped, [(labels, 2.0)]);
+    let output = child
+        .wait_with_output()
+        .expect("krec consume ends on --idle-timeout");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    let total: serde_json::Value = stderr
+        .lines()
+        .find(|l| l.contains(r#""type":"total""#))
+        .and_then(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| panic!("no JSON total line:\n{stderr}"));
+    assert_eq!(total["batches_skipped"], 2, "{stderr}");
+    assert_eq!(total["records"], 10, "{stderr}");
 }
