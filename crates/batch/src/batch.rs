@@ -304,6 +304,17 @@ impl<'a> Batch<'a> {
         }
     }
 
+    /// Decodes every record, data or control, once: for a caller that must know the whole
+    /// batch is sound before it uses any record (one that skips corrupt batches whole).
+    pub fn check_records(&self) -> Result<(), Error> {
+        let mut records = self.records();
+        while let Some(record) = records.next_ref() {
+            record?;
+        }
+        self.control_records()
+            .try_for_each(|control| control.map(drop))
+    }
+
     /// Control records (transaction markers). Empty for data batches.
     pub fn control_records(&self) -> ControlRecords<'_> {
         if self.is_control() && matches!(self.layout, Layout::V2) {

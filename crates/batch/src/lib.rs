@@ -36,7 +36,9 @@
 //! 3. Views, filled from what the parsers yield: `headers` ([`Headers`]), `record`
 //!    ([`Record`], [`Records`]), `control` ([`ControlRecords`]), then `batch` ([`Batch`]:
 //!    the header, and the records' bytes, decompressed if need be).
-//! 4. `walk` ([`BatchWalk`]): splits the input into entries and fills one batch per entry.
+//! 4. `corrupt` ([`OnCorrupt`]): the stop-or-skip decision for a batch that fails its checks.
+//! 5. `walk` ([`BatchWalk`]): splits the input into entries and fills one batch per entry;
+//!    [`BatchWalk::skip_failed`] steps over a failed one.
 //!
 //! # Example
 //!
@@ -79,6 +81,7 @@ mod buffer;
 mod codec;
 mod config;
 mod control;
+mod corrupt;
 #[allow(unsafe_code)]
 mod crc;
 mod error;
@@ -98,6 +101,7 @@ pub use batch::Batch;
 pub use batch_header::{Compression, TimestampType};
 pub use config::DecodeConfig;
 pub use control::{ControlKind, ControlRecord, ControlRecords};
+pub use corrupt::{BatchSpan, OnCorrupt, Skipped};
 pub use error::{Error, Field, LegacyFault};
 pub use headers::{Header, Headers};
 pub use layout::EntryHeader;

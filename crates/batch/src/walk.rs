@@ -5,6 +5,7 @@ use bytes::Bytes;
 use crate::batch::Batch;
 use crate::batch_header::BatchHeader;
 use crate::control::ControlKind;
+use crate::corrupt::{BatchSpan, OnCorrupt, Skipped};
 use crate::layout::{self, magic, EntryHeader, ENTRY_HEADER_SIZE, MAGIC_AT};
 use crate::{DecodeConfig, Error};
 
@@ -57,8 +58,9 @@ pub struct BatchSummary {
 #[derive(Clone, Copy, Debug)]
 enum State {
     Walking,
-    /// Stopped on an error: the next batch boundary cannot be trusted.
-    Failed,
+    /// Stopped on an error. The failed batch's span when its length and magic were sound, so
+    /// [`BatchWalk::skip_failed`] can step over it; none when the next boundary is unknown.
+    Failed(Option<BatchSpan>),
     /// Reached the end of the input, or a batch the input cuts off.
     Ended(WalkEnd),
 }
@@ -67,7 +69,8 @@ enum State {
 /// response's `records` field, or a whole segment file.
 ///
 /// Yields one [`Batch`] per v2 batch or top-level legacy message. After an error the walk
-/// stops (the next batch boundary cannot be trusted) and [`BatchWalk::end`] stays `None`.
+/// stops and [`BatchWalk::end`] stays `None`, unless [`BatchWalk::skip_failed`] steps over
+/// the failed batch.
 ///
 /// Two ways to read it: as an [`Iterator`] of owned batches, or with [`BatchWalk::next_ref`],
 /// which parses each batch in place and lends it out; the second is the hot path (see there).
@@ -112,7 +115,7 @@ impl<'a> BatchWalk<'a> {
     pub fn end(&self) -> Option<WalkEnd> {
         match self.state {
             State::Ended(end) => Some(end),
-            State::Walking | State::Failed => None,
+            State::Walking | State::Failed(_) => None,
         }
     }
 
@@ -157,28 +160,23 @@ impl<'a> BatchWalk<'a> {
         if !matches!(self.state, State::Walking) {
             return None;
         }
-        let result = match self.frame()? {
-            Ok(bytes) => {
-                let (position, shared) = (self.position, self.shared);
-                match bytes[MAGIC_AT] {
-                    magic::V2 => self.current.fill_v2(bytes, position, self.config, shared),
-                    // Legacy batches decompress into a buffer of their own.
-                    _ => Batch::parse_legacy(bytes, position, self.config, shared)
-                        .map(|batch| self.current = batch),
-                }
-                .map(|()| bytes.len())
-            }
-            Err(e) => Err(e),
+        let bytes = match self.frame()? {
+            Ok(bytes) => bytes,
+            Err(e) => return Some(Err(self.fail(e, None))),
         };
-        match result {
-            Ok(size) => {
-                self.position += size;
+        let (position, shared) = (self.position, self.shared);
+        let filled = match bytes[MAGIC_AT] {
+            magic::V2 => self.current.fill_v2(bytes, position, self.config, shared),
+            // Legacy batches decompress into a buffer of their own.
+            _ => Batch::parse_legacy(bytes, position, self.config, shared)
+                .map(|batch| self.current = batch),
+        };
+        match filled {
+            Ok(()) => {
+                self.position += bytes.len();
                 Some(Ok(&self.current))
             }
-            Err(e) => {
-                self.state = State::Failed;
-                Some(Err(e))
-            }
+            Err(e) => Some(Err(self.fail(e, Some(bytes)))),
         }
     }
 
@@ -189,20 +187,39 @@ impl<'a> BatchWalk<'a> {
         if !matches!(self.state, State::Walking) {
             return None;
         }
-        let result = match self.frame()? {
-            Ok(bytes) => self.summarize(bytes),
-            Err(e) => Err(e),
+        let bytes = match self.frame()? {
+            Ok(bytes) => bytes,
+            Err(e) => return Some(Err(self.fail(e, None))),
         };
-        match result {
+        match self.summarize(bytes) {
             Ok(summary) => {
                 self.position += summary.size;
                 Some(Ok(summary))
             }
-            Err(e) => {
-                self.state = State::Failed;
-                Some(Err(e))
-            }
+            Err(e) => Some(Err(self.fail(e, Some(bytes)))),
         }
+    }
+
+    /// Stops the walk on `error`, met in `entry` (whole, at the walk's position) or in front
+    /// of any whole entry.
+    fn fail(&mut self, error: Error, entry: Option<&[u8]>) -> Error {
+        let span = entry.map(|entry| BatchSpan::of_entry(entry, self.position));
+        self.state = State::Failed(span);
+        error
+    }
+
+    /// After the walk stopped on `error`: skips the failed batch and walks on from the next
+    /// one if `on_corrupt` says so and the batch's length could be trusted (its bytes are all
+    /// present and its magic is known); otherwise gives `error` back and stays stopped.
+    pub fn skip_failed(&mut self, on_corrupt: OnCorrupt, error: Error) -> Result<Skipped, Error> {
+        let span = match self.state {
+            State::Failed(span) => span,
+            State::Walking | State::Ended(_) => None,
+        };
+        let skipped = on_corrupt.decide(error, span)?;
+        self.position = skipped.span.end();
+        self.state = State::Walking;
+        Ok(skipped)
     }
 
     fn summarize(&mut self, bytes: &'a [u8]) -> Result<BatchSummary, Error> {
@@ -294,17 +311,20 @@ impl<'a> BatchWalk<'a> {
     fn next_batch(&mut self) -> Option<Result<Batch<'a>, Error>> {
         let bytes = match self.frame()? {
             Ok(bytes) => bytes,
-            Err(e) => return Some(Err(e)),
+            Err(e) => return Some(Err(self.fail(e, None))),
         };
         let (position, shared) = (self.position, self.shared);
         let result = match bytes[MAGIC_AT] {
             magic::V2 => Batch::parse_v2(bytes, position, self.config, shared),
             _ => Batch::parse_legacy(bytes, position, self.config, shared),
         };
-        if result.is_ok() {
-            self.position = position + bytes.len();
+        match result {
+            Ok(batch) => {
+                self.position = position + bytes.len();
+                Some(Ok(batch))
+            }
+            Err(e) => Some(Err(self.fail(e, Some(bytes)))),
         }
-        Some(result)
     }
 }
 
@@ -345,11 +365,7 @@ impl<'a> Iterator for BatchWalk<'a> {
         if !matches!(self.state, State::Walking) {
             return None;
         }
-        let item = self.next_batch();
-        if matches!(item, Some(Err(_))) {
-            self.state = State::Failed;
-        }
-        item
+        self.next_batch()
     }
 }
 

@@ -198,3 +198,67 @@ fn a_summary_checks_the_crc_without_decompressing() {
         "the walk stops after an error"
     );
 }
+
+#[test]
+fn skip_failed_steps_over_a_whole_bad_batch_and_only_that() {
+    let good = |base| {
+        BatchBuilder::new(base)
+            .record(None, Some(b"v"), &[])
+            .build()
+    };
+    let mut bad = BatchBuilder::new(1)
+        .last_offset_delta(2)
+        .record(None, Some(b"x"), &[])
+        .build();
+    let crc_at = krec_batch::layout::v2::CRC_AT;
+    bad[crc_at] ^= 0xff;
+    let input = [good(0), bad.clone(), good(4)].concat();
+    let config = DecodeConfig::default();
+    let mut walk = BatchWalk::new(&input, &config);
+    let mut offsets = Vec::new();
+    let mut skipped = Vec::new();
+    while let Some(batch) = walk.next_ref() {
+        match batch {
+            Ok(batch) => offsets.push(batch.base_offset()),
+            Err(error) => {
+                let stepped = walk
+                    .skip_failed(krec_batch::OnCorrupt::Skip, error)
+                    .expect("a whole batch can be skipped");
+                assert!(matches!(stepped.error, Error::ChecksumMismatch { .. }));
+                skipped.push(stepped.span);
+            }
+        }
+    }
+    assert_eq!(offsets, [0, 4]);
+    let first = good(0).len();
+    assert_eq!(
+        skipped,
+        [krec_batch::BatchSpan {
+            position: first,
+            size: bad.len(),
+            base_offset: 1,
+            last_offset: 3,
+        }]
+    );
+    assert_eq!(walk.end(), Some(WalkEnd::Complete));
+
+    // Under `stop`, or when the length field itself is bad, the walk stays stopped.
+    let mut walk = BatchWalk::new(&input, &config);
+    walk.next_ref();
+    let error = walk.next_ref().unwrap().unwrap_err();
+    let error = walk
+        .skip_failed(krec_batch::OnCorrupt::Stop, error)
+        .unwrap_err();
+    assert!(matches!(error, Error::ChecksumMismatch { .. }));
+    assert!(walk.next_ref().is_none());
+    let mut lying = input.clone();
+    lying[first + 8..first + 12].copy_from_slice(&(-1i32).to_be_bytes());
+    let mut walk = BatchWalk::new(&lying, &config);
+    walk.next_ref();
+    let error = walk.next_ref().unwrap().unwrap_err();
+    let error = walk
+        .skip_failed(krec_batch::OnCorrupt::Skip, error)
+        .unwrap_err();
+    assert!(matches!(error, Error::BatchTooSmall { .. }));
+    assert!(walk.next_ref().is_none());
+}

@@ -12,8 +12,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use krec_batch::DecodeConfig;
+use krec_batch::{DecodeConfig, OnCorrupt, Skipped};
 
+use crate::corrupt::{report_line, SkipSource, SKIPPED_EXIT_CODE};
 use crate::format::{FormatArgs, RecordContext, RecordWriter};
 use crate::metrics_server::{Exporter, MetricsEndpoint};
 use crate::progress::{Cells, ChunkOutput, OutputWorkers, Progress};
@@ -231,6 +232,12 @@ pub struct ConsumeArgs {
     #[arg(long = "no-crc")]
     pub no_crc: bool,
 
+    /// A batch that fails its checks (CRC, decompression, record count or framing): `stop`
+    /// (default) or `skip` it whole, reported on stderr before anything past it is committed,
+    /// and exit with status 3 at the end.
+    #[arg(long = "on-corrupt", value_name = "POLICY", default_value = "stop", value_parser = crate::corrupt::parse_on_corrupt)]
+    pub on_corrupt: OnCorrupt,
+
     /// Output options.
     #[command(flatten)]
     pub format: FormatArgs,
@@ -413,7 +420,12 @@ pub fn run(args: ConsumeArgs) -> ExitCode {
         }
     };
     match runtime.block_on(consume(args)) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(0) => ExitCode::SUCCESS,
+        Ok(skipped) => {
+            let _ = std::io::stdout().flush();
+            eprintln!("krec consume: {skipped} corrupt batches skipped");
+            ExitCode::from(SKIPPED_EXIT_CODE)
+        }
         // The reader went away (`krec consume ... | head`): stopping is what it asked for.
         Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::BrokenPipe => {
             ExitCode::SUCCESS
@@ -428,7 +440,8 @@ fn report(error: &Error) -> ExitCode {
     ExitCode::from(error.exit_code())
 }
 
-async fn consume(args: ConsumeArgs) -> Result<(), Error> {
+/// Consumes as `args` say; the number of corrupt batches skipped.
+async fn consume(args: ConsumeArgs) -> Result<u64, Error> {
     let properties = args.client.load()?;
     let config = args.consumer_config(&properties)?;
     let range = OffsetRange::parse(&args.offset, now_ms())?;
@@ -441,7 +454,7 @@ async fn consume(args: ConsumeArgs) -> Result<(), Error> {
     args.format.output_format()?;
     let subscription = args.subscription()?;
     if args.count == Some(0) {
-        return Ok(());
+        return Ok(0);
     }
     let endpoint = match &args.monitoring.metrics {
         Some(address) => Some(crate::metrics_server::bind(address).await?),
@@ -568,7 +581,8 @@ async fn consume(args: ConsumeArgs) -> Result<(), Error> {
         .await
         .unwrap_or(Err(krec_consumer::Error::Stopped.into()));
     stats.finish(&progress);
-    outcome.and(finished)
+    outcome.and(finished)?;
+    Ok(progress.batches_skipped.load(Ordering::Relaxed))
 }
 
 /// With `--key` and `--partitioner`, only the partition that partitioner sends the key to;
@@ -774,6 +788,7 @@ fn start_output_workers(
             range_done,
         } = outputs.clone();
         let limit = args.count;
+        let on_corrupt = args.on_corrupt;
         let mut writer = writer.ok();
         let mut cells = Cells::default();
         move |chunk: PartitionChunk| {
@@ -781,7 +796,13 @@ fn start_output_workers(
                 return Ok(());
             };
             let end = range_ends.get(chunk.topic(), chunk.partition());
-            let outcome = write_chunk(&chunk, writer, &decode, &progress, (limit, end))?;
+            let outcome = write_chunk(
+                &chunk,
+                writer,
+                (&decode, on_corrupt),
+                &progress,
+                (limit, end),
+            )?;
             if outcome.passed_end {
                 let _ = range_done.send((chunk.topic().to_owned(), chunk.partition()));
             }
@@ -792,7 +813,8 @@ fn start_output_workers(
                 next_offset: outcome.next_offset,
             };
             progress.written(&mut cells, chunk.topic(), chunk.partition(), output);
-            // Flushed by write_chunk: these records have left the sink, so they may be committed.
+            // Flushed by write_chunk, and its skipped batches reported: these records have
+            // left the sink, so they may be committed.
             if let (Some(written), Some(next_offset)) = (&written, outcome.next_offset) {
                 written.mark(chunk.topic(), chunk.partition(), next_offset);
             }
@@ -839,12 +861,13 @@ struct ChunkWritten {
     next_offset: Option<i64>,
 }
 
-/// Decodes one chunk, writes its records and flushes them.
+/// Decodes one chunk, writes its records and flushes them; reports each corrupt batch that
+/// `on_corrupt` skips on stderr (before returning, so before the chunk can be committed).
 /// `(limit, end)`: `-c`'s count and where the partition's range ends.
 fn write_chunk<W: Write>(
     chunk: &PartitionChunk,
     writer: &mut RecordWriter<W>,
-    decode: &DecodeConfig,
+    (decode, on_corrupt): (&DecodeConfig, OnCorrupt),
     progress: &Progress,
     (limit, end): (Option<u64>, Option<PartitionEnd>),
 ) -> Result<ChunkWritten, Error> {
@@ -872,9 +895,11 @@ fn write_chunk<W: Write>(
     };
     // Batches parsed in place and lent (`try_for_each_ref`): moving each out by value costs
     // one-record batches a measurable share of their CPU.
-    chunk
-        .batches(decode)
-        .try_for_each_ref(|batch| state.write_batch(batch))?;
+    chunk.batches(decode).try_for_each_ref_or_skip(
+        on_corrupt,
+        |batch| state.write_batch(batch),
+        |skipped| report_skipped(chunk, progress, skipped),
+    )?;
     let ChunkWriting {
         writer,
         written,
@@ -899,6 +924,28 @@ fn write_chunk<W: Write>(
         scanned,
         next_offset,
     })
+}
+
+/// One report line on stderr for a skipped corrupt batch of `chunk`, counted in `progress`.
+fn report_skipped(
+    chunk: &PartitionChunk,
+    progress: &Progress,
+    skipped: &Skipped,
+) -> Result<(), Error> {
+    let source = SkipSource {
+        command: "consume",
+        file: None,
+        topic: Some(chunk.topic()),
+        partition: Some(chunk.partition()),
+        fetch_offset: Some(chunk.fetch_offset()),
+    };
+    let line = report_line(&source, skipped);
+    writeln!(io::stderr().lock(), "{line}").map_err(|source| Error::Io {
+        context: "reporting a skipped batch".to_owned(),
+        source,
+    })?;
+    progress.batches_skipped.fetch_add(1, Ordering::Relaxed);
+    Ok(())
 }
 
 fn output_error(source: io::Error) -> Error {
@@ -1000,7 +1047,7 @@ async fn consume_group(
     group_config: GroupConfig,
     endpoint: Option<MetricsEndpoint>,
     idle_timeout: Option<Duration>,
-) -> Result<(), Error> {
+) -> Result<u64, Error> {
     let read_committed = config.read_committed;
     let mut group = GroupConsumer::join(config.clone(), group_config, NoListener).await?;
     let written: Arc<WrittenOffsets> = group.written();
@@ -1058,7 +1105,8 @@ async fn consume_group(
         .unwrap_or(Err(krec_consumer::Error::Stopped.into()));
     let closed = group.close().await;
     stats.finish(&progress);
-    outcome.and(finished).and(closed.map_err(Error::from))
+    outcome.and(finished).and(closed.map_err(Error::from))?;
+    Ok(progress.batches_skipped.load(Ordering::Relaxed))
 }
 
 #[cfg(test)]

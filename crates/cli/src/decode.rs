@@ -4,7 +4,9 @@
 //! record is written in the chosen format. Control records are
 //! checked but only printed with `--print-control`. The first malformed byte
 //! stops everything: the records before it are flushed, then one line on stderr
-//! names file, byte position and offset, and the exit code is 1.
+//! names file, byte position and offset, and the exit code is 1. With `--on-corrupt skip` a
+//! batch that fails its checks is reported and stepped over instead, and the exit code at the
+//! end is 3 ([`crate::corrupt`]).
 //!
 //! Every input, a file or standard input, is read in runs of whole batches (`--run-bytes`,
 //! see `decode/runs.rs`) into reused buffers, so memory is bounded by the run size whatever
@@ -27,13 +29,15 @@ use parallel::{
 pub use runs::RunReadError;
 use runs::{RunLimits, RunReader};
 
+use std::cell::Cell;
 use std::io::{self, Read, Write};
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use krec_batch::{BatchWalk, DecodeConfig};
+use krec_batch::{BatchSpan, BatchWalk, DecodeConfig, OnCorrupt, Skipped};
 
+use crate::corrupt::{report_line, SkipSource, SKIPPED_EXIT_CODE};
 use crate::format::{FormatArgs, OffsetWindow, RecordContext, RecordWriter};
 use crate::range::{EndBound, OffsetRange};
 use crate::Error;
@@ -67,6 +71,11 @@ pub struct DecodeArgs {
     /// Skip the CRC check of each batch (to read past a known-corrupt checksum).
     #[arg(long = "no-crc")]
     pub no_crc: bool,
+
+    /// A batch that fails its checks (CRC, decompression, record count or framing): `stop`
+    /// (default) or `skip` it whole, reported on stderr, and exit with status 3 at the end.
+    #[arg(long = "on-corrupt", value_name = "POLICY", default_value = "stop", value_parser = crate::corrupt::parse_on_corrupt)]
+    pub on_corrupt: OnCorrupt,
 
     /// Largest batch accepted, in bytes (suffixes K, M, G: powers of 1024).
     #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "64M")]
@@ -134,6 +143,8 @@ pub struct DecodeSummary {
     pub matched: u64,
     /// Control records seen (written only with `--print-control`).
     pub control_records: u64,
+    /// Corrupt batches skipped (`--on-corrupt skip`).
+    pub skipped: u64,
 }
 
 impl DecodeSummary {
@@ -143,6 +154,7 @@ impl DecodeSummary {
         self.records += other.records;
         self.matched += other.matched;
         self.control_records += other.control_records;
+        self.skipped += other.skipped;
     }
 }
 
@@ -176,7 +188,7 @@ fn offsets_only(text: &str) -> Error {
 }
 
 /// Runs `krec decode`. Exit codes: 0 success, 1 malformed input or I/O error,
-/// 2 bad options.
+/// 2 bad options, 3 corrupt batches skipped (`--on-corrupt skip`).
 pub fn run(mut args: DecodeArgs) -> ExitCode {
     match offset_window(args.offset.as_deref()) {
         Ok(window) => args.format.filter.offsets = window,
@@ -205,10 +217,12 @@ pub fn run(mut args: DecodeArgs) -> ExitCode {
         config: &config,
         contexts: &contexts,
         run_bytes: parallelism.run_bytes,
+        skipped: Cell::new(0),
     };
     // One set of threads and buffers for all files (see `parallel`).
     if parallelism.threads.get() > 1 {
-        with_segment_workers(&config, &args.format, parallelism.threads, |workers| {
+        let threads = parallelism.threads;
+        with_segment_workers(&config, &args.format, threads, args.on_corrupt, |workers| {
             files.decode_all(Decoder::Threads(workers), out)
         })
     } else {
@@ -223,6 +237,8 @@ struct Files<'a> {
     /// Topic and partition of each file, in order.
     contexts: &'a [RecordContext<'a>],
     run_bytes: usize,
+    /// Corrupt batches skipped and reported so far.
+    skipped: Cell<u64>,
 }
 
 /// Where runs are decoded: on the calling thread into one reused buffer, or on the segment workers.
@@ -235,14 +251,15 @@ impl<'a> Files<'a> {
     fn decode_all<W: Write>(&self, decoder: Decoder<'_, 'a>, mut out: W) -> ExitCode {
         // Each file's records, up to any bad spot, are written and flushed before a message.
         let result = match decoder {
-            Decoder::OneThread(mut buffer) => self
-                .args
-                .files
-                .iter()
-                .zip(self.contexts)
-                .try_for_each(|(path, context)| {
-                    self.decode_file_here(path, context, &mut buffer, &mut out)
-                }),
+            Decoder::OneThread(mut buffer) => {
+                self.args
+                    .files
+                    .iter()
+                    .enumerate()
+                    .try_for_each(|(index, path)| {
+                        self.decode_file_here(index, path, &mut buffer, &mut out)
+                    })
+            }
             Decoder::Threads(workers) => self.decode_on(workers, &mut out),
         };
         if let Err(error) = result {
@@ -258,6 +275,13 @@ impl<'a> Files<'a> {
             return ExitCode::FAILURE;
         }
         match out.flush() {
+            Ok(()) if self.skipped.get() > 0 => {
+                eprintln!(
+                    "krec decode: {} corrupt batches skipped",
+                    self.skipped.get()
+                );
+                ExitCode::from(SKIPPED_EXIT_CODE)
+            }
             Ok(()) => ExitCode::SUCCESS,
             // The reader went away (`krec decode f.log | head`): it asked for no more.
             Err(error) if error.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
@@ -296,17 +320,44 @@ impl<'a> Files<'a> {
         Ok(RunReader::new(Box::new(file), self.limits()))
     }
 
-    /// Decodes one file on this thread, run by run into `buffer`.
+    /// Reports a corrupt batch of file `index` skipped, on stderr.
+    fn report_skip(&self, index: usize, skipped: &Skipped) {
+        let context = &self.contexts[index];
+        let file = self.args.files[index].display().to_string();
+        let source = SkipSource {
+            command: "decode",
+            file: Some(&file),
+            topic: context.topic,
+            partition: context.partition,
+            fetch_offset: None,
+        };
+        eprintln!("{}", report_line(&source, skipped));
+        self.skipped.set(self.skipped.get() + 1);
+    }
+
+    /// Decodes file `index` (at `path`) on this thread, run by run into `buffer`.
     fn decode_file_here<W: Write>(
         &self,
+        index: usize,
         path: &Path,
-        context: &RecordContext<'_>,
         buffer: &mut Vec<u8>,
         out: &mut W,
     ) -> Result<(), Error> {
         let mut runs = self.open(path)?;
         let format = &self.args.format;
-        match stream::decode_runs(&mut runs, self.config, context, format, buffer, out) {
+        let context = &self.contexts[index];
+        let mut skips = Skips::new(self.args.on_corrupt);
+        let mut report = |skipped: Skipped| self.report_skip(index, &skipped);
+        let decoded = stream::decode_runs(
+            &mut runs,
+            self.config,
+            context,
+            format,
+            buffer,
+            out,
+            (&mut skips, &mut report),
+        );
+        match decoded {
             Ok(_) => Ok(()),
             Err(failure) => Err(file_error(path, failure, self.args.max_file_bytes)),
         }
@@ -351,7 +402,8 @@ impl<'a> Files<'a> {
                 next_file += 1;
             }
         };
-        match decode_sources_parallel(workers, next_run, out) {
+        let mut report = |index: usize, skipped: Skipped| self.report_skip(index, &skipped);
+        match decode_sources_parallel(workers, next_run, out, &mut report) {
             Ok(_) => Ok(()),
             Err(SourcesFailure::Read(error)) => Err(error),
             Err(SourcesFailure::Input { source, failure }) => Err(file_error(
@@ -437,14 +489,56 @@ pub fn decode_bytes<W: Write>(
     context: &RecordContext<'_>,
     writer: &mut RecordWriter<W>,
 ) -> Result<DecodeSummary, DecodeFailure> {
-    decode_walk(BatchWalk::new(data, config), context, writer)
+    decode_walk(
+        BatchWalk::new(data, config),
+        context,
+        writer,
+        &mut Skips::stop(),
+    )
+}
+
+/// The corrupt-batch policy of a walk, and the batches it skipped (the walk's positions).
+#[derive(Debug)]
+pub(crate) struct Skips {
+    on_corrupt: OnCorrupt,
+    skipped: Vec<Skipped>,
+}
+
+impl Skips {
+    pub(crate) fn new(on_corrupt: OnCorrupt) -> Self {
+        Skips {
+            on_corrupt,
+            skipped: Vec::new(),
+        }
+    }
+
+    /// Today's behaviour: the first corrupt batch stops the walk.
+    pub(crate) fn stop() -> Self {
+        Skips::new(OnCorrupt::Stop)
+    }
+
+    /// The skipped batches, in input order, moved to an input where the walk began at `start`.
+    pub(crate) fn drain_from(&mut self, start: usize) -> impl Iterator<Item = Skipped> + '_ {
+        self.skipped
+            .drain(..)
+            .map(move |Skipped { span, error }| Skipped {
+                span: BatchSpan {
+                    position: span.position.saturating_add(start),
+                    ..span
+                },
+                error: error.with_input_start(start),
+            })
+    }
 }
 
 /// Decodes the batches left in `walk`, records in order, as [`decode_bytes`] describes.
+/// Under `skips`' [`OnCorrupt::Skip`], a batch that fails its checks is left in `skips` and
+/// walked past, and a batch's records are all checked before any is written.
 fn decode_walk<W: Write>(
     mut walk: BatchWalk<'_>,
     context: &RecordContext<'_>,
     writer: &mut RecordWriter<W>,
+    skips: &mut Skips,
 ) -> Result<DecodeSummary, DecodeFailure> {
     let mut summary = DecodeSummary::default();
     // Batches and records are filled in place (`next_ref`): moving them out by value per
@@ -452,9 +546,28 @@ fn decode_walk<W: Write>(
     while let Some(batch) = walk.next_ref() {
         let batch = match batch {
             Ok(batch) => batch,
-            // The walk only moves past a batch it accepted, so here it still points at this one.
-            Err(error) => return Err(input_failure(error, walk.position())),
+            Err(error) => match walk.skip_failed(skips.on_corrupt, error) {
+                Ok(skipped) => {
+                    skips.skipped.push(skipped);
+                    summary.skipped += 1;
+                    continue;
+                }
+                // The walk only moves past a batch it accepted, so it still points at this one.
+                Err(error) => return Err(input_failure(error, walk.position())),
+            },
         };
+        if skips.on_corrupt == OnCorrupt::Skip {
+            if let Err(error) = batch.check_records() {
+                let span = BatchSpan::of_batch(batch);
+                let skipped = skips
+                    .on_corrupt
+                    .decide(error, Some(span))
+                    .map_err(|error| input_failure(error, span.position))?;
+                skips.skipped.push(skipped);
+                summary.skipped += 1;
+                continue;
+            }
+        }
         summary.batches += 1;
         if batch.is_control() {
             for control in batch.control_records() {

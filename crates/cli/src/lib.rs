@@ -6,6 +6,7 @@
 //!
 //! Layout, from the bottom up:
 //! - [`error`]: the crate's one error enum; the consumer's errors wrap into it.
+//! - [`corrupt`]: `--on-corrupt`: the report line of a skipped batch, exit status 3.
 //! - [`format`](mod@format): decoded records into output bytes (JSON lines, kcat-style
 //!   templates, raw values).
 //! - [`decode`]: `krec decode`: segment files read in runs of whole batches, decoded on many
@@ -40,6 +41,7 @@
 
 pub mod cluster;
 pub mod consume;
+pub mod corrupt;
 pub mod count;
 pub mod decode;
 pub mod error;

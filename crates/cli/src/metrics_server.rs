@@ -228,6 +228,15 @@ pub fn encode_series(
             .iter()
             .map(|(kind, &count)| (vec![("kind", kind.name().to_owned())], count)),
     )?;
+    counters(
+        encoder,
+        "krec_batches_skipped",
+        "Corrupt batches skipped under --on-corrupt skip",
+        snapshot
+            .batches_skipped
+            .iter()
+            .map(|((topic, partition), &count)| (topic_partition(topic, *partition), count)),
+    )?;
     if let Some(group) = &snapshot.group {
         counters(
             encoder,
@@ -367,6 +376,7 @@ mod tests {
             failing_for: None,
             stopped_on_error: false,
             give_up_after: Duration::from_secs(300),
+            batches_skipped: [((Arc::from("t"), 1), 2)].into(),
         }
     }
 
@@ -430,6 +440,7 @@ mod tests {
                 r#"krec_errors_total{kind="lookup"} 0"#,
                 r#"krec_errors_total{kind="group"} 0"#,
                 r#"krec_errors_total{kind="fatal"} 0"#,
+                r#"krec_batches_skipped_total{topic="t",partition="1"} 2"#,
             ]
         );
         assert!(text.contains("# TYPE krec_consumer_lag gauge\n"));

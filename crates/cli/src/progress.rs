@@ -34,6 +34,8 @@ pub struct Progress {
     pub claimed: AtomicU64,
     /// Set once `-c` is satisfied.
     pub count_reached: AtomicBool,
+    /// Corrupt batches skipped and reported (`--on-corrupt skip`).
+    pub batches_skipped: AtomicU64,
     partitions: Mutex<BTreeMap<(Arc<str>, i32), Cell>>,
 }
 

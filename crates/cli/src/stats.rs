@@ -114,7 +114,9 @@ impl Stats {
             let records = progress.records.load(Ordering::Relaxed);
             let scanned = progress.scanned.load(Ordering::Relaxed);
             let bytes = progress.bytes.load(Ordering::Relaxed);
-            eprintln!("{}", total_line(self.format, records, scanned, bytes));
+            let skipped = progress.batches_skipped.load(Ordering::Relaxed);
+            let line = total_line(self.format, records, scanned, bytes, skipped);
+            eprintln!("{line}");
         }
     }
 }
@@ -157,16 +159,32 @@ pub fn interval_line(format: StatsFormat, interval: &StatsInterval) -> String {
 }
 
 /// The totals as a line of `format`: records written, records scanned (decoded, matching the
-/// filters or not), record bytes.
-pub fn total_line(format: StatsFormat, records: u64, scanned: u64, bytes: u64) -> String {
+/// filters or not), record bytes, corrupt batches skipped (in text only when there were any).
+pub fn total_line(
+    format: StatsFormat,
+    records: u64,
+    scanned: u64,
+    bytes: u64,
+    skipped: u64,
+) -> String {
     match format {
         StatsFormat::Text => {
-            format!("krec consume: {records} records written of {scanned} scanned, {bytes} bytes")
+            let mut line = format!(
+                "krec consume: {records} records written of {scanned} scanned, {bytes} bytes"
+            );
+            if skipped > 0 {
+                line.push_str(&format!(", {skipped} corrupt batches skipped"));
+            }
+            line
         }
-        StatsFormat::Json => {
-            json!({"type": "total", "records": records, "scanned": scanned, "bytes": bytes})
-                .to_string()
-        }
+        StatsFormat::Json => json!({
+            "type": "total",
+            "records": records,
+            "scanned": scanned,
+            "bytes": bytes,
+            "batches_skipped": skipped,
+        })
+        .to_string(),
     }
 }
 
@@ -205,7 +223,7 @@ mod tests {
             "krec stats: 1234 records/s 0.57 MB/s lag orders/0=5 orders/3=0"
         );
         assert_eq!(
-            total_line(StatsFormat::Text, 9000, 12000, 1_000_000),
+            total_line(StatsFormat::Text, 9000, 12000, 1_000_000, 0),
             "krec consume: 9000 records written of 12000 scanned, 1000000 bytes"
         );
     }
@@ -231,10 +249,16 @@ mod tests {
             ])
         );
         let total: serde_json::Value =
-            serde_json::from_str(&total_line(StatsFormat::Json, 9000, 12000, 1_000_000)).unwrap();
+            serde_json::from_str(&total_line(StatsFormat::Json, 9000, 12000, 1_000_000, 2))
+                .unwrap();
         assert_eq!(
             total,
-            serde_json::json!({"type": "total", "records": 9000, "scanned": 12000, "bytes": 1_000_000})
+            serde_json::json!({"type": "total", "records": 9000, "scanned": 12000,
+                "bytes": 1_000_000, "batches_skipped": 2})
+        );
+        assert_eq!(
+            total_line(StatsFormat::Text, 1, 1, 10, 2),
+            "krec consume: 1 records written of 1 scanned, 10 bytes, 2 corrupt batches skipped"
         );
     }
 

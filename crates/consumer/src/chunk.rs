@@ -4,12 +4,13 @@
 use std::sync::Arc;
 
 use krec_batch::{
-    Batch, BatchSummary, BatchWalk, ControlKind, ControlRecord, DecodeConfig, Record, Records,
-    WalkEnd,
+    Batch, BatchSpan, BatchSummary, BatchWalk, ControlKind, ControlRecord, DecodeConfig, OnCorrupt,
+    Record, Records, Skipped, WalkEnd,
 };
 use tokio::sync::OwnedSemaphorePermit;
 
 use super::cursor::ChunkData;
+use crate::metrics::Metrics;
 use crate::Error;
 use krec_client::fetch::AbortedTransaction;
 
@@ -28,6 +29,8 @@ pub struct PartitionChunk {
     /// Shared by the chunks of one fetch response: the last one dropped lets the fetch loop
     /// send another fetch under `max_held_responses`.
     _response: Option<Arc<OwnedSemaphorePermit>>,
+    /// The consumer's counters, where skipped corrupt batches are counted.
+    metrics: Option<Arc<Metrics>>,
 }
 
 impl PartitionChunk {
@@ -47,7 +50,14 @@ impl PartitionChunk {
             read_committed,
             _budget: budget,
             _response: None,
+            metrics: None,
         }
+    }
+
+    /// Counts the corrupt batches skipped in this chunk into `metrics`.
+    pub(crate) fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
     }
 
     /// Ties the chunk to its response's slot under `max_held_responses`.
@@ -316,7 +326,22 @@ impl<'a> ChunkBatches<'a> {
     /// ```
     pub fn try_for_each_ref<E: From<Error>>(
         &mut self,
+        each: impl FnMut(ChunkBatchRef<'_, 'a>) -> Result<std::ops::ControlFlow<()>, E>,
+    ) -> Result<(), E> {
+        self.try_for_each_ref_or_skip(OnCorrupt::Stop, each, |_| Ok(()))
+    }
+
+    /// [`ChunkBatches::try_for_each_ref`] under a corrupt-batch policy. With
+    /// [`OnCorrupt::Skip`], every record of a batch is checked before `each` sees the batch,
+    /// and a batch that fails (its CRC, its decompression, any record) is stepped over whole:
+    /// it is counted in the consumer's metrics and handed to `skipped` (positions in the
+    /// chunk's record bytes) before the next batch is read. A batch whose length cannot be
+    /// trusted still stops the walk: no next batch can be found.
+    pub fn try_for_each_ref_or_skip<E: From<Error>>(
+        &mut self,
+        on_corrupt: OnCorrupt,
         mut each: impl FnMut(ChunkBatchRef<'_, 'a>) -> Result<std::ops::ControlFlow<()>, E>,
+        mut skipped: impl FnMut(&Skipped) -> Result<(), E>,
     ) -> Result<(), E> {
         while !self.finished {
             let batch = match self.walk.next_ref() {
@@ -326,12 +351,33 @@ impl<'a> ChunkBatches<'a> {
                         _ => Ok(()),
                     }
                 }
-                Some(Err(source)) => {
-                    self.finished = true;
-                    return Err(self.chunk.decode_error(source).into());
-                }
+                Some(Err(source)) => match self.walk.skip_failed(on_corrupt, source) {
+                    Ok(skip) => {
+                        self.skip(&skip, &mut skipped)?;
+                        continue;
+                    }
+                    Err(source) => {
+                        self.finished = true;
+                        return Err(self.chunk.decode_error(source).into());
+                    }
+                },
                 Some(Ok(batch)) => batch,
             };
+            if on_corrupt == OnCorrupt::Skip {
+                if let Err(error) = batch.check_records() {
+                    let span = BatchSpan::of_batch(batch);
+                    match on_corrupt.decide(error, Some(span)) {
+                        Ok(skip) => {
+                            self.skip(&skip, &mut skipped)?;
+                            continue;
+                        }
+                        Err(source) => {
+                            self.finished = true;
+                            return Err(self.chunk.decode_error(source).into());
+                        }
+                    }
+                }
+            }
             let admitted =
                 GateInput::of_batch(batch, self.chunk).and_then(|input| self.gate.admit(&input));
             match admitted {
@@ -352,6 +398,25 @@ impl<'a> ChunkBatches<'a> {
             }
         }
         Ok(())
+    }
+
+    /// Steps over a corrupt batch: the offsets it covers count as passed (the chunk ends
+    /// where the fetch said), and it is counted and reported unless it lies wholly before the
+    /// fetch offset (then it is not this chunk's to deliver).
+    fn skip<E>(
+        &mut self,
+        skip: &Skipped,
+        skipped: &mut impl FnMut(&Skipped) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let next_offset = skip.span.last_offset.saturating_add(1);
+        self.gate.last_next_offset = Some(next_offset);
+        if next_offset <= self.chunk.data.fetch_offset {
+            return Ok(());
+        }
+        if let Some(metrics) = &self.chunk.metrics {
+            metrics.batch_skipped(&self.chunk.topic, self.chunk.partition);
+        }
+        skipped(skip)
     }
 
     fn finish(&mut self) -> Option<Result<ChunkBatch<'a>, Error>> {
@@ -745,5 +810,66 @@ mod tests {
             matches!(&error, Error::Decode { topic, partition: 0, fetch_offset: 0, .. } if topic == "t"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn under_skip_a_corrupt_batch_is_stepped_over_whole_and_counted() {
+        let mut crc_flip = data_batch(1, -1, false, &["b1", "b2"]);
+        let last = crc_flip.len() - 1;
+        crc_flip[last] ^= 0xff;
+        // Its CRC is right: only the record iterator finds a record missing, after "c3".
+        let count_lie = BatchBuilder::new(3)
+            .record(None, Some(b"c3"), &[])
+            .record(None, Some(b"c4"), &[])
+            .declared_record_count(3)
+            .build();
+        let batches = [
+            data_batch(0, -1, false, &["a0"]),
+            crc_flip.clone(),
+            count_lie.clone(),
+            data_batch(5, -1, false, &["d5"]),
+        ];
+        let metrics = Arc::new(Metrics::new(std::time::Duration::from_secs(1)));
+        let c = chunk(&batches, 0, 6, &[], false).with_metrics(metrics.clone());
+        let config = DecodeConfig::default();
+        let (mut written, mut skipped) = (Vec::new(), Vec::new());
+        c.batches(&config)
+            .try_for_each_ref_or_skip(
+                OnCorrupt::Skip,
+                |batch| -> Result<_, Error> {
+                    for record in batch.records() {
+                        written.push(record?.offset());
+                    }
+                    Ok(std::ops::ControlFlow::Continue(()))
+                },
+                |skip| {
+                    skipped.push(skip.span);
+                    Ok(())
+                },
+            )
+            .expect("corrupt batches are skipped");
+        assert_eq!(
+            written,
+            [0, 5],
+            "c3 is not written: its batch is skipped whole"
+        );
+        let first = batches[0].len();
+        let span = |position, size, base_offset, last_offset| BatchSpan {
+            position,
+            size,
+            base_offset,
+            last_offset,
+        };
+        assert_eq!(
+            skipped,
+            [
+                span(first, crc_flip.len(), 1, 2),
+                span(first + crc_flip.len(), count_lie.len(), 3, 4),
+            ]
+        );
+        let snapshot = metrics.snapshot(Vec::new());
+        assert_eq!(snapshot.batches_skipped[&(Arc::from("t"), 0)], 2);
+        // The default is to stop at the first one.
+        assert!(matches!(values(&c), Err(Error::Decode { .. })));
     }
 }

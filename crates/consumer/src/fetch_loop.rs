@@ -460,7 +460,9 @@ fn apply_answer(
                 permit,
             );
             applied.events.push(Event::Chunk(
-                chunk.with_response_slot(response_slot.clone()),
+                chunk
+                    .with_response_slot(response_slot.clone())
+                    .with_metrics(shared.metrics.clone()),
             ));
         }
         if outcome.reached_end {

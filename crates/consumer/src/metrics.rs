@@ -155,6 +155,8 @@ pub struct MetricsSnapshot {
     pub stopped_on_error: bool,
     /// The consumer's [`give_up_after`](crate::ConsumerConfig::give_up_after).
     pub give_up_after: Duration,
+    /// Corrupt batches skipped (`OnCorrupt::Skip`) by topic and partition.
+    pub batches_skipped: BTreeMap<(Arc<str>, i32), u64>,
 }
 
 impl MetricsSnapshot {
@@ -268,6 +270,8 @@ pub(crate) struct Metrics {
     rebalances: AtomicU64,
     commits: [AtomicU64; CommitResult::ALL.len()],
     assigned: AtomicU64,
+    /// Corrupt batches skipped, by partition: rare, so one lock is enough.
+    batches_skipped: Mutex<BTreeMap<(Arc<str>, i32), u64>>,
 }
 
 /// Counters hold plain numbers: a panic elsewhere leaves nothing half-updated.
@@ -293,6 +297,7 @@ impl Metrics {
             rebalances: AtomicU64::new(0),
             commits: Default::default(),
             assigned: AtomicU64::new(0),
+            batches_skipped: Mutex::default(),
         }
     }
 
@@ -350,6 +355,13 @@ impl Metrics {
         self.commits[result as usize].fetch_add(1, Ordering::Relaxed);
     }
 
+    /// A decode thread skipped a corrupt batch of the partition.
+    pub(crate) fn batch_skipped(&self, topic: &Arc<str>, partition: i32) {
+        *lock(&self.batches_skipped)
+            .entry((topic.clone(), partition))
+            .or_default() += 1;
+    }
+
     pub(crate) fn assigned(&self, partitions: usize) {
         self.assigned.store(partitions as u64, Ordering::Relaxed);
     }
@@ -399,6 +411,7 @@ impl Metrics {
             failing_for,
             stopped_on_error: self.stopped_on_error.load(Ordering::Relaxed),
             give_up_after: self.give_up_after,
+            batches_skipped: lock(&self.batches_skipped).clone(),
         }
     }
 }

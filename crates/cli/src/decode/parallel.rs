@@ -25,10 +25,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex};
 
-use krec_batch::{BatchWalk, DecodeConfig};
+use krec_batch::{BatchWalk, DecodeConfig, OnCorrupt, Skipped};
 
 use super::runs::{Run, Runs};
-use super::{decode_walk, DecodeFailure, DecodeSummary};
+use super::{decode_walk, DecodeFailure, DecodeSummary, Skips};
 use crate::format::{FormatArgs, RecordContext, RecordWriter};
 
 /// Input bytes per run by default: big enough that handing a run to a thread costs
@@ -60,37 +60,51 @@ pub fn decode_bytes_parallel<W: Write>(
     let run_bytes = parallelism.run_bytes.max(1);
     if parallelism.threads.get() == 1 || data.len() <= run_bytes {
         let mut writer = writer_for(format, &mut *out)?;
-        let summary = decode_walk(BatchWalk::new(data, config), context, &mut writer);
+        let walk = BatchWalk::new(data, config);
+        let summary = decode_walk(walk, context, &mut writer, &mut Skips::stop());
         writer.flush().map_err(DecodeFailure::Output)?;
         return summary;
     }
-    with_segment_workers(config, format, parallelism.threads, |workers| {
-        let mut runs = Runs::new(data, run_bytes);
-        let next_run = move |_spare: Vec<u8>| {
-            Ok::<_, Infallible>(runs.next().map(|range| SourcedRun {
-                input: RunInput::Slice {
-                    start: range.start,
-                    bytes: &data[range],
-                },
-                source: 0,
-                context,
-            }))
-        };
-        match workers.decode(next_run, out) {
-            Ok(Outcome::Done(summary)) => Ok(summary),
-            Ok(Outcome::FailedRun(run)) => Err(report_failed_run(config, format, &run, out)),
-            Err(SourcesFailure::Output(error)) => Err(DecodeFailure::Output(error)),
-            Err(SourcesFailure::Input { failure, .. }) => Err(failure),
-            Err(SourcesFailure::Read(never)) => match never {},
-        }
-    })
+    with_segment_workers(
+        config,
+        format,
+        parallelism.threads,
+        OnCorrupt::Stop,
+        |workers| {
+            let mut runs = Runs::new(data, run_bytes);
+            let next_run = move |_spare: Vec<u8>| {
+                Ok::<_, Infallible>(runs.next().map(|range| SourcedRun {
+                    input: RunInput::Slice {
+                        start: range.start,
+                        bytes: &data[range],
+                    },
+                    source: 0,
+                    context,
+                }))
+            };
+            match workers.decode(next_run, out, &mut |_, _| {}) {
+                Ok(Outcome::Done(summary)) => Ok(summary),
+                Ok(Outcome::FailedRun(run)) => Err(report_failed_run(
+                    &workers.decoding(),
+                    &run,
+                    out,
+                    &mut |_, _| {},
+                )),
+                Err(SourcesFailure::Output(error)) => Err(DecodeFailure::Output(error)),
+                Err(SourcesFailure::Input { failure, .. }) => Err(failure),
+                Err(SourcesFailure::Read(never)) => match never {},
+            }
+        },
+    )
 }
 
-/// Starts `threads` decode threads for `body` and stops them when it returns.
+/// Starts `threads` decode threads for `body` and stops them when it returns; they skip
+/// corrupt batches as `on_corrupt` says.
 pub(super) fn with_segment_workers<'p, T>(
     config: &'p DecodeConfig,
     format: &'p FormatArgs,
     threads: NonZeroUsize,
+    on_corrupt: OnCorrupt,
     body: impl FnOnce(&mut SegmentWorkers<'p>) -> T,
 ) -> T {
     let (job_sender, job_receiver) = mpsc::channel::<Job<'p>>();
@@ -103,12 +117,18 @@ pub(super) fn with_segment_workers<'p, T>(
             let results = Arc::clone(&results);
             scope.spawn(move || {
                 let _gone = WorkerGone(&results);
-                worker(config, format, &jobs, &stop, &results);
+                let decoding = Decoding {
+                    config,
+                    format,
+                    on_corrupt,
+                };
+                worker(&decoding, &jobs, &stop, &results);
             });
         }
         let mut workers = SegmentWorkers {
             config,
             format,
+            on_corrupt,
             max_in_flight: threads.get() * 2,
             jobs: job_sender,
             results,
@@ -126,6 +146,7 @@ pub(super) fn with_segment_workers<'p, T>(
 pub(super) struct SegmentWorkers<'p> {
     config: &'p DecodeConfig,
     format: &'p FormatArgs,
+    on_corrupt: OnCorrupt,
     max_in_flight: usize,
     jobs: mpsc::Sender<Job<'p>>,
     results: Arc<ResultBoard<'p>>,
@@ -176,20 +197,23 @@ impl<E> SourcesFailure<E> {
 /// segment workers, writing their records in order, as [`decode_runs`](super::stream::decode_runs)
 /// does for each source on one thread. The runs of the next source are read while the last
 /// ones of the previous source decode, so the threads do not wait at each file's end.
+/// Skipped corrupt batches go to `report` with their source, once the records before them
+/// are written.
 pub(super) fn decode_sources_parallel<'p, W, F, E>(
     workers: &mut SegmentWorkers<'p>,
     next_run: F,
     out: &mut W,
+    report: &mut dyn FnMut(usize, Skipped),
 ) -> Result<DecodeSummary, SourcesFailure<E>>
 where
     W: Write,
     F: FnMut(Vec<u8>) -> Result<Option<SourcedRun<'p>>, E>,
 {
-    match workers.decode(next_run, out) {
+    match workers.decode(next_run, out, report) {
         Ok(Outcome::Done(summary)) => Ok(summary),
         Ok(Outcome::FailedRun(run)) => Err(SourcesFailure::of_run(
             run.source,
-            report_failed_run(workers.config, workers.format, &run, out),
+            report_failed_run(&workers.decoding(), &run, out, report),
         )),
         // The workers themselves only fail to write (or to reach its threads): no run's source.
         Err(failure) => Err(failure),
@@ -255,6 +279,10 @@ enum RunResult<'p> {
         output: Vec<u8>,
         summary: DecodeSummary,
         input: RunInput<'p>,
+        /// Index of the run's source.
+        source: usize,
+        /// Corrupt batches skipped, with the input's positions.
+        skipped: Vec<Skipped>,
     },
     /// The run holds malformed bytes; the calling thread decodes it again to report them.
     InputFailed(SourcedRun<'p>),
@@ -269,9 +297,15 @@ enum Outcome<'p> {
     FailedRun(SourcedRun<'p>),
 }
 
+/// What every decode of a run needs: limits, output format, corrupt-batch policy.
+struct Decoding<'p> {
+    config: &'p DecodeConfig,
+    format: &'p FormatArgs,
+    on_corrupt: OnCorrupt,
+}
+
 fn worker<'p>(
-    config: &DecodeConfig,
-    format: &FormatArgs,
+    decoding: &Decoding<'_>,
     jobs: &Mutex<mpsc::Receiver<Job<'p>>>,
     stop: &AtomicBool,
     results: &ResultBoard<'p>,
@@ -283,28 +317,26 @@ fn worker<'p>(
         if stop.load(Ordering::Relaxed) {
             return;
         }
-        let result = decode_run(config, format, job.run, job.output);
+        let result = decode_run(decoding, job.run, job.output);
         results.put(job.index, result);
     }
 }
 
-fn decode_run<'p>(
-    config: &DecodeConfig,
-    format: &FormatArgs,
-    run: SourcedRun<'p>,
-    output: Vec<u8>,
-) -> RunResult<'p> {
+fn decode_run<'p>(decoding: &Decoding<'_>, run: SourcedRun<'p>, output: Vec<u8>) -> RunResult<'p> {
     // Formatted straight into the run's output buffer: a writer's own buffer would copy
     // every byte once more.
-    let mut writer = match format.writer(io::sink()) {
+    let mut writer = match decoding.format.writer(io::sink()) {
         Ok(writer) => writer.gathering_into(output),
         Err(error) => return RunResult::OutputFailed(io::Error::other(error)),
     };
-    let walk = BatchWalk::new(run.input.bytes(), config);
-    match decode_walk(walk, run.context, &mut writer) {
+    let walk = BatchWalk::new(run.input.bytes(), decoding.config);
+    let mut skips = Skips::new(decoding.on_corrupt);
+    match decode_walk(walk, run.context, &mut writer, &mut skips) {
         Ok(summary) => RunResult::Done {
             output: writer.into_buffer(),
             summary,
+            skipped: skips.drain_from(run.input.start()).collect(),
+            source: run.source,
             input: run.input,
         },
         Err(DecodeFailure::Output(error)) => RunResult::OutputFailed(error),
@@ -314,12 +346,22 @@ fn decode_run<'p>(
 }
 
 impl<'p> SegmentWorkers<'p> {
+    fn decoding(&self) -> Decoding<'p> {
+        Decoding {
+            config: self.config,
+            format: self.format,
+            on_corrupt: self.on_corrupt,
+        }
+    }
+
     /// Hands the runs `next_run` gives (reading into the spare buffers it is handed) to the
-    /// threads, and writes their output to `out` in input order.
+    /// threads, and writes their output to `out` in input order, each run's skipped batches
+    /// to `report` after its records.
     fn decode<W, F, E>(
         &mut self,
         mut next_run: F,
         out: &mut W,
+        report: &mut dyn FnMut(usize, Skipped),
     ) -> Result<Outcome<'p>, SourcesFailure<E>>
     where
         W: Write,
@@ -331,7 +373,7 @@ impl<'p> SegmentWorkers<'p> {
             )));
         }
         let mut in_flight = 0usize;
-        let result = self.drive(&mut next_run, out, &mut in_flight);
+        let result = self.drive(&mut next_run, out, &mut in_flight, report);
         if in_flight > 0 {
             self.broken = true;
             self.stop.store(true, Ordering::Relaxed);
@@ -344,6 +386,7 @@ impl<'p> SegmentWorkers<'p> {
         next_run: &mut F,
         out: &mut W,
         in_flight: &mut usize,
+        report: &mut dyn FnMut(usize, Skipped),
     ) -> Result<Outcome<'p>, SourcesFailure<E>>
     where
         W: Write,
@@ -404,12 +447,18 @@ impl<'p> SegmentWorkers<'p> {
                     mut output,
                     summary: run_summary,
                     input,
+                    source,
+                    skipped,
                 } => {
                     let written = out.write_all(&output);
                     output.clear();
                     self.spare_outputs.push(output);
                     self.spare_inputs.extend(input.into_buffer());
                     written.map_err(output_failure)?;
+                    if !skipped.is_empty() {
+                        out.flush().map_err(output_failure)?;
+                        skipped.into_iter().for_each(|s| report(source, s));
+                    }
                     summary.add(run_summary);
                 }
                 RunResult::InputFailed(run) => return Ok(Outcome::FailedRun(run)),
@@ -494,28 +543,33 @@ impl Drop for WorkerGone<'_, '_> {
 }
 
 /// Decodes a failed run again on this thread from its own bytes, so the records before the
-/// bad spot are written; the error's positions are moved to the input's.
+/// bad spot are written and the batches skipped before it reported; the error's positions are
+/// moved to the input's.
 fn report_failed_run<W: Write>(
-    config: &DecodeConfig,
-    format: &FormatArgs,
+    decoding: &Decoding<'_>,
     run: &SourcedRun<'_>,
     out: &mut W,
+    report: &mut dyn FnMut(usize, Skipped),
 ) -> DecodeFailure {
-    let mut writer = match writer_for(format, &mut *out) {
+    let mut writer = match writer_for(decoding.format, &mut *out) {
         Ok(writer) => writer,
         Err(failure) => return failure,
     };
-    let walk = BatchWalk::new(run.input.bytes(), config);
-    let failure = match decode_walk(walk, run.context, &mut writer) {
+    let walk = BatchWalk::new(run.input.bytes(), decoding.config);
+    let mut skips = Skips::new(decoding.on_corrupt);
+    let decoded = decode_walk(walk, run.context, &mut writer, &mut skips);
+    if let Err(error) = writer.flush() {
+        return DecodeFailure::Output(error);
+    }
+    skips
+        .drain_from(run.input.start())
+        .for_each(|s| report(run.source, s));
+    match decoded {
         Err(failure) => failure.with_input_start(run.input.start()),
         // Decoding the same bytes the same way cannot succeed the second time.
         Ok(_) => DecodeFailure::Output(io::Error::other(
             "a run that failed on a worker decoded on the second try",
         )),
-    };
-    match writer.flush() {
-        Ok(()) => failure,
-        Err(error) => DecodeFailure::Output(error),
     }
 }
 

@@ -4,15 +4,16 @@
 
 use std::io::{Read, Write};
 
-use krec_batch::{BatchWalk, DecodeConfig};
+use krec_batch::{BatchWalk, DecodeConfig, Skipped};
 
 use super::runs::RunReader;
-use super::{decode_walk, DecodeFailure, DecodeSummary};
+use super::{decode_walk, DecodeFailure, DecodeSummary, Skips};
 use crate::format::{FormatArgs, RecordContext};
 
 /// Decodes every run `runs` reads into `buffer` (reused across inputs), in order, writing
 /// records to `out` as [`decode_bytes`](super::decode_bytes) does for the whole input: the
-/// same output, and an error at the same byte position of the input.
+/// same output, and an error at the same byte position of the input. The batches `skips`' policy
+/// skips go to `report` (input positions) once the records of their run are written.
 pub(super) fn decode_runs<R: Read, W: Write>(
     runs: &mut RunReader<R>,
     config: &DecodeConfig,
@@ -20,6 +21,7 @@ pub(super) fn decode_runs<R: Read, W: Write>(
     format: &FormatArgs,
     buffer: &mut Vec<u8>,
     out: &mut W,
+    (skips, report): (&mut Skips, &mut dyn FnMut(Skipped)),
 ) -> Result<DecodeSummary, DecodeFailure> {
     let mut writer = format
         .writer(out)
@@ -34,7 +36,14 @@ pub(super) fn decode_runs<R: Read, W: Write>(
         // A run starts on an entry boundary and holds whole entries, but for a cut or refused
         // one that ends the input: its walk meets what a walk of the whole input would.
         let walk = BatchWalk::new(run.bytes(), config);
-        match decode_walk(walk, context, &mut writer) {
+        let decoded = decode_walk(walk, context, &mut writer, skips);
+        // Reported once the records before them are flushed, so a reader of both streams
+        // never sees a report ahead of records that came before the batch.
+        if !skips.skipped.is_empty() {
+            writer.flush().map_err(DecodeFailure::Output)?;
+            skips.drain_from(run.start).for_each(&mut *report);
+        }
+        match decoded {
             Ok(run_summary) => summary.add(run_summary),
             Err(failure) => {
                 break Err(failure.with_input_start(run.start));

@@ -167,6 +167,14 @@ pub fn batch_spans(data: &[u8]) -> Vec<Range<usize>> {
     spans
 }
 
+/// Recomputes the CRC32C of a v2 batch after its bytes were patched, so that only the patched
+/// field itself is wrong.
+pub fn resign_v2(batch: &mut [u8]) {
+    use krec_batch::layout::v2::{ATTRIBUTES_AT, CRC_AT};
+    let crc = crc32c::crc32c(&batch[ATTRIBUTES_AT..]);
+    batch[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
+}
+
 pub fn stderr_text(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }

@@ -1,0 +1,253 @@
+//! `krec consume --on-corrupt` against a real broker serving corrupt batches: records are
+//! produced, the broker is stopped cleanly, bytes of its segment file are patched on disk, and
+//! it is started again. A clean shutdown skips log recovery, and a fetch serves the file's bytes
+//! as they are, so krec receives exactly the patched batches.
+#![cfg(feature = "broker-tests")]
+
+mod support;
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use krec_batch::layout::v2::RECORD_COUNT_AT;
+use support::broker::{
+    assert_same_records, broker, parse_json_lines, simple_records, unique_topic, Broker,
+    ProducePlan, Produced,
+};
+use support::decode::{batch_spans, resign_v2};
+use support::group::MEMBER_LOG;
+use support::metrics::{free_port, get, samples};
+
+/// A corrupt batch as the report must name it.
+struct Bad {
+    offsets: (i64, i64),
+    position: usize,
+    size: usize,
+    reason: &'static str,
+}
+
+/// Produces four batches of five records (one producer each, so one batch each), and patches
+/// the segment: batch 1 gets a flipped payload byte (CRC), batch 2 a record count that lies
+/// with its CRC recomputed. Returns the good records and the bad batches.
+fn corrupt_topic(broker: &Broker, topic: &str) -> (Vec<Produced>, Vec<Bad>) {
+    broker.create_topic(topic, 1, 1);
+    let mut produced = Vec::new();
+    for batch in 0..4 {
+        let plan = ProducePlan {
+            topic: topic.to_owned(),
+            compression: if batch == 2 { "lz4" } else { "none" }.into(),
+            steps: vec![(None, simple_records(batch * 5, 5, 1))],
+            ..ProducePlan::default()
+        };
+        produced.extend(broker.produce_python(&plan));
+    }
+    broker.kafka_sh("stop-node", &["--node", "1"]);
+    let segment = PathBuf::from(broker.kafka_sh("datadir", &["--node", "1"]).trim())
+        .join(format!("{topic}-0"))
+        .join("00000000000000000000.log");
+    let mut data = std::fs::read(&segment).expect("the partition's first segment");
+    let spans = batch_spans(&data);
+    assert_eq!(spans.len(), 4, "one batch per producer");
+    let last = spans[1].end - 1;
+    data[last] ^= 0x55;
+    let count_lie = spans[2].clone();
+    data[count_lie.start + RECORD_COUNT_AT..][..4].copy_from_slice(&6i32.to_be_bytes());
+    resign_v2(&mut data[count_lie]);
+    std::fs::write(&segment, &data).expect("patch the segment");
+    broker.kafka_sh("start-node", &["--node", "1"]);
+    broker.wait_for_leaders(topic, 1);
+
+    let bad = |index: usize, offsets, reason| Bad {
+        offsets,
+        position: spans[index].start,
+        size: spans[index].len(),
+        reason,
+    };
+    let good = produced
+        .into_iter()
+        .filter(|r| r.offset < 5 || r.offset >= 15)
+        .collect();
+    let bad = vec![
+        bad(1, (5, 9), "checksum mismatch"),
+        bad(2, (10, 14), "declares 6 records but holds 5"),
+    ];
+    (good, bad)
+}
+
+fn report_prefix(topic: &str, bad: &Bad) -> String {
+    format!(
+        "krec consume: skipped corrupt batch: topic={topic} partition=0 offsets={}..{} \
+         position={} bytes={} fetch_offset=0: ",
+        bad.offsets.0, bad.offsets.1, bad.position, bad.size
+    )
+}
+
+/// The index in `lines` of the report of each of `bad`, checking the report in full.
+fn reports(lines: &[&str], topic: &str, bad: &[Bad]) -> Vec<usize> {
+    bad.iter()
+        .map(|bad| {
+            let prefix = report_prefix(topic, bad);
+            let at = lines
+                .iter()
+                .position(|l| l.starts_with(&prefix))
+                .unwrap_or_else(|| panic!("no report {prefix}\n{}", lines.join("\n")));
+            assert!(lines[at].contains(bad.reason), "{}", lines[at]);
+            at
+        })
+        .collect()
+}
+
+fn run(command: &mut Command) -> (Option<i32>, Vec<Produced>, String) {
+    let output = command
+        .stdin(Stdio::null())
+        .output()
+        .expect("run krec consume");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    (
+        output.status.code(),
+        parse_json_lines(&output.stdout),
+        stderr,
+    )
+}
+
+fn consume(broker: &Broker, topic: &str, args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_krec"));
+    command
+        .args([
+            "consume",
+            "-b",
+            &broker.bootstrap,
+            "-t",
+            topic,
+            "-e",
+            "-f",
+            "json",
+        ])
+        .args(args);
+    command
+}
+
+/// One test, so the broker restart that plants the corrupt batches happens once and no other
+/// test of this binary runs while the broker is down.
+#[test]
+fn corrupt_batches_served_by_a_broker_are_skipped_and_reported_or_stop_the_consumer() {
+    let broker = broker();
+    let topic = unique_topic("corrupt");
+    let (good, bad) = corrupt_topic(&broker, &topic);
+
+    // Assign mode, skip: the good batches exactly once, each bad one reported, exit 3.
+    let (code, printed, stderr) = run(&mut consume(&broker, &topic, &["--on-corrupt", "skip"]));
+    assert_eq!(code, Some(3), "{stderr}");
+    assert_same_records(&printed, &good);
+    let lines: Vec<&str> = stderr.lines().collect();
+    let at = reports(&lines, &topic, &bad);
+    assert!(at[0] < at[1], "reports in offset order:\n{stderr}");
+    assert!(
+        stderr.contains("krec consume: 2 corrupt batches skipped"),
+        "{stderr}"
+    );
+
+    skipped_batches_are_counted_in_the_metrics_and_the_stats(&broker, &topic);
+
+    // The default stops at the first bad batch, naming where it is.
+    let (code, printed, stderr) = run(&mut consume(&broker, &topic, &[]));
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("checksum mismatch"), "{stderr}");
+    assert!(stderr.contains(&topic), "{stderr}");
+    assert!(
+        printed.iter().all(|r| r.offset < 5),
+        "nothing past the bad batch"
+    );
+
+    // A group member reports each bad batch before any offset past it is committed, and ends
+    // committed past both.
+    let group = unique_topic("corrupt-group");
+    let mut member = consume(&broker, &topic, &["--on-corrupt", "skip", "-G", &group]);
+    member
+        .args(["--commit-interval-ms", "100", "--threads", "1"])
+        .env("RUST_LOG", MEMBER_LOG);
+    let (code, printed, stderr) = run(&mut member);
+    assert_eq!(code, Some(3), "{stderr}");
+    assert_same_records(&printed, &good);
+    let lines: Vec<&str> = stderr.lines().collect();
+    let at = reports(&lines, &topic, &bad);
+    let commits: Vec<(usize, i64)> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.contains("krec::commit"))
+        .filter_map(|(i, l)| {
+            let offset = l.split("offset=").nth(1)?.split_whitespace().next()?;
+            Some((i, offset.parse().ok()?))
+        })
+        .collect();
+    assert_eq!(commits.last().map(|c| c.1), Some(20), "{stderr}");
+    for (report, bad) in at.iter().zip(&bad) {
+        let first_past = commits.iter().find(|(_, offset)| *offset > bad.offsets.0);
+        assert!(
+            first_past.is_some_and(|(line, _)| line > report),
+            "offsets past {} committed before the report:\n{stderr}",
+            bad.offsets.0
+        );
+    }
+}
+
+/// `--metrics` serves `krec_batches_skipped_total` while krec runs, and the JSON `--stats`
+/// total line counts the skipped batches.
+fn skipped_batches_are_counted_in_the_metrics_and_the_stats(broker: &Broker, topic: &str) {
+    let port = free_port();
+    let address = format!("127.0.0.1:{port}");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_krec"));
+    command
+        .args([
+            "consume",
+            "-b",
+            &broker.bootstrap,
+            "-t",
+            topic,
+            "-f",
+            "json",
+        ])
+        .args([
+            "--on-corrupt",
+            "skip",
+            "--metrics",
+            &address,
+            "--idle-timeout",
+            "5s",
+        ])
+        .args(["--stats", "60", "--stats-format", "json"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let child = command.spawn().expect("start krec consume --metrics");
+    let url = format!("http://{address}/metrics");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut skipped = Vec::new();
+    while skipped.iter().map(|(_, count)| count).sum::<f64>() < 2.0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no skips in the metrics: {skipped:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        if let Some((200, text)) = get(&url, &[]) {
+            skipped = samples(&text, "krec_batches_skipped_total")
+                .into_iter()
+                .map(|(labels, count)| (labels.to_owned(), count))
+                .collect();
+        }
+    }
+    let labels = format!(r#"topic="{topic}",partition="0""#);
+    assert_eq!(skipped, [(labels, 2.0)]);
+    let output = child
+        .wait_with_output()
+        .expect("krec consume ends on --idle-timeout");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    let total: serde_json::Value = stderr
+        .lines()
+        .find(|l| l.contains(r#""type":"total""#))
+        .and_then(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| panic!("no JSON total line:\n{stderr}"));
+    assert_eq!(total["batches_skipped"], 2, "{stderr}");
+    assert_eq!(total["records"], 10, "{stderr}");
+}
