@@ -419,11 +419,21 @@ pub fn run(args: ConsumeArgs) -> ExitCode {
             })
         }
     };
+    // Shares its skip counter with the writers' copies.
+    let schema = args.format.schema.clone();
     match runtime.block_on(consume(args)) {
-        Ok(0) => ExitCode::SUCCESS,
-        Ok(skipped) => {
+        Ok(batches) => {
+            let records = schema.records_skipped();
+            if batches + records == 0 {
+                return ExitCode::SUCCESS;
+            }
             let _ = std::io::stdout().flush();
-            eprintln!("krec consume: {skipped} corrupt batches skipped");
+            if batches > 0 {
+                eprintln!("krec consume: {batches} corrupt batches skipped");
+            }
+            if records > 0 {
+                eprintln!("krec consume: {records} undecodable records skipped");
+            }
             ExitCode::from(SKIPPED_EXIT_CODE)
         }
         // The reader went away (`krec consume ... | head`): stopping is what it asked for.
@@ -451,6 +461,9 @@ async fn consume(args: ConsumeArgs) -> Result<u64, Error> {
     args.format
         .schema
         .set_properties(&properties.schema_registry);
+    args.format
+        .schema
+        .set_on_corrupt(args.on_corrupt, "consume");
     args.format.output_format()?;
     let subscription = args.subscription()?;
     if args.count == Some(0) {

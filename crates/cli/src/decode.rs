@@ -197,6 +197,7 @@ pub fn run(mut args: DecodeArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     }
+    args.format.schema.set_on_corrupt(args.on_corrupt, "decode");
     // Checked once here, so a bad format is a usage error (exit 2) before any file is read.
     if let Err(error) = args.format.writer(io::sink()) {
         eprintln!("krec decode: {error}");
@@ -275,11 +276,17 @@ impl<'a> Files<'a> {
             return ExitCode::FAILURE;
         }
         match out.flush() {
-            Ok(()) if self.skipped.get() > 0 => {
-                eprintln!(
-                    "krec decode: {} corrupt batches skipped",
-                    self.skipped.get()
-                );
+            Ok(()) if self.skipped.get() + self.args.format.schema.records_skipped() > 0 => {
+                let records = self.args.format.schema.records_skipped();
+                if self.skipped.get() > 0 {
+                    eprintln!(
+                        "krec decode: {} corrupt batches skipped",
+                        self.skipped.get()
+                    );
+                }
+                if records > 0 {
+                    eprintln!("krec decode: {records} undecodable records skipped");
+                }
                 ExitCode::from(SKIPPED_EXIT_CODE)
             }
             Ok(()) => ExitCode::SUCCESS,

@@ -23,11 +23,17 @@ fn registry_url() -> String {
 fn produce(broker: &Broker, kind: &str, extra: &[&str]) -> (String, Vec<Value>) {
     let topic = unique_topic(&format!("schema-{kind}"));
     broker.create_topic(&topic, 1, 1);
+    let expected = produce_to(broker, &topic, kind, extra);
+    (topic, expected)
+}
+
+/// Runs the Python producer of `kind` records on an existing topic; the records it expects.
+fn produce_to(broker: &Broker, topic: &str, kind: &str, extra: &[&str]) -> Vec<Value> {
     let python = std::env::var("KREC_TEST_PYTHON").expect("KREC_TEST_PYTHON (scripts/test.sh)");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/schema_producer.py");
     let output = Command::new(python)
         .arg(script)
-        .args([&broker.bootstrap, &registry_url(), &topic, kind])
+        .args([&broker.bootstrap, &registry_url(), topic, kind])
         .args(extra)
         .stdin(Stdio::null())
         .output()
@@ -37,7 +43,7 @@ fn produce(broker: &Broker, kind: &str, extra: &[&str]) -> (String, Vec<Value>) 
         "producer failed: {}",
         String::from_utf8_lossy(&output.stderr)
     );
-    (topic, json_lines(&output.stdout))
+    json_lines(&output.stdout)
 }
 
 fn json_lines(bytes: &[u8]) -> Vec<Value> {
@@ -268,6 +274,65 @@ fn bad_values_and_a_missing_registry_are_clear_errors_naming_the_record() {
 
     let (code, stderr, _) = failure_on(&broker, "0000000001", &["-s", "value=avro"]);
     assert_eq!(code, Some(2), "no registry is a usage error: {stderr}");
+}
+
+#[test]
+fn on_corrupt_skip_reports_an_undecodable_value_and_writes_the_others() {
+    let broker = broker();
+    let (topic, first) = produce(&broker, "json", &[]);
+    produce_to(&broker, &topic, "raw", &["68656c6c6f"]);
+    let second = produce_to(&broker, &topic, "json", &[]);
+    let registry = registry_url();
+    let args = ["-J", "-s", "value=json", "-r", registry.as_str()];
+    let skip = [&args[..], &["--on-corrupt", "skip"]].concat();
+    let output = consume(&broker, &topic, &skip);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    let offsets: Vec<u64> = json_lines(&output.stdout)
+        .iter()
+        .map(|line| line["offset"].as_u64().unwrap())
+        .collect();
+    let bad = first.len() as u64;
+    let want: Vec<u64> = (0..bad + 1 + second.len() as u64)
+        .filter(|&o| o != bad)
+        .collect();
+    assert_eq!(
+        offsets, want,
+        "every good record once, the bad one left out"
+    );
+    let report = format!(
+        "krec consume: skipped undecodable record: topic {topic} partition 0 offset {bad}: \
+         value: not in the Confluent wire format"
+    );
+    assert!(stderr.contains(&report), "{stderr}");
+    assert!(
+        stderr.contains("krec consume: 1 undecodable records skipped"),
+        "{stderr}"
+    );
+    let stop = consume(&broker, &topic, &args);
+    assert_eq!(stop.status.code(), Some(1), "stop is the default");
+    let down = consume(
+        &broker,
+        &topic,
+        &[
+            "-J",
+            "-s",
+            "value=json",
+            "-r",
+            "http://127.0.0.1:9/apis/ccompat/v7",
+            "-X",
+            "schema.registry.max.retries=0",
+            "--on-corrupt",
+            "skip",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&down.stderr);
+    assert_eq!(
+        down.status.code(),
+        Some(1),
+        "a registry down is not skipped: {stderr}"
+    );
+    assert!(stderr.contains("unavailable after 1 attempts"), "{stderr}");
 }
 
 #[test]

@@ -82,3 +82,16 @@ pub enum Error {
         detail: String,
     },
 }
+
+impl Error {
+    /// Whether the error lies in the value or its schema (a record a caller may skip), not in
+    /// reaching the registry or the settings (which would fail every record alike).
+    pub fn is_in_the_value(&self) -> bool {
+        !matches!(
+            self,
+            Error::Config { .. }
+                | Error::RegistryUnavailable { .. }
+                | Error::RegistryRefused { .. }
+        )
+    }
+}

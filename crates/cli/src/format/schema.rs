@@ -3,13 +3,16 @@
 //!
 //! `-J` writes a decoded key or value as a JSON value and adds `key_schema_id` /
 //! `value_schema_id`; templates (`%s`, `%k`) and raw output print its compact JSON text.
-//! Filters (`--key`, `--grep`) still see the bytes on the wire.
+//! Filters (`--key`, `--grep`) still see the bytes on the wire. Under `--on-corrupt skip` a
+//! record that does not decode is reported on stderr and left out, not written as bytes.
 
 use std::io;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use krec_batch::OnCorrupt;
 use krec_schema::{RegistryConfig, SchemaFormat, SchemaRegistry, ValueDecoder};
 
 use super::record::{RecordContext, RecordFields};
@@ -111,6 +114,15 @@ struct Shared(Arc<Mutex<SharedState>>);
 struct SharedState {
     properties: RegistryProperties,
     registry: Option<Arc<SchemaRegistry>>,
+    /// Set under `--on-corrupt skip`: undecodable records are reported and counted here.
+    skips: Option<Arc<RecordSkips>>,
+}
+
+/// Records left out because they did not decode, and the command that reports them.
+#[derive(Debug)]
+struct RecordSkips {
+    command: &'static str,
+    count: AtomicU64,
 }
 
 impl PartialEq for Shared {
@@ -124,6 +136,26 @@ impl SchemaArgs {
     /// Takes the Schema Registry properties of `-X`/`-F`; call before the first writer.
     pub fn set_properties(&self, properties: &RegistryProperties) {
         self.state().properties = properties.clone();
+    }
+
+    /// Under [`OnCorrupt::Skip`], a record that does not decode is reported on stderr as
+    /// `krec COMMAND: ...` and left out; call before the first writer.
+    pub fn set_on_corrupt(&self, on_corrupt: OnCorrupt, command: &'static str) {
+        self.state().skips = (on_corrupt == OnCorrupt::Skip).then(|| {
+            Arc::new(RecordSkips {
+                command,
+                count: AtomicU64::new(0),
+            })
+        });
+    }
+
+    /// How many records were left out because they did not decode.
+    pub fn records_skipped(&self) -> u64 {
+        let state = self.state();
+        state
+            .skips
+            .as_ref()
+            .map_or(0, |skips| skips.count.load(Ordering::Relaxed))
     }
 
     /// The decoders for one writer, `None` without `-s`. The registry client is built on the
@@ -150,6 +182,7 @@ impl SchemaArgs {
             value: decoder(value),
             key_json: Vec::new(),
             value_json: Vec::new(),
+            skips: self.state().skips.clone(),
         }))
     }
 
@@ -236,6 +269,7 @@ pub struct SchemaDecoders {
     value: Option<ValueDecoder>,
     key_json: Vec<u8>,
     value_json: Vec<u8>,
+    skips: Option<Arc<RecordSkips>>,
 }
 
 /// A decoded key or value: its JSON text (`None` for null on the wire) and schema id.
@@ -253,27 +287,55 @@ pub(crate) struct DecodedParts<'a> {
 }
 
 impl SchemaDecoders {
-    /// Decodes the record's key and value as configured. The error (an `io::Error` around
-    /// [`RecordSchemaError`], as the writers return I/O errors) names the record.
+    /// Decodes the record's key and value as configured; `None`: the record did not decode,
+    /// was reported and is to be left out (`--on-corrupt skip`). The error (an `io::Error`
+    /// around [`RecordSchemaError`], as the writers return I/O errors) names the record.
     pub(crate) fn decode<R: RecordFields + ?Sized>(
         &mut self,
         ctx: &RecordContext<'_>,
         record: &R,
-    ) -> io::Result<DecodedParts<'_>> {
-        let key_id = decode_part(&mut self.key, record.key(), &mut self.key_json)
-            .map_err(|source| record_error(ctx, record, "key", source))?;
-        let value_id = decode_part(&mut self.value, record.value(), &mut self.value_json)
-            .map_err(|source| record_error(ctx, record, "value", source))?;
+    ) -> io::Result<Option<DecodedParts<'_>>> {
+        let decoded = decode_part(&mut self.key, record.key(), &mut self.key_json)
+            .map_err(|source| (source, "key"))
+            .and_then(|key_id| {
+                decode_part(&mut self.value, record.value(), &mut self.value_json)
+                    .map(|value_id| (key_id, value_id))
+                    .map_err(|source| (source, "value"))
+            });
+        let (key_id, value_id) = match decoded {
+            Ok(ids) => ids,
+            Err((source, part)) => {
+                let skippable = source.is_in_the_value();
+                let error = record_error(ctx, record, part, source);
+                return match &self.skips {
+                    Some(skips) if skippable => skips.report(error).map(|()| None),
+                    _ => Err(io::Error::other(error)),
+                };
+            }
+        };
         let part = |decoder: &Option<ValueDecoder>, bytes: Option<&[u8]>, json, id| {
             decoder.as_ref().map(|_| DecodedPart {
                 json: bytes.map(|_| json),
                 schema_id: id,
             })
         };
-        Ok(DecodedParts {
+        Ok(Some(DecodedParts {
             key: part(&self.key, record.key(), &self.key_json[..], key_id),
             value: part(&self.value, record.value(), &self.value_json[..], value_id),
-        })
+        }))
+    }
+}
+
+impl RecordSkips {
+    /// One line on stderr, written before the record's offset can be committed.
+    fn report(&self, error: RecordSchemaError) -> io::Result<()> {
+        let line = format!(
+            "krec {}: skipped undecodable record: {error}\n",
+            self.command
+        );
+        io::Write::write_all(&mut io::stderr().lock(), line.as_bytes())?;
+        self.count.fetch_add(1, Ordering::Relaxed);
+        Ok(())
     }
 }
 
@@ -313,14 +375,14 @@ fn record_error<R: RecordFields + ?Sized>(
     record: &R,
     part: &'static str,
     source: krec_schema::Error,
-) -> io::Error {
-    io::Error::other(RecordSchemaError {
+) -> RecordSchemaError {
+    RecordSchemaError {
         topic: ctx.topic.map(str::to_owned),
         partition: ctx.partition,
         offset: record.offset(),
         part,
         source,
-    })
+    }
 }
 
 /// A record whose decoded parts replace its key and value bytes, for templates and raw.

@@ -132,7 +132,9 @@ impl<W: Write> RecordWriter<W> {
         record: &R,
     ) -> io::Result<()> {
         if let Some(schema) = &mut self.schema {
-            let parts = schema.decode(ctx, record)?;
+            let Some(parts) = schema.decode(ctx, record)? else {
+                return Ok(());
+            };
             let decoded = DecodedRecord { record, parts };
             match &self.format {
                 OutputFormat::Json => json::write_decoded_record(&mut self.buffer, ctx, &decoded),
