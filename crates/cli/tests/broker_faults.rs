@@ -58,12 +58,16 @@ fn secured() -> &'static (ProxiedBroker, SecureBroker) {
 /// What goes wrong, and for how long.
 enum Fault {
     /// Toxics `(type, stream, attributes)` on every proxy of the lane.
-    Toxics(Vec<(&'static str, &'static str, serde_json::Value)>),
+    Toxics(Vec<Toxic>),
+    /// These toxics, and a `reset_peer` added and removed again and again on top of them.
+    RepeatedResets(Vec<Toxic>),
     /// The lane's proxies disabled: connections closed, new ones refused.
     Disabled,
     /// The broker process stopped with SIGSTOP, then continued.
     Frozen,
 }
+
+type Toxic = (&'static str, &'static str, serde_json::Value);
 
 struct Scenario {
     name: &'static str,
@@ -71,6 +75,10 @@ struct Scenario {
     hold: Duration,
     /// A line krec's log must hold afterwards (the fault was felt, e.g. a reconnect).
     expect_log: Option<&'static str>,
+    /// The fault slows krec down but must not stop it: records are printed while it lasts.
+    progress_during: bool,
+    /// More `krec consume` arguments.
+    krec_args: &'static [&'static str],
 }
 
 /// Undoes a fault when dropped, so a failing test leaves neither a toxic nor a frozen broker.
@@ -83,7 +91,7 @@ struct Applied<'a> {
 fn apply<'a>(lane: &'a LaneGuard<'a>, fault: &'a Fault) -> Applied<'a> {
     let mut frozen_pid = None;
     match fault {
-        Fault::Toxics(toxics) => {
+        Fault::Toxics(toxics) | Fault::RepeatedResets(toxics) => {
             for (index, (kind, stream, attributes)) in toxics.iter().enumerate() {
                 lane.add_toxic(&format!("t{index}"), kind, stream, attributes.clone());
             }
@@ -103,14 +111,34 @@ fn apply<'a>(lane: &'a LaneGuard<'a>, fault: &'a Fault) -> Applied<'a> {
 }
 
 impl Applied<'_> {
+    /// Lets the fault last `hold`.
+    fn hold(&self, hold: Duration) {
+        let Fault::RepeatedResets(_) = self.fault else {
+            std::thread::sleep(hold);
+            return;
+        };
+        // Timeout 0: the connection is reset at the next segment, in the middle of whatever
+        // response is streaming (the toxics below keep one streaming).
+        let until = std::time::Instant::now() + hold;
+        while std::time::Instant::now() < until {
+            self.lane
+                .add_toxic("reset", "reset_peer", "downstream", json!({"timeout": 0}));
+            std::thread::sleep(Duration::from_millis(300));
+            self.lane.remove_toxic("reset");
+            std::thread::sleep(Duration::from_millis(900));
+        }
+    }
+
     fn lift(mut self) {
         self.undo();
     }
 
     fn undo(&mut self) {
         match self.fault {
-            Fault::Toxics(toxics) => {
-                for index in 0..toxics.len() {
+            Fault::Toxics(toxics) | Fault::RepeatedResets(toxics) => {
+                // Last added first: Toxiproxy 2.5 can hang removing a toxic whose successor in
+                // the chain has stopped reading (issue 558 of Shopify/toxiproxy).
+                for index in (0..toxics.len()).rev() {
                     self.lane.remove_toxic(&format!("t{index}"));
                 }
             }
@@ -146,12 +174,19 @@ struct Consume {
 }
 
 impl Consume {
-    fn start(bootstrap: &str, topic: &str, properties: &[String], dir: &Path) -> Consume {
+    fn start(
+        bootstrap: &str,
+        topic: &str,
+        properties: &[String],
+        extra: &[&str],
+        dir: &Path,
+    ) -> Consume {
         let mut command = Command::new(env!("CARGO_BIN_EXE_krec"));
         command
             .args(["consume", "-b", bootstrap, "-t", topic, "-o", "beginning"])
             .args(["-f", "%p %o %s\\n", "--threads", "1"])
-            .args(["-X", &format!("request.timeout.ms={REQUEST_TIMEOUT_MS}")]);
+            .args(["-X", &format!("request.timeout.ms={REQUEST_TIMEOUT_MS}")])
+            .args(extra);
         for property in properties {
             command.args(["-X", property]);
         }
@@ -218,13 +253,21 @@ fn assign_mode(broker: &ProxiedBroker, properties: &[String], scenario: Scenario
         PADDING,
         dir.path(),
     );
-    let consume = Consume::start(&lane.lane().bootstrap, &topic, properties, dir.path());
+    let consume = Consume::start(
+        &lane.lane().bootstrap,
+        &topic,
+        properties,
+        scenario.krec_args,
+        dir.path(),
+    );
     wait_until(Duration::from_secs(60), "records before the fault", || {
         positions(&out).len() >= 300
     });
 
     let applied = apply(&lane, &scenario.fault);
-    std::thread::sleep(scenario.hold);
+    let before = positions(&out).len();
+    applied.hold(scenario.hold);
+    let during = positions(&out).len() - before;
     applied.lift();
     let recovery = wait_printed(
         scenario.name,
@@ -247,18 +290,27 @@ fn assign_mode(broker: &ProxiedBroker, properties: &[String], scenario: Scenario
     assert_exactly_once_in_order(&read_sequenced(&out), &acked);
     let log = std::fs::read_to_string(&err).unwrap_or_default();
     expect_log(&scenario, &log);
+    expect_progress(&scenario, during);
     let over = if properties.is_empty() {
         ""
     } else {
         " over SASL_SSL"
     };
     eprintln!(
-        "fault {} (assign mode{over}): {} records exactly once, {} reconnects; caught up {} ms \
-         after the fault ended",
+        "fault {} (assign mode{over}): {} records exactly once, {during} printed during the \
+         fault, {} reconnects; caught up {} ms after the fault ended",
         scenario.name,
         acked.len(),
         log.matches("reconnecting").count(),
         recovery.as_millis()
+    );
+}
+
+fn expect_progress(scenario: &Scenario, during: usize) {
+    assert!(
+        !scenario.progress_during || during > 0,
+        "{}: nothing printed while the fault lasted",
+        scenario.name
     );
 }
 
@@ -306,7 +358,7 @@ fn group_mode(scenario: Scenario) {
         &format!("{topic}-g"),
         dir.path(),
         "m0",
-        &["-X", &timeout],
+        &[&["-X", &timeout][..], scenario.krec_args].concat(),
     );
     wait_stable(&[&member], PARTITIONS, Duration::from_secs(60));
     let printed =
@@ -318,7 +370,9 @@ fn group_mode(scenario: Scenario) {
     let changes_before = member.assignment_changes();
 
     let applied = apply(&lane, &scenario.fault);
-    std::thread::sleep(scenario.hold);
+    let before = printed(&member).len();
+    applied.hold(scenario.hold);
+    let during = printed(&member).len() - before;
     applied.lift();
     let recovery = wait_printed(
         scenario.name,
@@ -361,6 +415,7 @@ fn group_mode(scenario: Scenario) {
     }
     let log = std::fs::read_to_string(&member.stderr).unwrap_or_default();
     expect_log(&scenario, &log);
+    expect_progress(&scenario, during);
     let rejoined = member.assignment_changes() > changes_before;
     if matches!(scenario.fault, Fault::Disabled) {
         assert!(
@@ -395,16 +450,23 @@ fn latency() -> Scenario {
         ]),
         hold: Duration::from_secs(4),
         expect_log: None,
+        progress_during: true,
+        krec_args: &[],
     }
 }
+
+/// Small fetches, so a response crosses a slow link well within the request timeout.
+const SMALL_FETCHES: &[&str] = &["--partition-max-bytes", "8192"];
 
 fn bandwidth() -> Scenario {
     Scenario {
         name: "bandwidth",
         // KB/s, below the producer's pace: krec falls behind and must catch up afterwards.
-        fault: Fault::Toxics(vec![("bandwidth", "downstream", json!({"rate": 16}))]),
+        fault: Fault::Toxics(vec![("bandwidth", "downstream", json!({"rate": 24}))]),
         hold: Duration::from_secs(5),
         expect_log: None,
+        progress_during: true,
+        krec_args: SMALL_FETCHES,
     }
 }
 
@@ -426,20 +488,21 @@ fn slicer() -> Scenario {
         ]),
         hold: Duration::from_secs(4),
         expect_log: None,
+        progress_during: true,
+        krec_args: &[],
     }
 }
 
 fn reset_peer() -> Scenario {
     Scenario {
         name: "reset_peer",
-        // Every connection is reset 700 ms after it opens; the bandwidth limit keeps a
-        // response in flight at that moment, so resets land in the middle of responses.
-        fault: Fault::Toxics(vec![
-            ("bandwidth", "downstream", json!({"rate": 24})),
-            ("reset_peer", "downstream", json!({"timeout": 700})),
-        ]),
+        // The bandwidth limit keeps a response streaming at every moment (krec is behind),
+        // so each reset lands in the middle of one.
+        fault: Fault::RepeatedResets(vec![("bandwidth", "downstream", json!({"rate": 32}))]),
         hold: Duration::from_secs(6),
         expect_log: Some("reading a response"),
+        progress_during: false,
+        krec_args: SMALL_FETCHES,
     }
 }
 
@@ -450,6 +513,8 @@ fn black_hole() -> Scenario {
         fault: Fault::Toxics(vec![("timeout", "downstream", json!({"timeout": 0}))]),
         hold: Duration::from_secs(5),
         expect_log: Some("no response to"),
+        progress_during: false,
+        krec_args: &[],
     }
 }
 
@@ -460,6 +525,8 @@ fn limit_data() -> Scenario {
         fault: Fault::Toxics(vec![("limit_data", "downstream", json!({"bytes": 40000}))]),
         hold: Duration::from_secs(5),
         expect_log: Some("reconnecting"),
+        progress_during: true,
+        krec_args: SMALL_FETCHES,
     }
 }
 
@@ -470,6 +537,8 @@ fn disabled() -> Scenario {
         fault: Fault::Disabled,
         hold: Duration::from_secs(9),
         expect_log: Some("reconnecting"),
+        progress_during: false,
+        krec_args: &[],
     }
 }
 
@@ -479,6 +548,8 @@ fn frozen() -> Scenario {
         fault: Fault::Frozen,
         hold: Duration::from_secs(5),
         expect_log: Some("no response to"),
+        progress_during: false,
+        krec_args: &[],
     }
 }
 

@@ -159,7 +159,8 @@ impl LaneGuard<'_> {
                 .broker
                 .toxiproxy("GET", &format!("/proxies/{proxy}/toxics"), None);
             let toxics: serde_json::Value = serde_json::from_str(&listed).unwrap_or_default();
-            for toxic in toxics.as_array().into_iter().flatten() {
+            // Last added first (see broker_faults.rs: Toxiproxy can hang otherwise).
+            for toxic in toxics.as_array().into_iter().flatten().rev() {
                 if let Some(name) = toxic["name"].as_str() {
                     self.broker.toxiproxy(
                         "DELETE",
