@@ -2,7 +2,7 @@
 # Installs what the test suite needs and a fresh machine of this kind lacks: Debian packages
 # (kcat, openssl, Debian's Python Kafka clients and codecs, Prometheus), the rustfmt and clippy
 # components, and the Kafka jars. Idempotent: a second run installs nothing and takes well
-# under a second (plus one `dpkg -s` per package). Java 17 and Maven are assumed present.
+# under a second (plus one `dpkg -s` per package). Java 17, Maven and Go are assumed present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -51,3 +51,21 @@ bash scripts/kafka.sh fetch
 # Apicurio Registry (built from Maven Central) and the venv of the Confluent Python serializers,
 # for the Schema Registry tests (broker_schema.rs) and scripts/bench-schema.sh.
 bash scripts/registry.sh fetch
+
+# Toxiproxy, the fault proxy of the fault tests (scripts/toxiproxy.sh), built once from the Go
+# module proxy into a cache directory named after its version, so a version bump rebuilds.
+TOXIPROXY_VERSION="$(sed -n 's/^TOXIPROXY_VERSION=//p' scripts/toxiproxy.sh)"
+TOXIPROXY_BIN="$(bash scripts/toxiproxy.sh bin)"
+if [[ ! -x "$TOXIPROXY_BIN" ]]; then
+    command -v go >/dev/null || { log "go not found: Go is needed once to build Toxiproxy"; exit 1; }
+    log "building Toxiproxy $TOXIPROXY_VERSION into $(dirname "$TOXIPROXY_BIN")"
+    tmp="$(dirname "$TOXIPROXY_BIN").tmp.$$"
+    rm -rf "$tmp"
+    mkdir -p "$tmp"
+    # A fresh directory renamed into place: an interrupted build never looks complete.
+    GOBIN="$tmp" go install "github.com/Shopify/toxiproxy/v2/cmd/server@$TOXIPROXY_VERSION"
+    mv "$tmp/server" "$tmp/toxiproxy-server"
+    mkdir -p "$(dirname "$(dirname "$TOXIPROXY_BIN")")"
+    rm -rf "$(dirname "$TOXIPROXY_BIN")"
+    mv "$tmp" "$(dirname "$TOXIPROXY_BIN")"
+fi

@@ -3,7 +3,7 @@
 #
 #   scripts/kafka.sh fetch
 #   scripts/kafka.sh start      [--name N] [--brokers 1|3] [--owner-pid P]
-#                               [--secured [--reauth-ms MS]]
+#                               [--secured [--reauth-ms MS]] [--proxies K]
 #                                                           prints the bootstrap string; with
 #                                                           --owner-pid, stops itself when P exits
 #   scripts/kafka.sh stop       [--name N] [--clean]
@@ -17,6 +17,8 @@
 #   scripts/kafka.sh secure-env [--name N]                     prints the path of secure.env
 #   scripts/kafka.sh status     [--name N]                     exit 0 iff every node is running
 #   scripts/kafka.sh jmx-url    [--name N] [--node K]          that node's JMX service URL
+#   scripts/kafka.sh pid        [--name N] [--node K]          that node's broker pid (SIGSTOP)
+#   scripts/kafka.sh proxy-env  [--name N]                     prints the path of proxy.env
 #
 # Each named instance keeps its state in target/kafka/<name>/ (default name: "default"), so
 # several brokers can run side by side; ports are picked free at start. Node K sits in rack
@@ -67,6 +69,23 @@
 # secure.env is written last, once the ACLs are in place. The broker certificate has the SANs
 # IP:127.0.0.1 and DNS:localhost. Broker-side, SASL authentications and re-authentications
 # are logged (DEBUG lines let through by log4j2-broker.xml) to node1/broker.log.
+#
+# Proxied instance (`start --proxies K`, for the fault tests): a Toxiproxy server
+# (scripts/toxiproxy.sh, state in <instance>/toxiproxy/) runs in front of the instance, and
+# every node serves K more listeners PROXY1..PROXYK (protocol PLAINTEXT, or SASL_SSL with the
+# mechanisms and users above on a --secured instance), each on its own port but ADVERTISED at
+# the address of its Toxiproxy proxy `proxyI-nodeK`, whose upstream is that port. A client
+# bootstrapped through lane I gets lane I's proxy addresses in metadata, so its fetches,
+# metadata and group coordinator all pass through the proxies of that lane; inter-broker,
+# controller and admin traffic (PLAINTEXT) do not. Lanes are independent: a fault on one lane
+# leaves the others alone. The instance directory then holds proxy.env, KEY=value lines:
+#   TOXIPROXY_API            127.0.0.1:PORT of Toxiproxy's HTTP API
+#   PROTOCOL                 security protocol of the lanes (PLAINTEXT or SASL_SSL)
+#   LANES                    K
+#   LANE<I>                  bootstrap string of lane I (every node's proxy address)
+#   LANE<I>_PROXIES          Toxiproxy proxy names of lane I, in node order
+# `stop` stops the Toxiproxy server too; it sends SIGCONT first, so a node frozen with SIGSTOP
+# (by a test, through `kafka.sh pid`) still stops.
 #
 # Environment: KREC_KAFKA_HOME (default <repo>/target/kafka) moves all state and the jars;
 # KREC_KAFKA_HEAP (default 512m) is the heap of each broker JVM; KREC_KAFKA_TOOL_OPTS replaces
@@ -208,11 +227,13 @@ PY
 }
 
 # write_server_properties NAME NODE NODES BROKER_PORT CONTROLLER_PORT VOTERS [EXTRA_LISTENERS
-# EXTRA_PROTOCOL_MAP]: the extra (secured) listeners, as "NAME://127.0.0.1:PORT,..." and
-# "NAME:PROTOCOL,...", are served and advertised next to PLAINTEXT.
+# EXTRA_PROTOCOL_MAP [EXTRA_ADVERTISED]]: the extra (secured, proxied) listeners, as
+# "NAME://127.0.0.1:PORT,..." and "NAME:PROTOCOL,...", are served next to PLAINTEXT and
+# advertised as EXTRA_ADVERTISED (default: as served).
 write_server_properties() {
     local name="$1" node="$2" nodes="$3" broker_port="$4" controller_port="$5" voters="$6"
-    local extra_listeners="${7:+,$7}" extra_map="${8:+,$8}"
+    local extra_listeners="${7:+,$7}" extra_map="${8:+,$8}" extra_advertised="${9:-${7:-}}"
+    extra_advertised="${extra_advertised:+,$extra_advertised}"
     local rf=1 min_isr=1
     if ((nodes > 1)); then
         rf=$nodes
@@ -225,7 +246,7 @@ node.id=$node
 # Static quorum: every node is a voter; formatted without --standalone.
 controller.quorum.voters=$voters
 listeners=PLAINTEXT://127.0.0.1:$broker_port,CONTROLLER://127.0.0.1:$controller_port$extra_listeners
-advertised.listeners=PLAINTEXT://127.0.0.1:$broker_port$extra_listeners
+advertised.listeners=PLAINTEXT://127.0.0.1:$broker_port$extra_advertised
 inter.broker.listener.name=PLAINTEXT
 controller.listener.names=CONTROLLER
 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT$extra_map
@@ -330,6 +351,8 @@ stop_nodes() {
     for node in "$@"; do
         if node_running "$name" "$node"; then
             pid="$(node_pid "$name" "$node")"
+            # A node frozen by SIGSTOP would not act on SIGTERM until continued.
+            kill -CONT "$pid" 2>/dev/null || true
             kill -TERM "$pid" 2>/dev/null || true
             pids+=("$node:$pid")
         fi
@@ -367,15 +390,16 @@ bootstrap_of() {
 # One try at formatting and starting an instance on freshly picked ports. Returns 2 when a
 # port was taken between picking and binding (worth another try), 1 on any other failure.
 # With SECURED=1 (one node only) the node also serves the secured listeners; REAUTH_MS is
-# their connections.max.reauth.ms.
+# their connections.max.reauth.ms. PROXIES lanes of proxied listeners (see the header).
 try_start() {
-    local name="$1" nodes="$2" secured="$3" reauth_ms="$4" dir
+    local name="$1" nodes="$2" secured="$3" reauth_ms="$4" proxies="$5" dir
     dir="$(instance_dir "$name")"
+    bash "$SCRIPT_DIR/toxiproxy.sh" stop --name "$name"
     rm -rf "$dir"
     mkdir -p "$dir"
 
-    local ports
-    read -r -a ports <<<"$(free_ports $((3 * nodes + (secured ? ${#SECURE_LISTENERS[@]} : 0))))"
+    local ports secure_count=$((secured ? ${#SECURE_LISTENERS[@]} : 0))
+    read -r -a ports <<<"$(free_ports $((3 * nodes + secure_count + 2 * proxies * nodes)))"
     local voters="" bootstrap="" k
     for ((k = 1; k <= nodes; k++)); do
         voters+="${voters:+,}$k@127.0.0.1:${ports[2 * k - 1]}"
@@ -395,6 +419,10 @@ try_start() {
         gen_secure_material "$dir/secure"
         mapfile -t format_args < <(scram_format_args)
     fi
+    if ((proxies)); then
+        start_proxies "$name" "$nodes" "$secured" "$proxies" "${ports[@]:2*nodes+secure_count:2*proxies*nodes}" ||
+            return 1
+    fi
 
     local cluster_id
     cluster_id="$(run_tool kafka.tools.StorageTool random-uuid)"
@@ -402,10 +430,20 @@ try_start() {
         mkdir -p "$(node_dir "$name" "$k")"
         # JMX ports come after every listener port.
         echo "${ports[${#ports[@]} - k]}" >"$(node_dir "$name" "$k")/jmx-port"
+        local served="$extra_listeners" advertised="$extra_listeners" map="$extra_map" lane
+        for ((lane = 1; lane <= proxies; lane++)); do
+            served+="${served:+,}PROXY$lane://$(lane_address "$dir" "$lane" "$k" upstream)"
+            advertised+="${advertised:+,}PROXY$lane://$(lane_address "$dir" "$lane" "$k" listen)"
+            map+="${map:+,}PROXY$lane:$( ((secured)) && echo SASL_SSL || echo PLAINTEXT)"
+        done
         write_server_properties "$name" "$k" "$nodes" "${ports[2 * k - 2]}" "${ports[2 * k - 1]}" "$voters" \
-            "$extra_listeners" "$extra_map"
+            "$served" "$map" "$advertised"
         if ((secured)); then
             write_security_properties "$(node_dir "$name" "$k")/server.properties" "$dir/secure" "$reauth_ms"
+            for ((lane = 1; lane <= proxies; lane++)); do
+                sasl_listener_properties "PROXY$lane" "$SECURE_SASL_MECHANISMS" "$reauth_ms" \
+                    >>"$(node_dir "$name" "$k")/server.properties"
+            done
         fi
         if ! run_tool kafka.tools.StorageTool format -t "$cluster_id" "${format_args[@]}" \
             -c "$(node_dir "$name" "$k")/server.properties" >"$(node_dir "$name" "$k")/format.log" 2>&1; then
@@ -438,12 +476,46 @@ try_start() {
         local all=()
         for ((k = 1; k <= nodes; k++)); do all+=("$k"); done
         stop_nodes "$name" "${all[@]}"
+        bash "$SCRIPT_DIR/toxiproxy.sh" stop --name "$name"
         if grep -qs 'Address already in use' "$dir"/node*/broker.log; then
             return 2
         fi
         return 1
     fi
     return 0
+}
+
+# start_proxies NAME NODES SECURED LANES PORT...: starts the instance's Toxiproxy and, for each
+# lane I and node K, proxy `proxyI-nodeK` from a listen port to the node's PROXYI port (the
+# ports in pairs, upstream then listen, lane by lane, node by node); writes proxy.env.
+start_proxies() {
+    local name="$1" nodes="$2" secured="$3" lanes="$4" dir api lane k i=0
+    shift 4
+    local ports=("$@")
+    dir="$(instance_dir "$name")"
+    api="$(bash "$SCRIPT_DIR/toxiproxy.sh" start --name "$name")" || return 1
+    local env=("TOXIPROXY_API=$api" "PROTOCOL=$( ((secured)) && echo SASL_SSL || echo PLAINTEXT)" "LANES=$lanes")
+    for ((lane = 1; lane <= lanes; lane++)); do
+        local bootstrap="" names=""
+        for ((k = 1; k <= nodes; k++)); do
+            local upstream="127.0.0.1:${ports[i]}" listen="127.0.0.1:${ports[i + 1]}"
+            i=$((i + 2))
+            echo "$upstream $listen" >"$dir/lane$lane-node$k"
+            bash "$SCRIPT_DIR/toxiproxy.sh" proxy --name "$name" "proxy$lane-node$k" "$listen" "$upstream" ||
+                return 1
+            bootstrap+="${bootstrap:+,}$listen"
+            names+="${names:+,}proxy$lane-node$k"
+        done
+        env+=("LANE$lane=$bootstrap" "LANE${lane}_PROXIES=$names")
+    done
+    printf '%s\n' "${env[@]}" >"$dir/proxy.env"
+}
+
+# lane_address DIR LANE NODE upstream|listen: an address start_proxies recorded.
+lane_address() {
+    local pair
+    read -r -a pair <"$1/lane$2-node$3"
+    if [[ "$4" == upstream ]]; then echo "${pair[0]}"; else echo "${pair[1]}"; fi
 }
 
 # Stops the instance when the process `owner` is gone, even if it died by SIGKILL and
@@ -478,8 +550,9 @@ stop_watcher() {
 }
 
 cmd_start() {
-    local name="$1" nodes="$2" owner="$3" secured="$4" reauth_ms="$5"
+    local name="$1" nodes="$2" owner="$3" secured="$4" reauth_ms="$5" proxies="$6"
     [[ "$nodes" == 1 || "$nodes" == 3 ]] || die "--brokers must be 1 or 3, not '$nodes'"
+    [[ "$proxies" =~ ^[0-9]$ ]] || die "--proxies must be a number of lanes 0..9, not '$proxies'"
     if ((secured)); then
         ((nodes == 1)) || die "--secured runs one node only"
         require_openssl
@@ -498,7 +571,7 @@ cmd_start() {
     local attempt rc
     for attempt in 1 2 3; do
         rc=0
-        try_start "$name" "$nodes" "$secured" "$reauth_ms" || rc=$?
+        try_start "$name" "$nodes" "$secured" "$reauth_ms" "$proxies" || rc=$?
         ((rc == 2)) || break
         log "a port picked for '$name' was taken meanwhile; retrying with new ports"
     done
@@ -524,6 +597,7 @@ cmd_stop() {
         for ((k = 1; k <= n; k++)); do all+=("$k"); done
         stop_nodes "$name" "${all[@]}"
     fi
+    bash "$SCRIPT_DIR/toxiproxy.sh" stop --name "$name"
     ((clean)) && rm -rf "$dir"
     return 0
 }
@@ -601,9 +675,9 @@ cmd_status() {
 
 main() {
     local cmd="${1:-}"
-    [[ -n "$cmd" ]] || die "usage: kafka.sh fetch|start|stop|stop-node|start-node|topic|tool|datadir|bootstrap|secure-env|status|jmx-url [options]"
+    [[ -n "$cmd" ]] || die "usage: kafka.sh fetch|start|stop|stop-node|start-node|topic|tool|datadir|bootstrap|secure-env|status|jmx-url|pid|proxy-env [options]"
     shift
-    local name=default named=0 brokers=1 node="" clean=0 owner="" secured=0 reauth_ms=$DEFAULT_REAUTH_MS rest=()
+    local name=default named=0 brokers=1 node="" clean=0 owner="" secured=0 reauth_ms=$DEFAULT_REAUTH_MS proxies=0 rest=()
     # Options common to all commands may come anywhere before the command's own arguments;
     # `tool` passes everything after the main class through untouched.
     while (($#)); do
@@ -615,6 +689,7 @@ main() {
         --owner-pid) owner="${2:?--owner-pid needs a value}"; shift 2 ;;
         --secured) secured=1; shift ;;
         --reauth-ms) reauth_ms="${2:?--reauth-ms needs a value}"; shift 2 ;;
+        --proxies) proxies="${2:?--proxies needs a value}"; shift 2 ;;
         *)
             rest=("$@")
             break
@@ -625,7 +700,7 @@ main() {
     [[ "$name" != lib ]] || die "--name lib is taken by the jars directory"
     case "$cmd" in
     fetch) cmd_fetch ;;
-    start) cmd_start "$name" "$brokers" "$owner" "$secured" "$reauth_ms" ;;
+    start) cmd_start "$name" "$brokers" "$owner" "$secured" "$reauth_ms" "$proxies" ;;
     stop) cmd_stop "$name" "$clean" ;;
     stop-node)
         check_node "$name" "$node"
@@ -645,6 +720,16 @@ main() {
         echo "$(instance_dir "$name")/secure.env"
         ;;
     status) cmd_status "$name" ;;
+    pid)
+        check_node "$name" "${node:-1}"
+        node_running "$name" "${node:-1}" || die "node ${node:-1} of '$name' is not running"
+        node_pid "$name" "${node:-1}"
+        ;;
+    proxy-env)
+        [[ -f "$(instance_dir "$name")/proxy.env" ]] ||
+            die "no proxy.env for instance '$name' (not started with --proxies?)"
+        echo "$(instance_dir "$name")/proxy.env"
+        ;;
     jmx-url)
         check_node "$name" "${node:-1}"
         echo "service:jmx:rmi:///jndi/rmi://127.0.0.1:$(cat "$(node_dir "$name" "${node:-1}")/jmx-port")/jmxrmi"

@@ -15,6 +15,9 @@
 #   KREC_TEST_SECURE_ENV         secure.env of a second, secured single-node broker
 #                                (kafka.sh start --secured: listeners, certificates, users)
 #   KREC_TEST_SECURE_NAME        kafka.sh instance name of the secured broker
+#   KREC_TEST_PROXY_ENV          proxy.env of the single broker, started with --proxies: lanes
+#                                of listeners advertised through Toxiproxy (the fault tests)
+#   KREC_TEST_SECURE_PROXY_ENV   proxy.env of the secured broker (SASL_SSL lanes)
 #   KREC_TEST_CLUSTER_BOOTSTRAP  bootstrap string of the three-node cluster (cluster-tests only)
 #   KREC_TEST_CLUSTER_NAME       kafka.sh instance name of the cluster (cluster-tests only)
 # KREC_TEST_INSTANCE (default "test") names the instances, so two checkouts sharing one
@@ -95,12 +98,16 @@ cargo test --workspace --benches --no-run
 mapfile -t broker_packages < <(packages_with_feature broker-tests)
 if ((${#broker_packages[@]})); then
     section "broker tests against a single-node Kafka (${broker_packages[*]})"
-    start_instance "$INSTANCE" 1
-    start_instance "$SECURE_INSTANCE" 1 --secured
+    # Lanes of proxied listeners for broker_faults (one lane per fault test running at once).
+    start_instance "$INSTANCE" 1 --proxies 3
+    start_instance "$SECURE_INSTANCE" 1 --secured --proxies 2
     KREC_TEST_BOOTSTRAP="$(bash "$KAFKA_SH" bootstrap --name "$INSTANCE")"
     export KREC_TEST_BOOTSTRAP KREC_KAFKA_SH="$KAFKA_SH" KREC_KAFKA_NAME="$INSTANCE"
     KREC_TEST_SECURE_ENV="$(bash "$KAFKA_SH" secure-env --name "$SECURE_INSTANCE")"
     export KREC_TEST_SECURE_ENV KREC_TEST_SECURE_NAME="$SECURE_INSTANCE"
+    KREC_TEST_PROXY_ENV="$(bash "$KAFKA_SH" proxy-env --name "$INSTANCE")"
+    KREC_TEST_SECURE_PROXY_ENV="$(bash "$KAFKA_SH" proxy-env --name "$SECURE_INSTANCE")"
+    export KREC_TEST_PROXY_ENV KREC_TEST_SECURE_PROXY_ENV
     echo "broker: $KREC_TEST_BOOTSTRAP (instance $INSTANCE)"
     echo "secured broker: $KREC_TEST_SECURE_ENV (instance $SECURE_INSTANCE)"
     # The Schema Registry tests (broker_schema*): Apicurio and the Confluent Python serializers.

@@ -260,6 +260,9 @@ impl ConsumeArgs {
         if let Some(client_id) = &properties.client_id {
             config.connection.client_id = client_id.clone();
         }
+        if let Some(ms) = properties.request_timeout_ms {
+            config.connection.request_timeout = Duration::from_millis(ms);
+        }
         config.client_rack = properties.client_rack.clone();
         config.read_committed = self.isolation == "read_committed";
         config.offset_reset = self.reset.parse::<OffsetReset>()?;

@@ -93,6 +93,9 @@ pub struct ClientProperties {
     pub fetch_sessions: Option<bool>,
     /// `schema.registry.*` and the Confluent clients' `basic.auth.*`, for `-s`.
     pub schema_registry: RegistryProperties,
+    /// `request.timeout.ms`: how long a request waits for its response (a fetch also waits
+    /// its max wait) before the connection is dropped and opened again.
+    pub request_timeout_ms: Option<u64>,
 }
 
 /// Properties of producers or of the Java consumer's own machinery, which a shared
@@ -187,6 +190,10 @@ fn sort_properties(all: &[(String, String, String)]) -> Result<ClientProperties,
             "metadata.max.age.ms" | "topic.metadata.refresh.interval.ms" => {
                 client.metadata_refresh_ms = Some(millis()?)
             }
+            "request.timeout.ms" => match millis()? {
+                0 => return Err(bad("must be positive".to_owned())),
+                ms => client.request_timeout_ms = Some(ms),
+            },
             "fetch.sessions" => {
                 client.fetch_sessions = Some(match value.trim() {
                     "true" => true,
@@ -320,6 +327,22 @@ mod tests {
             error.contains("fetch.sessions") && error.contains("true or false"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn request_timeout_is_positive_milliseconds() {
+        let load = |value: &str| {
+            ClientArgs {
+                properties: vec![arg(&format!("request.timeout.ms={value}"))],
+                file: None,
+            }
+            .load()
+        };
+        assert_eq!(load("2500").unwrap().request_timeout_ms, Some(2500));
+        for bad in ["0", "soon"] {
+            let error = load(bad).unwrap_err().to_string();
+            assert!(error.contains("request.timeout.ms"), "{error}");
+        }
     }
 
     #[test]

@@ -47,6 +47,7 @@ impl Transport {
             })?;
         match TlsStream::connect(tcp, session).await {
             Ok(stream) => {
+                spoke_tls(address);
                 let session = stream.session();
                 tracing::debug!(
                     broker = address,
@@ -76,7 +77,8 @@ fn host_of(address: &str) -> &str {
 }
 
 /// A failed handshake: a certificate problem in words, or a closed connection, which is what
-/// a plaintext listener does with a TLS hello.
+/// a plaintext listener does with a TLS hello; but a listener that completed a handshake
+/// before speaks TLS, so its closing now is a network fault, worth a reconnect.
 fn handshake_error(address: &str, error: std::io::Error) -> Error {
     if let Some(detail) = rustls_detail(&error) {
         return Error::Tls {
@@ -85,7 +87,9 @@ fn handshake_error(address: &str, error: std::io::Error) -> Error {
         };
     }
     match error.kind() {
-        std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::ConnectionReset => {
+        std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::ConnectionReset
+            if !has_spoken_tls(address) =>
+        {
             Error::WrongSecurityProtocol {
                 broker: address.to_owned(),
                 detail: "the broker closed the connection during the TLS handshake: this \
@@ -100,6 +104,21 @@ fn handshake_error(address: &str, error: std::io::Error) -> Error {
             source: error,
         },
     }
+}
+
+/// Addresses that completed a TLS handshake in this process (one entry per broker address).
+static SPOKE_TLS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+fn spoke_tls(address: &str) {
+    let mut spoke = SPOKE_TLS.lock().unwrap_or_else(|p| p.into_inner());
+    if !spoke.iter().any(|a| a == address) {
+        spoke.push(address.to_owned());
+    }
+}
+
+fn has_spoken_tls(address: &str) -> bool {
+    let spoke = SPOKE_TLS.lock().unwrap_or_else(|p| p.into_inner());
+    spoke.iter().any(|a| a == address)
 }
 
 /// The rustls error inside an I/O error from a TLS stream, told for a person.
@@ -125,7 +144,22 @@ fn cached_client_config(tls: &TlsConfig) -> Result<Arc<rustls::ClientConfig>, Er
 
 #[cfg(test)]
 mod tests {
-    use super::host_of;
+    use super::{handshake_error, host_of, spoke_tls};
+    use crate::Error;
+
+    #[test]
+    fn a_close_in_the_handshake_is_fatal_only_from_a_listener_that_never_spoke_tls() {
+        let closed = || std::io::Error::from(std::io::ErrorKind::UnexpectedEof);
+        let address = "192.0.2.7:9093";
+        assert!(matches!(
+            handshake_error(address, closed()),
+            Error::WrongSecurityProtocol { .. }
+        ));
+        spoke_tls(address);
+        let error = handshake_error(address, closed());
+        assert!(error.is_connection_failure(), "{error}");
+        assert!(!error.is_security_failure(), "{error}");
+    }
 
     #[test]
     fn host_of_strips_the_port_and_brackets() {

@@ -3,6 +3,7 @@
 
 pub mod broker;
 pub mod decode;
+pub mod faults;
 pub mod group;
 pub mod metrics;
 pub mod secure;

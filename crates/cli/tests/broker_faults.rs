@@ -1,0 +1,635 @@
+//! Network faults between krec and a real broker, made by a real Toxiproxy in front of the
+//! broker's proxied listeners (`kafka.sh start --proxies K`): metadata, fetches and the group
+//! coordinator all pass through the fault, the producer (on the broker's PLAINTEXT listener)
+//! does not. In each test a producer keeps writing numbered records while the fault is on;
+//! after it is lifted krec must catch up within a bound (the time is printed), and then
+//! - assign mode: have printed every acknowledged record exactly once, in order per partition;
+//! - group mode: have lost nothing, repeating only records after its last commit before the
+//!   fault (the number of repeats is printed).
+#![cfg(feature = "broker-tests")]
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{OnceLock, RwLock};
+use std::time::Duration;
+
+use serde_json::json;
+use support::broker::{broker, unique_topic, wait_with_timeout};
+use support::faults::{
+    assert_exactly_once_in_order, note, proxied_broker, read_sequenced, wait_printed, LaneGuard,
+    ProxiedBroker, SequenceProducer,
+};
+use support::group::{print_counts, wait_stable, wait_until, Member, Position};
+use support::secure::{secure_broker, SecureBroker};
+
+/// How long krec may take to catch up once a fault is over: bounded, not timed for speed.
+const RECOVERY_BOUND: Duration = Duration::from_secs(30);
+/// krec's request timeout in these tests, so a black hole is noticed within the test.
+const REQUEST_TIMEOUT_MS: &str = "2000";
+const PARTITIONS: i32 = 2;
+/// Producer pace and record size: a few tens of KB/s, enough for a bandwidth limit to bite.
+const RECORDS_PER_SECOND: f64 = 300.0;
+const PADDING: usize = 200;
+
+/// A broker frozen with SIGSTOP stops every lane of the plain instance: that test runs alone.
+static FREEZE: RwLock<()> = RwLock::new(());
+
+fn plain() -> &'static ProxiedBroker {
+    static PLAIN: OnceLock<ProxiedBroker> = OnceLock::new();
+    PLAIN.get_or_init(|| proxied_broker("KREC_TEST_PROXY_ENV", broker()))
+}
+
+fn secured() -> &'static (ProxiedBroker, SecureBroker) {
+    static SECURED: OnceLock<(ProxiedBroker, SecureBroker)> = OnceLock::new();
+    SECURED.get_or_init(|| {
+        let secure = secure_broker();
+        let admin = support::broker::Broker {
+            bootstrap: secure.admin.bootstrap.clone(),
+            kafka_sh: secure.admin.kafka_sh.clone(),
+            name: secure.admin.name.clone(),
+        };
+        (proxied_broker("KREC_TEST_SECURE_PROXY_ENV", admin), secure)
+    })
+}
+
+/// What goes wrong, and for how long.
+enum Fault {
+    /// Toxics `(type, stream, attributes)` on every proxy of the lane.
+    Toxics(Vec<Toxic>),
+    /// These toxics, and a `reset_peer` added and removed again and again on top of them.
+    RepeatedResets(Vec<Toxic>),
+    /// The lane's proxies disabled: connections closed, new ones refused.
+    Disabled,
+    /// The broker process stopped with SIGSTOP, then continued.
+    Frozen,
+}
+
+type Toxic = (&'static str, &'static str, serde_json::Value);
+
+struct Scenario {
+    name: &'static str,
+    fault: Fault,
+    hold: Duration,
+    /// A line krec's log must hold afterwards (the fault was felt, e.g. a reconnect).
+    expect_log: Option<&'static str>,
+    /// The fault slows krec down but must not stop it: records are printed while it lasts.
+    progress_during: bool,
+    /// More `krec consume` arguments.
+    krec_args: &'static [&'static str],
+}
+
+/// Undoes a fault when dropped, so a failing test leaves neither a toxic nor a frozen broker.
+struct Applied<'a> {
+    lane: &'a LaneGuard<'a>,
+    fault: &'a Fault,
+    frozen_pid: Option<String>,
+}
+
+fn apply<'a>(lane: &'a LaneGuard<'a>, fault: &'a Fault) -> Applied<'a> {
+    let mut frozen_pid = None;
+    match fault {
+        Fault::Toxics(toxics) | Fault::RepeatedResets(toxics) => {
+            for (index, (kind, stream, attributes)) in toxics.iter().enumerate() {
+                lane.add_toxic(&format!("t{index}"), kind, stream, attributes.clone());
+            }
+        }
+        Fault::Disabled => lane.set_enabled(false),
+        Fault::Frozen => {
+            let pid = plain().admin.kafka_sh("pid", &["--node", "1"]);
+            signal(pid.trim(), "STOP");
+            frozen_pid = Some(pid.trim().to_owned());
+        }
+    }
+    Applied {
+        lane,
+        fault,
+        frozen_pid,
+    }
+}
+
+impl Applied<'_> {
+    /// Lets the fault last `hold`.
+    fn hold(&self, hold: Duration) {
+        let Fault::RepeatedResets(_) = self.fault else {
+            std::thread::sleep(hold);
+            return;
+        };
+        // Timeout 0: the connection is reset at the next segment, in the middle of whatever
+        // response is streaming (the toxics below keep one streaming).
+        let until = std::time::Instant::now() + hold;
+        while std::time::Instant::now() < until {
+            self.lane
+                .add_toxic("reset", "reset_peer", "downstream", json!({"timeout": 0}));
+            std::thread::sleep(Duration::from_millis(300));
+            self.lane.remove_toxic("reset");
+            std::thread::sleep(Duration::from_millis(900));
+        }
+    }
+
+    fn lift(mut self) {
+        self.undo();
+    }
+
+    fn undo(&mut self) {
+        match self.fault {
+            Fault::Toxics(toxics) | Fault::RepeatedResets(toxics) => {
+                // Last added first: Toxiproxy 2.5 can hang removing a toxic whose successor in
+                // the chain has stopped reading (issue 558 of Shopify/toxiproxy).
+                for index in (0..toxics.len()).rev() {
+                    self.lane.remove_toxic(&format!("t{index}"));
+                }
+            }
+            Fault::Disabled => self.lane.set_enabled(true),
+            Fault::Frozen => {
+                if let Some(pid) = self.frozen_pid.take() {
+                    signal(&pid, "CONT");
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Applied<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.undo();
+        }
+    }
+}
+
+fn signal(pid: &str, name: &str) {
+    let status = Command::new("kill")
+        .args([format!("-{name}"), pid.to_owned()])
+        .status()
+        .expect("run kill");
+    assert!(status.success(), "kill -{name} {pid}");
+}
+
+/// `krec consume` in assign mode through a lane, printing `partition offset seq-N`.
+struct Consume {
+    child: Child,
+}
+
+impl Consume {
+    fn start(
+        bootstrap: &str,
+        topic: &str,
+        properties: &[String],
+        extra: &[&str],
+        dir: &Path,
+    ) -> Consume {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_krec"));
+        command
+            .args(["consume", "-b", bootstrap, "-t", topic, "-o", "beginning"])
+            .args(["-f", "%p %o %s\\n", "--threads", "1"])
+            .args(["-X", &format!("request.timeout.ms={REQUEST_TIMEOUT_MS}")])
+            .args(extra);
+        for property in properties {
+            command.args(["-X", property]);
+        }
+        let child = command
+            .env("RUST_LOG", "krec_client=info,krec_consumer=info")
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(dir.join("krec.out")).expect("krec stdout"))
+            .stderr(std::fs::File::create(dir.join("krec.err")).expect("krec stderr"))
+            .spawn()
+            .expect("start krec consume");
+        Consume { child }
+    }
+
+    fn stop(mut self, dir: &Path) {
+        signal(&self.child.id().to_string(), "TERM");
+        let status = wait_with_timeout(&mut self.child, Duration::from_secs(30));
+        assert!(
+            status.is_some_and(|s| s.success()),
+            "krec consume did not exit cleanly on SIGTERM: {status:?}\n{}",
+            log_tail(&dir.join("krec.err"))
+        );
+    }
+}
+
+impl Drop for Consume {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn log_tail(path: &Path) -> String {
+    let log = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = log.lines().collect();
+    lines[lines.len().saturating_sub(40)..].join("\n")
+}
+
+fn positions(path: &Path) -> BTreeSet<Position> {
+    read_sequenced(path)
+        .into_iter()
+        .map(|(p, o, _)| (p, o))
+        .collect()
+}
+
+/// Runs `scenario` with one krec in assign mode on a lane of `broker`.
+fn assign_mode(broker: &ProxiedBroker, properties: &[String], scenario: Scenario) {
+    let _turn = turn(broker, &scenario.fault);
+    let lane = broker.take_lane();
+    let prefix = if properties.is_empty() {
+        "fault"
+    } else {
+        "sec-fault"
+    };
+    let topic = unique_topic(&format!("{prefix}-{}", scenario.name));
+    broker.admin.create_topic(&topic, PARTITIONS as u32, 1);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (out, err) = (dir.path().join("krec.out"), dir.path().join("krec.err"));
+    note(dir.path(), &format!("lane {:?}", lane.lane()));
+    let producer = SequenceProducer::start(
+        &broker.admin.bootstrap,
+        &topic,
+        PARTITIONS,
+        RECORDS_PER_SECOND,
+        PADDING,
+        dir.path(),
+    );
+    let consume = Consume::start(
+        &lane.lane().bootstrap,
+        &topic,
+        properties,
+        scenario.krec_args,
+        dir.path(),
+    );
+    wait_until(Duration::from_secs(60), "records before the fault", || {
+        positions(&out).len() >= 300
+    });
+
+    let applied = apply(&lane, &scenario.fault);
+    let before = positions(&out).len();
+    applied.hold(scenario.hold);
+    let during = positions(&out).len() - before;
+    applied.lift();
+    let recovery = wait_printed(
+        scenario.name,
+        &producer.acked().into_keys().collect(),
+        RECOVERY_BOUND,
+        || positions(&out),
+        || log_tail(&err),
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    let acked = producer.finish();
+    wait_printed(
+        scenario.name,
+        &acked.keys().copied().collect(),
+        RECOVERY_BOUND,
+        || positions(&out),
+        || log_tail(&err),
+    );
+    consume.stop(dir.path());
+
+    assert_exactly_once_in_order(&read_sequenced(&out), &acked);
+    let log = std::fs::read_to_string(&err).unwrap_or_default();
+    expect_log(&scenario, &log);
+    expect_progress(&scenario, during);
+    let over = if properties.is_empty() {
+        ""
+    } else {
+        " over SASL_SSL"
+    };
+    eprintln!(
+        "fault {} (assign mode{over}): {} records exactly once, {during} printed during the \
+         fault, {} reconnects; caught up {} ms after the fault ended",
+        scenario.name,
+        acked.len(),
+        log.matches("reconnecting").count(),
+        recovery.as_millis()
+    );
+}
+
+fn expect_progress(scenario: &Scenario, during: usize) {
+    assert!(
+        !scenario.progress_during || during > 0,
+        "{}: nothing printed while the fault lasted",
+        scenario.name
+    );
+}
+
+fn expect_log(scenario: &Scenario, log: &str) {
+    if let Some(line) = scenario.expect_log {
+        assert!(
+            log.contains(line),
+            "{}: krec's log has no {line:?}, the fault was not felt:\n{log}",
+            scenario.name
+        );
+    }
+}
+
+/// Shared access to the plain broker, exclusive for the test that freezes it.
+fn turn(broker: &ProxiedBroker, fault: &Fault) -> Box<dyn std::any::Any> {
+    if !std::ptr::eq(broker, plain()) {
+        return Box::new(());
+    }
+    match fault {
+        Fault::Frozen => Box::new(FREEZE.write().unwrap_or_else(|p| p.into_inner())),
+        _ => Box::new(FREEZE.read().unwrap_or_else(|p| p.into_inner())),
+    }
+}
+
+/// Runs `scenario` with one `krec consume -G` member on a lane of the plain broker.
+fn group_mode(scenario: Scenario) {
+    let broker = plain();
+    let _turn = turn(broker, &scenario.fault);
+    let lane = broker.take_lane();
+    let topic = unique_topic(&format!("fault-group-{}", scenario.name));
+    broker.admin.create_topic(&topic, PARTITIONS as u32, 1);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let producer = SequenceProducer::start(
+        &broker.admin.bootstrap,
+        &topic,
+        PARTITIONS,
+        RECORDS_PER_SECOND,
+        PADDING,
+        dir.path(),
+    );
+    let timeout = format!("request.timeout.ms={REQUEST_TIMEOUT_MS}");
+    let mut member = Member::start(
+        &lane.lane().bootstrap,
+        &topic,
+        &format!("{topic}-g"),
+        dir.path(),
+        "m0",
+        &[&["-X", &timeout][..], scenario.krec_args].concat(),
+    );
+    wait_stable(&[&member], PARTITIONS, Duration::from_secs(60));
+    let printed =
+        |member: &Member| -> BTreeSet<Position> { print_counts(&[member]).into_keys().collect() };
+    wait_until(Duration::from_secs(60), "records and a commit", || {
+        printed(&member).len() >= 300 && member.last_commits().len() == PARTITIONS as usize
+    });
+    let committed_before = member.last_commits();
+    let changes_before = member.assignment_changes();
+
+    let applied = apply(&lane, &scenario.fault);
+    let before = printed(&member).len();
+    applied.hold(scenario.hold);
+    let during = printed(&member).len() - before;
+    applied.lift();
+    let recovery = wait_printed(
+        scenario.name,
+        &producer.acked().into_keys().collect(),
+        RECOVERY_BOUND,
+        || printed(&member),
+        || member.log_tail(),
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    let acked = producer.finish();
+    let acked: BTreeSet<Position> = acked.into_keys().collect();
+    wait_printed(
+        scenario.name,
+        &acked,
+        RECOVERY_BOUND,
+        || printed(&member),
+        || member.log_tail(),
+    );
+    member.stop();
+
+    let counts = print_counts(&[&member]);
+    let unknown: Vec<&Position> = counts.keys().filter(|p| !acked.contains(p)).collect();
+    assert!(
+        unknown.is_empty(),
+        "printed records never acknowledged: {unknown:?}"
+    );
+    let duplicates: BTreeMap<Position, usize> = counts
+        .iter()
+        .filter(|(_, n)| **n > 1)
+        .map(|(p, n)| (*p, *n))
+        .collect();
+    for (partition, offset) in duplicates.keys() {
+        let committed = committed_before.get(partition).copied().unwrap_or(0);
+        assert!(
+            *offset >= committed,
+            "{}: record {partition}/{offset} printed again, though offset {committed} was \
+             committed before the fault",
+            scenario.name
+        );
+    }
+    let log = std::fs::read_to_string(&member.stderr).unwrap_or_default();
+    expect_log(&scenario, &log);
+    expect_progress(&scenario, during);
+    let rejoined = member.assignment_changes() > changes_before;
+    if matches!(scenario.fault, Fault::Disabled) {
+        assert!(
+            rejoined,
+            "{}: the member was cut off past its session timeout but never rejoined:\n{}",
+            scenario.name,
+            member.log_tail()
+        );
+    }
+    eprintln!(
+        "fault {} (group mode): {} records, none lost, {} printed twice (after the last \
+         commit before the fault); rejoined: {rejoined}; caught up {} ms after the fault ended",
+        scenario.name,
+        acked.len(),
+        duplicates.len(),
+        recovery.as_millis()
+    );
+}
+
+// --- the faults ------------------------------------------------------------------------------
+
+fn latency() -> Scenario {
+    Scenario {
+        name: "latency",
+        fault: Fault::Toxics(vec![
+            (
+                "latency",
+                "downstream",
+                json!({"latency": 300, "jitter": 250}),
+            ),
+            ("latency", "upstream", json!({"latency": 50, "jitter": 50})),
+        ]),
+        hold: Duration::from_secs(4),
+        expect_log: None,
+        progress_during: true,
+        krec_args: &[],
+    }
+}
+
+/// Small fetches, so a response crosses a slow link well within the request timeout.
+const SMALL_FETCHES: &[&str] = &["--partition-max-bytes", "8192"];
+
+fn bandwidth() -> Scenario {
+    Scenario {
+        name: "bandwidth",
+        // KB/s, below the producer's pace: krec falls behind and must catch up afterwards.
+        fault: Fault::Toxics(vec![("bandwidth", "downstream", json!({"rate": 24}))]),
+        hold: Duration::from_secs(5),
+        expect_log: None,
+        progress_during: true,
+        krec_args: SMALL_FETCHES,
+    }
+}
+
+fn slicer() -> Scenario {
+    Scenario {
+        name: "slicer",
+        // Responses in segments of a few bytes, requests too; delay in microseconds.
+        fault: Fault::Toxics(vec![
+            (
+                "slicer",
+                "downstream",
+                json!({"average_size": 8, "size_variation": 6, "delay": 20}),
+            ),
+            (
+                "slicer",
+                "upstream",
+                json!({"average_size": 3, "size_variation": 2, "delay": 100}),
+            ),
+        ]),
+        hold: Duration::from_secs(4),
+        expect_log: None,
+        progress_during: true,
+        krec_args: &[],
+    }
+}
+
+fn reset_peer() -> Scenario {
+    Scenario {
+        name: "reset_peer",
+        // The bandwidth limit keeps a response streaming at every moment (krec is behind),
+        // so each reset lands in the middle of one.
+        fault: Fault::RepeatedResets(vec![("bandwidth", "downstream", json!({"rate": 32}))]),
+        hold: Duration::from_secs(6),
+        expect_log: Some("reading a response"),
+        progress_during: false,
+        krec_args: SMALL_FETCHES,
+    }
+}
+
+fn black_hole() -> Scenario {
+    Scenario {
+        name: "timeout",
+        // timeout 0: data stops, nothing closes, until the toxic goes.
+        fault: Fault::Toxics(vec![("timeout", "downstream", json!({"timeout": 0}))]),
+        hold: Duration::from_secs(5),
+        expect_log: Some("no response to"),
+        progress_during: false,
+        krec_args: &[],
+    }
+}
+
+fn limit_data() -> Scenario {
+    Scenario {
+        name: "limit_data",
+        // Each connection is closed after this many bytes from the broker.
+        fault: Fault::Toxics(vec![("limit_data", "downstream", json!({"bytes": 40000}))]),
+        hold: Duration::from_secs(5),
+        expect_log: Some("reconnecting"),
+        progress_during: true,
+        krec_args: SMALL_FETCHES,
+    }
+}
+
+fn disabled() -> Scenario {
+    Scenario {
+        name: "disabled",
+        // Longer than the members' 6 s session timeout.
+        fault: Fault::Disabled,
+        hold: Duration::from_secs(9),
+        expect_log: Some("reconnecting"),
+        progress_during: false,
+        krec_args: &[],
+    }
+}
+
+fn frozen() -> Scenario {
+    Scenario {
+        name: "sigstop",
+        fault: Fault::Frozen,
+        hold: Duration::from_secs(5),
+        expect_log: Some("no response to"),
+        progress_during: false,
+        krec_args: &[],
+    }
+}
+
+fn sasl_ssl() -> (&'static ProxiedBroker, Vec<String>) {
+    let (broker, secure) = secured();
+    (
+        broker,
+        secure.alice_properties("SASL_SSL", Some("SCRAM-SHA-512")),
+    )
+}
+
+#[test]
+fn assign_mode_through_latency_with_jitter() {
+    assign_mode(plain(), &[], latency());
+}
+
+#[test]
+fn assign_mode_through_a_bandwidth_limit() {
+    assign_mode(plain(), &[], bandwidth());
+}
+
+#[test]
+fn assign_mode_through_a_slicer() {
+    assign_mode(plain(), &[], slicer());
+}
+
+#[test]
+fn assign_mode_through_resets_mid_response() {
+    assign_mode(plain(), &[], reset_peer());
+}
+
+#[test]
+fn assign_mode_through_a_black_hole() {
+    assign_mode(plain(), &[], black_hole());
+}
+
+#[test]
+fn assign_mode_through_limit_data() {
+    assign_mode(plain(), &[], limit_data());
+}
+
+#[test]
+fn assign_mode_through_a_disabled_proxy() {
+    assign_mode(plain(), &[], disabled());
+}
+
+#[test]
+fn assign_mode_through_a_frozen_broker() {
+    assign_mode(plain(), &[], frozen());
+}
+
+#[test]
+fn group_mode_through_resets_mid_response() {
+    group_mode(reset_peer());
+}
+
+#[test]
+fn group_mode_through_a_black_hole() {
+    group_mode(black_hole());
+}
+
+#[test]
+fn group_member_fenced_past_its_session_timeout_rejoins() {
+    group_mode(disabled());
+}
+
+#[test]
+fn sasl_ssl_through_resets_mid_response() {
+    let (broker, properties) = sasl_ssl();
+    assign_mode(broker, &properties, reset_peer());
+}
+
+#[test]
+fn sasl_ssl_through_a_slicer() {
+    let (broker, properties) = sasl_ssl();
+    assign_mode(broker, &properties, slicer());
+}
+
+#[test]
+fn sasl_ssl_through_a_black_hole() {
+    let (broker, properties) = sasl_ssl();
+    assign_mode(broker, &properties, black_hole());
+}
