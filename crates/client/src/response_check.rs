@@ -178,7 +178,7 @@ impl Walk<'_> {
                     self.compact_length()?
                 } else {
                     let raw = self.i16()?;
-                    self.length(i32::from(raw))?
+                    self.length(i32::from(raw), 2)?
                 };
                 self.skip(length, "string")
             }
@@ -187,7 +187,7 @@ impl Walk<'_> {
                     self.compact_length()?
                 } else {
                     let raw = self.i32()?;
-                    self.length(raw)?
+                    self.length(raw, 4)?
                 };
                 self.skip(length, "bytes")
             }
@@ -197,7 +197,7 @@ impl Walk<'_> {
                     self.compact_length()?
                 } else {
                     let raw = self.i32()?;
-                    self.length(raw)?
+                    self.length(raw, 4)?
                 };
                 if count > self.left() {
                     return Err(format!(
@@ -242,12 +242,16 @@ impl Walk<'_> {
         Ok(())
     }
 
-    /// A non-compact length: -1 is null (no bytes), below that is invalid.
-    fn length(&self, raw: i32) -> Result<usize, String> {
+    /// A non-compact length of `width` bytes, just read: -1 is null (no bytes), below that
+    /// is invalid.
+    fn length(&self, raw: i32, width: usize) -> Result<usize, String> {
         match raw {
             -1 => Ok(0),
             n if n >= 0 => Ok(n as usize),
-            n => Err(format!("negative length {n} at byte {}", self.position)),
+            n => Err(format!(
+                "negative length {n} at byte {}",
+                self.position - width
+            )),
         }
     }
 

@@ -235,7 +235,7 @@ fn a_count_beyond_the_bytes_left_is_refused_before_decoding() {
     let body = [0, 0, 0, 0, 0xff, 0xff, 0xff, 0xfe];
     assert_eq!(
         check(ApiKey::Metadata as i16, 8, &body),
-        Err("negative length -2 at byte 8".to_owned())
+        Err("negative length -2 at byte 4".to_owned())
     );
 }
 
