@@ -17,6 +17,7 @@ use tokio::net::TcpStream;
 use super::authenticate::{self, SessionLifetime};
 use super::frame_buffers::FrameBuffers;
 use super::receive_wait::ReceiveWait;
+use super::response_check;
 use super::security::SecurityConfig;
 use super::transport::{self, Transport};
 use super::versions::{api_name, ApiRequest, ApiVersions};
@@ -292,10 +293,8 @@ impl Connection {
                 ),
             ));
         }
-        // Decoding from `Bytes` makes every `bytes` field (fetch records) a slice of the frame.
-        let response = R::Response::decode(&mut frame, version)
-            .map_err(|e| self.protocol_error(api, format!("version {version}: {e}")))?;
-        Ok(response)
+        decode_body::<R::Response>(R::KEY, version, frame)
+            .map_err(|detail| self.protocol_error(api, format!("version {version}: {detail}")))
     }
 
     fn encode_frame<R: ApiRequest>(
@@ -455,6 +454,18 @@ impl Connection {
             detail,
         }
     }
+}
+
+/// Decodes a response body (the frame after its header) of `api_key` at `version`, once its
+/// lengths and counts are known to fit in it (see `response_check`).
+pub(crate) fn decode_body<T: Decodable>(
+    api_key: i16,
+    version: i16,
+    mut body: Bytes,
+) -> Result<T, String> {
+    response_check::check(api_key, version, &body)?;
+    // Decoding from `Bytes` makes every `bytes` field (fetch records) a slice of the frame.
+    T::decode(&mut body, version).map_err(|e| e.to_string())
 }
 
 /// Whether a frame's first four bytes are a TLS record header (an alert or a handshake),

@@ -495,6 +495,9 @@ impl FetchSession {
                         .map(|at| start + at)
                 });
                 let Some(at) = found.filter(|&at| !self.partitions[at].flags.answered) else {
+                    tracing::warn!(topic = %topic.topic.0, topic_id = %topic.topic_id,
+                        partition = partition.partition_index,
+                        "fetch answer for a partition not asked for (or answered twice); ignored");
                     extra += 1;
                     continue;
                 };

@@ -1,8 +1,114 @@
-//! Thin public wrappers over the crate-private SASL parsers, for `crates/client/fuzz` only
-//! (feature `fuzzing`). Not an API: nothing here is stable.
+//! Thin public wrappers over crate-private parsers (SASL, response decoding), for
+//! `crates/client/fuzz` only (feature `fuzzing`). Not an API: nothing here is stable.
 
+use std::sync::Arc;
+
+use bytes::Bytes;
+use kafka_protocol::messages::*;
+
+use crate::connection::decode_body;
+use crate::fetch::{scan_batches, split_response, Scan, ScanError};
 use crate::security::scram::{ScramClient, ScramMechanism};
 use crate::security::{jaas, properties, Secret};
+use crate::versions::highest_supported;
+
+/// The responses krec decodes: (API key, lowest and highest version it may negotiate).
+pub fn response_apis() -> Vec<(i16, i16, i16)> {
+    fn entry<R: crate::versions::ApiRequest>() -> (i16, i16, i16) {
+        (R::KEY, R::VERSIONS.min, highest_supported::<R>())
+    }
+    vec![
+        entry::<ApiVersionsRequest>(),
+        entry::<MetadataRequest>(),
+        entry::<ListOffsetsRequest>(),
+        entry::<FetchRequest>(),
+        entry::<FindCoordinatorRequest>(),
+        entry::<JoinGroupRequest>(),
+        entry::<SyncGroupRequest>(),
+        entry::<HeartbeatRequest>(),
+        entry::<LeaveGroupRequest>(),
+        entry::<OffsetFetchRequest>(),
+        entry::<OffsetCommitRequest>(),
+        entry::<ConsumerGroupHeartbeatRequest>(),
+        entry::<SaslHandshakeRequest>(),
+        entry::<SaslAuthenticateRequest>(),
+    ]
+}
+
+/// Every (API key, version) [`response_apis`] allows, in order: the fuzz targets' byte 0
+/// indexes this.
+pub fn response_choices() -> Vec<(i16, i16)> {
+    response_apis()
+        .into_iter()
+        .flat_map(|(key, min, max)| (min..=max).map(move |version| (key, version)))
+        .collect()
+}
+
+/// Decodes a response body of `api_key` at `version` as a connection does (layout check,
+/// then kafka-protocol), or the fault's text.
+pub fn decode_response(api_key: i16, version: i16, body: Bytes) -> Result<(), String> {
+    fn decode<T: kafka_protocol::protocol::Decodable>(
+        key: i16,
+        version: i16,
+        body: Bytes,
+    ) -> Result<(), String> {
+        decode_body::<T>(key, version, body).map(drop)
+    }
+    match ApiKey::try_from(api_key).map_err(|()| format!("API key {api_key}"))? {
+        ApiKey::ApiVersions => decode::<ApiVersionsResponse>(api_key, version, body),
+        ApiKey::Metadata => decode::<MetadataResponse>(api_key, version, body),
+        ApiKey::ListOffsets => decode::<ListOffsetsResponse>(api_key, version, body),
+        ApiKey::Fetch => decode::<FetchResponse>(api_key, version, body),
+        ApiKey::FindCoordinator => decode::<FindCoordinatorResponse>(api_key, version, body),
+        ApiKey::JoinGroup => decode::<JoinGroupResponse>(api_key, version, body),
+        ApiKey::SyncGroup => decode::<SyncGroupResponse>(api_key, version, body),
+        ApiKey::Heartbeat => decode::<HeartbeatResponse>(api_key, version, body),
+        ApiKey::LeaveGroup => decode::<LeaveGroupResponse>(api_key, version, body),
+        ApiKey::OffsetFetch => decode::<OffsetFetchResponse>(api_key, version, body),
+        ApiKey::OffsetCommit => decode::<OffsetCommitResponse>(api_key, version, body),
+        ApiKey::ConsumerGroupHeartbeat => {
+            decode::<ConsumerGroupHeartbeatResponse>(api_key, version, body)
+        }
+        ApiKey::SaslHandshake => decode::<SaslHandshakeResponse>(api_key, version, body),
+        ApiKey::SaslAuthenticate => decode::<SaslAuthenticateResponse>(api_key, version, body),
+        other => Err(format!("krec does not send {other:?}")),
+    }
+}
+
+/// One partition of a split fetch response: its records and what the batch-header scan found.
+#[derive(Debug)]
+pub struct SplitPartition {
+    /// Topic name ("" for an id the client does not know).
+    pub topic: Arc<str>,
+    /// Partition id.
+    pub partition: i32,
+    /// The records, a slice of the response body.
+    pub records: Bytes,
+    /// The scan of its batch headers.
+    pub scan: Result<Scan, ScanError>,
+}
+
+/// The topic id [`split_fetch`] knows, as topic `"known"`.
+pub const KNOWN_TOPIC_ID: uuid::Uuid = uuid::Uuid::from_u128(0x6b72_6563);
+
+/// Decodes a Fetch response body at `version` and splits it as a fetch loop does: partitions
+/// named (ids through [`KNOWN_TOPIC_ID`]) and each one's batch headers scanned.
+pub fn split_fetch(version: i16, body: Bytes) -> Result<Vec<SplitPartition>, String> {
+    let response = decode_body::<FetchResponse>(ApiKey::Fetch as i16, version, body)?;
+    let known: Arc<str> = Arc::from("known");
+    let partitions = split_response(response, version, |id| {
+        (*id == KNOWN_TOPIC_ID).then(|| known.clone())
+    });
+    Ok(partitions
+        .into_iter()
+        .map(|p| SplitPartition {
+            scan: scan_batches(&p.records),
+            topic: p.topic,
+            partition: p.partition,
+            records: p.records,
+        })
+        .collect())
+}
 
 /// The client nonce of [`scram_exchange`]'s client: a server-first that goes further must
 /// start with `r=` and this.
@@ -83,6 +189,124 @@ pub fn properties(input: &[u8]) -> Result<Vec<(String, String, usize)>, String> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use bytes::BytesMut;
+    use kafka_protocol::protocol::{Encodable, StrBytes};
+
+    fn name(text: &'static str) -> StrBytes {
+        StrBytes::from_static_str(text)
+    }
+
+    /// Seed bodies: populated responses, encoded at every version each fits.
+    fn seeds() -> Vec<(i16, Vec<u8>)> {
+        use kafka_protocol::messages::{fetch_response as f, metadata_response as m};
+        let records = std::fs::read("../../tests/data/java-lz4.bin").unwrap();
+        let fetch =
+            FetchResponse::default().with_responses(vec![f::FetchableTopicResponse::default()
+                .with_topic(TopicName(name("t")))
+                .with_topic_id(KNOWN_TOPIC_ID)
+                .with_partitions(vec![f::PartitionData::default()
+                    .with_high_watermark(9)
+                    .with_records(Some(Bytes::from(records)))])]);
+        let metadata = MetadataResponse::default()
+            .with_brokers(vec![
+                m::MetadataResponseBroker::default().with_host(name("h"))
+            ])
+            .with_topics(vec![m::MetadataResponseTopic::default()
+                .with_name(Some(TopicName(name("t"))))
+                .with_partitions(vec![
+                    m::MetadataResponsePartition::default().with_replica_nodes(vec![BrokerId(1)])
+                ])]);
+        let mut out = Vec::new();
+        let mut add = |key: ApiKey, encode: &dyn Fn(&mut BytesMut, i16) -> bool| {
+            for (pick, &(k, version)) in response_choices().iter().enumerate() {
+                let mut body = BytesMut::new();
+                if k == key as i16 && encode(&mut body, version) {
+                    out.push((pick as i16, body.to_vec()));
+                }
+            }
+        };
+        fn ok<T: Encodable>(value: &T, body: &mut BytesMut, version: i16) -> bool {
+            value.encode(body, version).is_ok()
+        }
+        add(ApiKey::Fetch, &|b, v| ok(&fetch, b, v));
+        add(ApiKey::Metadata, &|b, v| ok(&metadata, b, v));
+        add(ApiKey::ApiVersions, &|b, v| {
+            ok(&ApiVersionsResponse::default(), b, v)
+        });
+        add(ApiKey::ListOffsets, &|b, v| {
+            ok(&ListOffsetsResponse::default(), b, v)
+        });
+        add(ApiKey::FindCoordinator, &|b, v| {
+            ok(&FindCoordinatorResponse::default(), b, v)
+        });
+        add(ApiKey::JoinGroup, &|b, v| {
+            ok(&JoinGroupResponse::default(), b, v)
+        });
+        add(ApiKey::SyncGroup, &|b, v| {
+            ok(&SyncGroupResponse::default(), b, v)
+        });
+        add(ApiKey::Heartbeat, &|b, v| {
+            ok(&HeartbeatResponse::default(), b, v)
+        });
+        add(ApiKey::LeaveGroup, &|b, v| {
+            ok(&LeaveGroupResponse::default(), b, v)
+        });
+        add(ApiKey::OffsetFetch, &|b, v| {
+            ok(&OffsetFetchResponse::default(), b, v)
+        });
+        add(ApiKey::OffsetCommit, &|b, v| {
+            ok(&OffsetCommitResponse::default(), b, v)
+        });
+        add(ApiKey::ConsumerGroupHeartbeat, &|b, v| {
+            ok(&ConsumerGroupHeartbeatResponse::default(), b, v)
+        });
+        add(ApiKey::SaslHandshake, &|b, v| {
+            ok(&SaslHandshakeResponse::default(), b, v)
+        });
+        add(ApiKey::SaslAuthenticate, &|b, v| {
+            ok(&SaslAuthenticateResponse::default(), b, v)
+        });
+        out
+    }
+
+    /// Every seed decodes through the fuzz entry point, and a Fetch seed splits into its
+    /// partition with the batches whole. With `KREC_FUZZ_CORPUS` set, writes the seeds there
+    /// as `responses/` and `fetch_split/` corpora (see `crates/client/fuzz/README.md`).
+    #[test]
+    fn seed_responses_decode() {
+        let choices = response_choices();
+        assert!(choices.len() <= 256, "byte 0 reaches every choice");
+        let seeds = seeds();
+        let corpus = std::env::var_os("KREC_FUZZ_CORPUS").map(std::path::PathBuf::from);
+        for (i, (pick, body)) in seeds.iter().enumerate() {
+            let (key, version) = choices[*pick as usize];
+            decode_response(key, version, Bytes::from(body.clone()))
+                .unwrap_or_else(|e| panic!("API {key} v{version}: {e}"));
+            let mut input = vec![*pick as u8];
+            input.extend_from_slice(body);
+            if key == ApiKey::Fetch as i16 {
+                let split = split_fetch(version, Bytes::from(body.clone())).unwrap();
+                assert_eq!(&*split[0].topic, if version >= 13 { "known" } else { "t" });
+                let scan = split[0].scan.unwrap();
+                assert_eq!(scan.complete_bytes, split[0].records.len());
+                if let Some(dir) = &corpus {
+                    let pick =
+                        version - <FetchRequest as kafka_protocol::protocol::Message>::VERSIONS.min;
+                    let fetch_input = [&[pick as u8][..], body].concat();
+                    write_seed(&dir.join("fetch_split"), i, &fetch_input);
+                }
+            }
+            if let Some(dir) = &corpus {
+                write_seed(&dir.join("responses"), i, &input);
+            }
+        }
+    }
+
+    fn write_seed(dir: &std::path::Path, i: usize, input: &[u8]) {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join(format!("seed-{i}")), input).unwrap();
+    }
 
     /// The fuzz corpus's seed exchange (16 iterations; signature from Python's hashlib):
     /// the wrapper reaches a verified end, so the fuzzer can too.

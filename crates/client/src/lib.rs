@@ -13,6 +13,8 @@
 //!   the JAAS and properties-file parsers.
 //! - `transport`, `authenticate`: plain TCP or TLS under a connection; the SASL exchange and
 //!   the session lifetime that schedules re-authentication.
+//! - `response_check`: every length and count of a response body checked against the bytes
+//!   left, by the message's layout, before kafka-protocol decodes it.
 //! - [`connection`]: framing, request/response matching, timeouts, one broker.
 //! - [`metadata`], [`offsets`], [`fetch`], [`group`]: the requests, each in its own module;
 //!   [`fetch_session`] keeps a broker's KIP-227 fetch session and builds its requests.
@@ -61,6 +63,7 @@ pub mod group;
 pub mod metadata;
 pub mod offsets;
 mod receive_wait;
+mod response_check;
 pub mod security;
 mod transport;
 pub mod versions;

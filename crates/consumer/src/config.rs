@@ -119,7 +119,7 @@ pub struct ConsumerConfig {
     pub offset_reset: OffsetReset,
     /// First delay before retrying after a connection or leader error; doubles up to `max_backoff`.
     pub backoff: Duration,
-    /// Longest delay between retries.
+    /// Longest delay between retries, and the longest broker throttle honoured.
     pub max_backoff: Duration,
     /// How long a partition may stay without a reachable leader before the consumer gives up.
     pub give_up_after: Duration,

@@ -273,7 +273,10 @@ impl Fetcher {
             tokio::time::sleep(self.backoff.next_delay()).await;
             return Step::Continue;
         }
-        let throttle = Duration::from_millis(answer.throttle_time_ms.max(0) as u64);
+        // Capped: the broker delays an early request itself (KIP-219), so a throttle of hours
+        // from a broken broker must not park the loop for hours.
+        let throttle = Duration::from_millis(answer.throttle_time_ms.max(0) as u64)
+            .min(self.shared.config.max_backoff);
         let fetched: usize = answer.partitions.iter().map(|(_, p)| p.records.len()).sum();
         let budget = acquire_budget(shared, fetched).await;
         let response_slot = response_slot.map(Arc::new);

@@ -43,6 +43,18 @@ enum Reply {
     Error(i16),
     /// Answer with bytes that are no record batch.
     Garbage,
+    /// Serve, under a response header with another correlation id.
+    WrongCorrelation,
+    /// A body whose topic array claims 2^31 - 1 entries and holds none.
+    LyingCount,
+    /// A body (Fetch v11) whose topic name has length -5.
+    NegativeLength,
+    /// Serve, plus partition 7 (never asked for) holding garbage.
+    ExtraPartition,
+    /// Serve, with a high watermark one below the fetch offset.
+    WatermarkBelowFetchOffset,
+    /// Serve about one batch, with this throttle time.
+    Throttle(i32),
 }
 
 struct Script {
@@ -55,6 +67,8 @@ struct Script {
     fetches: usize,
     metadata_requests: usize,
     fetch_offsets: Vec<i64>,
+    /// Highest Fetch version announced.
+    fetch_max: i16,
 }
 
 impl Script {
@@ -117,9 +131,11 @@ async fn connection(mut socket: TcpStream, port: u16, script: Arc<Mutex<Script>>
         let key = ApiKey::try_from(header.request_api_key).unwrap();
         let version = header.request_api_version;
         let mut body = BytesMut::new();
+        let mut correlation_shift = 0;
         match key {
             ApiKey::ApiVersions => {
-                let ranges = [(1, 4, FAKE_FETCH_MAX), (2, 1, 7), (3, 1, 12), (18, 0, 3)];
+                let fetch_max = script.lock().unwrap().fetch_max;
+                let ranges = [(1, 4, fetch_max), (2, 1, 7), (3, 1, 12), (18, 0, 3)];
                 ApiVersionsResponse::default()
                     .with_api_keys(
                         ranges
@@ -175,6 +191,15 @@ async fn connection(mut socket: TcpStream, port: u16, script: Arc<Mutex<Script>>
                     script.fetch_offsets.push(offset);
                     let records = match reply {
                         Reply::Serve(limit) => script.records_from(offset, limit),
+                        Reply::WrongCorrelation
+                        | Reply::ExtraPartition
+                        | Reply::WatermarkBelowFetchOffset => {
+                            script.records_from(offset, usize::MAX)
+                        }
+                        Reply::Throttle(_) => {
+                            let one_batch = script.batches.iter().map(|(_, b)| b.len()).max();
+                            script.records_from(offset, one_batch.unwrap_or(0))
+                        }
                         Reply::Garbage => Bytes::from_static(&[0xAB; 200]),
                         _ => Bytes::new(),
                     };
@@ -189,18 +214,51 @@ async fn connection(mut socket: TcpStream, port: u16, script: Arc<Mutex<Script>>
                     // Like a broker waiting max_wait_ms for data that does not come.
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
-                FetchResponse::default()
-                    .with_responses(vec![FetchableTopicResponse::default()
-                        .with_topic(TopicName(StrBytes::from_static_str(TOPIC)))
-                        .with_partitions(vec![PartitionData::default()
-                            .with_partition_index(0)
+                match reply {
+                    Reply::WrongCorrelation => correlation_shift = 1,
+                    Reply::LyingCount => {
+                        // Fetch v12: throttle, error, session, then a compact count of 2^31 - 1.
+                        body.put_slice(&[0; 10]);
+                        body.put_slice(&[0x80, 0x80, 0x80, 0x80, 0x08]);
+                    }
+                    Reply::NegativeLength => {
+                        // Fetch v11: throttle, error, session, one topic, name length -5.
+                        body.put_slice(&[0; 10]);
+                        body.put_i32(1);
+                        body.put_i16(-5);
+                    }
+                    _ => {}
+                }
+                if body.is_empty() {
+                    let high_watermark = match reply {
+                        Reply::WatermarkBelowFetchOffset => offset - 1,
+                        _ => end,
+                    };
+                    let partition = |index: i32, records: Bytes| {
+                        PartitionData::default()
+                            .with_partition_index(index)
                             .with_error_code(error_code)
-                            .with_high_watermark(end)
-                            .with_last_stable_offset(end)
+                            .with_high_watermark(high_watermark)
+                            .with_last_stable_offset(high_watermark)
                             .with_log_start_offset(log_start)
-                            .with_records(Some(records))])])
-                    .encode(&mut body, version)
-                    .unwrap();
+                            .with_records(Some(records))
+                    };
+                    let mut partitions = vec![partition(0, records)];
+                    if let Reply::ExtraPartition = reply {
+                        partitions.push(partition(7, Bytes::from_static(&[0xAB; 200])));
+                    }
+                    let throttle_time_ms = match reply {
+                        Reply::Throttle(ms) => ms,
+                        _ => 0,
+                    };
+                    FetchResponse::default()
+                        .with_throttle_time_ms(throttle_time_ms)
+                        .with_responses(vec![FetchableTopicResponse::default()
+                            .with_topic(TopicName(StrBytes::from_static_str(TOPIC)))
+                            .with_partitions(partitions)])
+                        .encode(&mut body, version)
+                        .unwrap();
+                }
             }
             other => panic!("the fake broker does not speak {other:?}"),
         }
@@ -208,7 +266,7 @@ async fn connection(mut socket: TcpStream, port: u16, script: Arc<Mutex<Script>>
         response.put_i32(0);
         let header_version = response_header_version(key, version);
         ResponseHeader::default()
-            .with_correlation_id(header.correlation_id)
+            .with_correlation_id(header.correlation_id.wrapping_add(correlation_shift))
             .encode(&mut response, header_version)
             .unwrap();
         response.put(body);
@@ -264,6 +322,7 @@ async fn start_one_batch_per_fetch() -> (String, Arc<Mutex<Script>>, usize) {
         fetches: 0,
         metadata_requests: 0,
         fetch_offsets: Vec::new(),
+        fetch_max: FAKE_FETCH_MAX,
     })
     .await;
     (address, script, one_batch)
@@ -323,6 +382,7 @@ async fn dropped_connection_and_cut_batch_resume_at_the_next_offset() {
         fetches: 0,
         metadata_requests: 0,
         fetch_offsets: Vec::new(),
+        fetch_max: FAKE_FETCH_MAX,
     })
     .await;
     let config = fast_config(&address);
@@ -347,6 +407,7 @@ async fn not_leader_looks_up_the_leader_again_and_loses_nothing() {
         fetches: 0,
         metadata_requests: 0,
         fetch_offsets: Vec::new(),
+        fetch_max: FAKE_FETCH_MAX,
     })
     .await;
     let config = fast_config(&address);
@@ -377,6 +438,7 @@ async fn offset_out_of_range_follows_the_reset_policy() {
         fetches: 0,
         metadata_requests: 0,
         fetch_offsets: Vec::new(),
+        fetch_max: FAKE_FETCH_MAX,
     };
     let (address, _) = start(script()).await;
     let config = fast_config(&address);
@@ -419,6 +481,7 @@ async fn garbage_records_are_an_error_not_a_panic() {
         fetches: 0,
         metadata_requests: 0,
         fetch_offsets: Vec::new(),
+        fetch_max: FAKE_FETCH_MAX,
     })
     .await;
     let config = fast_config(&address);
@@ -501,4 +564,143 @@ async fn a_held_response_pauses_fetching_until_its_chunks_are_dropped() {
     // Nothing lost or repeated around the pause: the rest starts where the first chunk ended.
     let seen = read_to_end(&mut consumer, &config.decode).await.unwrap();
     assert_eq!(seen, expected(10..100));
+}
+
+/// A broker holding offsets 0..100 in ten batches of ten that answers `replies` in turn.
+async fn start_hostile(replies: Vec<Reply>, fetch_max: i16) -> (String, Arc<Mutex<Script>>) {
+    start(Script {
+        batches: (0..10).map(|i| batch(i * 10, 10)).collect(),
+        log_start: 0,
+        replies,
+        fetches: 0,
+        metadata_requests: 0,
+        fetch_offsets: Vec::new(),
+        fetch_max,
+    })
+    .await
+}
+
+/// Reads partition 0 from the beginning to its end.
+async fn consume_all(config: &ConsumerConfig) -> Result<Vec<(i64, String)>, Error> {
+    let mut consumer = Consumer::connect(config.clone()).await?;
+    consumer.assign(TOPIC, &[0], StartOffset::Beginning).await?;
+    read_to_end(&mut consumer, &config.decode).await
+}
+
+/// The error a consumer ends with when every fetch answer is `reply`: retried on a new
+/// connection until `give_up_after`, then given up with the broker's fault as the last error.
+async fn last_error_of_a_broker_always_answering(reply: Reply, fetch_max: i16) -> String {
+    let (address, script) = start_hostile(vec![reply], fetch_max).await;
+    let mut config = fast_config(&address);
+    config.give_up_after = Duration::from_millis(300);
+    let error = consume_all(&config).await.unwrap_err();
+    assert!(
+        script.lock().unwrap().fetches >= 2,
+        "retried on a new connection"
+    );
+    let Error::RetriesExhausted { last, .. } = error else {
+        panic!("{error}");
+    };
+    let Error::Client(krec_client::Error::Protocol {
+        broker,
+        api,
+        detail,
+    }) = *last
+    else {
+        panic!("{last}");
+    };
+    assert_eq!((broker.as_str(), api), (address.as_str(), "Fetch"));
+    detail
+}
+
+#[tokio::test]
+async fn a_count_that_lies_is_a_protocol_error_naming_the_broker_and_api() {
+    let detail = last_error_of_a_broker_always_answering(Reply::LyingCount, FAKE_FETCH_MAX).await;
+    assert_eq!(
+        detail,
+        "version 12: array of 2147483647 elements at byte 10 with 0 bytes left"
+    );
+}
+
+#[tokio::test]
+async fn a_negative_length_is_a_protocol_error() {
+    let detail = last_error_of_a_broker_always_answering(Reply::NegativeLength, 11).await;
+    assert_eq!(detail, "version 11: negative length -5 at byte 14");
+}
+
+#[tokio::test]
+async fn a_wrong_correlation_id_is_an_error_every_time() {
+    let detail = last_error_of_a_broker_always_answering(Reply::WrongCorrelation, 12).await;
+    assert!(
+        detail.starts_with("correlation id ") && detail.contains("does not match request"),
+        "{detail}"
+    );
+}
+
+#[tokio::test]
+async fn one_hostile_answer_costs_a_reconnect_and_loses_nothing() {
+    for hostile in [Reply::LyingCount, Reply::WrongCorrelation] {
+        let (address, script) = start_hostile(vec![hostile, Reply::Serve(usize::MAX)], 12).await;
+        let seen = consume_all(&fast_config(&address)).await.unwrap();
+        assert_eq!(seen, expected(0..100), "{hostile:?}");
+        let offsets = script.lock().unwrap().fetch_offsets.clone();
+        assert_eq!(
+            offsets[..2],
+            [0, 0],
+            "{hostile:?}: the bad answer's fetch is repeated"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_partition_not_asked_for_is_ignored() {
+    let (address, script) = start_hostile(vec![Reply::ExtraPartition], 12).await;
+    let config = fast_config(&address);
+    let mut consumer = Consumer::connect(config.clone()).await.unwrap();
+    consumer
+        .assign(TOPIC, &[0], StartOffset::Beginning)
+        .await
+        .unwrap();
+    // Partition 7's garbage would be an error if it reached a decode; only 0's records come.
+    let seen = read_to_end(&mut consumer, &config.decode).await.unwrap();
+    assert_eq!(seen, expected(0..100));
+    assert!(script.lock().unwrap().fetches >= 1);
+}
+
+#[tokio::test]
+async fn a_high_watermark_below_the_fetch_offset_still_delivers_what_was_sent() {
+    let (address, _) = start_hostile(vec![Reply::WatermarkBelowFetchOffset], 12).await;
+    let seen = consume_all(&fast_config(&address)).await.unwrap();
+    assert_eq!(seen, expected(0..100));
+}
+
+#[tokio::test]
+async fn a_throttle_of_hours_is_capped_at_the_longest_backoff() {
+    let three_hours = 3 * 3600 * 1000;
+    let (address, script) = start_hostile(
+        vec![
+            Reply::Throttle(three_hours),
+            Reply::Throttle(three_hours),
+            Reply::Serve(usize::MAX),
+        ],
+        12,
+    )
+    .await;
+    let mut config = fast_config(&address);
+    config.max_backoff = Duration::from_millis(200);
+    let started = std::time::Instant::now();
+    let mut consumer = Consumer::connect(config.clone()).await.unwrap();
+    consumer
+        .assign(TOPIC, &[0], StartOffset::Beginning)
+        .await
+        .unwrap();
+    let seen = read_to_end(&mut consumer, &config.decode).await.unwrap();
+    assert_eq!(seen, expected(0..100));
+    let waited = started.elapsed();
+    // Each throttled answer's records are delivered, and the next fetch waits for the cap.
+    assert!(
+        waited >= Duration::from_millis(400) && waited < Duration::from_secs(5),
+        "waited {waited:?}"
+    );
+    assert_eq!(script.lock().unwrap().fetch_offsets[..3], [0, 10, 20]);
 }
