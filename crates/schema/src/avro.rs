@@ -17,7 +17,7 @@ use std::collections::HashMap;
 
 use apache_avro::schema::{Name, Namespace, Schema};
 
-use crate::json::{push_base64, push_f32, push_f64, push_str};
+use crate::json::{push_base64, push_f32, push_f64, push_str, push_utf8};
 use crate::time::{push_date, push_time_of_day, push_timestamp};
 
 /// Deepest nesting of records, arrays, maps and unions read (a recursive schema can nest
@@ -134,7 +134,7 @@ impl AvroSchema {
             Node::Float => push_f32(out, f32::from_le_bytes(reader.array()?)),
             Node::Double => push_f64(out, f64::from_le_bytes(reader.array()?)),
             Node::Bytes => push_base64(out, reader.sized()?),
-            Node::String => push_str(out, reader.text()?),
+            Node::String => reader.push_text(out)?,
             Node::Fixed(size) => push_base64(out, reader.take(*size)?),
             Node::Enum(symbols) => {
                 let index = reader.long()?;
@@ -180,7 +180,7 @@ impl AvroSchema {
                     if !std::mem::take(&mut first) {
                         out.push(b',');
                     }
-                    push_str(out, reader.text()?);
+                    reader.push_text(out)?;
                     out.push(b':');
                     self.write(*values, reader, out, depth)
                 })?;
@@ -315,38 +315,75 @@ struct Reader<'a> {
     position: usize,
 }
 
+// The primitives are inlined into the walk and their error text built out of line: the
+// walk runs once per field of every record.
 impl<'a> Reader<'a> {
+    #[cold]
+    #[inline(never)]
     fn error(&self, what: String) -> String {
         format!("{what} at byte {}", self.position)
     }
 
+    #[inline]
     fn remaining(&self) -> usize {
         self.bytes.len() - self.position
     }
 
+    #[inline]
     fn take(&mut self, len: usize) -> Result<&'a [u8], String> {
-        if len > self.remaining() {
-            return Err(self.error(format!(
-                "truncated: {len} bytes needed, {} left",
-                self.remaining()
-            )));
+        match self
+            .bytes
+            .get(self.position..)
+            .and_then(|rest| rest.get(..len))
+        {
+            Some(bytes) => {
+                self.position += len;
+                Ok(bytes)
+            }
+            None => Err(self.truncated(len)),
         }
-        let bytes = &self.bytes[self.position..self.position + len];
-        self.position += len;
-        Ok(bytes)
     }
 
+    #[cold]
+    #[inline(never)]
+    fn truncated(&self, len: usize) -> String {
+        self.error(format!(
+            "truncated: {len} bytes needed, {} left",
+            self.remaining()
+        ))
+    }
+
+    #[inline]
     fn array<const N: usize>(&mut self) -> Result<[u8; N], String> {
         let mut array = [0; N];
         array.copy_from_slice(self.take(N)?);
         Ok(array)
     }
 
+    #[inline]
     fn byte(&mut self) -> Result<u8, String> {
-        Ok(self.take(1)?[0])
+        match self.bytes.get(self.position) {
+            Some(&byte) => {
+                self.position += 1;
+                Ok(byte)
+            }
+            None => Err(self.truncated(1)),
+        }
     }
 
+    #[inline]
     fn long(&mut self) -> Result<i64, String> {
+        // Most longs (lengths, indexes, small numbers) fit one byte.
+        if let Some(&byte) = self.bytes.get(self.position) {
+            if byte & 0x80 == 0 {
+                self.position += 1;
+                return Ok(i64::from(byte >> 1) ^ -i64::from(byte & 1));
+            }
+        }
+        self.long_slow()
+    }
+
+    fn long_slow(&mut self) -> Result<i64, String> {
         let mut raw: u64 = 0;
         for shift in (0..70).step_by(7) {
             let byte = self.byte()?;
@@ -358,20 +395,28 @@ impl<'a> Reader<'a> {
         Err(self.error("varint longer than 10 bytes".into()))
     }
 
+    #[inline]
     fn int(&mut self) -> Result<i32, String> {
         let value = self.long()?;
         i32::try_from(value).map_err(|_| self.error(format!("int {value} out of range")))
     }
 
+    #[inline]
     fn sized(&mut self) -> Result<&'a [u8], String> {
         let len = self.long()?;
         let len = usize::try_from(len).map_err(|_| self.error(format!("length {len}")))?;
         self.take(len)
     }
 
-    fn text(&mut self) -> Result<&'a str, String> {
+    /// Reads a string and appends it as a JSON string.
+    #[inline]
+    fn push_text(&mut self, out: &mut Vec<u8>) -> Result<(), String> {
         let bytes = self.sized()?;
-        std::str::from_utf8(bytes).map_err(|_| self.error("string is not UTF-8".into()))
+        if push_utf8(out, bytes) {
+            Ok(())
+        } else {
+            Err(self.error("string is not UTF-8".into()))
+        }
     }
 }
 

@@ -2,10 +2,83 @@
 
 use base64::Engine as _;
 
+/// Bytes a JSON string cannot hold as they are: controls, DEL (escaped for terminals), `"`, `\`.
+const NEEDS_ESCAPE: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut byte = 0;
+    while byte < 0x20 {
+        table[byte] = true;
+        byte += 1;
+    }
+    table[0x7f] = true;
+    table[b'"' as usize] = true;
+    table[b'\\' as usize] = true;
+    table
+};
+
 /// Appends `text` as a JSON string, quotes included.
 pub(crate) fn push_str(out: &mut Vec<u8>, text: &str) {
-    out.push(b'"');
     let bytes = text.as_bytes();
+    if is_plain_ascii(bytes) || !bytes.iter().any(|&byte| NEEDS_ESCAPE[usize::from(byte)]) {
+        push_quoted(out, bytes);
+    } else {
+        push_escaped(out, bytes);
+    }
+}
+
+/// Appends `bytes` as a JSON string if they are UTF-8; `false` (and nothing written) if not.
+pub(crate) fn push_utf8(out: &mut Vec<u8>, bytes: &[u8]) -> bool {
+    // Most strings are ASCII needing no escape: one word-wide scan proves both, one copy.
+    if is_plain_ascii(bytes) {
+        push_quoted(out, bytes);
+        return true;
+    }
+    match std::str::from_utf8(bytes) {
+        Ok(text) => {
+            push_str(out, text);
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+fn push_quoted(out: &mut Vec<u8>, bytes: &[u8]) {
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    out.extend_from_slice(bytes);
+    out.push(b'"');
+}
+
+/// Whether every byte is printable ASCII other than `"` and `\`, eight bytes at a time.
+fn is_plain_ascii(bytes: &[u8]) -> bool {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    // A byte's high bit is set in `has_zero(x)` iff that byte of x is zero (exact when no
+    // byte of x has its high bit set, which `word & HIGHS` rules out first).
+    let has_zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGHS;
+    let plain_word = |word: u64| {
+        let below_space = word.wrapping_sub(ONES * 0x20) & !word & HIGHS;
+        (word & HIGHS) == 0
+            && below_space == 0
+            && has_zero(word ^ (ONES * u64::from(b'"'))) == 0
+            && has_zero(word ^ (ONES * u64::from(b'\\'))) == 0
+            && has_zero(word ^ (ONES * 0x7f)) == 0
+    };
+    let mut chunks = bytes.chunks_exact(8);
+    let words_plain = chunks.all(|chunk| {
+        let mut word = [0; 8];
+        word.copy_from_slice(chunk);
+        plain_word(u64::from_ne_bytes(word))
+    });
+    words_plain
+        && chunks
+            .remainder()
+            .iter()
+            .all(|&byte| (0x20..0x7f).contains(&byte) && byte != b'"' && byte != b'\\')
+}
+
+fn push_escaped(out: &mut Vec<u8>, bytes: &[u8]) {
+    out.push(b'"');
     let mut start = 0;
     for (i, &byte) in bytes.iter().enumerate() {
         let escape: &[u8] = match byte {
@@ -73,7 +146,9 @@ pub(crate) fn push_base64(out: &mut Vec<u8>, bytes: &[u8]) {
 
 #[cfg(test)]
 mod tests {
-    use super::{push_base64, push_f32, push_f64, push_str};
+    use super::{
+        is_plain_ascii, push_base64, push_f32, push_f64, push_str, push_utf8, NEEDS_ESCAPE,
+    };
 
     fn text(write: impl FnOnce(&mut Vec<u8>)) -> String {
         let mut out = Vec::new();
@@ -89,6 +164,29 @@ mod tests {
             serde_json::from_str::<String>(&written).unwrap(),
             "a\"b\\c\nd\u{1}é"
         );
+    }
+
+    #[test]
+    fn the_word_scan_agrees_with_the_byte_table_on_every_byte_in_every_lane() {
+        for byte in 0..=255u8 {
+            let plain = byte.is_ascii() && !NEEDS_ESCAPE[usize::from(byte)];
+            for len in [1, 7, 8, 9, 16, 17] {
+                for at in 0..len {
+                    let mut bytes = vec![b'a'; len];
+                    bytes[at] = byte;
+                    assert_eq!(
+                        is_plain_ascii(&bytes),
+                        plain,
+                        "byte {byte:#x} at {at} of {len}"
+                    );
+                }
+            }
+        }
+        let mut out = Vec::new();
+        assert!(!push_utf8(&mut out, b"ab\xffcd"));
+        assert!(out.is_empty());
+        assert!(push_utf8(&mut out, "é\"".as_bytes()));
+        assert_eq!(out, "\"é\\\"\"".as_bytes());
     }
 
     #[test]

@@ -50,11 +50,19 @@ fn push_clock(out: &mut Vec<u8>, seconds: u64, fraction: u64, digits: u32) {
     push_padded(out, fraction, digits as usize);
 }
 
+/// Appends `value` in at least `width` digits, zero-padded.
 fn push_padded(out: &mut Vec<u8>, value: u64, width: usize) {
-    let mut buffer = itoa::Buffer::new();
-    let text = buffer.format(value);
-    out.extend(std::iter::repeat_n(b'0', width.saturating_sub(text.len())));
-    out.extend_from_slice(text.as_bytes());
+    // Dates and clocks are short fixed-width numbers: written digit by digit, no formatter.
+    let mut digits = [b'0'; 20];
+    let mut rest = value;
+    let mut start = digits.len();
+    while rest > 0 {
+        start -= 1;
+        digits[start] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+    }
+    let start = start.min(digits.len() - width.min(digits.len()));
+    out.extend_from_slice(&digits[start..]);
 }
 
 /// Year, month, day of a day count since 1970-01-01 (H. Hinnant's `civil_from_days`).
