@@ -34,8 +34,9 @@ const PARTITIONS: i32 = 2;
 const RECORDS_PER_SECOND: f64 = 300.0;
 const PADDING: usize = 200;
 
-/// A broker frozen with SIGSTOP stops every lane of the plain instance: that test runs alone.
-static FREEZE: RwLock<()> = RwLock::new(());
+/// A broker frozen with SIGSTOP stops every lane of its instance: that test runs alone on it.
+static FREEZE_PLAIN: RwLock<()> = RwLock::new(());
+static FREEZE_SECURED: RwLock<()> = RwLock::new(());
 
 fn plain() -> &'static ProxiedBroker {
     static PLAIN: OnceLock<ProxiedBroker> = OnceLock::new();
@@ -88,7 +89,7 @@ struct Applied<'a> {
     frozen_pid: Option<String>,
 }
 
-fn apply<'a>(lane: &'a LaneGuard<'a>, fault: &'a Fault) -> Applied<'a> {
+fn apply<'a>(broker: &ProxiedBroker, lane: &'a LaneGuard<'a>, fault: &'a Fault) -> Applied<'a> {
     let mut frozen_pid = None;
     match fault {
         Fault::Toxics(toxics) | Fault::RepeatedResets(toxics) => {
@@ -98,7 +99,7 @@ fn apply<'a>(lane: &'a LaneGuard<'a>, fault: &'a Fault) -> Applied<'a> {
         }
         Fault::Disabled => lane.set_enabled(false),
         Fault::Frozen => {
-            let pid = plain().admin.kafka_sh("pid", &["--node", "1"]);
+            let pid = broker.admin.kafka_sh("pid", &["--node", "1"]);
             signal(pid.trim(), "STOP");
             frozen_pid = Some(pid.trim().to_owned());
         }
@@ -264,7 +265,7 @@ fn assign_mode(broker: &ProxiedBroker, properties: &[String], scenario: Scenario
         positions(&out).len() >= 300
     });
 
-    let applied = apply(&lane, &scenario.fault);
+    let applied = apply(broker, &lane, &scenario.fault);
     let before = positions(&out).len();
     applied.hold(scenario.hold);
     let during = positions(&out).len() - before;
@@ -324,23 +325,29 @@ fn expect_log(scenario: &Scenario, log: &str) {
     }
 }
 
-/// Shared access to the plain broker, exclusive for the test that freezes it.
+/// Shared access to `broker`, exclusive for the test that freezes it.
 fn turn(broker: &ProxiedBroker, fault: &Fault) -> Box<dyn std::any::Any> {
-    if !std::ptr::eq(broker, plain()) {
-        return Box::new(());
-    }
+    let lock = if std::ptr::eq(broker, plain()) {
+        &FREEZE_PLAIN
+    } else {
+        &FREEZE_SECURED
+    };
     match fault {
-        Fault::Frozen => Box::new(FREEZE.write().unwrap_or_else(|p| p.into_inner())),
-        _ => Box::new(FREEZE.read().unwrap_or_else(|p| p.into_inner())),
+        Fault::Frozen => Box::new(lock.write().unwrap_or_else(|p| p.into_inner())),
+        _ => Box::new(lock.read().unwrap_or_else(|p| p.into_inner())),
     }
 }
 
-/// Runs `scenario` with one `krec consume -G` member on a lane of the plain broker.
-fn group_mode(scenario: Scenario) {
-    let broker = plain();
+/// Runs `scenario` with one `krec consume -G` member on a lane of `broker`.
+fn group_mode(broker: &ProxiedBroker, properties: &[String], scenario: Scenario) {
     let _turn = turn(broker, &scenario.fault);
     let lane = broker.take_lane();
-    let topic = unique_topic(&format!("fault-group-{}", scenario.name));
+    let prefix = if properties.is_empty() {
+        "fault-group"
+    } else {
+        "sec-fault-group"
+    };
+    let topic = unique_topic(&format!("{prefix}-{}", scenario.name));
     broker.admin.create_topic(&topic, PARTITIONS as u32, 1);
     let dir = tempfile::tempdir().expect("tempdir");
     let producer = SequenceProducer::start(
@@ -352,13 +359,18 @@ fn group_mode(scenario: Scenario) {
         dir.path(),
     );
     let timeout = format!("request.timeout.ms={REQUEST_TIMEOUT_MS}");
+    let mut args = vec!["-X", timeout.as_str()];
+    for property in properties {
+        args.extend(["-X", property.as_str()]);
+    }
+    args.extend_from_slice(scenario.krec_args);
     let mut member = Member::start(
         &lane.lane().bootstrap,
         &topic,
         &format!("{topic}-g"),
         dir.path(),
         "m0",
-        &[&["-X", &timeout][..], scenario.krec_args].concat(),
+        &args,
     );
     wait_stable(&[&member], PARTITIONS, Duration::from_secs(60));
     let printed =
@@ -369,7 +381,7 @@ fn group_mode(scenario: Scenario) {
     let committed_before = member.last_commits();
     let changes_before = member.assignment_changes();
 
-    let applied = apply(&lane, &scenario.fault);
+    let applied = apply(broker, &lane, &scenario.fault);
     let before = printed(&member).len();
     applied.hold(scenario.hold);
     let during = printed(&member).len() - before;
@@ -425,8 +437,13 @@ fn group_mode(scenario: Scenario) {
             member.log_tail()
         );
     }
+    let over = if properties.is_empty() {
+        ""
+    } else {
+        " over SASL_SSL"
+    };
     eprintln!(
-        "fault {} (group mode): {} records, none lost, {} printed twice (after the last \
+        "fault {} (group mode{over}): {} records, none lost, {} printed twice (after the last \
          commit before the fault); rejoined: {rejoined}; caught up {} ms after the fault ended",
         scenario.name,
         acked.len(),
@@ -561,6 +578,8 @@ fn sasl_ssl() -> (&'static ProxiedBroker, Vec<String>) {
     )
 }
 
+// Every fault in assign mode and with a group, on plaintext and on SASL_SSL.
+
 #[test]
 fn assign_mode_through_latency_with_jitter() {
     assign_mode(plain(), &[], latency());
@@ -602,34 +621,137 @@ fn assign_mode_through_a_frozen_broker() {
 }
 
 #[test]
+fn group_mode_through_latency_with_jitter() {
+    group_mode(plain(), &[], latency());
+}
+
+#[test]
+fn group_mode_through_a_bandwidth_limit() {
+    group_mode(plain(), &[], bandwidth());
+}
+
+#[test]
+fn group_mode_through_a_slicer() {
+    group_mode(plain(), &[], slicer());
+}
+
+#[test]
 fn group_mode_through_resets_mid_response() {
-    group_mode(reset_peer());
+    group_mode(plain(), &[], reset_peer());
 }
 
 #[test]
 fn group_mode_through_a_black_hole() {
-    group_mode(black_hole());
+    group_mode(plain(), &[], black_hole());
 }
 
 #[test]
-fn group_member_fenced_past_its_session_timeout_rejoins() {
-    group_mode(disabled());
+fn group_mode_through_limit_data() {
+    group_mode(plain(), &[], limit_data());
 }
 
 #[test]
-fn sasl_ssl_through_resets_mid_response() {
+fn group_mode_through_a_disabled_proxy() {
+    group_mode(plain(), &[], disabled());
+}
+
+#[test]
+fn group_mode_through_a_frozen_broker() {
+    group_mode(plain(), &[], frozen());
+}
+
+#[test]
+fn sasl_ssl_assign_through_latency_with_jitter() {
     let (broker, properties) = sasl_ssl();
-    assign_mode(broker, &properties, reset_peer());
+    assign_mode(broker, &properties, latency());
 }
 
 #[test]
-fn sasl_ssl_through_a_slicer() {
+fn sasl_ssl_assign_through_a_bandwidth_limit() {
+    let (broker, properties) = sasl_ssl();
+    assign_mode(broker, &properties, bandwidth());
+}
+
+#[test]
+fn sasl_ssl_assign_through_a_slicer() {
     let (broker, properties) = sasl_ssl();
     assign_mode(broker, &properties, slicer());
 }
 
 #[test]
-fn sasl_ssl_through_a_black_hole() {
+fn sasl_ssl_assign_through_resets_mid_response() {
+    let (broker, properties) = sasl_ssl();
+    assign_mode(broker, &properties, reset_peer());
+}
+
+#[test]
+fn sasl_ssl_assign_through_a_black_hole() {
     let (broker, properties) = sasl_ssl();
     assign_mode(broker, &properties, black_hole());
+}
+
+#[test]
+fn sasl_ssl_assign_through_limit_data() {
+    let (broker, properties) = sasl_ssl();
+    assign_mode(broker, &properties, limit_data());
+}
+
+#[test]
+fn sasl_ssl_assign_through_a_disabled_proxy() {
+    let (broker, properties) = sasl_ssl();
+    assign_mode(broker, &properties, disabled());
+}
+
+#[test]
+fn sasl_ssl_assign_through_a_frozen_broker() {
+    let (broker, properties) = sasl_ssl();
+    assign_mode(broker, &properties, frozen());
+}
+
+#[test]
+fn sasl_ssl_group_through_latency_with_jitter() {
+    let (broker, properties) = sasl_ssl();
+    group_mode(broker, &properties, latency());
+}
+
+#[test]
+fn sasl_ssl_group_through_a_bandwidth_limit() {
+    let (broker, properties) = sasl_ssl();
+    group_mode(broker, &properties, bandwidth());
+}
+
+#[test]
+fn sasl_ssl_group_through_a_slicer() {
+    let (broker, properties) = sasl_ssl();
+    group_mode(broker, &properties, slicer());
+}
+
+#[test]
+fn sasl_ssl_group_through_resets_mid_response() {
+    let (broker, properties) = sasl_ssl();
+    group_mode(broker, &properties, reset_peer());
+}
+
+#[test]
+fn sasl_ssl_group_through_a_black_hole() {
+    let (broker, properties) = sasl_ssl();
+    group_mode(broker, &properties, black_hole());
+}
+
+#[test]
+fn sasl_ssl_group_through_limit_data() {
+    let (broker, properties) = sasl_ssl();
+    group_mode(broker, &properties, limit_data());
+}
+
+#[test]
+fn sasl_ssl_group_through_a_disabled_proxy() {
+    let (broker, properties) = sasl_ssl();
+    group_mode(broker, &properties, disabled());
+}
+
+#[test]
+fn sasl_ssl_group_through_a_frozen_broker() {
+    let (broker, properties) = sasl_ssl();
+    group_mode(broker, &properties, frozen());
 }
