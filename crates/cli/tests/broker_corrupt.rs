@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use krec_batch::layout::v2::RECORD_COUNT_AT;
+use krec_batch::layout::LENGTH_AT;
 use support::broker::{
     assert_same_records, broker, parse_json_lines, simple_records, unique_topic, Broker,
     ProducePlan, Produced,
@@ -26,16 +27,22 @@ struct Bad {
     reason: &'static str,
 }
 
-/// Produces four batches of five records (one producer each, so one batch each), and patches
+/// Produces five batches of five records (one producer each, so one batch each), and patches
 /// the segment: batch 1 gets a flipped payload byte (CRC), batch 2 a record count that lies
-/// with its CRC recomputed. Returns the good records and the bad batches.
+/// with its CRC recomputed, batch 3 its LZ4 data cut short (length and CRC made to agree).
+/// Returns the good records and the bad batches.
 fn corrupt_topic(broker: &Broker, topic: &str) -> (Vec<Produced>, Vec<Bad>) {
     broker.create_topic(topic, 1, 1);
     let mut produced = Vec::new();
-    for batch in 0..4 {
+    for batch in 0..5 {
         let plan = ProducePlan {
             topic: topic.to_owned(),
-            compression: if batch == 2 { "lz4" } else { "none" }.into(),
+            compression: if matches!(batch, 2 | 3) {
+                "lz4"
+            } else {
+                "none"
+            }
+            .into(),
             steps: vec![(None, simple_records(batch * 5, 5, 1))],
             ..ProducePlan::default()
         };
@@ -47,12 +54,20 @@ fn corrupt_topic(broker: &Broker, topic: &str) -> (Vec<Produced>, Vec<Bad>) {
         .join("00000000000000000000.log");
     let mut data = std::fs::read(&segment).expect("the partition's first segment");
     let spans = batch_spans(&data);
-    assert_eq!(spans.len(), 4, "one batch per producer");
+    assert_eq!(spans.len(), 5, "one batch per producer");
     let last = spans[1].end - 1;
     data[last] ^= 0x55;
     let count_lie = spans[2].clone();
     data[count_lie.start + RECORD_COUNT_AT..][..4].copy_from_slice(&6i32.to_be_bytes());
     resign_v2(&mut data[count_lie]);
+    // Cut 16 bytes off batch 3's LZ4 frame; the batches after it move up (the segment is too
+    // small to have offset-index entries that would point past the cut).
+    let cut = spans[3].clone();
+    let kept = cut.len() - 16;
+    data.drain(cut.start + kept..cut.end);
+    let length = (kept - 12) as i32;
+    data[cut.start + LENGTH_AT..][..4].copy_from_slice(&length.to_be_bytes());
+    resign_v2(&mut data[cut.start..cut.start + kept]);
     std::fs::write(&segment, &data).expect("patch the segment");
     broker.kafka_sh("start-node", &["--node", "1"]);
     broker.wait_for_leaders(topic, 1);
@@ -65,12 +80,14 @@ fn corrupt_topic(broker: &Broker, topic: &str) -> (Vec<Produced>, Vec<Bad>) {
     };
     let good = produced
         .into_iter()
-        .filter(|r| r.offset < 5 || r.offset >= 15)
+        .filter(|r| r.offset < 5 || r.offset >= 20)
         .collect();
-    let bad = vec![
+    let mut bad = vec![
         bad(1, (5, 9), "checksum mismatch"),
         bad(2, (10, 14), "declares 6 records but holds 5"),
+        bad(3, (15, 19), "Lz4"),
     ];
+    bad[2].size -= 16;
     (good, bad)
 }
 
@@ -141,9 +158,9 @@ fn corrupt_batches_served_by_a_broker_are_skipped_and_reported_or_stop_the_consu
     assert_same_records(&printed, &good);
     let lines: Vec<&str> = stderr.lines().collect();
     let at = reports(&lines, &topic, &bad);
-    assert!(at[0] < at[1], "reports in offset order:\n{stderr}");
+    assert!(at.is_sorted(), "reports in offset order:\n{stderr}");
     assert!(
-        stderr.contains("krec consume: 2 corrupt batches skipped"),
+        stderr.contains("krec consume: 3 corrupt batches skipped"),
         "{stderr}"
     );
 
@@ -180,7 +197,7 @@ fn corrupt_batches_served_by_a_broker_are_skipped_and_reported_or_stop_the_consu
             Some((i, offset.parse().ok()?))
         })
         .collect();
-    assert_eq!(commits.last().map(|c| c.1), Some(20), "{stderr}");
+    assert_eq!(commits.last().map(|c| c.1), Some(25), "{stderr}");
     for (report, bad) in at.iter().zip(&bad) {
         let first_past = commits.iter().find(|(_, offset)| *offset > bad.offsets.0);
         assert!(
@@ -223,7 +240,7 @@ fn skipped_batches_are_counted_in_the_metrics_and_the_stats(broker: &Broker, top
     let url = format!("http://{address}/metrics");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     let mut skipped = Vec::new();
-    while skipped.iter().map(|(_, count)| count).sum::<f64>() < 2.0 {
+    while skipped.iter().map(|(_, count)| count).sum::<f64>() < 3.0 {
         assert!(
             std::time::Instant::now() < deadline,
             "no skips in the metrics: {skipped:?}"
@@ -237,7 +254,7 @@ fn skipped_batches_are_counted_in_the_metrics_and_the_stats(broker: &Broker, top
         }
     }
     let labels = format!(r#"topic="{topic}",partition="0""#);
-    assert_eq!(skipped, [(labels, 2.0)]);
+    assert_eq!(skipped, [(labels, 3.0)]);
     let output = child
         .wait_with_output()
         .expect("krec consume ends on --idle-timeout");
@@ -248,6 +265,6 @@ fn skipped_batches_are_counted_in_the_metrics_and_the_stats(broker: &Broker, top
         .find(|l| l.contains(r#""type":"total""#))
         .and_then(|l| serde_json::from_str(l).ok())
         .unwrap_or_else(|| panic!("no JSON total line:\n{stderr}"));
-    assert_eq!(total["batches_skipped"], 2, "{stderr}");
+    assert_eq!(total["batches_skipped"], 3, "{stderr}");
     assert_eq!(total["records"], 10, "{stderr}");
 }
