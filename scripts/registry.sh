@@ -4,8 +4,11 @@
 # in-memory storage, no auth, on 127.0.0.1. Also the Python venv with the Confluent serializers.
 #
 #   registry.sh fetch                  build the registry and the venv (cached; idempotent)
-#   registry.sh start --name NAME      start an instance on a free port (waits until it answers)
+#   registry.sh start --name NAME [--tls-cert PEM --tls-key PEM]
+#                                      start an instance on a free port (waits until it answers);
+#                                      with a certificate and key, HTTPS on a second free port
 #   registry.sh url --name NAME        its Confluent API base URL
+#   registry.sh https-url --name NAME  the same over HTTPS (started with --tls-cert)
 #   registry.sh stop --name NAME       stop it
 #   registry.sh python                 the venv's python3
 #
@@ -35,15 +38,25 @@ fetch() {
 
 instance_dir() { echo "$HOME_DIR/instances/$1"; }
 
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
 start() {
-    local name="$1" dir port
+    local name="$1" dir port tls=()
     dir="$(instance_dir "$name")"
     [[ -f "$APP_JAR" ]] || { log "not built: run scripts/registry.sh fetch"; exit 1; }
     stop "$name"
     mkdir -p "$dir"
-    port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+    rm -f "$dir/https-port"
+    port="$(free_port)"
+    if [[ -n "$tls_cert" ]]; then
+        [[ -f "$tls_cert" && -f "$tls_key" ]] || { log "--tls-cert and --tls-key need PEM files"; exit 2; }
+        free_port >"$dir/https-port"
+        tls=(-Dquarkus.http.ssl-port="$(cat "$dir/https-port")"
+            -Dquarkus.http.ssl.certificate.files="$tls_cert"
+            -Dquarkus.http.ssl.certificate.key-files="$tls_key")
+    fi
     # Host and port before -jar: after it Quarkus ignores them.
-    nohup java -Xmx256m -Dquarkus.http.host=127.0.0.1 -Dquarkus.http.port="$port" \
+    nohup java -Xmx256m -Dquarkus.http.host=127.0.0.1 -Dquarkus.http.port="$port" "${tls[@]}" \
         -jar "$APP_JAR" >"$dir/log" 2>&1 &
     echo $! >"$dir/pid"
     echo "$port" >"$dir/port"
@@ -63,6 +76,13 @@ PY
 
 url() { echo "http://127.0.0.1:$(cat "$(instance_dir "$1")/port")/apis/ccompat/v7"; }
 
+https_url() {
+    local file
+    file="$(instance_dir "$1")/https-port"
+    [[ -f "$file" ]] || { log "registry $1 was not started with --tls-cert"; exit 1; }
+    echo "https://127.0.0.1:$(cat "$file")/apis/ccompat/v7"
+}
+
 stop() {
     local dir pid
     dir="$(instance_dir "$1")"
@@ -78,9 +98,13 @@ stop() {
 
 command="${1:-}"; shift || true
 name=""
+tls_cert=""
+tls_key=""
 while (($#)); do
     case "$1" in
         --name) name="$2"; shift 2 ;;
+        --tls-cert) tls_cert="$(realpath "$2")"; shift 2 ;;
+        --tls-key) tls_key="$(realpath "$2")"; shift 2 ;;
         *) log "unknown option $1"; exit 2 ;;
     esac
 done
@@ -88,5 +112,6 @@ case "$command" in
     fetch) fetch ;;
     python) echo "$VENV/bin/python3" ;;
     start|url|stop) [[ -n "$name" ]] || { log "$command needs --name NAME"; exit 2; }; "$command" "$name" ;;
-    *) sed -n '2,13p' "$0" >&2; exit 2 ;;
+    https-url) [[ -n "$name" ]] || { log "$command needs --name NAME"; exit 2; }; https_url "$name" ;;
+    *) sed -n '2,15p' "$0" >&2; exit 2 ;;
 esac

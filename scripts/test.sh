@@ -18,6 +18,8 @@
 #   KREC_TEST_PROXY_ENV          proxy.env of the single broker, started with --proxies: lanes
 #                                of listeners advertised through Toxiproxy (the fault tests)
 #   KREC_TEST_SECURE_PROXY_ENV   proxy.env of the secured broker (SASL_SSL lanes)
+#   KREC_TEST_REGISTRY_URL       the Schema Registry (Apicurio) of the broker tests; and
+#   KREC_TEST_REGISTRY_HTTPS_URL the same registry over HTTPS (the secured broker's CA)
 #   KREC_TEST_CLUSTER_BOOTSTRAP  bootstrap string of the three-node cluster (cluster-tests only)
 #   KREC_TEST_CLUSTER_NAME       kafka.sh instance name of the cluster (cluster-tests only)
 # KREC_TEST_INSTANCE (default "test") names the instances, so two checkouts sharing one
@@ -112,7 +114,12 @@ if ((${#broker_packages[@]})); then
     echo "secured broker: $KREC_TEST_SECURE_ENV (instance $SECURE_INSTANCE)"
     # The Schema Registry tests (broker_schema*): Apicurio and the Confluent Python serializers.
     registries+=("$INSTANCE-registry")
-    KREC_TEST_REGISTRY_URL="$(bash "$REPO_ROOT/scripts/registry.sh" start --name "$INSTANCE-registry")"
+    # Also on HTTPS, with the secured broker's certificate (its CA is CA_PEM of secure.env).
+    secure_dir="$(dirname "$(sed -n 's/^CA_PEM=//p' "$KREC_TEST_SECURE_ENV")")"
+    KREC_TEST_REGISTRY_URL="$(bash "$REPO_ROOT/scripts/registry.sh" start --name "$INSTANCE-registry" \
+        --tls-cert "$secure_dir/broker.pem" --tls-key "$secure_dir/broker.key")"
+    KREC_TEST_REGISTRY_HTTPS_URL="$(bash "$REPO_ROOT/scripts/registry.sh" https-url --name "$INSTANCE-registry")"
+    export KREC_TEST_REGISTRY_HTTPS_URL
     KREC_TEST_PYTHON="$(bash "$REPO_ROOT/scripts/registry.sh" python)"
     export KREC_TEST_REGISTRY_URL KREC_TEST_PYTHON
     echo "schema registry: $KREC_TEST_REGISTRY_URL"

@@ -204,6 +204,34 @@ fn json_schema_values_are_written_as_they_are() {
     assert_values_match(&printed, &expected);
 }
 
+#[test]
+fn an_https_registry_is_trusted_through_its_ca_file_and_only_so() {
+    let broker = broker();
+    let https = std::env::var("KREC_TEST_REGISTRY_HTTPS_URL")
+        .expect("KREC_TEST_REGISTRY_HTTPS_URL: run through scripts/test.sh");
+    let ca = support::secure::secure_broker().get("CA_PEM").to_owned();
+    let (topic, expected) = produce(&broker, "json", &[]);
+    let trusted = format!("schema.registry.ssl.ca.location={ca}");
+    let args = ["-J", "-s", "value=json", "-r", https.as_str(), "-X"];
+    let printed = json_lines(&consume_ok(
+        &broker,
+        &topic,
+        &[&args[..], &[&trusted]].concat(),
+    ));
+    assert_values_match(&printed, &expected);
+
+    // The system's roots do not know the test CA: refused at once, clearly, not retried.
+    let refused = consume(
+        &broker,
+        &topic,
+        &[&args[..], &["schema.registry.retry.backoff.ms=5000"]].concat(),
+    );
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    let want = format!("schema registry {https}: TLS: invalid peer certificate: UnknownIssuer");
+    assert!(stderr.contains(&want), "{stderr}");
+}
+
 /// Runs krec on one raw value and returns (exit code, stderr).
 fn failure_on(broker: &Broker, value_hex: &str, args: &[&str]) -> (Option<i32>, String, Duration) {
     let (topic, _) = produce(broker, "raw", &[value_hex]);

@@ -46,6 +46,18 @@ pub enum Error {
         detail: String,
     },
 
+    /// The TLS connection to the registry failed in a way retrying cannot fix (an untrusted
+    /// or wrong certificate, a refused handshake).
+    #[error(
+        "schema registry {url}: TLS: {detail} (its CA goes in schema.registry.ssl.ca.location)"
+    )]
+    RegistryTls {
+        /// The registry address, without credentials.
+        url: String,
+        /// What rustls said.
+        detail: String,
+    },
+
     /// The registry has no schema with this id.
     #[error("schema id {id}: not found in the schema registry")]
     UnknownSchema {
@@ -92,6 +104,7 @@ impl Error {
             Error::Config { .. }
                 | Error::RegistryUnavailable { .. }
                 | Error::RegistryRefused { .. }
+                | Error::RegistryTls { .. }
         )
     }
 }

@@ -225,6 +225,12 @@ impl RegistryClient {
                         detail,
                     })
                 }
+                Ok(Outcome::Untrusted(detail)) => {
+                    return Err(Error::RegistryTls {
+                        url: base.clone(),
+                        detail,
+                    })
+                }
                 Ok(Outcome::Retry(detail)) | Err(detail) => last_failure = detail,
             }
         }
@@ -244,7 +250,13 @@ impl RegistryClient {
             request = request.header("Authorization", authorization);
         }
         // ureq's messages name the host and the failure, never the headers.
-        let mut response = request.call().map_err(|error| error.to_string())?;
+        let mut response = match request.call() {
+            Ok(response) => response,
+            Err(error) => match tls_failure(&error) {
+                Some(detail) => return Ok(Outcome::Untrusted(detail)),
+                None => return Err(error.to_string()),
+            },
+        };
         let status = response.status().as_u16();
         let body = response
             .body_mut()
@@ -275,7 +287,21 @@ enum Answer {
 enum Outcome {
     Done(Answer),
     Refused { status: u16, detail: String },
+    Untrusted(String),
     Retry(String),
+}
+
+/// What rustls refused, if `error` is a TLS failure: a certificate or handshake the next
+/// attempt would meet again (so it is not retried).
+fn tls_failure(error: &ureq::Error) -> Option<String> {
+    let rustls_error = match error {
+        ureq::Error::Rustls(error) => Some(error),
+        ureq::Error::Io(io) => io
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<rustls::Error>()),
+        _ => None,
+    };
+    rustls_error.map(ToString::to_string)
 }
 
 /// The registry's `message` field, or the start of the body.
