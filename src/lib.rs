@@ -8,6 +8,8 @@
 //! - [`client`]: the Kafka wire client: connections, Metadata, ListOffsets, Fetch, group
 //!   calls (`krec-client`).
 //! - [`consumer`]: the embeddable async consumer and consumer groups (`krec-consumer`).
+//! - [`schema`]: Schema Registry values (Avro, Protobuf, JSON Schema) to JSON text
+//!   (`krec-schema`); it depends on none of the crates above.
 //!
 //! The `krec` command itself is the `krec-cli` package (`cargo install --path crates/cli`).
 //!
@@ -26,3 +28,4 @@ pub use krec_batch as batch;
 pub use krec_client as client;
 pub use krec_consumer as consumer;
 pub use krec_lz4 as lz4;
+pub use krec_schema as schema;
