@@ -20,8 +20,8 @@ pub struct PartitionWorkers<E = Error> {
     threads: Vec<JoinHandle<()>>,
     failures: mpsc::UnboundedReceiver<E>,
     /// The worker of each partition seen so far. Partitions are dealt round-robin in the order
-    /// they first arrive, so N partitions on N threads get one each (a hash split 4 partitions
-    /// 3/1 over 2 threads in the benchmarks).
+    /// they first arrive, so N partitions on N threads get one each; a hash of the partition can
+    /// give one thread most of them and leave another idle (BENCHMARKS.md, end to end).
     worker_of: HashMap<(Arc<str>, i32), usize>,
 }
 

@@ -7,8 +7,8 @@ use crate::buffer::PooledBuf;
 const XERIAL_MAGIC: [u8; 8] = [0x82, b'S', b'N', b'A', b'P', b'P', b'Y', 0];
 const XERIAL_HEADER_SIZE: usize = 16;
 
-// Kept out of `codec::decompress`: inlined, its large stack frame (gzip's inflate state
-// alone is tens of KiB) made every call probe and touch that stack, LZ4 and small batches too.
+// Kept out of `codec::decompress`, the dispatch that every codec goes through: inlined,
+// snappy's code and stack frame would be set up on batches of the other codecs too.
 #[inline(never)]
 pub(super) fn decompress(
     payload: &[u8],

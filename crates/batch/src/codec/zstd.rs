@@ -34,8 +34,8 @@ thread_local! {
 /// Decompresses every frame of `payload` into `out`: in one pass when it fits the region
 /// chosen (see the module comment), else streamed. A declared content size only sizes the
 /// region; the limit is enforced on what is actually produced.
-// Kept out of `codec::decompress`: inlined, its large stack frame (gzip's inflate state
-// alone is tens of KiB) made every call probe and touch that stack, LZ4 and small batches too.
+// Kept out of `codec::decompress`, the dispatch that every codec goes through: inlined, the
+// stack frame of zstd's two decoding paths would be set up on LZ4 and small batches too.
 #[inline(never)]
 pub(super) fn decompress(
     payload: &[u8],
