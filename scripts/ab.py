@@ -20,23 +20,17 @@ A command that exits non-zero stops the script: a failing run has no meaningful 
 import os
 import statistics
 import sys
-import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+import timer  # noqa: E402  (scripts/lib/timer.py: the wait4 timer of every benchmark script)
 
 
 def run_once(command):
     """Runs `command` under sh with stdout to /dev/null; returns (CPU ms, wall ms)."""
-    start = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, 1)
-        os.execvp("sh", ["sh", "-c", "exec " + command])
-    _, status, usage = os.wait4(pid, 0)
-    wall_ms = (time.monotonic() - start) * 1000
-    code = os.waitstatus_to_exitcode(status)
-    if code != 0:
-        sys.exit(f"ab.py: exit code {code} from: {command}")
-    return (usage.ru_utime + usage.ru_stime) * 1000, wall_ms
+    usage = timer.run(["sh", "-c", "exec " + command], stdout=os.devnull)
+    if usage.exit_code != 0:
+        sys.exit(f"ab.py: exit code {usage.exit_code} from: {command}")
+    return usage.cpu_s * 1000, usage.wall_s * 1000
 
 
 def main():

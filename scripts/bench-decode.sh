@@ -2,7 +2,8 @@
 # krec's decoder vs the Java client's decoder (kafka-clients, JMH) on the same segment files.
 #
 #   scripts/bench-decode.sh                  full run (~10 minutes on 2 cores): every shape
-#   scripts/bench-decode.sh --quick          tiny inputs, minimal iterations: proves the script runs
+#   scripts/bench-decode.sh --quick          tiny inputs, minimal iterations, debug builds (the
+#                                            ones `cargo test` made): proves the script runs
 #   scripts/bench-decode.sh --shapes REGEX   only the shapes whose name matches (e.g. '^1x100B-.*-lz4$'),
 #                                            for re-measuring the important ones
 #
@@ -17,35 +18,23 @@
 #   --shapes:   target/bench-decode/subset/{table.md,bench-decode.png}
 # Both decoders check, before timing, that they read the manifest's batch and record counts
 # and found every looked-up header; either one failing stops the script.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-REPO_ROOT="$(pwd)"
+# shellcheck source=lib/bench.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/bench.sh"
 
-QUICK=0
+cd "$REPO_ROOT" || exit
+
 SHAPES='.'
-while (($#)); do
-    case "$1" in
-        --quick) QUICK=1 ;;
-        --shapes)
-            (($# >= 2)) || { echo "bench-decode.sh: --shapes needs a regex" >&2; exit 2; }
-            SHAPES="$2"
-            shift
-            ;;
-        -h | --help)
-            sed -n '2,19p' "$0"
-            exit 0
-            ;;
-        *)
-            echo "bench-decode.sh: unknown argument $1 (see --help)" >&2
-            exit 2
-            ;;
-    esac
-    shift
-done
+bench_args "--shapes=" "$@"
 
-log() { echo "bench-decode.sh: $*" >&2; }
-
+TARGET_DIR="${CARGO_TARGET_DIR:-$REPO_ROOT/target}"
 if ((QUICK)); then
+    # Cargo flags of the generator and the criterion bench: --quick proves the pipeline, not
+    # the speed, so it reuses the debug builds of `cargo test --workspace [--benches --no-run]`
+    # (the test suite has just made them) where the release and bench profiles would compile
+    # everything again.
+    GEN_CARGO=(--workspace)
+    GEN_BIN="$TARGET_DIR/debug/examples/gen_bench_segments"
+    BENCH_CARGO=(--workspace --profile test)
     OUT="$REPO_ROOT/target/bench-decode-quick"
     SEGMENTS="$OUT/segments"
     CHART="$OUT/bench-decode.png"
@@ -61,6 +50,9 @@ else
         OUT="$REPO_ROOT/target/bench-decode/subset"
         CHART="$OUT/bench-decode.png"
     fi
+    GEN_CARGO=(--release)
+    GEN_BIN="$TARGET_DIR/release/examples/gen_bench_segments"
+    BENCH_CARGO=()
     GEN_ARGS=()
     # Two noisy cores: one fork, short iterations, medians reported.
     JMH_ARGS=(-f 1 -wi 4 -w 1s -i 5 -r 1s)
@@ -85,8 +77,8 @@ JAR="$REPO_ROOT/benches/java/target/krec-java-decode-bench.jar"
 [[ -f "$JAR" ]] || { log "Maven did not produce $JAR"; exit 1; }
 
 log "building and running the input generator"
-cargo build -q --release --example gen_bench_segments
-"$REPO_ROOT/target/release/examples/gen_bench_segments" --out "$SEGMENTS" "${GEN_ARGS[@]}" >&2
+cargo build -q "${GEN_CARGO[@]}" --example gen_bench_segments
+"$GEN_BIN" --out "$SEGMENTS" "${GEN_ARGS[@]}" >&2
 
 # Shapes to run: manifest names matching the filter.
 mapfile -t SHAPE_LIST < <(grep -v '^#' "$SEGMENTS/manifest.tsv" | cut -f1 | grep -E -- "$SHAPES" || true)
@@ -94,7 +86,7 @@ mapfile -t SHAPE_LIST < <(grep -v '^#' "$SEGMENTS/manifest.tsv" | cut -f1 | grep
 log "${#SHAPE_LIST[@]} shapes: ${SHAPE_LIST[*]}"
 
 log "building the criterion bench (benches/decode_vs_java.rs)"
-cargo bench -q --bench decode_vs_java --no-run >&2
+cargo bench -q "${BENCH_CARGO[@]}" --bench decode_vs_java --no-run >&2
 
 # --- Java (JMH) --------------------------------------------------------------------------------
 JMH_JSON="$OUT/jmh.json"
@@ -121,7 +113,7 @@ rm -rf "$CRITERION_HOME"
 criterion_filter="^($(IFS='|'; echo "${SHAPE_LIST[*]}"))/(krec|floor)\$"
 log "running criterion: ${CRITERION_ARGS[*]}"
 CRITERION_HOME="$CRITERION_HOME" KREC_BENCH_SEGMENTS="$SEGMENTS" \
-    cargo bench -q --bench decode_vs_java -- "${CRITERION_ARGS[@]}" "$criterion_filter" \
+    cargo bench -q "${BENCH_CARGO[@]}" --bench decode_vs_java -- "${CRITERION_ARGS[@]}" "$criterion_filter" \
     >"$OUT/criterion.log" 2>&1 \
     || { tail -n 40 "$OUT/criterion.log" >&2; log "criterion bench failed (full log: $OUT/criterion.log)"; exit 1; }
 

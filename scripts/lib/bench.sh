@@ -1,0 +1,164 @@
+# shellcheck shell=bash
+# What every scripts/bench-*.sh shares, sourced first thing:
+#
+#   source "$(dirname "${BASH_SOURCE[0]}")/lib/bench.sh"
+#
+# Sets: SCRIPT_DIR (scripts/), REPO_ROOT, KAFKA (scripts/kafka.sh), BENCH (the script's name
+# without .sh, for messages), QUICK=0, STOP=0; sets `set -euo pipefail`. Defines:
+#
+#   log MESSAGE / die MESSAGE     to stderr, prefixed with the script's name (die exits 1)
+#   bench_args SPEC "$@"          the flags (below)
+#   bench_krec                    KREC: $KREC_BIN, or a release build of krec made here
+#   bench_broker DEFAULT [START_OPTION...]
+#                                 BROKER_NAME, BOOTSTRAP: a kafka.sh broker, started if needed
+#   bench_on_exit COMMAND         run COMMAND (a string, eval'd) when the script exits
+#   measure [--pidfile F] OUT COMMAND...
+#                                 the wait4 timer (scripts/lib/timer.py): "wall_s user_s sys_s
+#                                 max_rss_kb" of COMMAND into OUT
+#   machine_line                  one line: cores, CPU model, RAM, kernel
+#
+# Environment every script reads: KREC_BIN (the krec binary to benchmark; default: build a
+# release one), KREC_BENCH_BROKER (the kafka.sh instance to use; default: the script's own).
+set -euo pipefail
+
+SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+REPO_ROOT="$(cd "$SCRIPT_DIR/.." && pwd)"
+KAFKA="$SCRIPT_DIR/kafka.sh"
+BENCH_LIB="$SCRIPT_DIR/lib"
+BENCH_SCRIPT="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
+BENCH="$(basename "$0" .sh)"
+QUICK=0
+STOP=0
+
+log() { echo "$BENCH: $*" >&2; }
+die() {
+    log "$*"
+    exit 1
+}
+
+# --- flags ------------------------------------------------------------------------------------
+
+# bench_args SPEC "$@"
+# SPEC lists the script's own flags, space-separated: `--records=` takes a value, `--tls` is a
+# switch; each sets the variable named after it (--tail-seconds= sets TAIL_SECONDS, --tls sets
+# TLS=1). Every script also takes --quick (QUICK=1, then the assignments in the array
+# QUICK_SETTINGS, so flags after --quick override them), --stop (STOP=1) where SPEC lists it,
+# and -h/--help (prints the script's header comment).
+bench_args() {
+    local spec=" $1 " flag var
+    shift
+    while (($#)); do
+        flag="$1"
+        var="${flag#--}"
+        var="${var//-/_}"
+        var="${var^^}"
+        case "$flag" in
+            -h | --help)
+                bench_usage
+                exit 0
+                ;;
+            --quick)
+                QUICK=1
+                local setting
+                for setting in "${QUICK_SETTINGS[@]}"; do declare -g "$setting"; done
+                ;;
+            --*)
+                if [[ "$spec" == *" $flag= "* ]]; then
+                    (($# >= 2)) || die "$flag needs a value (see --help)"
+                    declare -g "$var=$2"
+                    shift
+                elif [[ "$spec" == *" $flag "* ]]; then
+                    declare -g "$var=1"
+                else
+                    die "unknown argument $flag (see --help)"
+                fi
+                ;;
+            *) die "unknown argument $flag (see --help)" ;;
+        esac
+        shift
+    done
+}
+QUICK_SETTINGS=()
+
+# The script's header: its comment lines after the shebang, up to the first other line.
+bench_usage() {
+    awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$BENCH_SCRIPT"
+}
+
+# bench_positive_int NAME...: each named variable holds an integer >= 1.
+bench_positive_int() {
+    local name
+    for name in "$@"; do
+        [[ "${!name}" =~ ^[0-9]+$ && "${!name}" -ge 1 ]] || die "${name,,} must be an integer >= 1, not '${!name}'"
+    done
+}
+
+# --- exit -------------------------------------------------------------------------------------
+
+# Commands run at exit, newest first, then the broker stop (bench_broker); one failing does
+# not keep the others from running.
+BENCH_ON_EXIT=()
+bench_on_exit() { BENCH_ON_EXIT=("$1" "${BENCH_ON_EXIT[@]}"); }
+bench_exit() {
+    local code=$? command
+    for command in "${BENCH_ON_EXIT[@]}"; do eval "$command" || true; done
+    if [[ -n "${BENCH_STOP_BROKER:-}" ]]; then
+        # A smoke run's broker was only ever for this run: its data goes too.
+        local clean=()
+        ((QUICK)) && clean=(--clean)
+        bash "$KAFKA" stop --name "$BENCH_STOP_BROKER" "${clean[@]}" >/dev/null 2>&1 || true
+    fi
+    return "$code"
+}
+trap bench_exit EXIT
+# A Ctrl-C or kill still runs the EXIT trap (stopping what the script started).
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# --- krec -------------------------------------------------------------------------------------
+
+bench_krec() {
+    if [[ -n "${KREC_BIN:-}" ]]; then
+        KREC="$KREC_BIN"
+    else
+        log "building krec (release)"
+        (cd "$REPO_ROOT" && cargo build -q --release -p krec-cli --bin krec)
+        KREC="${CARGO_TARGET_DIR:-$REPO_ROOT/target}/release/krec"
+    fi
+    [[ -x "$KREC" ]] || die "no krec binary at $KREC"
+}
+
+# --- broker -----------------------------------------------------------------------------------
+
+# bench_broker DEFAULT [START_OPTION...]
+# BROKER_NAME is $KREC_BENCH_BROKER, or DEFAULT. A running instance of that name is reused as
+# it is (the test suite starts one for all its smoke runs), so reruns keep their topics and
+# only the first pays the start; otherwise it is started here with START_OPTIONs, and stopped
+# at exit if --stop or --quick was given (a smoke test leaves nothing running that it started).
+# Sets BROKER_NAME and BOOTSTRAP.
+bench_broker() {
+    BROKER_NAME="${KREC_BENCH_BROKER:-$1}"
+    shift
+    if ! bash "$KAFKA" status --name "$BROKER_NAME" >/dev/null 2>&1; then
+        log "starting broker '$BROKER_NAME'"
+        bash "$KAFKA" start --name "$BROKER_NAME" "$@" >/dev/null
+        ((QUICK)) && STOP=1
+    fi
+    ((STOP)) && BENCH_STOP_BROKER="$BROKER_NAME"
+    BOOTSTRAP="$(bash "$KAFKA" bootstrap --name "$BROKER_NAME")"
+    log "broker '$BROKER_NAME' at $BOOTSTRAP"
+}
+
+# bench_broker_secured NAME: exit 0 iff instance NAME was started with --secured.
+bench_broker_secured() {
+    bash "$KAFKA" secure-env --name "$1" >/dev/null 2>&1
+}
+
+# --- measuring --------------------------------------------------------------------------------
+
+# Any python3 will do (standard library only); /usr/bin/python3 is always there.
+measure() { /usr/bin/python3 "$BENCH_LIB/timer.py" "$@"; }
+
+machine_line() {
+    echo "$(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(free -g | awk '/Mem:/ { print $2 }') GiB RAM; $(uname -sr)"
+}
