@@ -22,6 +22,9 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! How this crate fits into krec (the crates, the hot path, the invariants):
+//! `docs/ARCHITECTURE.md` in the repository.
 #![deny(missing_docs)]
 
 pub use krec_batch as batch;

@@ -70,6 +70,9 @@
 //!
 //! Steady-state decoding allocates nothing per batch: buffers are pooled, decompressor state
 //! lives in thread locals and the header index is inline.
+//!
+//! How this crate fits into krec (the crates, the hot path, the invariants):
+//! `docs/ARCHITECTURE.md` in the repository.
 #![deny(missing_docs)]
 // Unsafe code only in `crc` (the SSE4.2 call after runtime detection), each block proved.
 #![deny(unsafe_code)]

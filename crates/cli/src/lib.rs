@@ -37,6 +37,9 @@
 //! writer.flush().unwrap();
 //! assert!(out.starts_with(b"{\"topic\""));
 //! ```
+//!
+//! How this crate fits into krec (the crates, the hot path, the invariants):
+//! `docs/ARCHITECTURE.md` in the repository.
 #![deny(missing_docs)]
 
 pub mod cluster;

@@ -50,6 +50,9 @@
 //! assert_eq!(cut.batches, whole.batches - 1);
 //! assert!(cut.partial.is_some(), "the cut batch is where the next fetch starts");
 //! ```
+//!
+//! How this crate fits into krec (the crates, the hot path, the invariants):
+//! `docs/ARCHITECTURE.md` in the repository.
 #![deny(missing_docs)]
 
 mod authenticate;

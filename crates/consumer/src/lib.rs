@@ -55,6 +55,9 @@
 //!
 //! `examples/consume.rs` and `examples/group.rs` run against a broker (each starts with its
 //! `cargo run` line).
+//!
+//! How this crate fits into krec (the crates, the hot path, the invariants):
+//! `docs/ARCHITECTURE.md` in the repository.
 #![deny(missing_docs)]
 
 pub mod chunk;

@@ -20,6 +20,9 @@
 //!
 //! Modules: [`frame`] (the format), [`pool`] (the per-thread buffer pool, shared with
 //! krec-batch's other codecs), and the [`Error`] type.
+//!
+//! How this crate fits into krec (the crates, the hot path, the invariants):
+//! `docs/ARCHITECTURE.md` in the repository.
 
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]

@@ -22,6 +22,9 @@
 //! let framed_value: &[u8] = &[0, 0, 0, 0, 1, 2, b'h'];
 //! let schema_id = decoder.decode(framed_value, &mut json).unwrap();
 //! ```
+//!
+//! How this crate fits into krec (the crates, the hot path, the invariants):
+//! `docs/ARCHITECTURE.md` in the repository.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
