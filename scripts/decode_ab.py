@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Interleaved A/B of krec-batch decode bench binaries, shape by shape.
 
-    python3 scripts/decode-ab.py ROUNDS FILTER BATCHES BINARY [BINARY ...]
+    python3 scripts/decode_ab.py ROUNDS FILTER BATCHES BINARY [BINARY ...]
 
 Each round runs every BINARY once in the decode bench's interleaved mode
 (`KREC_BENCH_INTERLEAVED=FILTER KREC_BENCH_BATCHES=BATCHES BINARY --bench`), so machine load
