@@ -15,9 +15,10 @@
 #   --scaling-only  skip the consumer comparison (keeps the last results.tsv), measure scaling only
 #   --stop          stop the benchmark broker at the end (it is kept by default, so a rerun with
 #                   the same --records reuses the topics)
-#   --tls           TLS instead: a secured broker (kafka.sh --secured, instance <broker>-tls), the
-#                   lz4 and uncompressed topics read by krec and kcat over PLAINTEXT and over
-#                   SASL_SSL (PLAIN), interleaved; report in target/bench-consume/<N>-tls/
+#   --tls           TLS instead: a secured broker (kafka.sh --secured: KREC_BENCH_BROKER if that
+#                   instance runs secured, else instance <broker>-tls), the lz4 and uncompressed
+#                   topics read by krec and kcat over PLAINTEXT and over SASL_SSL (PLAIN),
+#                   interleaved; report in target/bench-consume/<N>-tls/
 #
 # Topics (filled once per record count, reused after):
 #   bc-N-lz4, bc-N-zstd, bc-N-none  values of 100-300 B of words, a key, 2 headers; by kcat -P
@@ -28,47 +29,27 @@
 # Every consumer writes to /dev/null in the timed runs; before them, one untimed run of each
 # consumer per topic writes into `wc -l` and must show the full record count, or the script
 # stops (a consumer that reads less would look faster). Wall time, CPU seconds (user + sys)
-# and peak RSS come from wait4(2) on the consumer process, children included (`measure`
-# below; GNU time's %U and %S truncate each to 10 ms, which under-counted a 0.08 s run by
-# about 0.01 s).
+# and peak RSS come from wait4(2) on the consumer process, children included (`measure`,
+# scripts/lib/timer.py).
 #
-# Environment: KREC_BIN=path benchmarks that krec binary instead of building one.
+# Environment: KREC_BIN=path benchmarks that krec binary instead of building one;
+# KREC_BENCH_BROKER names the broker instance (default bench-consume), reused if running.
 #
 # Output: target/bench-consume/<N>/results.tsv (every run), report.md (the tables pasted into
 # BENCHMARKS.md) and the chart docs/bench-consume.png (full runs only).
-set -euo pipefail
-
-SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-REPO_ROOT="$(cd "$SCRIPT_DIR/.." && pwd)"
-KAFKA="$SCRIPT_DIR/kafka.sh"
-# KREC_BENCH_BROKER names the broker instance (the test suite gives its smoke run its own).
-BROKER_NAME="${KREC_BENCH_BROKER:-bench-consume}"
+# shellcheck source=lib/bench.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/bench.sh"
 
 RECORDS=2000000
 RUNS=3
 PARTITIONS=4
-QUICK=0
-STOP=0
 FILL_ONLY=0
 SCALING_ONLY=0
 TLS=0
-while (($#)); do
-    case "$1" in
-        --records) RECORDS="$2"; shift 2 ;;
-        --runs) RUNS="$2"; shift 2 ;;
-        --partitions) PARTITIONS="$2"; shift 2 ;;
-        --quick) QUICK=1; RECORDS=3000; RUNS=1; shift ;;
-        --fill-only) FILL_ONLY=1; shift ;;
-        --scaling-only) SCALING_ONLY=1; shift ;;
-        --stop) STOP=1; shift ;;
-        --tls) TLS=1; shift ;;
-        *) echo "bench-consume.sh: unknown argument $1" >&2; exit 2 ;;
-    esac
-done
-[[ "$RECORDS" =~ ^[0-9]+$ && "$RECORDS" -ge 2 ]] || { echo "bench-consume.sh: --records must be >= 2" >&2; exit 2; }
-
-log() { echo "bench-consume: $*" >&2; }
-die() { log "$*"; exit 1; }
+QUICK_SETTINGS=(RECORDS=3000 RUNS=1)
+bench_args "--records= --runs= --partitions= --fill-only --scaling-only --stop --tls" "$@"
+bench_positive_int RECORDS RUNS PARTITIONS
+((RECORDS >= 2)) || die "--records must be >= 2"
 
 if ((QUICK)); then
     OUT="$REPO_ROOT/target/bench-consume/quick"
@@ -77,10 +58,7 @@ else
     OUT="$REPO_ROOT/target/bench-consume/$RECORDS"
     CHART="$REPO_ROOT/docs/bench-consume.png"
 fi
-if ((TLS)); then
-    BROKER_NAME="$BROKER_NAME-tls"
-    OUT="$OUT-tls"
-fi
+((TLS)) && OUT="$OUT-tls"
 mkdir -p "$OUT"
 RESULTS="$OUT/results.tsv"
 SCALING="$OUT/scaling.tsv"
@@ -105,62 +83,36 @@ if [[ -z "$CHART_PYTHON" ]]; then
     python3 -m pip install -q matplotlib >&2 && CHART_PYTHON=python3
 fi
 
-if [[ -n "${KREC_BIN:-}" ]]; then
-    KREC="$KREC_BIN"
-else
-    log "building krec (release)"
-    (cd "$REPO_ROOT" && cargo build -q --release -p krec-cli --bin krec)
-    KREC="$REPO_ROOT/target/release/krec"
-fi
+bench_krec
 
+# Tried in every mode, --quick too: where librdkafka-dev is missing it fails in seconds (its
+# build script finds no librdkafka), and the comparison runs without it.
 RDKAFKA_BIN="$REPO_ROOT/target/rdkafka-consumer/release/rdkafka-consumer-bench"
 if ((TLS)); then
     RDKAFKA_BIN=""
 else
-log "building the rdkafka consumer (benches/rdkafka-consumer)"
-if ! CARGO_TARGET_DIR="$REPO_ROOT/target/rdkafka-consumer" cargo build -q --release \
-    --manifest-path "$REPO_ROOT/benches/rdkafka-consumer/Cargo.toml" >"$OUT/rdkafka-build.log" 2>&1; then
-    log "the rdkafka consumer does not build (see $OUT/rdkafka-build.log); benchmarking without it"
-    RDKAFKA_BIN=""
+    log "building the rdkafka consumer (benches/rdkafka-consumer)"
+    if ! CARGO_TARGET_DIR="$REPO_ROOT/target/rdkafka-consumer" cargo build -q --release \
+        --manifest-path "$REPO_ROOT/benches/rdkafka-consumer/Cargo.toml" >"$OUT/rdkafka-build.log" 2>&1; then
+        log "the rdkafka consumer does not build (see $OUT/rdkafka-build.log); benchmarking without it"
+        RDKAFKA_BIN=""
+    fi
 fi
-fi
-
-# measure FILE COMMAND...: runs COMMAND (stdin, stdout and stderr as given) and writes
-# "wall_s user_s sys_s max_rss_kb" to FILE, with microsecond CPU times; exits as COMMAND did.
-MEASURE_PY='
-import os, sys, time
-out, argv = sys.argv[1], sys.argv[2:]
-start = time.monotonic()
-pid = os.fork()
-if pid == 0:
-    try:
-        os.execvp(argv[0], argv)
-    finally:
-        os._exit(127)
-_, status, usage = os.wait4(pid, 0)
-wall = time.monotonic() - start
-with open(out, "w") as f:
-    f.write("%.3f %.6f %.6f %d\n" % (wall, usage.ru_utime, usage.ru_stime, usage.ru_maxrss))
-code = os.waitstatus_to_exitcode(status)
-sys.exit(code if code >= 0 else 128 - code)
-'
-measure() { python3 -c "$MEASURE_PY" "$@"; }
 
 # --- broker and topics ------------------------------------------------------------------------
 
-if ! "$KAFKA" status --name "$BROKER_NAME" >/dev/null 2>&1; then
-    log "starting broker '$BROKER_NAME'"
-    if ((TLS)); then
-        # Sessions outlive the run: Debian's kcat (librdkafka 2.0.2) cannot re-authenticate.
-        "$KAFKA" start --name "$BROKER_NAME" --secured --reauth-ms 86400000 >/dev/null
-    else
-        "$KAFKA" start --name "$BROKER_NAME" >/dev/null
+if ((TLS)); then
+    # The secured broker: the named instance itself if it runs secured (the test suite gives
+    # one secured broker to all its smoke runs), else a secured instance of its own.
+    KREC_BENCH_BROKER="${KREC_BENCH_BROKER:-bench-consume}"
+    if ! { bash "$KAFKA" status --name "$KREC_BENCH_BROKER" && bench_broker_secured "$KREC_BENCH_BROKER"; } >/dev/null 2>&1; then
+        KREC_BENCH_BROKER="$KREC_BENCH_BROKER-tls"
     fi
-    # A smoke test leaves nothing running that it started.
-    ((QUICK)) && STOP=1
+    # Sessions outlive the run: Debian's kcat (librdkafka 2.0.2) cannot re-authenticate.
+    bench_broker bench-consume-tls --secured --reauth-ms 86400000
+else
+    bench_broker bench-consume
 fi
-BOOTSTRAP="$("$KAFKA" bootstrap --name "$BROKER_NAME")"
-((STOP)) && trap '"$KAFKA" stop --name "$BROKER_NAME" >/dev/null 2>&1 || true' EXIT
 
 SMALL_TOPICS=(lz4 zstd none)
 ((TLS)) && SMALL_TOPICS=(lz4 none)
@@ -260,7 +212,9 @@ if ((TLS)); then
     SASL_SSL="$(sed -n 's/^SASL_SSL=//p' "$SECURE_ENV")"
     CA_PEM="$(sed -n 's/^CA_PEM=//p' "$SECURE_ENV")"
     PASSWORD="$(sed -n 's/^ALICE_PASSWORD=//p' "$SECURE_ENV")"
-    "$KAFKA" tool --name "$BROKER_NAME" org.apache.kafka.tools.AclCommand --bootstrap-server "{bootstrap}"         --add --allow-principal User:alice --operation Read --operation Describe         --topic "bc-$RECORDS-" --resource-pattern-type prefixed >/dev/null
+    "$KAFKA" tool --name "$BROKER_NAME" org.apache.kafka.tools.AclCommand --bootstrap-server "{bootstrap}" \
+        --add --allow-principal User:alice --operation Read --operation Describe \
+        --topic "bc-$RECORDS-" --resource-pattern-type prefixed >/dev/null
     SASL_PROPS="-X security.protocol=SASL_SSL -X sasl.mechanisms=PLAIN -X sasl.username=alice -X sasl.password=$PASSWORD -X ssl.ca.location=$CA_PEM"
 fi
 
@@ -388,7 +342,7 @@ done
 # --- report -----------------------------------------------------------------------------------
 
 {
-    echo "Machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(free -g | awk '/Mem:/ { print $2 }') GiB RAM; $(uname -sr)"
+    echo "Machine: $(machine_line)"
     echo "Versions: $("$KREC" --version 2>/dev/null || echo krec) at $(git -C "$REPO_ROOT" rev-parse --short HEAD); kcat $(kcat -V 2>&1 | awk '/^Version/ { print $2; exit }'), librdkafka $(pkg-config --modversion rdkafka 2>/dev/null); $(java -version 2>&1 | head -1)"
     echo "Command: scripts/bench-consume.sh --records $RECORDS --runs $RUNS --partitions $PARTITIONS"
     echo

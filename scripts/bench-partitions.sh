@@ -36,16 +36,12 @@
 #            whose difference is what each partition costs.
 #
 # Environment: KREC_BIN=path benchmarks that krec binary instead of building one;
-# KREC_BENCH_BROKER names the broker instance (default bench-partitions).
+# KREC_BENCH_BROKER names the broker instance (default bench-partitions), reused if running.
 #
 # Output: target/bench-partitions/<N>-<P>/runs.tsv (every run), jmx.csv (the samples) and
 # report.md (the tables for BENCHMARKS.md).
-set -euo pipefail
-
-SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-REPO_ROOT="$(cd "$SCRIPT_DIR/.." && pwd)"
-KAFKA="$SCRIPT_DIR/kafka.sh"
-BROKER_NAME="${KREC_BENCH_BROKER:-bench-partitions}"
+# shellcheck source=lib/bench.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/bench.sh"
 
 RECORDS=1000000
 RUNS=5
@@ -53,24 +49,9 @@ PARTITIONS=1000
 TOPICS=100
 RATES=500,2000
 TAIL_SECONDS=10
-QUICK=0
-STOP=0
-while (($#)); do
-    case "$1" in
-        --records) RECORDS="$2"; shift 2 ;;
-        --runs) RUNS="$2"; shift 2 ;;
-        --partitions) PARTITIONS="$2"; shift 2 ;;
-        --topics) TOPICS="$2"; shift 2 ;;
-        --rates) RATES="$2"; shift 2 ;;
-        --tail-seconds) TAIL_SECONDS="$2"; shift 2 ;;
-        --quick) QUICK=1; RECORDS=2000; RUNS=1; PARTITIONS=100; TOPICS=5; RATES=500; TAIL_SECONDS=1; shift ;;
-        --stop) STOP=1; shift ;;
-        *) echo "bench-partitions.sh: unknown argument $1" >&2; exit 2 ;;
-    esac
-done
-
-log() { echo "bench-partitions: $*" >&2; }
-die() { log "$*"; exit 1; }
+QUICK_SETTINGS=(RECORDS=2000 RUNS=1 PARTITIONS=100 TOPICS=5 RATES=500 TAIL_SECONDS=1)
+bench_args "--records= --runs= --partitions= --topics= --rates= --tail-seconds= --stop" "$@"
+bench_positive_int RECORDS RUNS PARTITIONS TOPICS TAIL_SECONDS
 
 if ((QUICK)); then
     OUT="$REPO_ROOT/target/bench-partitions/quick"
@@ -81,13 +62,7 @@ mkdir -p "$OUT"
 RUNS_TSV="$OUT/runs.tsv"
 JMX_CSV="$OUT/jmx.csv"
 
-if [[ -n "${KREC_BIN:-}" ]]; then
-    KREC="$KREC_BIN"
-else
-    log "building krec (release)"
-    (cd "$REPO_ROOT" && cargo build -q --release -p krec-cli --bin krec)
-    KREC="${CARGO_TARGET_DIR:-$REPO_ROOT/target}/release/krec"
-fi
+bench_krec
 /usr/bin/python3 -c 'import confluent_kafka' 2>/dev/null \
     || die "python3-confluent-kafka is missing (scripts/install-deps.sh installs it)"
 IFS=, read -r -a RATE_LIST <<<"$RATES"
@@ -99,26 +74,17 @@ IDLE_SECONDS=3
 
 # --- broker and topics ------------------------------------------------------------------------
 
-if ! "$KAFKA" status --name "$BROKER_NAME" >/dev/null 2>&1; then
-    log "starting broker '$BROKER_NAME'"
-    "$KAFKA" start --name "$BROKER_NAME" >/dev/null
-    # A smoke test leaves nothing running that it started.
-    ((QUICK)) && STOP=1
-fi
-BOOTSTRAP="$("$KAFKA" bootstrap --name "$BROKER_NAME")"
+bench_broker bench-partitions
 DATA_DIR="$("$KAFKA" datadir --name "$BROKER_NAME")"
 BROKER_PID="$(cat "$(dirname "$DATA_DIR")/pid")"
 JMX_URL="$("$KAFKA" jmx-url --name "$BROKER_NAME")"
 SAMPLER_PID=""
 # A krec running in the background (tail and idle phases), stopped if the script fails.
 BACKGROUND_KREC=""
-cleanup() {
-    [[ -n "$SAMPLER_PID" ]] && kill "$SAMPLER_PID" 2>/dev/null
-    [[ -n "$BACKGROUND_KREC" ]] && kill "$BACKGROUND_KREC" 2>/dev/null
-    ((STOP)) && "$KAFKA" stop --name "$BROKER_NAME" >/dev/null 2>&1
-    return 0
-}
-trap cleanup EXIT
+# shellcheck disable=SC2016 # expanded at exit
+bench_on_exit '[[ -z "$SAMPLER_PID" ]] || kill "$SAMPLER_PID" 2>/dev/null'
+# shellcheck disable=SC2016
+bench_on_exit '[[ -z "$BACKGROUND_KREC" ]] || kill "$BACKGROUND_KREC" 2>/dev/null'
 
 MANY="bp-$RECORDS-p$PARTITIONS"
 FEW="bp-$RECORDS-p4"
@@ -194,29 +160,6 @@ cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 # Lets the sampler record the quiet state before and after each run.
 settle() { sleep 0.8; }
 
-# measure FILE PIDFILE COMMAND...: runs COMMAND, writes its pid to PIDFILE and then
-# "wall_s user_s sys_s max_rss_kb" to FILE (microsecond CPU times); exits as COMMAND did.
-MEASURE_PY='
-import os, sys, time
-out, pidfile, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
-start = time.monotonic()
-pid = os.fork()
-if pid == 0:
-    try:
-        os.execvp(argv[0], argv)
-    finally:
-        os._exit(127)
-with open(pidfile, "w") as f:
-    f.write("%d\n" % pid)
-_, status, usage = os.wait4(pid, 0)
-wall = time.monotonic() - start
-with open(out, "w") as f:
-    f.write("%.3f %.6f %.6f %d\n" % (wall, usage.ru_utime, usage.ru_stime, usage.ru_maxrss))
-code = os.waitstatus_to_exitcode(status)
-sys.exit(code if code >= 0 else 128 - code)
-'
-measure() { /usr/bin/python3 -c "$MEASURE_PY" "$@"; }
-
 printf 'phase\tconfig\tround\trecords\tstart_ms\tend_ms\twall_s\tuser_s\tsys_s\tmax_rss_kb\tbroker_ticks\n' >"$RUNS_TSV"
 TICKS_PER_S="$(getconf CLK_TCK)"
 
@@ -239,6 +182,7 @@ backlog_command() {
 
 BACKLOG_CONFIGS=(sessions full four topics)
 for config in "${BACKLOG_CONFIGS[@]}"; do
+    # shellcheck disable=SC2091 # the command line, split into words and run
     got="$($(backlog_command "$config") | wc -l)"
     [[ "$got" == "$RECORDS" ]] || die "backlog $config read $got records, expected $RECORDS"
     log "backlog $config: the check run read all $got records"
@@ -259,7 +203,7 @@ for ((round = 1; round <= RUNS; round++)); do
         start="$(now_ms)"
         ticks="$(cpu_ticks "$BROKER_PID")"
         # shellcheck disable=SC2046
-        measure "$OUT/time.tmp" "$OUT/pid.tmp" $(backlog_command "$config") >/dev/null
+        measure --pidfile "$OUT/pid.tmp" "$OUT/time.tmp" $(backlog_command "$config") >/dev/null
         ticks=$(($(cpu_ticks "$BROKER_PID") - ticks))
         record backlog "$config" "$round" "$RECORDS" "$start" "$(now_ms)" "$OUT/time.tmp" "$ticks"
     done
@@ -269,7 +213,7 @@ done
 tail_window() {
     local config="$1" rate="$2" round="$3" properties=() krec_pid start ticks krec_ticks written got
     [[ "$config" == full ]] && properties=(-X fetch.sessions=false)
-    measure "$OUT/time.tmp" "$OUT/pid.tmp" "$KREC" consume -b "$BOOTSTRAP" -t "$TAIL_MANY" \
+    measure --pidfile "$OUT/pid.tmp" "$OUT/time.tmp" "$KREC" consume -b "$BOOTSTRAP" -t "$TAIL_MANY" \
         -o end -f raw "${properties[@]}" >"$OUT/tail.out" &
     local measure_pid=$!
     sleep "$WARMUP_SECONDS"
@@ -308,7 +252,7 @@ done
 
 # Peak RSS of krec tailing an idle topic.
 for topic in "$IDLE_MANY" "$IDLE_FEW"; do
-    measure "$OUT/time.tmp" "$OUT/pid.tmp" "$KREC" consume -b "$BOOTSTRAP" -t "$topic" -o end -f raw >/dev/null &
+    measure --pidfile "$OUT/pid.tmp" "$OUT/time.tmp" "$KREC" consume -b "$BOOTSTRAP" -t "$topic" -o end -f raw >/dev/null &
     measure_pid=$!
     sleep "$IDLE_SECONDS"
     BACKGROUND_KREC="$(cat "$OUT/pid.tmp")"
@@ -327,7 +271,7 @@ kill "$SAMPLER_PID" 2>/dev/null || true
 wait "$SAMPLER_PID" 2>/dev/null || true
 SAMPLER_PID=""
 {
-    echo "Machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(free -g | awk '/Mem:/ { print $2 }') GiB RAM; $(uname -sr); load average $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "Machine: $(machine_line); load average $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "Versions: $("$KREC" --version 2>/dev/null || echo krec) at $(git -C "$REPO_ROOT" rev-parse --short HEAD); Kafka 4.1.1 (one node, scripts/kafka.sh)"
     echo "Command: scripts/bench-partitions.sh --records $RECORDS --runs $RUNS --partitions $PARTITIONS --topics $TOPICS --rates $RATES --tail-seconds $TAIL_SECONDS"
     echo

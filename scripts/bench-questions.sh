@@ -4,60 +4,40 @@
 #   filter:  `krec consume -e --header trace=needle`  vs  `krec consume -e -J | grep needle`
 #            vs  `kcat -C -e -f '%h %s\n' | grep needle` (1 record in 10,000 has that header)
 #
-#   scripts/bench-questions.sh [--records N] [--runs R] [--compression C] [--quick]
+#   scripts/bench-questions.sh [--records N] [--runs R] [--compression C] [--quick] [--stop]
 #
-#   --records N  records in the topic (default 2000000), values of 70-250 B of words, by librdkafka
+#   --records N      records in the topic (default 2000000), values of 70-250 B of words, by librdkafka
 #   --compression C  the producer's compression.type: zstd (default), lz4, snappy, gzip or none
-#   --runs R     interleaved timed runs of each command (default 5); medians are reported
-#   --quick      20000 records, 1 run: a smoke test that every step runs and every count agrees
+#   --runs R         interleaved timed runs of each command (default 5); medians are reported
+#   --quick          20000 records, 1 run: a smoke test that every step runs and every count
+#                    agrees; stops the broker if it started it
+#   --stop           stop the benchmark broker at the end
 #
-# The broker is its own kafka.sh instance (KREC_BENCH_BROKER, default bench-questions), kept
-# running with its topic so a rerun with the same --records reuses it; --quick stops it.
+# The broker is its own kafka.sh instance (KREC_BENCH_BROKER, default bench-questions), reused
+# if running and kept running with its topic, so a rerun with the same --records reuses it.
 # CPU is user + sys of each command and its children, from wait4(2) (scripts/ab.py); every
 # command's answer is checked against the record count first, so nothing fast and wrong is
-# timed. Output: target/bench-questions/<N>/report.md.
-set -euo pipefail
-SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-REPO_ROOT="$(cd "$SCRIPT_DIR/.." && pwd)"
-KAFKA="$SCRIPT_DIR/kafka.sh"
-BROKER_NAME="${KREC_BENCH_BROKER:-bench-questions}"
+# timed. KREC_BIN benchmarks that krec binary instead of building one.
+# Output: target/bench-questions/<N>-<C>/report.md.
+# shellcheck source=lib/bench.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/bench.sh"
+
 RECORDS=2000000
 RUNS=5
 COMPRESSION=zstd
-QUICK=0
-while (($#)); do
-    case "$1" in
-        --records) RECORDS="$2"; shift 2 ;;
-        --runs) RUNS="$2"; shift 2 ;;
-        --compression) COMPRESSION="$2"; shift 2 ;;
-        --quick) QUICK=1; RECORDS=20000; RUNS=1; shift ;;
-        *) echo "bench-questions.sh: unknown argument $1" >&2; exit 2 ;;
-    esac
-done
-[[ "$COMPRESSION" =~ ^(zstd|lz4|snappy|gzip|none)$ ]] || { echo "bench-questions.sh: --compression: zstd, lz4, snappy, gzip or none" >&2; exit 2; }
-[[ "$RECORDS" =~ ^[0-9]+$ && "$RECORDS" -ge 1 ]] || { echo "bench-questions.sh: --records must be >= 1" >&2; exit 2; }
-log() { echo "bench-questions: $*" >&2; }
-die() { log "$*"; exit 1; }
+QUICK_SETTINGS=(RECORDS=20000 RUNS=1)
+bench_args "--records= --runs= --compression= --stop" "$@"
+[[ "$COMPRESSION" =~ ^(zstd|lz4|snappy|gzip|none)$ ]] || die "--compression: zstd, lz4, snappy, gzip or none"
+bench_positive_int RECORDS RUNS
 
 OUT="$REPO_ROOT/target/bench-questions/$RECORDS-$COMPRESSION"
 ((QUICK)) && OUT="$REPO_ROOT/target/bench-questions/quick"
 mkdir -p "$OUT"
 command -v kcat >/dev/null || die "kcat not found (scripts/install-deps.sh installs it)"
 
-if [[ -n "${KREC_BIN:-}" ]]; then
-    KREC="$KREC_BIN"
-else
-    log "building krec (release)"
-    (cd "$REPO_ROOT" && cargo build -q --release -p krec-cli --bin krec)
-    KREC="$REPO_ROOT/target/release/krec"
-fi
+bench_krec
+bench_broker bench-questions
 
-if ! bash "$KAFKA" status --name "$BROKER_NAME" >/dev/null 2>&1; then
-    log "starting broker instance $BROKER_NAME"
-    bash "$KAFKA" start --name "$BROKER_NAME" >/dev/null
-fi
-((QUICK)) && trap 'bash "$KAFKA" stop --name "$BROKER_NAME" --clean >/dev/null 2>&1 || true' EXIT
-BOOTSTRAP="$(bash "$KAFKA" bootstrap --name "$BROKER_NAME")"
 TOPIC="bq-$RECORDS-$COMPRESSION-headers"
 # krec's own count is checked against kcat's below, and both against RECORDS.
 existing="$("$KREC" count -b "$BOOTSTRAP" -t "$TOPIC" 2>/dev/null | awk '$2 == "total" {print $3}' || true)"
