@@ -5,76 +5,45 @@
 # (-s value=avro|protobuf, as -J and as raw JSON text), and the Confluent Python deserializer
 # printing JSON lines. Every consumer writes to /dev/null; CPU is user + sys from wait4(2).
 #
-#   scripts/bench-schema.sh [--records N] [--runs R] [--stop]
+#   scripts/bench-schema.sh [--records N] [--runs R] [--quick] [--stop]
+#
+#   --records N  records per topic (default 200000)
+#   --runs R     timed runs of each consumer (default 3); medians are reported
+#   --quick      2000 records, 1 run, results under target/bench-schema/quick: proves every
+#                step works; stops the broker and the registry if it started them
+#   --stop       stop the benchmark broker and registry at the end
 #
 # KREC_BENCH_BROKER names the broker (default bench-schema), KREC_BENCH_REGISTRY the registry
-# instance (default: the broker's name); KREC_BIN benchmarks that krec instead of building one;
-# KREC_BENCH_RUN_ID reuses the topics an earlier run filled (their id is in their names).
+# instance (default: the broker's name), each reused if running; KREC_BIN benchmarks that krec
+# instead of building one; KREC_BENCH_RUN_ID reuses the topics an earlier run filled (their id
+# is in their names).
 # Output: target/bench-schema/<N>/report.md (pasted into BENCHMARKS.md).
-set -euo pipefail
-SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-REPO_ROOT="$(cd "$SCRIPT_DIR/.." && pwd)"
-KAFKA="$SCRIPT_DIR/kafka.sh"
+# shellcheck source=lib/bench.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/bench.sh"
 REGISTRY="$SCRIPT_DIR/registry.sh"
-BROKER_NAME="${KREC_BENCH_BROKER:-bench-schema}"
-REGISTRY_NAME="${KREC_BENCH_REGISTRY:-$BROKER_NAME}"
+
 RECORDS=200000
 RUNS=3
-STOP=0
-while (($#)); do
-    case "$1" in
-        --records) RECORDS="$2"; shift 2 ;;
-        --runs) RUNS="$2"; shift 2 ;;
-        --stop) STOP=1; shift ;;
-        *) echo "unknown option $1" >&2; exit 2 ;;
-    esac
-done
-log() { echo "bench-schema: $*" >&2; }
+QUICK_SETTINGS=(RECORDS=2000 RUNS=1)
+bench_args "--records= --runs= --stop" "$@"
+bench_positive_int RECORDS RUNS
 OUT="$REPO_ROOT/target/bench-schema/$RECORDS"
+((QUICK)) && OUT="$REPO_ROOT/target/bench-schema/quick"
 mkdir -p "$OUT"
 
-if [[ -n "${KREC_BIN:-}" ]]; then
-    KREC="$KREC_BIN"
-else
-    log "building krec (release)"
-    (cd "$REPO_ROOT" && cargo build -q --release -p krec-cli --bin krec)
-    KREC="${CARGO_TARGET_DIR:-$REPO_ROOT/target}/release/krec"
-fi
-
-MEASURE_PY='
-import os, sys
-out, argv = sys.argv[1], sys.argv[2:]
-pid = os.fork()
-if pid == 0:
-    try:
-        os.execvp(argv[0], argv)
-    finally:
-        os._exit(127)
-_, status, usage = os.wait4(pid, 0)
-with open(out, "w") as f:
-    f.write("%.6f\n" % (usage.ru_utime + usage.ru_stime))
-code = os.waitstatus_to_exitcode(status)
-sys.exit(code if code >= 0 else 128 - code)
-'
-measure() { python3 -c "$MEASURE_PY" "$@"; }
-
-cleanup() {
-    if ((STOP)); then
-        bash "$KAFKA" stop --name "$BROKER_NAME" || true
-        bash "$REGISTRY" stop --name "$REGISTRY_NAME" || true
-    fi
-}
-trap cleanup EXIT
+bench_krec
 bash "$REGISTRY" fetch
-if ! bash "$KAFKA" status --name "$BROKER_NAME" >/dev/null 2>&1; then
-    log "starting broker '$BROKER_NAME'"
-    bash "$KAFKA" start --name "$BROKER_NAME" >/dev/null
-fi
-BOOTSTRAP="$(bash "$KAFKA" bootstrap --name "$BROKER_NAME")"
+bench_broker bench-schema
+REGISTRY_NAME="${KREC_BENCH_REGISTRY:-$BROKER_NAME}"
+# The registry as the broker: reused if it answers, else started (and stopped by --quick).
+stop_registry="bash \"\$REGISTRY\" stop --name \"$REGISTRY_NAME\" >/dev/null 2>&1"
 if ! REGISTRY_URL="$(bash "$REGISTRY" url --name "$REGISTRY_NAME" 2>/dev/null)" ||
     ! curl -sf "$REGISTRY_URL/schemas/types" >/dev/null 2>&1; then
     log "starting registry '$REGISTRY_NAME'"
+    ((QUICK || STOP)) && bench_on_exit "$stop_registry"
     REGISTRY_URL="$(bash "$REGISTRY" start --name "$REGISTRY_NAME")"
+elif ((STOP)); then
+    bench_on_exit "$stop_registry"
 fi
 PYTHON="$(bash "$REGISTRY" python)"
 
@@ -108,19 +77,21 @@ for kind in avro protobuf; do
     for name in "${CONSUMERS[@]}"; do
         # Raw Avro and Protobuf bytes hold newlines: krec-json reads the same records.
         [[ "$name" == krec-raw ]] && continue
+        # shellcheck disable=SC2091 # the command line, split into words and run
         lines="$($(consumer "$name" "$kind") | wc -l)"
-        [[ "$lines" == "$RECORDS" ]] || { log "$name on $kind printed $lines lines, not $RECORDS"; exit 1; }
+        [[ "$lines" == "$RECORDS" ]] || die "$name on $kind printed $lines lines, not $RECORDS"
     done
 done
 topic="TOPIC_avro"; value_bytes="$("$KREC" consume -b "$BOOTSTRAP" -t "${!topic}" -e -f '%S\n' | awk '{s+=$1} END {printf "%.0f", s/NR}')"
 
 : >"$OUT/results.tsv"
-for run in $(seq 1 "$RUNS"); do
+for _ in $(seq 1 "$RUNS"); do
     for kind in avro protobuf; do
         for name in "${CONSUMERS[@]}"; do
             # shellcheck disable=SC2046
             measure "$OUT/one" $(consumer "$name" "$kind") >/dev/null
-            printf '%s\t%s\t%s\n' "$kind" "$name" "$(cat "$OUT/one")" >>"$OUT/results.tsv"
+            read -r _ user sys _ <"$OUT/one"
+            printf '%s\t%s\t%s\n' "$kind" "$name" "$(awk "BEGIN { print $user + $sys }")" >>"$OUT/results.tsv"
         done
     done
 done
