@@ -39,7 +39,7 @@ if ((QUICK)); then
     SEGMENTS="$OUT/segments"
     CHART="$OUT/bench-decode.png"
     GEN_ARGS=(--target-bytes 4096 --max-records 40)
-    JMH_ARGS=(-f 1 -wi 1 -w 100ms -i 1 -r 100ms)
+    JMH_ARGS=(-f 1 -wi 0 -i 1 -r 100ms)
     CRITERION_ARGS=(--warm-up-time 0.05 --measurement-time 0.1 --sample-size 10 --nresamples 1000)
 else
     SEGMENTS="$REPO_ROOT/target/bench-segments"
@@ -69,12 +69,15 @@ if ! "$PYTHON" -c 'import matplotlib' 2>/dev/null; then
 fi
 
 # --- build -------------------------------------------------------------------------------------
-command -v mvn >/dev/null || { log "mvn not found (Maven builds the JMH jar)"; exit 1; }
-log "building the JMH jar (benches/java)"
-mvn -q -B -f benches/java/pom.xml package -DskipTests >"$OUT/mvn.log" 2>&1 \
-    || { tail -n 40 "$OUT/mvn.log" >&2; log "Maven failed (full log: $OUT/mvn.log)"; exit 1; }
 JAR="$REPO_ROOT/benches/java/target/krec-java-decode-bench.jar"
-[[ -f "$JAR" ]] || { log "Maven did not produce $JAR"; exit 1; }
+# Maven only when a source is newer than the jar: even with nothing to do it takes seconds.
+if [[ ! -f "$JAR" || -n "$(find benches/java/pom.xml benches/java/src -newer "$JAR" -print -quit)" ]]; then
+    command -v mvn >/dev/null || { log "mvn not found (Maven builds the JMH jar)"; exit 1; }
+    log "building the JMH jar (benches/java)"
+    mvn -q -B -f benches/java/pom.xml package -DskipTests >"$OUT/mvn.log" 2>&1 \
+        || { tail -n 40 "$OUT/mvn.log" >&2; log "Maven failed (full log: $OUT/mvn.log)"; exit 1; }
+    [[ -f "$JAR" ]] || { log "Maven did not produce $JAR"; exit 1; }
+fi
 
 log "building and running the input generator"
 cargo build -q "${GEN_CARGO[@]}" --example gen_bench_segments
@@ -92,17 +95,19 @@ cargo bench -q "${BENCH_CARGO[@]}" --bench decode_vs_java --no-run >&2
 JMH_JSON="$OUT/jmh.json"
 rm -f "$JMH_JSON"
 shape_csv="$(IFS=,; echo "${SHAPE_LIST[*]}")"
-log "running JMH: ${JMH_ARGS[*]}"
-java -jar "$JAR" DecodeBench "${JMH_ARGS[@]}" \
-    -p dir="$SEGMENTS" -p shape="$shape_csv" \
-    -rf json -rff "$JMH_JSON" >"$OUT/jmh.log" 2>&1 \
-    || { tail -n 40 "$OUT/jmh.log" >&2; log "JMH failed (full log: $OUT/jmh.log)"; exit 1; }
-# JMH keeps going after a failing trial (a count mismatch in the setup), so look for one.
-if grep -q '<failure>' "$OUT/jmh.log"; then
-    grep -A 12 '<failure>' "$OUT/jmh.log" >&2
-    log "a JMH trial failed (full log: $OUT/jmh.log)"
-    exit 1
-fi
+run_jmh() {
+    log "running JMH: ${JMH_ARGS[*]}"
+    java -jar "$JAR" DecodeBench "${JMH_ARGS[@]}" \
+        -p dir="$SEGMENTS" -p shape="$shape_csv" \
+        -rf json -rff "$JMH_JSON" >"$OUT/jmh.log" 2>&1 \
+        || { tail -n 40 "$OUT/jmh.log" >&2; log "JMH failed (full log: $OUT/jmh.log)"; exit 1; }
+    # JMH keeps going after a failing trial (a count mismatch in the setup), so look for one.
+    if grep -q '<failure>' "$OUT/jmh.log"; then
+        grep -A 12 '<failure>' "$OUT/jmh.log" >&2
+        log "a JMH trial failed (full log: $OUT/jmh.log)"
+        exit 1
+    fi
+}
 
 # --- krec (criterion) --------------------------------------------------------------------------
 CRITERION_HOME="$OUT/criterion"
@@ -111,11 +116,24 @@ rm -rf "$CRITERION_HOME"
 # floor (crates/batch/benches/support/floor.rs: CRC32C + raw block decompression + a bare walk,
 # no checks) says how much faster than Java any decoder that checks CRCs could be.
 criterion_filter="^($(IFS='|'; echo "${SHAPE_LIST[*]}"))/(krec|floor)\$"
-log "running criterion: ${CRITERION_ARGS[*]}"
-CRITERION_HOME="$CRITERION_HOME" KREC_BENCH_SEGMENTS="$SEGMENTS" \
-    cargo bench -q "${BENCH_CARGO[@]}" --bench decode_vs_java -- "${CRITERION_ARGS[@]}" "$criterion_filter" \
-    >"$OUT/criterion.log" 2>&1 \
-    || { tail -n 40 "$OUT/criterion.log" >&2; log "criterion bench failed (full log: $OUT/criterion.log)"; exit 1; }
+run_criterion() {
+    log "running criterion: ${CRITERION_ARGS[*]}"
+    CRITERION_HOME="$CRITERION_HOME" KREC_BENCH_SEGMENTS="$SEGMENTS" \
+        cargo bench -q "${BENCH_CARGO[@]}" --bench decode_vs_java -- "${CRITERION_ARGS[@]}" "$criterion_filter" \
+        >"$OUT/criterion.log" 2>&1 \
+        || { tail -n 40 "$OUT/criterion.log" >&2; log "criterion bench failed (full log: $OUT/criterion.log)"; exit 1; }
+}
+
+if ((QUICK)); then
+    # Times do not count here, so the two sides share the cores instead of taking turns.
+    run_criterion &
+    criterion_pid=$!
+    run_jmh
+    wait "$criterion_pid"
+else
+    run_jmh
+    run_criterion
+fi
 
 # --- report ------------------------------------------------------------------------------------
 # The crates under test move fast: name the commit, and say when the tree differed from it.
