@@ -49,7 +49,7 @@ TLS=0
 QUICK_SETTINGS=(RECORDS=3000 RUNS=1)
 bench_args "--records= --runs= --partitions= --fill-only --scaling-only --stop --tls" "$@"
 bench_positive_int RECORDS RUNS PARTITIONS
-((RECORDS >= 2)) || die "--records must be >= 2"
+((RECORDS >= 2)) || usage_error "--records must be >= 2"
 
 if ((QUICK)); then
     OUT="$REPO_ROOT/target/bench-consume/quick"

@@ -27,7 +27,7 @@ RUNS=5
 COMPRESSION=zstd
 QUICK_SETTINGS=(RECORDS=20000 RUNS=1)
 bench_args "--records= --runs= --compression= --stop" "$@"
-[[ "$COMPRESSION" =~ ^(zstd|lz4|snappy|gzip|none)$ ]] || die "--compression: zstd, lz4, snappy, gzip or none"
+[[ "$COMPRESSION" =~ ^(zstd|lz4|snappy|gzip|none)$ ]] || usage_error "--compression: zstd, lz4, snappy, gzip or none"
 bench_positive_int RECORDS RUNS
 
 OUT="$REPO_ROOT/target/bench-questions/$RECORDS-$COMPRESSION"

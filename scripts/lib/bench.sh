@@ -6,7 +6,8 @@
 # Sets: SCRIPT_DIR (scripts/), REPO_ROOT, KAFKA (scripts/kafka.sh), BENCH (the script's name
 # without .sh, for messages), QUICK=0, STOP=0; sets `set -euo pipefail`. Defines:
 #
-#   log MESSAGE / die MESSAGE     to stderr, prefixed with the script's name (die exits 1)
+#   log MESSAGE / die MESSAGE     to stderr, prefixed with the script's name (die exits 1;
+#                                 usage_error MESSAGE exits 2, for a bad command line)
 #   bench_args SPEC "$@"          the flags (below)
 #   bench_krec                    KREC: $KREC_BIN, or a release build of krec made here
 #   bench_broker DEFAULT [START_OPTION...]
@@ -34,6 +35,11 @@ log() { echo "$BENCH: $*" >&2; }
 die() {
     log "$*"
     exit 1
+}
+# A bad command line: exit status 2, as for any command.
+usage_error() {
+    log "$* (see --help)"
+    exit 2
 }
 
 # --- flags ------------------------------------------------------------------------------------
@@ -64,16 +70,16 @@ bench_args() {
                 ;;
             --*)
                 if [[ "$spec" == *" $flag= "* ]]; then
-                    (($# >= 2)) || die "$flag needs a value (see --help)"
+                    (($# >= 2)) || usage_error "$flag needs a value"
                     declare -g "$var=$2"
                     shift
                 elif [[ "$spec" == *" $flag "* ]]; then
                     declare -g "$var=1"
                 else
-                    die "unknown argument $flag (see --help)"
+                    usage_error "unknown argument $flag"
                 fi
                 ;;
-            *) die "unknown argument $flag (see --help)" ;;
+            *) usage_error "unknown argument $flag" ;;
         esac
         shift
     done
@@ -85,11 +91,12 @@ bench_usage() {
     awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$BENCH_SCRIPT"
 }
 
-# bench_positive_int NAME...: each named variable holds an integer >= 1.
+# bench_positive_int VAR...: each variable (set by its flag) holds an integer >= 1.
 bench_positive_int() {
-    local name
-    for name in "$@"; do
-        [[ "${!name}" =~ ^[0-9]+$ && "${!name}" -ge 1 ]] || die "${name,,} must be an integer >= 1, not '${!name}'"
+    local var flag
+    for var in "$@"; do
+        flag="${var,,}"
+        [[ "${!var}" =~ ^[0-9]+$ && "${!var}" -ge 1 ]] || usage_error "--${flag//_/-} must be an integer >= 1, not '${!var}'"
     done
 }
 
