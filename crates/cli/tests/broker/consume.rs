@@ -1,10 +1,6 @@
 //! `krec consume` against a real broker: records written by real producers come back exactly.
-//! Run through `bash scripts/test.sh` (it starts the broker and enables `broker-tests`).
-#![cfg(feature = "broker-tests")]
 
-mod support;
-
-use support::broker::{
+use crate::support::broker::{
     assert_same_records, broker, unique_topic, varied_record, PlannedRecord, ProducePlan, Produced,
 };
 
@@ -201,7 +197,7 @@ fn unknown_topic_is_a_clear_error() {
 #[test]
 fn unreachable_bootstrap_is_a_clear_error() {
     // Port 1 on loopback refuses connections.
-    let output = support::broker::krec_consume_command("127.0.0.1:1", "t", &["-e"])
+    let output = crate::support::broker::krec_consume_command("127.0.0.1:1", "t", &["-e"])
         .output()
         .expect("run krec");
     assert!(!output.status.success());

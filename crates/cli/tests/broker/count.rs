@@ -1,14 +1,11 @@
 //! `krec count` against a real broker and its segment files: exact counts of what a
 //! transactional librdkafka producer acknowledged, aborted transactions left out under
 //! read_committed, and a log start inside a compressed batch.
-#![cfg(feature = "broker-tests")]
-
-mod support;
 
 use std::collections::BTreeMap;
 use std::process::{Command, Output, Stdio};
 
-use support::broker::{broker, simple_records, unique_topic, Broker, ProducePlan};
+use crate::support::broker::{broker, simple_records, unique_topic, Broker, ProducePlan};
 
 fn krec(args: &[&str]) -> Output {
     let output = Command::new(env!("CARGO_BIN_EXE_krec"))

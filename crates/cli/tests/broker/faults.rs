@@ -6,24 +6,21 @@
 //! - assign mode: have printed every acknowledged record exactly once, in order per partition;
 //! - group mode: have lost nothing, repeating only records after its last commit before the
 //!   fault (the number of repeats is printed).
-#![cfg(feature = "broker-tests")]
-
-mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::{OnceLock, RwLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde_json::json;
-use support::broker::{broker, unique_topic, wait_with_timeout};
-use support::faults::{
+use crate::support::broker::{broker, unique_topic, wait_with_timeout};
+use crate::support::faults::{
     assert_exactly_once_in_order, note, proxied_broker, read_sequenced, wait_printed, LaneGuard,
     ProxiedBroker, SequenceProducer,
 };
-use support::group::{print_counts, wait_stable, wait_until, Member, Position};
-use support::secure::{secure_broker, SecureBroker};
+use crate::support::group::{print_counts, wait_stable, wait_until, Member, Position};
+use crate::support::secure::{secure_broker, SecureBroker};
 
 /// How long krec may take to catch up once a fault is over: bounded, not timed for speed.
 const RECOVERY_BOUND: Duration = Duration::from_secs(30);
@@ -34,10 +31,6 @@ const PARTITIONS: i32 = 2;
 const RECORDS_PER_SECOND: f64 = 300.0;
 const PADDING: usize = 200;
 
-/// A broker frozen with SIGSTOP stops every lane of its instance: that test runs alone on it.
-static FREEZE_PLAIN: RwLock<()> = RwLock::new(());
-static FREEZE_SECURED: RwLock<()> = RwLock::new(());
-
 fn plain() -> &'static ProxiedBroker {
     static PLAIN: OnceLock<ProxiedBroker> = OnceLock::new();
     PLAIN.get_or_init(|| proxied_broker("KREC_TEST_PROXY_ENV", broker()))
@@ -47,7 +40,7 @@ fn secured() -> &'static (ProxiedBroker, SecureBroker) {
     static SECURED: OnceLock<(ProxiedBroker, SecureBroker)> = OnceLock::new();
     SECURED.get_or_init(|| {
         let secure = secure_broker();
-        let admin = support::broker::Broker {
+        let admin = crate::support::broker::Broker {
             bootstrap: secure.admin.bootstrap.clone(),
             kafka_sh: secure.admin.kafka_sh.clone(),
             name: secure.admin.name.clone(),
@@ -234,7 +227,6 @@ fn positions(path: &Path) -> BTreeSet<Position> {
 
 /// Runs `scenario` with one krec in assign mode on a lane of `broker`.
 fn assign_mode(broker: &ProxiedBroker, properties: &[String], scenario: Scenario) {
-    let _turn = turn(broker, &scenario.fault);
     let lane = broker.take_lane();
     let prefix = if properties.is_empty() {
         "fault"
@@ -325,22 +317,8 @@ fn expect_log(scenario: &Scenario, log: &str) {
     }
 }
 
-/// Shared access to `broker`, exclusive for the test that freezes it.
-fn turn(broker: &ProxiedBroker, fault: &Fault) -> Box<dyn std::any::Any> {
-    let lock = if std::ptr::eq(broker, plain()) {
-        &FREEZE_PLAIN
-    } else {
-        &FREEZE_SECURED
-    };
-    match fault {
-        Fault::Frozen => Box::new(lock.write().unwrap_or_else(|p| p.into_inner())),
-        _ => Box::new(lock.read().unwrap_or_else(|p| p.into_inner())),
-    }
-}
-
 /// Runs `scenario` with one `krec consume -G` member on a lane of `broker`.
 fn group_mode(broker: &ProxiedBroker, properties: &[String], scenario: Scenario) {
-    let _turn = turn(broker, &scenario.fault);
     let lane = broker.take_lane();
     let prefix = if properties.is_empty() {
         "fault-group"
@@ -616,11 +594,6 @@ fn assign_mode_through_a_disabled_proxy() {
 }
 
 #[test]
-fn assign_mode_through_a_frozen_broker() {
-    assign_mode(plain(), &[], frozen());
-}
-
-#[test]
 fn group_mode_through_latency_with_jitter() {
     group_mode(plain(), &[], latency());
 }
@@ -653,11 +626,6 @@ fn group_mode_through_limit_data() {
 #[test]
 fn group_mode_through_a_disabled_proxy() {
     group_mode(plain(), &[], disabled());
-}
-
-#[test]
-fn group_mode_through_a_frozen_broker() {
-    group_mode(plain(), &[], frozen());
 }
 
 #[test]
@@ -703,12 +671,6 @@ fn sasl_ssl_assign_through_a_disabled_proxy() {
 }
 
 #[test]
-fn sasl_ssl_assign_through_a_frozen_broker() {
-    let (broker, properties) = sasl_ssl();
-    assign_mode(broker, &properties, frozen());
-}
-
-#[test]
 fn sasl_ssl_group_through_latency_with_jitter() {
     let (broker, properties) = sasl_ssl();
     group_mode(broker, &properties, latency());
@@ -750,8 +712,29 @@ fn sasl_ssl_group_through_a_disabled_proxy() {
     group_mode(broker, &properties, disabled());
 }
 
-#[test]
-fn sasl_ssl_group_through_a_frozen_broker() {
-    let (broker, properties) = sasl_ssl();
-    group_mode(broker, &properties, frozen());
+/// A frozen broker stalls every test on it: these run alone (see `crate::solo`).
+mod solo {
+    use super::*;
+
+    #[test]
+    fn assign_mode_through_a_frozen_broker() {
+        assign_mode(plain(), &[], frozen());
+    }
+
+    #[test]
+    fn group_mode_through_a_frozen_broker() {
+        group_mode(plain(), &[], frozen());
+    }
+
+    #[test]
+    fn sasl_ssl_assign_through_a_frozen_broker() {
+        let (broker, properties) = sasl_ssl();
+        assign_mode(broker, &properties, frozen());
+    }
+
+    #[test]
+    fn sasl_ssl_group_through_a_frozen_broker() {
+        let (broker, properties) = sasl_ssl();
+        group_mode(broker, &properties, frozen());
+    }
 }

@@ -4,16 +4,13 @@
 //! partition, and after a clean stop (SIGTERM) the session is gone again, closed by krec.
 //! With `-X fetch.sessions=false` the cache does not change. Either way every record,
 //! those produced while krec tails included, is printed exactly once, in order.
-#![cfg(feature = "broker-tests")]
-
-mod support;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use support::broker::{
+use crate::support::broker::{
     assert_same_records, broker, krec_consume_command, parse_json_lines, simple_records,
     unique_topic, wait_with_timeout, Broker, ProducePlan, Produced,
 };
@@ -189,43 +186,49 @@ impl Drop for TopicGuard<'_> {
     }
 }
 
-#[test]
-fn the_broker_holds_one_incremental_session_of_every_partition_while_krec_tails() {
-    let broker = broker();
-    let topic = unique_topic("fetch-sessions");
-    broker.create_topic(&topic, PARTITIONS as u32, 1);
-    let _delete = TopicGuard {
-        broker: &broker,
-        topic: topic.clone(),
-    };
-    wait_for_logs(&broker, &topic);
-    let mut produced = produce(&broker, &topic, 0, BACKLOG);
-    let before = session_cache(&broker);
+/// The broker's session cache is broker-wide: other tests' consumers would change its counts,
+/// so this runs alone (see `crate::solo`).
+mod solo {
+    use super::*;
 
-    let with_sessions = SessionCache {
-        sessions: before.sessions + 1,
-        partitions: before.partitions + i64::from(PARTITIONS),
-    };
-    let mut tail_and_stop = |property: &str| {
-        let mut tail = Tail::start(&broker, &topic, &["-X", property]);
-        tail.wait_for(produced.len());
-        let during = session_cache(&broker);
-        // Records arriving while krec tails go through incremental fetches.
-        produced.extend(produce(&broker, &topic, produced.len(), TAILED));
-        tail.wait_for(produced.len());
-        let printed = tail.stop();
-        assert_same_records(&printed, &produced);
-        during
-    };
-    assert_eq!(
-        tail_and_stop("fetch.sessions=true"),
-        with_sessions,
-        "krec's session while it runs"
-    );
-    assert_eq!(
-        tail_and_stop("fetch.sessions=false"),
-        before,
-        "none with fetch.sessions=false (and the first krec closed its own when it stopped)"
-    );
-    assert_eq!(session_cache(&broker), before);
+    #[test]
+    fn the_broker_holds_one_incremental_session_of_every_partition_while_krec_tails() {
+        let broker = broker();
+        let topic = unique_topic("fetch-sessions");
+        broker.create_topic(&topic, PARTITIONS as u32, 1);
+        let _delete = TopicGuard {
+            broker: &broker,
+            topic: topic.clone(),
+        };
+        wait_for_logs(&broker, &topic);
+        let mut produced = produce(&broker, &topic, 0, BACKLOG);
+        let before = session_cache(&broker);
+
+        let with_sessions = SessionCache {
+            sessions: before.sessions + 1,
+            partitions: before.partitions + i64::from(PARTITIONS),
+        };
+        let mut tail_and_stop = |property: &str| {
+            let mut tail = Tail::start(&broker, &topic, &["-X", property]);
+            tail.wait_for(produced.len());
+            let during = session_cache(&broker);
+            // Records arriving while krec tails go through incremental fetches.
+            produced.extend(produce(&broker, &topic, produced.len(), TAILED));
+            tail.wait_for(produced.len());
+            let printed = tail.stop();
+            assert_same_records(&printed, &produced);
+            during
+        };
+        assert_eq!(
+            tail_and_stop("fetch.sessions=true"),
+            with_sessions,
+            "krec's session while it runs"
+        );
+        assert_eq!(
+            tail_and_stop("fetch.sessions=false"),
+            before,
+            "none with fetch.sessions=false (and the first krec closed its own when it stopped)"
+        );
+        assert_eq!(session_cache(&broker), before);
+    }
 }

@@ -1,14 +1,11 @@
 //! `--key`, `--header`, `--grep` and `--partitioner` against records written by kcat
 //! (librdkafka's default partitioner) and by Kafka's Java console producer (murmur2), on
 //! `krec consume` and on `krec decode` of the broker's segment files.
-#![cfg(feature = "broker-tests")]
-
-mod support;
 
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use support::broker::{broker, parse_json_lines, unique_topic, Broker, Produced};
+use crate::support::broker::{broker, parse_json_lines, unique_topic, Broker, Produced};
 
 const PARTITIONS: u32 = 6;
 

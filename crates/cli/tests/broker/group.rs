@@ -1,15 +1,12 @@
 //! Consumer groups against the real broker: krec members splitting a topic, a member killed
 //! or stopped mid-stream, and a Java consumer in the same group. Each scenario runs with the
 //! classic protocol and with KIP-848's consumer protocol.
-#![cfg(feature = "broker-tests")]
-
-mod support;
 
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use support::broker::{broker, unique_topic};
-use support::group::{
+use crate::support::broker::{broker, unique_topic};
+use crate::support::group::{
     print_counts, start_settled_members, wait_all_printed, wait_stable, wait_until, Member,
     PacedProducer, Position,
 };

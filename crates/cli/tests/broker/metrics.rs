@@ -3,9 +3,6 @@
 //! lag, record and assignment series with the values krec must have. `/health` is 200 while
 //! fetching works and 503 once krec gives up (the broker stopped for longer than
 //! `--give-up-after-ms`).
-#![cfg(feature = "broker-tests")]
-
-mod support;
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -13,8 +10,8 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::RwLock;
 use std::time::{Duration, Instant};
 
-use support::broker::{broker, simple_records, unique_topic, wait_with_timeout, ProducePlan};
-use support::metrics::{free_port, get, promtool_check, samples, Prometheus};
+use crate::support::broker::{broker, simple_records, unique_topic, wait_with_timeout, ProducePlan};
+use crate::support::metrics::{free_port, get, promtool_check, samples, Prometheus};
 
 /// The health test stops the broker: the other tests of this file wait for it to be back.
 static BROKER_UP: RwLock<()> = RwLock::new(());

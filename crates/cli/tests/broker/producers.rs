@@ -1,12 +1,9 @@
 //! Records written by kcat (librdkafka) and by Kafka's own Java tools come back exactly, and a
 //! segment file written by the broker decodes (`krec decode`) to what `krec consume` prints.
-#![cfg(feature = "broker-tests")]
-
-mod support;
 
 use std::process::{Command, Stdio};
 
-use support::broker::{broker, unique_topic, varied_record, ProducePlan};
+use crate::support::broker::{broker, unique_topic, varied_record, ProducePlan};
 
 const CODECS: [&str; 5] = ["none", "gzip", "snappy", "lz4", "zstd"];
 

@@ -1,14 +1,11 @@
 //! `-o` ranges (kcat's `s@`/`e@`, rpk's `START:END`) and `--idle-timeout` against records
 //! librdkafka wrote with chosen timestamps, one of them out of time order inside its batch.
 //! Every bounded read must exit by itself, with exactly the records of the range.
-#![cfg(feature = "broker-tests")]
-
-mod support;
 
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
-use support::broker::{
+use crate::support::broker::{
     broker, krec_consume_command, parse_json_lines, unique_topic, Broker, PlannedRecord,
     ProducePlan, Produced,
 };

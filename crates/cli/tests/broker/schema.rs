@@ -1,9 +1,6 @@
 //! `-s` / `-r` against a real Schema Registry (Apicurio, started by scripts/test.sh) with
 //! values written by the Confluent Python serializers: krec's JSON equals the producer's
 //! objects rendered in the documented mapping (support/schema_producer.py), field by field.
-#![cfg(feature = "broker-tests")]
-
-mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -12,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use krec_schema::{RegistryConfig, SchemaRegistry};
 use serde_json::Value;
-use support::broker::{broker, krec_consume_command, unique_topic, Broker};
+use crate::support::broker::{broker, krec_consume_command, unique_topic, Broker};
 
 fn registry_url() -> String {
     std::env::var("KREC_TEST_REGISTRY_URL")
@@ -209,7 +206,7 @@ fn an_https_registry_is_trusted_through_its_ca_file_and_only_so() {
     let broker = broker();
     let https = std::env::var("KREC_TEST_REGISTRY_HTTPS_URL")
         .expect("KREC_TEST_REGISTRY_HTTPS_URL: run through scripts/test.sh");
-    let ca = support::secure::secure_broker().get("CA_PEM").to_owned();
+    let ca = crate::support::secure::secure_broker().get("CA_PEM").to_owned();
     let (topic, expected) = produce(&broker, "json", &[]);
     let trusted = format!("schema.registry.ssl.ca.location={ca}");
     let args = ["-J", "-s", "value=json", "-r", https.as_str(), "-X"];

@@ -2,16 +2,13 @@
 //! SASL mechanism reads what librdkafka wrote, exactly; properties from `-X`, `-F`, Java-style
 //! files and `$KREC_CONFIG`; a group with commits; re-authentication; and every failure a
 //! person can cause, each with its message, exit status and time bound.
-#![cfg(feature = "broker-tests")]
-
-mod support;
 
 use std::process::Command;
 use std::time::Duration;
 
-use support::broker::{assert_same_records, parse_json_lines, unique_topic, varied_record};
-use support::broker::{ProducePlan, Produced};
-use support::secure::{krec_secure, krec_secure_command, run_limited, secure_broker, SecureBroker};
+use crate::support::broker::{assert_same_records, parse_json_lines, unique_topic, varied_record};
+use crate::support::broker::{ProducePlan, Produced};
+use crate::support::secure::{krec_secure, krec_secure_command, run_limited, secure_broker, SecureBroker};
 
 /// A failure must end krec within this (no reconnect loop).
 const FAILURE_LIMIT: Duration = Duration::from_secs(10);

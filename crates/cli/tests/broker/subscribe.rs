@@ -1,9 +1,6 @@
 //! Subscriptions against the real broker: `-t` lists and `^` patterns, without a group and
 //! with one (classic and KIP-848): topics created before the start and while krec runs, a
 //! topic deleted while krec reads it, and internal topics that a pattern must not take.
-#![cfg(feature = "broker-tests")]
-
-mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
@@ -11,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use support::broker::{broker, unique_topic, Broker};
-use support::group::wait_until;
+use crate::support::broker::{broker, unique_topic, Broker};
+use crate::support::group::wait_until;
 
 /// A record as printed by `-f '%t %p %o %s\n'`: topic, partition, offset, value.
 type Printed = (String, i32, i64, String);
@@ -92,7 +89,7 @@ impl Reader {
     }
 
     fn wait_success(&mut self, timeout: Duration) {
-        let status = support::broker::wait_with_timeout(&mut self.child, timeout);
+        let status = crate::support::broker::wait_with_timeout(&mut self.child, timeout);
         assert!(
             status.is_some_and(|s| s.success()),
             "krec did not exit cleanly: {status:?}\n{}",
@@ -284,7 +281,7 @@ fn argument_errors_come_before_connecting_with_exit_status_2() {
         ("ok,^logs-(", vec![], "invalid topic pattern: \"^logs-(\""),
         ("^a", vec!["--metadata-refresh-ms", "0"], "must be positive"),
     ] {
-        let output = support::broker::krec_consume_command("127.0.0.1:1", topics, &extra)
+        let output = crate::support::broker::krec_consume_command("127.0.0.1:1", topics, &extra)
             .output()
             .expect("run krec");
         let stderr = String::from_utf8_lossy(&output.stderr);

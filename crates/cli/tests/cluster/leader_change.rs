@@ -1,11 +1,7 @@
 //! A leader change on a three-node cluster in the middle of a consume: the consumer follows
 //! the new leaders and delivers every record exactly once, in order per partition.
-//! Run through `bash scripts/test.sh` (it starts the cluster and enables `cluster-tests`).
-#![cfg(feature = "cluster-tests")]
 
-mod support;
-
-use support::broker::{
+use crate::support::broker::{
     assert_same_records, cluster, simple_records, unique_topic, HeldConsume, ProducePlan,
 };
 

@@ -2,16 +2,12 @@
 //! and the brokers run the rack-aware replica selector: with `client.rack`, krec reads from
 //! the follower in its rack (the brokers' own per-topic byte counters say so), falls back to
 //! the leaders when that follower stops, and without a rack reads from the leaders.
-//! Run through `bash scripts/test.sh` (it starts the cluster and enables `cluster-tests`).
-#![cfg(feature = "cluster-tests")]
-
-mod support;
 
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 
-use support::broker::{
+use crate::support::broker::{
     assert_same_records, cluster, simple_records, unique_topic, Broker, HeldConsume, ProducePlan,
     Produced,
 };

@@ -1,14 +1,12 @@
 //! `krec decode` on encoder-built segments: transaction markers hidden by
 //! default and shown with `--print-control`, binary header keys, LogAppendTime.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 
 use krec_batch::encode::{BatchBuilder, RecordSpec};
 use krec_batch::{Compression, ControlKind};
 use serde_json::{json, Value};
-use support::decode::{krec, parse_krec_json, stderr_text};
+use crate::support::decode::{krec, parse_krec_json, stderr_text};
 
 const PRODUCER: i64 = 4000;
 
@@ -225,10 +223,10 @@ fn binary_header_keys_and_log_append_time() {
 
 #[test]
 fn real_transaction_markers_from_librdkafka() {
-    let dir = support::decode::data_dir();
+    let dir = crate::support::decode::data_dir();
     let bin = dir.join("librdkafka-transactional.bin");
     let data_expected =
-        support::decode::read_expected(&dir.join("librdkafka-transactional.expected.jsonl"));
+        crate::support::decode::read_expected(&dir.join("librdkafka-transactional.expected.jsonl"));
     let controls: Vec<(i64, String)> =
         std::fs::read_to_string(dir.join("librdkafka-transactional.control.jsonl"))
             .expect("control fixture")

@@ -2,13 +2,11 @@
 //! cut short, a record count that lies) are reported with their offsets and byte position and
 //! skipped whole under `skip` (exit 3), and stop the decode under `stop`, the default (exit 1).
 
-mod support;
-
 use std::path::{Path, PathBuf};
 
 use krec_batch::layout::v2::RECORD_COUNT_AT;
 use krec_batch::layout::LENGTH_AT;
-use support::decode::{
+use crate::support::decode::{
     batch_spans, data_dir, krec, parse_krec_json, read_expected, resign_v2, stderr_text,
     ExpectedRecord,
 };

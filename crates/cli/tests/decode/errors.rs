@@ -2,15 +2,13 @@
 //! the bad spot is printed, then one message naming file, byte and offset, and
 //! a non-zero exit. Never a panic, never an allocation sized by the input.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 
 use krec_batch::DecodeConfig;
 use krec_cli::decode::{decode_bytes, DecodeFailure};
 use krec_cli::format::{OutputFormat, RecordContext, RecordWriter};
 use proptest::prelude::*;
-use support::decode::{
+use crate::support::decode::{
     batch_spans, data_dir, krec, parse_krec_json, read_expected, stderr_text, ExpectedRecord,
 };
 

@@ -1,12 +1,10 @@
 //! `krec decode` on golden segment images written by real producers
 //! (`tests/data/*.bin`), checked against their `*.expected.jsonl`.
 
-mod support;
-
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use support::decode::{
+use crate::support::decode::{
     batch_spans, data_dir, fixtures, krec, parse_krec_json, read_expected, stderr_text,
     ExpectedRecord,
 };

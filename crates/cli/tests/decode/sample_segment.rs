@@ -2,12 +2,10 @@
 //! from records produced by librdkafka in every codec plus one aborted transaction, decodes to
 //! exactly what the producer reported. Needs no running broker.
 
-mod support;
-
 use std::path::Path;
 use std::process::Command;
 
-use support::broker::{assert_same_records, parse_json_lines, parse_produced_lines};
+use crate::support::broker::{assert_same_records, parse_json_lines, parse_produced_lines};
 
 fn repo_file(relative: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -2,8 +2,6 @@
 //! on a large encoder-built segment, and the same error behaviour (records before the bad
 //! spot, then the one message naming file, byte and offset, exit 1) whatever the thread count.
 
-mod support;
-
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -13,7 +11,7 @@ use krec_cli::decode::{
     decode_bytes, decode_bytes_parallel, DecodeFailure, Parallelism, DEFAULT_RUN_BYTES,
 };
 use krec_cli::format::{FormatArgs, RecordContext};
-use support::decode::{batch_spans, fixtures, krec, mixed_segment, parse_krec_json, stderr_text};
+use crate::support::decode::{batch_spans, fixtures, krec, mixed_segment, parse_krec_json, stderr_text};
 
 const PRODUCER: i64 = 77;
 

@@ -6,4 +6,5 @@ pub mod decode;
 pub mod faults;
 pub mod group;
 pub mod metrics;
+pub mod questions;
 pub mod secure;

@@ -2,22 +2,19 @@
 //! produced, the broker is stopped cleanly, bytes of its segment file are patched on disk, and
 //! it is started again. A clean shutdown skips log recovery, and a fetch serves the file's bytes
 //! as they are, so krec receives exactly the patched batches.
-#![cfg(feature = "broker-tests")]
-
-mod support;
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use krec_batch::layout::v2::RECORD_COUNT_AT;
 use krec_batch::layout::LENGTH_AT;
-use support::broker::{
+use crate::support::broker::{
     assert_same_records, broker, parse_json_lines, simple_records, unique_topic, Broker,
     ProducePlan, Produced,
 };
-use support::decode::{batch_spans, resign_v2};
-use support::group::MEMBER_LOG;
-use support::metrics::{free_port, get, samples};
+use crate::support::decode::{batch_spans, resign_v2};
+use crate::support::group::MEMBER_LOG;
+use crate::support::metrics::{free_port, get, samples};
 
 /// A corrupt batch as the report must name it.
 struct Bad {

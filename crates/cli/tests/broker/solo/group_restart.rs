@@ -1,15 +1,12 @@
 //! A consumer group across a broker restart: the members lose the coordinator, find it again,
 //! rejoin, and go on from the committed offsets without losing a record. In a file of its
 //! own because restarting the shared broker would disturb the other group tests.
-#![cfg(feature = "broker-tests")]
-
-mod support;
 
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use support::broker::{broker, unique_topic};
-use support::group::{
+use crate::support::broker::{broker, unique_topic};
+use crate::support::group::{
     print_counts, start_settled_members, wait_all_printed, wait_until, Member, PacedProducer,
     Position,
 };

@@ -1,12 +1,9 @@
 //! A broker restarted in the middle of a consume: the consumer reconnects with backoff and
 //! resumes at the next offset, with no gap and no duplicate.
-#![cfg(feature = "broker-tests")]
-
-mod support;
 
 use std::time::Duration;
 
-use support::broker::{
+use crate::support::broker::{
     assert_same_records, broker, simple_records, unique_topic, HeldConsume, ProducePlan,
 };
 
