@@ -132,4 +132,3 @@ pub fn check_metadata(broker: &Broker, nodes: usize) {
         "{text}"
     );
 }
-
