@@ -23,6 +23,32 @@ pub struct ClusterArgs {
     pub client: ClientArgs,
 }
 
+/// `-p` and `--isolation`: which partitions of the topic, and whether open and aborted
+/// transactions count.
+#[derive(Debug, clap::Args)]
+pub struct PartitionArgs {
+    /// Partitions, comma-separated (default: all).
+    #[arg(
+        short = 'p',
+        long = "partitions",
+        value_delimiter = ',',
+        value_name = "N,..."
+    )]
+    pub partitions: Vec<i32>,
+
+    /// `read_uncommitted` (default, like kcat) or `read_committed`: aborted transactions are
+    /// left out, and the end of a partition is its last stable offset, not its high watermark.
+    #[arg(long = "isolation", default_value = "read_uncommitted", value_parser = ["read_uncommitted", "read_committed"])]
+    pub isolation: String,
+}
+
+impl PartitionArgs {
+    /// Whether `--isolation read_committed` was given.
+    pub fn read_committed(&self) -> bool {
+        self.isolation == "read_committed"
+    }
+}
+
 /// Where to connect and how.
 #[derive(Debug)]
 pub struct ClusterAccess {

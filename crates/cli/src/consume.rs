@@ -14,11 +14,12 @@ use std::time::Duration;
 
 use krec_batch::{DecodeConfig, OnCorrupt, Skipped};
 
+use crate::cluster::{ClusterArgs, PartitionArgs};
 use crate::corrupt::{report_line, SkipSource, SKIPPED_EXIT_CODE};
 use crate::format::{FormatArgs, RecordContext, RecordWriter};
 use crate::metrics_server::{Exporter, MetricsEndpoint};
 use crate::progress::{Cells, ChunkOutput, OutputWorkers, Progress};
-use crate::properties::{ClientArgs, ClientProperties};
+use crate::properties::ClientProperties;
 use crate::range::{self, OffsetRange, PartitionEnd, RangeEnds, RangeWatch};
 use crate::stats::{Stats, StatsFormat};
 use crate::time::now_ms;
@@ -119,14 +120,9 @@ pub struct MonitoringArgs {
 /// Arguments of `krec consume` (kcat's names where they exist).
 #[derive(Debug, clap::Args)]
 pub struct ConsumeArgs {
-    /// Bootstrap brokers, `HOST:PORT[,HOST:PORT...]` (default: `bootstrap.servers` from the
-    /// properties).
-    #[arg(short = 'b', long = "brokers", value_name = "HOST:PORT,...")]
-    pub brokers: Option<String>,
-
-    /// Client properties: TLS, SASL, client id.
+    /// Brokers and client properties.
     #[command(flatten)]
-    pub client: ClientArgs,
+    pub cluster: ClusterArgs,
 
     /// Topics to consume, `TOPIC[,TOPIC...]`; one starting with `^` is a regular expression
     /// matched against the cluster's topic names (internal topics only by name).
@@ -142,14 +138,9 @@ pub struct ConsumeArgs {
     #[command(flatten)]
     pub group: Box<GroupArgs>,
 
-    /// Partitions to consume, comma-separated (default: all).
-    #[arg(
-        short = 'p',
-        long = "partitions",
-        value_delimiter = ',',
-        value_name = "N,..."
-    )]
-    pub partitions: Vec<i32>,
+    /// The partitions to consume, and whether aborted transactions are shown.
+    #[command(flatten)]
+    pub read: PartitionArgs,
 
     /// Where to start, and where to stop: `beginning` (default), `end`, an absolute `OFFSET`,
     /// `-N` (N before the end), `@TIME` or `s@TIME` (first record at or after TIME), `e@TIME`
@@ -176,10 +167,6 @@ pub struct ConsumeArgs {
     /// Exit after writing this many records.
     #[arg(short = 'c', long = "count", value_name = "N")]
     pub count: Option<u64>,
-
-    /// `read_uncommitted` (default, like kcat) or `read_committed` (hides aborted transactions).
-    #[arg(long = "isolation", default_value = "read_uncommitted", value_parser = ["read_uncommitted", "read_committed"])]
-    pub isolation: String,
 
     /// When a fetch offset is out of range: `earliest`, `latest` or `fail`.
     #[arg(long = "reset", default_value = "earliest", value_name = "POLICY")]
@@ -246,7 +233,7 @@ pub struct ConsumeArgs {
 impl ConsumeArgs {
     /// The consumer settings these arguments and `properties` describe.
     pub fn consumer_config(&self, properties: &ClientProperties) -> Result<ConsumerConfig, Error> {
-        let brokers = match (&self.brokers, &properties.bootstrap) {
+        let brokers = match (&self.cluster.brokers, &properties.bootstrap) {
             (Some(brokers), _) | (None, Some(brokers)) => brokers,
             (None, None) => {
                 return Err(Error::InvalidArgument {
@@ -264,7 +251,7 @@ impl ConsumeArgs {
             config.connection.request_timeout = Duration::from_millis(ms);
         }
         config.client_rack = properties.client_rack.clone();
-        config.read_committed = self.isolation == "read_committed";
+        config.read_committed = self.read.read_committed();
         config.offset_reset = self.reset.parse::<OffsetReset>()?;
         if self.max_bytes <= 0 || self.partition_max_bytes <= 0 {
             return Err(Error::InvalidArgument {
@@ -312,7 +299,7 @@ impl ConsumeArgs {
             });
         }
         let single_name = subscription.names().len() == 1 && !subscription.has_patterns();
-        if !self.partitions.is_empty() && !single_name {
+        if !self.read.partitions.is_empty() && !single_name {
             return Err(Error::InvalidArgument {
                 what: "partitions",
                 detail: format!(
@@ -397,7 +384,7 @@ impl ConsumeArgs {
                 })
             }
         };
-        if !self.partitions.is_empty() {
+        if !self.read.partitions.is_empty() {
             return Err(Error::InvalidArgument {
                 what: "partitions",
                 detail: "-p cannot be used with -G: the group assigns the partitions".to_owned(),
@@ -455,7 +442,7 @@ fn report(error: &Error) -> ExitCode {
 
 /// Consumes as `args` say; the number of corrupt batches skipped.
 async fn consume(args: ConsumeArgs) -> Result<u64, Error> {
-    let properties = args.client.load()?;
+    let properties = args.cluster.client.load()?;
     let config = args.consumer_config(&properties)?;
     let range = OffsetRange::parse(&args.offset, now_ms())?;
     let start = range.start;
@@ -632,10 +619,10 @@ async fn bounded_topics(
 ) -> Result<Vec<(String, Vec<i32>)>, Error> {
     let mut topics = Vec::new();
     for topic in subscription.names() {
-        let partitions = if args.partitions.is_empty() {
+        let partitions = if args.read.partitions.is_empty() {
             key_partition(args, consumer.partitions(topic).await?)?
         } else {
-            args.partitions.clone()
+            args.read.partitions.clone()
         };
         topics.push((topic.clone(), partitions));
     }
@@ -690,8 +677,8 @@ async fn start_consuming(
     start: StartOffset,
 ) -> Result<(), Error> {
     match subscription.names() {
-        [topic] if !args.partitions.is_empty() => {
-            consumer.assign(topic, &args.partitions, start).await?;
+        [topic] if !args.read.partitions.is_empty() => {
+            consumer.assign(topic, &args.read.partitions, start).await?;
         }
         [topic] if args.partitioner.is_some() && !subscription.has_patterns() => {
             let partitions = key_partition(args, consumer.partitions(topic).await?)?;

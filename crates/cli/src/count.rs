@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use serde_json::json;
 
-use crate::cluster::{print, run_command, ClusterArgs};
+use crate::cluster::{print, run_command, ClusterArgs, PartitionArgs};
 use crate::decode::count::{FileCount, Tallies};
 use crate::format::{FilterArgs, RecordFilter};
 use crate::Error;
@@ -39,23 +39,14 @@ pub struct CountArgs {
     #[arg(short = 't', long = "topic")]
     pub topic: Option<String>,
 
-    /// Partitions to count on the cluster, comma-separated (default: all).
-    #[arg(
-        short = 'p',
-        long = "partitions",
-        value_delimiter = ',',
-        value_name = "N,..."
-    )]
-    pub partitions: Vec<i32>,
+    /// The partitions to count on the cluster, and the isolation level (in files too:
+    /// transactions no marker in them closes are left out under read_committed).
+    #[command(flatten)]
+    pub read: PartitionArgs,
 
     /// With files: the partition to print (default: from each file's directory).
     #[arg(long = "partition", value_name = "N")]
     pub partition: Option<i32>,
-
-    /// `read_uncommitted` (default) or `read_committed`: leave out aborted transactions (and,
-    /// in files, transactions no marker in them closes).
-    #[arg(long = "isolation", default_value = "read_uncommitted", value_parser = ["read_uncommitted", "read_committed"])]
-    pub isolation: String,
 
     /// JSON lines: one object per partition, then one total per topic.
     #[arg(short = 'J', long = "json")]
@@ -84,7 +75,7 @@ async fn count(args: CountArgs) -> Result<(), Error> {
         verify_crc: !args.no_crc,
         ..DecodeConfig::default()
     };
-    let read_committed = args.isolation == "read_committed";
+    let read_committed = args.read.read_committed();
     let filter = args.filter.filter()?;
     let tallies = if args.files.is_empty() {
         let Some(topic) = args.topic.as_deref() else {
@@ -95,7 +86,7 @@ async fn count(args: CountArgs) -> Result<(), Error> {
         };
         count_topic(&args, topic, config, read_committed, filter.as_ref()).await?
     } else {
-        if args.cluster.brokers.is_some() || !args.partitions.is_empty() {
+        if args.cluster.brokers.is_some() || !args.read.partitions.is_empty() {
             return Err(Error::InvalidArgument {
                 what: "count",
                 detail: "-b and -p count a topic on a cluster; files are counted alone".to_owned(),
@@ -132,10 +123,10 @@ async fn count_topic(
     config.read_committed = read_committed;
     config.decode = decode;
     let mut consumer = Consumer::connect(config.clone()).await?;
-    let partitions = if args.partitions.is_empty() {
+    let partitions = if args.read.partitions.is_empty() {
         consumer.partitions(topic).await?
     } else {
-        args.partitions.clone()
+        args.read.partitions.clone()
     };
     consumer
         .assign(topic, &partitions, StartOffset::Beginning)

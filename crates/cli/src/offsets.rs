@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::cluster::{print, run_command, ClusterArgs};
+use crate::cluster::{print, run_command, ClusterArgs, PartitionArgs};
 use crate::time::{now_ms, parse_instant};
 use crate::Error;
 use krec_client::metadata::{MetadataClient, PartitionMetadata};
@@ -32,24 +32,15 @@ pub struct OffsetsArgs {
     #[arg(short = 't', long = "topic")]
     pub topic: String,
 
-    /// Partitions, comma-separated (default: all).
-    #[arg(
-        short = 'p',
-        long = "partitions",
-        value_delimiter = ',',
-        value_name = "N,..."
-    )]
-    pub partitions: Vec<i32>,
+    /// The partitions, and the isolation level (the latest offset is the high watermark,
+    /// or under read_committed the last stable offset).
+    #[command(flatten)]
+    pub read: PartitionArgs,
 
     /// Also the offset of the first record at or after this time: milliseconds since the
     /// epoch, RFC 3339 (2026-11-30T10:00:00Z), or before now (-15m, -2h).
     #[arg(long = "at", value_name = "TIME", allow_hyphen_values = true)]
     pub at: Option<String>,
-
-    /// `read_uncommitted` (latest = high watermark) or `read_committed` (latest = last stable
-    /// offset).
-    #[arg(long = "isolation", default_value = "read_uncommitted", value_parser = ["read_uncommitted", "read_committed"])]
-    pub isolation: String,
 
     /// JSON lines, one object per partition, instead of text.
     #[arg(short = 'J', long = "json")]
@@ -79,13 +70,13 @@ async fn offsets(args: OffsetsArgs) -> Result<(), Error> {
         .map(|text| parse_instant("time", text, now_ms()))
         .transpose()?;
     let access = args.cluster.access()?;
-    let read_committed = args.isolation == "read_committed";
+    let read_committed = args.read.read_committed();
     let mut client = MetadataClient::new(access.bootstrap, access.settings.clone());
     let found = look_up(
         &mut client,
         &access.settings,
         &args.topic,
-        &args.partitions,
+        &args.read.partitions,
         at,
         read_committed,
     )
