@@ -11,7 +11,7 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use super::assignor::{Assignor, TopicPartition};
-use super::session::{CommitOutcome, Identity, Session};
+use super::session::{CommitOutcome, Identity, Session, FINAL_COMMIT_RETRY};
 use super::wire;
 use super::{Command, GroupConfig, GroupEvent};
 use crate::refresh::{self, Matched};
@@ -51,10 +51,6 @@ enum Next {
     Rejoin,
     Closed,
 }
-
-/// How long a commit before giving partitions up (revoke, close) keeps retrying while the
-/// coordinator is away; periodic commits do not retry (the next period does).
-const FINAL_COMMIT_RETRY: Duration = Duration::from_secs(5);
 
 /// Time allowed for requests that the coordinator answers at once.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -373,25 +369,9 @@ impl Classic {
                 }
             }
         }
-        if !lost {
-            let set: BTreeSet<TopicPartition> = partitions.iter().cloned().collect();
-            match self
-                .session
-                .commit(&self.identity, &set, FINAL_COMMIT_RETRY)
-                .await
-            {
-                Ok(CommitOutcome::Done) => {}
-                Ok(CommitOutcome::Refused(code)) => {
-                    tracing::warn!(error = %krec_client::error_name(code),
-                        "commit of revoked partitions refused; the next owner starts at the last commit")
-                }
-                Err(error) => tracing::warn!(%error, "commit of revoked partitions failed"),
-            }
-        }
-        for partition in partitions {
-            self.owned.remove(partition);
-        }
-        self.session.forget(partitions);
+        self.session
+            .give_up(&self.identity, &mut self.owned, partitions, lost)
+            .await;
     }
 
     async fn heartbeat_once(&mut self) -> Result<i16, Error> {

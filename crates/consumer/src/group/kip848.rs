@@ -9,7 +9,7 @@ use std::time::Duration;
 use uuid::Uuid;
 
 use super::assignor::TopicPartition;
-use super::session::{CommitOutcome, Identity, Session};
+use super::session::{CommitOutcome, Identity, Session, FINAL_COMMIT_RETRY};
 use super::{Command, GroupEvent};
 use crate::subscription::is_internal_topic;
 use crate::Error;
@@ -19,10 +19,6 @@ use krec_client::group::{self, group_codes, ConsumerHeartbeat};
 /// The member epoch that leaves the group; -2 leaves as a static member that will be back.
 const LEAVE_EPOCH: i32 = -1;
 const STATIC_LEAVE_EPOCH: i32 = -2;
-
-/// How long a commit before giving partitions up (revoke, close) keeps retrying while the
-/// coordinator is away; periodic commits do not retry (the next period does).
-const FINAL_COMMIT_RETRY: Duration = Duration::from_secs(5);
 
 /// Runs the membership until it is closed or fails.
 #[tracing::instrument(name = "group", skip_all, fields(group = %session.config.group_id))]
@@ -310,23 +306,9 @@ impl Member {
                 tracing::warn!(?partitions, "revoked partitions not released in time");
             }
         }
-        if !lost && !partitions.is_empty() {
-            let set: BTreeSet<TopicPartition> = partitions.iter().cloned().collect();
-            match self
-                .session
-                .commit(&self.identity, &set, FINAL_COMMIT_RETRY)
-                .await
-            {
-                Ok(CommitOutcome::Done) => {}
-                Ok(CommitOutcome::Refused(code)) => tracing::warn!(error = %error_name(code),
-                    "commit of revoked partitions refused; the next owner starts at the last commit"),
-                Err(error) => tracing::warn!(%error, "commit of revoked partitions failed"),
-            }
-        }
-        for partition in partitions {
-            self.owned.remove(partition);
-        }
-        self.session.forget(partitions);
+        self.session
+            .give_up(&self.identity, &mut self.owned, partitions, lost)
+            .await;
     }
 
     /// Commits every owned partition's written position, retrying for `retry_for` while the

@@ -20,6 +20,10 @@ use krec_client::group::{self, group_codes, Committer};
 use krec_client::metadata::MetadataClient;
 use krec_client::{error_name, Connection, ConnectionSettings};
 
+/// How long a commit before giving partitions up (revoke, close) keeps retrying while the
+/// coordinator is away; periodic commits do not retry (the next period does).
+pub const FINAL_COMMIT_RETRY: Duration = Duration::from_secs(5);
+
 /// The member's identity for commits: generation (classic) or epoch (KIP-848).
 #[derive(Clone, Debug, Default)]
 pub struct Identity {
@@ -378,6 +382,31 @@ impl Session {
         let counted = refused.map_or(CommitResult::Ok, |_| CommitResult::Refused);
         self.metrics.committed(counted);
         Ok(refused.map_or(CommitOutcome::Done, CommitOutcome::Refused))
+    }
+
+    /// Gives revoked `partitions` up: commits what was written of them unless they were `lost`
+    /// (another member may own them already), then removes them from `owned` and forgets them.
+    /// A failed commit is only logged: the next owner starts at the last commit.
+    pub async fn give_up(
+        &mut self,
+        identity: &Identity,
+        owned: &mut BTreeSet<TopicPartition>,
+        partitions: &[TopicPartition],
+        lost: bool,
+    ) {
+        if !lost && !partitions.is_empty() {
+            let set: BTreeSet<TopicPartition> = partitions.iter().cloned().collect();
+            match self.commit(identity, &set, FINAL_COMMIT_RETRY).await {
+                Ok(CommitOutcome::Done) => {}
+                Ok(CommitOutcome::Refused(code)) => tracing::warn!(error = %error_name(code),
+                    "commit of revoked partitions refused; the next owner starts at the last commit"),
+                Err(error) => tracing::warn!(%error, "commit of revoked partitions failed"),
+            }
+        }
+        for partition in partitions {
+            owned.remove(partition);
+        }
+        self.forget(partitions);
     }
 
     /// Forgets revoked partitions (their written and committed positions).
