@@ -180,6 +180,12 @@ impl<'a> BatchWalk<'a> {
         }
     }
 
+    /// Takes the batch [`BatchWalk::next_ref`] lent last, for a caller that keeps batches
+    /// (an iterator of owned batches built on the in-place walk); a placeholder stays behind.
+    pub fn take_lent(&mut self) -> Batch<'a> {
+        std::mem::replace(&mut self.current, Batch::placeholder())
+    }
+
     /// The next batch's summary: a v2 data batch's header is checked (CRC included) and read,
     /// its records left compressed; a control batch's marker and a legacy message's records
     /// (which no header counts) are decoded. The same errors and end as [`BatchWalk::next_ref`].

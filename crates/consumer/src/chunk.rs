@@ -177,9 +177,9 @@ impl PartitionChunk {
 /// Iterator over a chunk's decoded batches (see [`PartitionChunk::batches`]).
 ///
 /// Two ways to read it: as an [`Iterator`] of owned batches, or with
-/// [`ChunkBatches::try_for_each_ref`], which parses each batch in place (the fast way, as
-/// [`BatchWalk::next_ref`] explains: a batch moved out by value per step costs a one-record
-/// batch about a fifth of its decode time).
+/// [`ChunkBatches::try_for_each_ref`], which parses each batch in place: the fast way, since
+/// a batch moved out by value per step costs a small batch much of its decode time
+/// ([`BatchWalk::next_ref`]; BENCHMARKS.md, "Mechanisms kept for speed"). Both walk the same loop.
 pub struct ChunkBatches<'a> {
     chunk: &'a PartitionChunk,
     walk: BatchWalk<'a>,
@@ -446,33 +446,21 @@ impl<'a> ChunkBatches<'a> {
 impl<'a> Iterator for ChunkBatches<'a> {
     type Item = Result<ChunkBatch<'a>, Error>;
 
+    /// The in-place walk, stopped at the first batch delivered, which is then taken out of it.
     fn next(&mut self) -> Option<Self::Item> {
-        while !self.finished {
-            let batch = match self.walk.next() {
-                None => return self.finish(),
-                Some(Err(source)) => {
-                    self.finished = true;
-                    return Some(Err(self.chunk.decode_error(source)));
-                }
-                Some(Ok(batch)) => batch,
-            };
-            let admitted =
-                GateInput::of_batch(&batch, self.chunk).and_then(|input| self.gate.admit(&input));
-            match admitted {
-                Err(error) => {
-                    self.finished = true;
-                    return Some(Err(error));
-                }
-                Ok(false) => {}
-                Ok(true) => {
-                    return Some(Ok(ChunkBatch {
-                        chunk: self.chunk,
-                        batch,
-                    }))
-                }
-            }
+        let mut delivered = false;
+        let walked = self.try_for_each_ref(|_| {
+            delivered = true;
+            Ok::<_, Error>(std::ops::ControlFlow::Break(()))
+        });
+        match walked {
+            Err(error) => Some(Err(error)),
+            Ok(()) if delivered => Some(Ok(ChunkBatch {
+                chunk: self.chunk,
+                batch: self.walk.take_lent(),
+            })),
+            Ok(()) => None,
         }
-        None
     }
 }
 
