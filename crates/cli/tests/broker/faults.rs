@@ -13,7 +13,6 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use serde_json::json;
 use crate::support::broker::{broker, unique_topic, wait_with_timeout};
 use crate::support::faults::{
     assert_exactly_once_in_order, note, proxied_broker, read_sequenced, wait_printed, LaneGuard,
@@ -21,6 +20,7 @@ use crate::support::faults::{
 };
 use crate::support::group::{print_counts, wait_stable, wait_until, Member, Position};
 use crate::support::secure::{secure_broker, SecureBroker};
+use serde_json::json;
 
 /// How long krec may take to catch up once a fault is over: bounded, not timed for speed.
 const RECOVERY_BOUND: Duration = Duration::from_secs(30);

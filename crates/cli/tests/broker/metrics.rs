@@ -10,7 +10,9 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::RwLock;
 use std::time::{Duration, Instant};
 
-use crate::support::broker::{broker, simple_records, unique_topic, wait_with_timeout, ProducePlan};
+use crate::support::broker::{
+    broker, simple_records, unique_topic, wait_with_timeout, ProducePlan,
+};
 use crate::support::metrics::{free_port, get, promtool_check, samples, Prometheus};
 
 /// The health test stops the broker: the other tests of this file wait for it to be back.

@@ -35,7 +35,6 @@ fn offset_shell(broker: &Broker, topic: &str, time: &str) -> BTreeMap<i64, i64> 
         .collect()
 }
 
-
 #[test]
 fn offsets_agree_with_get_offset_shell() {
     use crate::support::broker::{PlannedRecord, ProducePlan};

@@ -7,9 +7,9 @@ use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::support::broker::{broker, krec_consume_command, unique_topic, Broker};
 use krec_schema::{RegistryConfig, SchemaRegistry};
 use serde_json::Value;
-use crate::support::broker::{broker, krec_consume_command, unique_topic, Broker};
 
 fn registry_url() -> String {
     std::env::var("KREC_TEST_REGISTRY_URL")
@@ -206,7 +206,9 @@ fn an_https_registry_is_trusted_through_its_ca_file_and_only_so() {
     let broker = broker();
     let https = std::env::var("KREC_TEST_REGISTRY_HTTPS_URL")
         .expect("KREC_TEST_REGISTRY_HTTPS_URL: run through scripts/test.sh");
-    let ca = crate::support::secure::secure_broker().get("CA_PEM").to_owned();
+    let ca = crate::support::secure::secure_broker()
+        .get("CA_PEM")
+        .to_owned();
     let (topic, expected) = produce(&broker, "json", &[]);
     let trusted = format!("schema.registry.ssl.ca.location={ca}");
     let args = ["-J", "-s", "value=json", "-r", https.as_str(), "-X"];

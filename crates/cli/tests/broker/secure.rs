@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use crate::support::broker::{assert_same_records, parse_json_lines, unique_topic, varied_record};
 use crate::support::broker::{ProducePlan, Produced};
-use crate::support::secure::{krec_secure, krec_secure_command, run_limited, secure_broker, SecureBroker};
+use crate::support::secure::{
+    krec_secure, krec_secure_command, run_limited, secure_broker, SecureBroker,
+};
 
 /// A failure must end krec within this (no reconnect loop).
 const FAILURE_LIMIT: Duration = Duration::from_secs(10);

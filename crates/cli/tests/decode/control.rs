@@ -3,10 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::support::decode::{krec, parse_krec_json, stderr_text};
 use krec_batch::encode::{BatchBuilder, RecordSpec};
 use krec_batch::{Compression, ControlKind};
 use serde_json::{json, Value};
-use crate::support::decode::{krec, parse_krec_json, stderr_text};
 
 const PRODUCER: i64 = 4000;
 

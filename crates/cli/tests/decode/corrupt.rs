@@ -4,12 +4,12 @@
 
 use std::path::{Path, PathBuf};
 
-use krec_batch::layout::v2::RECORD_COUNT_AT;
-use krec_batch::layout::LENGTH_AT;
 use crate::support::decode::{
     batch_spans, data_dir, krec, parse_krec_json, read_expected, resign_v2, stderr_text,
     ExpectedRecord,
 };
+use krec_batch::layout::v2::RECORD_COUNT_AT;
+use krec_batch::layout::LENGTH_AT;
 
 /// One corrupt batch as the report must name it.
 #[derive(Debug)]

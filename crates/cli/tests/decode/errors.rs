@@ -4,13 +4,13 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::support::decode::{
+    batch_spans, data_dir, krec, parse_krec_json, read_expected, stderr_text, ExpectedRecord,
+};
 use krec_batch::DecodeConfig;
 use krec_cli::decode::{decode_bytes, DecodeFailure};
 use krec_cli::format::{OutputFormat, RecordContext, RecordWriter};
 use proptest::prelude::*;
-use crate::support::decode::{
-    batch_spans, data_dir, krec, parse_krec_json, read_expected, stderr_text, ExpectedRecord,
-};
 
 const MULTI: &str = "kafka-python-v2-multi";
 

@@ -7,11 +7,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use crate::support::decode::{batch_spans, krec, mixed_segment, stderr_text};
 use krec_batch::encode::BatchBuilder;
 use krec_batch::DecodeConfig;
 use krec_cli::decode::{decode_bytes, DecodeFailure, DEFAULT_RUN_BYTES};
 use krec_cli::format::{FormatArgs, RecordContext};
-use crate::support::decode::{batch_spans, krec, mixed_segment, stderr_text};
 
 /// A segment of `batches` batches of 20 records, codecs in turn, a transaction marker every
 /// 50 batches.

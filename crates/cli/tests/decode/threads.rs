@@ -6,12 +6,14 @@ use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+use crate::support::decode::{
+    batch_spans, fixtures, krec, mixed_segment, parse_krec_json, stderr_text,
+};
 use krec_batch::DecodeConfig;
 use krec_cli::decode::{
     decode_bytes, decode_bytes_parallel, DecodeFailure, Parallelism, DEFAULT_RUN_BYTES,
 };
 use krec_cli::format::{FormatArgs, RecordContext};
-use crate::support::decode::{batch_spans, fixtures, krec, mixed_segment, parse_krec_json, stderr_text};
 
 const PRODUCER: i64 = 77;
 

@@ -6,8 +6,6 @@
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use krec_batch::layout::v2::RECORD_COUNT_AT;
-use krec_batch::layout::LENGTH_AT;
 use crate::support::broker::{
     assert_same_records, broker, parse_json_lines, simple_records, unique_topic, Broker,
     ProducePlan, Produced,
@@ -15,6 +13,8 @@ use crate::support::broker::{
 use crate::support::decode::{batch_spans, resign_v2};
 use crate::support::group::MEMBER_LOG;
 use crate::support::metrics::{free_port, get, samples};
+use krec_batch::layout::v2::RECORD_COUNT_AT;
+use krec_batch::layout::LENGTH_AT;
 
 /// A corrupt batch as the report must name it.
 struct Bad {
