@@ -1,6 +1,14 @@
 //! The counting allocator: [`CountingAllocator`] forwards every call to [`System`] and counts
 //! it, per thread always and process-wide on request, so a test can prove a path allocates
 //! nothing (or little) and a bench can report allocations per operation.
+//!
+//! Which count to read, with `static ALLOCATOR: CountingAllocator` installed:
+//!
+//! - allocations this thread makes in a call: `ALLOCATOR.during(|| f()).1.allocations`;
+//! - bytes this thread requests across an `.await` (on a current-thread runtime):
+//!   `(ALLOCATOR.thread() - before).bytes`, with `before = ALLOCATOR.thread()`;
+//! - live bytes of the whole process: build it with [`CountingAllocator::with_totals`], then
+//!   `(ALLOCATOR.totals() - before).live`.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
