@@ -60,6 +60,19 @@ struct Script {
 }
 
 impl Script {
+    /// A log of `batches` from offset 0 answering fetches with `replies`; nothing seen yet.
+    fn new(batches: Vec<(i64, Vec<u8>)>, replies: Vec<Reply>) -> Script {
+        Script {
+            batches,
+            log_start: 0,
+            replies,
+            fetches: 0,
+            metadata_requests: 0,
+            fetch_offsets: Vec::new(),
+            fetch_max: FAKE_FETCH_MAX,
+        }
+    }
+
     fn end_offset(&self) -> i64 {
         self.batches.last().map_or(0, |(base, bytes)| {
             let delta = EntryHeader::peek_last_offset_delta(bytes).unwrap();
@@ -217,16 +230,7 @@ async fn start(script: Script) -> (String, Arc<Mutex<Script>>) {
 async fn start_one_batch_per_fetch() -> (String, Arc<Mutex<Script>>, usize) {
     let batches: Vec<(i64, Vec<u8>)> = (0..10).map(|i| batch(i * 10, 10)).collect();
     let one_batch = batches.iter().map(|(_, b)| b.len()).max().unwrap();
-    let (address, script) = start(Script {
-        batches,
-        log_start: 0,
-        replies: vec![Reply::Serve(one_batch)],
-        fetches: 0,
-        metadata_requests: 0,
-        fetch_offsets: Vec::new(),
-        fetch_max: FAKE_FETCH_MAX,
-    })
-    .await;
+    let (address, script) = start(Script::new(batches, vec![Reply::Serve(one_batch)])).await;
     (address, script, one_batch)
 }
 
@@ -264,20 +268,15 @@ fn expected(range: std::ops::Range<i64>) -> Vec<(i64, String)> {
 async fn dropped_connection_and_cut_batch_resume_at_the_next_offset() {
     let batches = vec![batch(0, 10), batch(10, 10), batch(20, 10)];
     let cut = batches[0].1.len() + batches[1].1.len() / 2;
-    let (address, script) = start(Script {
+    let (address, script) = start(Script::new(
         batches,
-        log_start: 0,
-        replies: vec![
+        vec![
             Reply::Serve(cut),
             Reply::Drop,
             Reply::Drop,
             Reply::Serve(usize::MAX),
         ],
-        fetches: 0,
-        metadata_requests: 0,
-        fetch_offsets: Vec::new(),
-        fetch_max: FAKE_FETCH_MAX,
-    })
+    ))
     .await;
     let config = fast_config(&address);
     let mut consumer = Consumer::connect(config.clone()).await.unwrap();
@@ -294,15 +293,10 @@ async fn dropped_connection_and_cut_batch_resume_at_the_next_offset() {
 
 #[tokio::test]
 async fn not_leader_looks_up_the_leader_again_and_loses_nothing() {
-    let (address, script) = start(Script {
-        batches: vec![batch(0, 5), batch(5, 5)],
-        log_start: 0,
-        replies: vec![Reply::Error(6), Reply::Error(74), Reply::Serve(usize::MAX)],
-        fetches: 0,
-        metadata_requests: 0,
-        fetch_offsets: Vec::new(),
-        fetch_max: FAKE_FETCH_MAX,
-    })
+    let (address, script) = start(Script::new(
+        vec![batch(0, 5), batch(5, 5)],
+        vec![Reply::Error(6), Reply::Error(74), Reply::Serve(usize::MAX)],
+    ))
     .await;
     let config = fast_config(&address);
     let mut consumer = Consumer::connect(config.clone()).await.unwrap();
@@ -326,13 +320,11 @@ async fn not_leader_looks_up_the_leader_again_and_loses_nothing() {
 #[tokio::test]
 async fn offset_out_of_range_follows_the_reset_policy() {
     let script = || Script {
-        batches: vec![batch(100, 5)],
         log_start: 100,
-        replies: vec![Reply::Error(1), Reply::Serve(usize::MAX)],
-        fetches: 0,
-        metadata_requests: 0,
-        fetch_offsets: Vec::new(),
-        fetch_max: FAKE_FETCH_MAX,
+        ..Script::new(
+            vec![batch(100, 5)],
+            vec![Reply::Error(1), Reply::Serve(usize::MAX)],
+        )
     };
     let (address, _) = start(script()).await;
     let config = fast_config(&address);
@@ -368,16 +360,7 @@ async fn offset_out_of_range_follows_the_reset_policy() {
 
 #[tokio::test]
 async fn garbage_records_are_an_error_not_a_panic() {
-    let (address, _) = start(Script {
-        batches: vec![batch(0, 5)],
-        log_start: 0,
-        replies: vec![Reply::Garbage],
-        fetches: 0,
-        metadata_requests: 0,
-        fetch_offsets: Vec::new(),
-        fetch_max: FAKE_FETCH_MAX,
-    })
-    .await;
+    let (address, _) = start(Script::new(vec![batch(0, 5)], vec![Reply::Garbage])).await;
     let config = fast_config(&address);
     let mut consumer = Consumer::connect(config.clone()).await.unwrap();
     consumer
@@ -462,14 +445,10 @@ async fn a_held_response_pauses_fetching_until_its_chunks_are_dropped() {
 
 /// A broker holding offsets 0..100 in ten batches of ten that answers `replies` in turn.
 async fn start_hostile(replies: Vec<Reply>, fetch_max: i16) -> (String, Arc<Mutex<Script>>) {
+    let batches = (0..10).map(|i| batch(i * 10, 10)).collect();
     start(Script {
-        batches: (0..10).map(|i| batch(i * 10, 10)).collect(),
-        log_start: 0,
-        replies,
-        fetches: 0,
-        metadata_requests: 0,
-        fetch_offsets: Vec::new(),
         fetch_max,
+        ..Script::new(batches, replies)
     })
     .await
 }
