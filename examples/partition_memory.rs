@@ -7,44 +7,23 @@
 //! cargo run --release --example partition_memory -- HOST:PORT MANY_TOPIC FEW_TOPIC
 //! ```
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::Duration;
 
 use krec::consumer::{Consumer, ConsumerConfig, Fetched, StartOffset};
+use krec_testkit::CountingAllocator;
 
-/// Bytes allocated and not yet freed.
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-struct Counting;
-
-// SAFETY: every call is passed unchanged to the system allocator, which upholds the
-// GlobalAlloc contract; the counter is a relaxed atomic and never affects what is returned.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: the caller's layout is forwarded as is.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: `ptr` came from `System.alloc` with this layout (every allocation here does).
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
+// Process-wide totals: the consumer allocates on tokio's blocking threads too (name lookups).
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
+static ALLOCATOR: CountingAllocator = CountingAllocator::with_totals();
 
 /// Bytes a consumer tailing every partition of `topic` from its end holds, and the partition
 /// count.
 async fn live_while_tailing(
     brokers: &str,
     topic: &str,
-) -> Result<(isize, usize), Box<dyn std::error::Error>> {
-    let before = LIVE.load(Ordering::Relaxed);
+) -> Result<(i64, usize), Box<dyn std::error::Error>> {
+    let before = ALLOCATOR.totals();
     let config = ConsumerConfig::new(ConsumerConfig::parse_bootstrap(brokers)?);
     let mut consumer = Consumer::connect(config).await?;
     let partitions = consumer.partitions(topic).await?;
@@ -59,7 +38,7 @@ async fn live_while_tailing(
     }
     // A few more idle fetches, so the session is in its steady state.
     let _ = tokio::time::timeout(Duration::from_secs(2), consumer.poll()).await;
-    let live = LIVE.load(Ordering::Relaxed) - before;
+    let live = (ALLOCATOR.totals() - before).live;
     consumer.close().await;
     Ok((live, partitions.len()))
 }

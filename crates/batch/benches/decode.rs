@@ -14,9 +14,7 @@
 //! differently and it measured slower, which would misstate either.
 //! Allocations per warm batch are counted by a counting global allocator and printed at the end.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -25,30 +23,11 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::RecordBatchDecoder;
 use krec_batch::encode::BatchBuilder;
 use krec_batch::{BatchWalk, Compression, DecodeConfig};
+use krec_testkit::CountingAllocator;
 
-struct Counting;
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: forwards every call unchanged to the system allocator; the counter is an atomic.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same layout contract as our caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: ptr came from System.alloc with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: ptr came from System with this layout.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
+// Counts on this thread only (no atomics on the allocation path): the bench is one thread.
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static ALLOCATOR: CountingAllocator = CountingAllocator::new();
 
 use floor::{LOOKUP_A, LOOKUP_B};
 
@@ -175,11 +154,12 @@ fn name(s: &Shape) -> String {
 fn allocations_per_batch(mut f: impl FnMut() -> usize) -> f64 {
     black_box(f());
     let runs = 50;
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
-    for _ in 0..runs {
-        black_box(f());
-    }
-    (ALLOCATIONS.load(Ordering::Relaxed) - before) as f64 / runs as f64
+    let (_, counts) = ALLOCATOR.during(|| {
+        for _ in 0..runs {
+            black_box(f());
+        }
+    });
+    counts.allocations as f64 / runs as f64
 }
 
 /// `copies` of one batch back to back, as a fetch response or a segment holds them.

@@ -1,43 +1,11 @@
 //! Decoding a warm batch performs zero heap allocations (counted by a counting allocator).
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
 use krec_batch::encode::BatchBuilder;
 use krec_batch::{BatchWalk, Compression, DecodeConfig, Record};
-
-struct Counting;
-
-thread_local! {
-    // Const-initialised so reading it never allocates.
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-// SAFETY: forwards every call unchanged to the system allocator; counting touches only a
-// thread-local Cell, which neither allocates nor reenters the allocator.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.with(|c| c.set(c.get() + 1));
-        // SAFETY: same layout contract as our caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: ptr came from System.alloc with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.with(|c| c.set(c.get() + 1));
-        // SAFETY: ptr came from System with this layout.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+use krec_testkit::CountingAllocator;
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
-
-fn allocations() -> u64 {
-    ALLOCATIONS.with(Cell::get)
-}
+static ALLOCATOR: CountingAllocator = CountingAllocator::new();
 
 /// Reads everything a consumer would: the key, value, offset and two header lookups.
 fn touch(record: &Record<'_>) -> usize {
@@ -94,9 +62,8 @@ fn batch(codec: Compression, records: usize) -> Vec<u8> {
 
 #[test]
 fn warm_batches_decode_without_allocating() {
-    let before = allocations();
-    let probe: Vec<u8> = std::hint::black_box(Vec::with_capacity(64));
-    assert!(allocations() > before, "the counting allocator counts");
+    let (probe, counts) = ALLOCATOR.during(|| std::hint::black_box(Vec::<u8>::with_capacity(64)));
+    assert!(counts.allocations > 0, "the counting allocator counts");
     drop(probe);
     let config = DecodeConfig::default();
     for codec in [
@@ -114,13 +81,10 @@ fn warm_batches_decode_without_allocating() {
                 ("in place", decode_in_place),
             ] {
                 let cold = decode(&input, &config);
-                let before = allocations();
-                let warm = decode(&input, &config);
-                let after = allocations();
+                let (warm, counts) = ALLOCATOR.during(|| decode(&input, &config));
                 assert_eq!(cold, warm);
                 assert_eq!(
-                    after - before,
-                    0,
+                    counts.allocations, 0,
                     "{codec:?} x {records} ({path}): allocations on warm batches"
                 );
             }
@@ -147,10 +111,11 @@ fn a_copy_of_a_record_does_not_copy_the_heap_index_of_an_earlier_record() {
     let wide = records.next_ref().unwrap().unwrap();
     assert_eq!(wide.headers().get(b"h10").unwrap().value, Some(&b"v"[..]));
     let inline = records.next_ref().unwrap().unwrap();
-    let before = allocations();
-    let copy = inline.clone();
-    let after = allocations();
-    assert_eq!(after - before, 0, "allocations copying an inline record");
+    let (copy, counts) = ALLOCATOR.during(|| inline.clone());
+    assert_eq!(
+        counts.allocations, 0,
+        "allocations copying an inline record"
+    );
     assert_eq!(copy.headers().get(b"one").unwrap().value, Some(&b"1"[..]));
     assert_eq!(copy.headers().len(), 1);
 }

@@ -6,51 +6,20 @@
 //! A counting global allocator reports heap allocations per frame for each decoder.
 //! `python3 crates/lz4/benches/report.py` runs this bench and prints the BENCHMARKS.md table.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::io::{Read, Write};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use krec_lz4::{
     decode_frame, set_thread_pool_config, BlockSize, DecodeOptions, EncodeOptions, PoolConfig,
 };
+use krec_testkit::CountingAllocator;
 
-struct CountingAllocator;
-
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: every method forwards its arguments unchanged to `System`, which upholds the
-// `GlobalAlloc` contract; the only addition is a relaxed counter increment, which allocates
-// nothing and cannot fail.
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as ours, forwarded.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as ours, forwarded.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as ours, forwarded.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as ours, forwarded.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
+// Counts on this thread only (no atomics on the allocation path): the decoders and their
+// buffer pools run on the bench's thread.
 #[global_allocator]
-static GLOBAL: CountingAllocator = CountingAllocator;
+static ALLOCATOR: CountingAllocator = CountingAllocator::new();
 
 /// Record-like JSON lines: compresses about as well as typical Kafka values.
 fn compressible(len: usize) -> Vec<u8> {
@@ -147,11 +116,12 @@ fn allocations_per_frame(mut decode_once: impl FnMut()) -> f64 {
         decode_once();
     }
     const RUNS: u64 = 200;
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
-    for _ in 0..RUNS {
-        decode_once();
-    }
-    (ALLOCATIONS.load(Ordering::Relaxed) - before) as f64 / RUNS as f64
+    let (_, counts) = ALLOCATOR.during(|| {
+        for _ in 0..RUNS {
+            decode_once();
+        }
+    });
+    counts.allocations as f64 / RUNS as f64
 }
 
 fn record_allocations(case: &Case, decoder: &str, per_frame: f64) {

@@ -2,45 +2,19 @@
 //! exists, JSON, templates and raw output render every record of a segment
 //! without touching the heap (counted by a per-thread counting allocator).
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::io;
 
 use krec_batch::encode::BatchBuilder;
 use krec_batch::{BatchWalk, DecodeConfig, Record};
 use krec_cli::format::{OutputFormat, RecordContext, RecordWriter, Template};
+use krec_testkit::CountingAllocator;
 
-struct CountingAllocator;
-
-thread_local! {
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-// SAFETY: every method forwards to the system allocator unchanged; the counter
-// is a const-initialised thread-local Cell without destructor, so touching it
-// never allocates or re-enters the allocator.
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.with(|count| count.set(count.get() + 1));
-        // SAFETY: same contract as our caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as our caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.with(|count| count.set(count.get() + 1));
-        // SAFETY: same contract as our caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
+/// Counts per thread, so the other tests of this binary running at once do not disturb it.
 #[global_allocator]
-static GLOBAL: CountingAllocator = CountingAllocator;
+static ALLOCATOR: CountingAllocator = CountingAllocator::new();
 
 fn allocations() -> u64 {
-    ALLOCATIONS.with(Cell::get)
+    ALLOCATOR.thread().allocations
 }
 
 /// One batch of records with text, escapes, binary bytes, nulls and headers.

@@ -6,10 +6,10 @@
 use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;
 
-mod counting_alloc;
+mod alloc_bound;
 
 #[global_allocator]
-static GLOBAL: counting_alloc::Counting = counting_alloc::Counting;
+static GLOBAL: krec_testkit::CountingAllocator = krec_testkit::CountingAllocator::new();
 
 fuzz_target!(|data: &[u8]| {
     let Some((&pick, body)) = data.split_first() else {
@@ -21,10 +21,10 @@ fuzz_target!(|data: &[u8]| {
         .unwrap();
     let version = min + i16::from(pick) % (max - min + 1);
     let body = Bytes::copy_from_slice(body);
-    let before = counting_alloc::allocated();
+    let before = GLOBAL.thread().bytes;
     let split = krec_client::fuzzing::split_fetch(version, body.clone());
-    let used = counting_alloc::allocated() - before;
-    assert!(used <= counting_alloc::bound(body.len()), "v{version}: {used} bytes");
+    let used = GLOBAL.thread().bytes - before;
+    assert!(used <= alloc_bound::bound(body.len()), "v{version}: {used} bytes");
     let Ok(partitions) = split else {
         return;
     };

@@ -5,10 +5,10 @@
 use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;
 
-mod counting_alloc;
+mod alloc_bound;
 
 #[global_allocator]
-static GLOBAL: counting_alloc::Counting = counting_alloc::Counting;
+static GLOBAL: krec_testkit::CountingAllocator = krec_testkit::CountingAllocator::new();
 
 fuzz_target!(|data: &[u8]| {
     let Some((&pick, body)) = data.split_first() else {
@@ -20,11 +20,11 @@ fuzz_target!(|data: &[u8]| {
         .collect();
     let (key, version) = choices[usize::from(pick) % choices.len()];
     let body = Bytes::copy_from_slice(body);
-    let before = counting_alloc::allocated();
+    let before = GLOBAL.thread().bytes;
     let outcome = krec_client::fuzzing::decode_response(key, version, body.clone());
-    let used = counting_alloc::allocated() - before;
+    let used = GLOBAL.thread().bytes - before;
     assert!(
-        used <= counting_alloc::bound(body.len()),
+        used <= alloc_bound::bound(body.len()),
         "API {key} v{version}: {used} bytes for a {}-byte body",
         body.len()
     );

@@ -442,23 +442,16 @@ impl Session {
 mod tests {
     //! Commits against a fake coordinator that answers OffsetCommit from a script.
     use super::*;
-    use bytes::{BufMut, Bytes, BytesMut};
-    use kafka_protocol::messages::api_versions_response::ApiVersion;
     use kafka_protocol::messages::find_coordinator_response::Coordinator;
-    use kafka_protocol::messages::metadata_response::MetadataResponseBroker;
     use kafka_protocol::messages::offset_commit_response::{
         OffsetCommitResponsePartition, OffsetCommitResponseTopic,
     };
     use kafka_protocol::messages::{
-        ApiKey, ApiVersionsResponse, BrokerId, FindCoordinatorResponse, MetadataResponse,
-        OffsetCommitRequest, OffsetCommitResponse, RequestHeader, ResponseHeader,
+        ApiKey, BrokerId, FindCoordinatorResponse, OffsetCommitRequest, OffsetCommitResponse,
     };
-    use kafka_protocol::protocol::{
-        decode_request_header_from_buffer, Decodable, Encodable, HeaderVersion, StrBytes,
-    };
+    use kafka_protocol::protocol::StrBytes;
+    use krec_testkit::broker::{self, answers, Reply, Request};
     use std::sync::Mutex;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    use tokio::net::{TcpListener, TcpStream};
 
     /// What the fake coordinator answers to each OffsetCommit, in turn, and what it was sent.
     #[derive(Default)]
@@ -468,131 +461,66 @@ mod tests {
     }
 
     async fn fake_coordinator(script: Arc<Mutex<Script>>) -> String {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let address = listener.local_addr().unwrap();
-        tokio::spawn(async move {
-            while let Ok((socket, _)) = listener.accept().await {
-                tokio::spawn(serve(socket, address.port(), script.clone()));
-            }
-        });
-        address.to_string()
+        broker::start(move |request| match request.api_key {
+            ApiKey::ApiVersions => request.answer(&answers::api_versions(&[
+                (ApiKey::Metadata, 1, 12),
+                (ApiKey::OffsetCommit, 2, 9),
+                (ApiKey::FindCoordinator, 0, 6),
+                (ApiKey::ApiVersions, 0, 3),
+            ])),
+            ApiKey::Metadata => request.answer(&answers::metadata(request.port, &[])),
+            ApiKey::FindCoordinator => request.answer(&coordinator(request.port)),
+            ApiKey::OffsetCommit => offset_commit(request, &mut script.lock().unwrap()),
+            other => panic!("the fake coordinator does not speak {other:?}"),
+        })
+        .await
     }
 
-    async fn serve(mut socket: TcpStream, port: u16, script: Arc<Mutex<Script>>) {
-        loop {
-            let mut size = [0u8; 4];
-            if socket.read_exact(&mut size).await.is_err() {
-                return;
-            }
-            let mut frame = vec![0u8; i32::from_be_bytes(size) as usize];
-            if socket.read_exact(&mut frame).await.is_err() {
-                return;
-            }
-            let mut frame = Bytes::from(frame);
-            let header: RequestHeader = decode_request_header_from_buffer(&mut frame).unwrap();
-            let key = ApiKey::try_from(header.request_api_key).unwrap();
-            let version = header.request_api_version;
-            let mut body = BytesMut::new();
-            let header_version = match key {
-                ApiKey::ApiVersions => {
-                    let ranges = [(3, 1, 12), (8, 2, 9), (10, 0, 6), (18, 0, 3)];
-                    ApiVersionsResponse::default()
-                        .with_api_keys(
-                            ranges
-                                .iter()
-                                .map(|&(k, min, max)| {
-                                    ApiVersion::default()
-                                        .with_api_key(k)
-                                        .with_min_version(min)
-                                        .with_max_version(max)
-                                })
-                                .collect(),
-                        )
-                        .encode(&mut body, version)
-                        .unwrap();
-                    ApiVersionsResponse::header_version(version)
-                }
-                ApiKey::Metadata => {
-                    MetadataResponse::default()
-                        .with_brokers(vec![MetadataResponseBroker::default()
-                            .with_node_id(BrokerId(1))
-                            .with_host(StrBytes::from_static_str("127.0.0.1"))
-                            .with_port(i32::from(port))])
-                        .encode(&mut body, version)
-                        .unwrap();
-                    MetadataResponse::header_version(version)
-                }
-                ApiKey::FindCoordinator => {
-                    FindCoordinatorResponse::default()
-                        .with_coordinators(vec![Coordinator::default()
-                            .with_key(StrBytes::from_static_str("g"))
-                            .with_node_id(BrokerId(1))
-                            .with_host(StrBytes::from_static_str("127.0.0.1"))
-                            .with_port(i32::from(port))])
-                        .encode(&mut body, version)
-                        .unwrap();
-                    FindCoordinatorResponse::header_version(version)
-                }
-                ApiKey::OffsetCommit => {
-                    let request = OffsetCommitRequest::decode(&mut frame, version).unwrap();
-                    let code = {
-                        let mut script = script.lock().unwrap();
-                        for topic in &request.topics {
-                            for p in &topic.partitions {
-                                script.commits.push((
-                                    topic.name.0.to_string(),
-                                    p.partition_index,
-                                    p.committed_offset,
-                                    request.generation_id_or_member_epoch,
-                                ));
-                            }
-                        }
-                        if script.answers.is_empty() {
-                            0
-                        } else {
-                            script.answers.remove(0)
-                        }
-                    };
-                    OffsetCommitResponse::default()
-                        .with_topics(
-                            request
-                                .topics
-                                .iter()
-                                .map(|t| {
-                                    OffsetCommitResponseTopic::default()
-                                        .with_name(t.name.clone())
-                                        .with_partitions(
-                                            t.partitions
-                                                .iter()
-                                                .map(|p| {
-                                                    OffsetCommitResponsePartition::default()
-                                                        .with_partition_index(p.partition_index)
-                                                        .with_error_code(code)
-                                                })
-                                                .collect(),
-                                        )
-                                })
-                                .collect(),
-                        )
-                        .encode(&mut body, version)
-                        .unwrap();
-                    OffsetCommitResponse::header_version(version)
-                }
-                other => panic!("the fake coordinator does not speak {other:?}"),
-            };
-            let mut response = BytesMut::new();
-            response.put_i32(0);
-            ResponseHeader::default()
-                .with_correlation_id(header.correlation_id)
-                .encode(&mut response, header_version)
-                .unwrap();
-            response.put(body);
-            let size = (response.len() - 4) as i32;
-            response[..4].copy_from_slice(&size.to_be_bytes());
-            if socket.write_all(&response).await.is_err() {
-                return;
+    fn coordinator(port: u16) -> FindCoordinatorResponse {
+        FindCoordinatorResponse::default().with_coordinators(vec![Coordinator::default()
+            .with_key(StrBytes::from_static_str("g"))
+            .with_node_id(BrokerId(answers::NODE_ID))
+            .with_host(StrBytes::from_static_str("127.0.0.1"))
+            .with_port(i32::from(port))])
+    }
+
+    /// Records the commit and answers every partition with the script's next code.
+    fn offset_commit(request: &Request, script: &mut Script) -> Reply {
+        let commit: OffsetCommitRequest = request.decode();
+        for topic in &commit.topics {
+            for p in &topic.partitions {
+                script.commits.push((
+                    topic.name.0.to_string(),
+                    p.partition_index,
+                    p.committed_offset,
+                    commit.generation_id_or_member_epoch,
+                ));
             }
         }
+        let code = if script.answers.is_empty() {
+            0
+        } else {
+            script.answers.remove(0)
+        };
+        let topics = commit
+            .topics
+            .iter()
+            .map(|t| {
+                let partitions = t
+                    .partitions
+                    .iter()
+                    .map(|p| {
+                        OffsetCommitResponsePartition::default()
+                            .with_partition_index(p.partition_index)
+                            .with_error_code(code)
+                    })
+                    .collect();
+                OffsetCommitResponseTopic::default()
+                    .with_name(t.name.clone())
+                    .with_partitions(partitions)
+            })
+            .collect();
+        request.answer(&OffsetCommitResponse::default().with_topics(topics))
     }
 
     fn session(address: &str) -> Session {

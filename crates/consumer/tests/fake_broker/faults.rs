@@ -1,34 +1,22 @@
-//! Faults a real broker produces only by chance, played by a scripted fake broker on
-//! 127.0.0.1: a connection dropped mid-consume, a fetch cut inside a batch, NOT_LEADER,
-//! OFFSET_OUT_OF_RANGE, and garbage record bytes. Needs no Kafka.
+//! Faults a real broker produces only by chance, played by a scripted fake broker: a
+//! connection dropped mid-consume, a fetch cut inside a batch, NOT_LEADER,
+//! OFFSET_OUT_OF_RANGE, and garbage record bytes.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
-use kafka_protocol::messages::list_offsets_response::{
-    ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
-};
-use kafka_protocol::messages::metadata_response::{
-    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
-};
-use kafka_protocol::messages::{
-    ApiKey, ApiVersionsResponse, BrokerId, FetchRequest, FetchResponse, ListOffsetsResponse,
-    MetadataResponse, RequestHeader, ResponseHeader, TopicName,
-};
-use kafka_protocol::protocol::{
-    decode_request_header_from_buffer, Decodable, Encodable, HeaderVersion, StrBytes,
-};
+use kafka_protocol::messages::{ApiKey, FetchRequest, FetchResponse, TopicName};
+use kafka_protocol::protocol::StrBytes;
 use krec_batch::encode::BatchBuilder;
 use krec_batch::EntryHeader;
 use krec_consumer::Error;
 use krec_consumer::{Consumer, ConsumerConfig, Fetched, OffsetReset, StartOffset};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use krec_testkit::broker::{self, answers, Request};
 
-const TOPIC: &str = "t";
+use super::{api_versions, fast_config, TOPIC};
+
 /// Highest Fetch version the fake announces: responses name topics (before topic ids).
 const FAKE_FETCH_MAX: i16 = 12;
 
@@ -72,6 +60,19 @@ struct Script {
 }
 
 impl Script {
+    /// A log of `batches` from offset 0 answering fetches with `replies`; nothing seen yet.
+    fn new(batches: Vec<(i64, Vec<u8>)>, replies: Vec<Reply>) -> Script {
+        Script {
+            batches,
+            log_start: 0,
+            replies,
+            fetches: 0,
+            metadata_requests: 0,
+            fetch_offsets: Vec::new(),
+            fetch_max: FAKE_FETCH_MAX,
+        }
+    }
+
     fn end_offset(&self) -> i64 {
         self.batches.last().map_or(0, |(base, bytes)| {
             let delta = EntryHeader::peek_last_offset_delta(bytes).unwrap();
@@ -91,6 +92,117 @@ impl Script {
         out.truncate(limit);
         Bytes::from(out)
     }
+
+    /// The fake's answer to one request.
+    fn reply(&mut self, request: &Request) -> broker::Reply {
+        match request.api_key {
+            ApiKey::ApiVersions => api_versions(request, 4, self.fetch_max),
+            ApiKey::Metadata => {
+                self.metadata_requests += 1;
+                request.answer(&answers::metadata(request.port, &[(TOPIC, 1)]))
+            }
+            ApiKey::ListOffsets => {
+                let offsets =
+                    answers::list_offsets(&request.decode(), |_, timestamp| match timestamp {
+                        -2 => self.log_start,
+                        _ => self.end_offset(),
+                    });
+                request.answer(&offsets)
+            }
+            ApiKey::Fetch => self.fetch(request),
+            other => panic!("the fake broker does not speak {other:?}"),
+        }
+    }
+
+    /// The next scripted reply to a fetch.
+    fn fetch(&mut self, request: &Request) -> broker::Reply {
+        let fetch: FetchRequest = request.decode();
+        let offset = fetch.topics[0].partitions[0].fetch_offset;
+        let reply = self.replies[self.fetches.min(self.replies.len() - 1)];
+        self.fetches += 1;
+        self.fetch_offsets.push(offset);
+        let records = match reply {
+            Reply::Serve(limit) => self.records_from(offset, limit),
+            Reply::WrongCorrelation | Reply::ExtraPartition | Reply::WatermarkBelowFetchOffset => {
+                self.records_from(offset, usize::MAX)
+            }
+            Reply::Throttle(_) => {
+                let one_batch = self.batches.iter().map(|(_, b)| b.len()).max();
+                self.records_from(offset, one_batch.unwrap_or(0))
+            }
+            Reply::Garbage => Bytes::from_static(&[0xAB; 200]),
+            _ => Bytes::new(),
+        };
+        let error_code = match reply {
+            Reply::Drop => return broker::Reply::close(),
+            Reply::Error(code) => code,
+            _ => 0,
+        };
+        // Like a broker waiting max_wait_ms for data that does not come.
+        let wait = if records.is_empty() && error_code == 0 {
+            Duration::from_millis(50)
+        } else {
+            Duration::ZERO
+        };
+        let answer = match reply {
+            Reply::LyingCount => {
+                // Fetch v12: throttle, error, session, then a compact count of 2^31 - 1.
+                let mut body = BytesMut::new();
+                body.put_slice(&[0; 10]);
+                body.put_slice(&[0x80, 0x80, 0x80, 0x80, 0x08]);
+                request.answer_raw(body)
+            }
+            Reply::NegativeLength => {
+                // Fetch v11: throttle, error, session, one topic, name length -5.
+                let mut body = BytesMut::new();
+                body.put_slice(&[0; 10]);
+                body.put_i32(1);
+                body.put_i16(-5);
+                request.answer_raw(body)
+            }
+            Reply::WrongCorrelation => request
+                .answer(&self.response(reply, offset, error_code, records))
+                .with_correlation_id(request.correlation_id.wrapping_add(1)),
+            _ => request.answer(&self.response(reply, offset, error_code, records)),
+        };
+        answer.after(wait)
+    }
+
+    /// A fetch response for partition 0 holding `records`, shaped by `reply`.
+    fn response(
+        &self,
+        reply: Reply,
+        offset: i64,
+        error_code: i16,
+        records: Bytes,
+    ) -> FetchResponse {
+        let high_watermark = match reply {
+            Reply::WatermarkBelowFetchOffset => offset - 1,
+            _ => self.end_offset(),
+        };
+        let partition = |index: i32, records: Bytes| {
+            PartitionData::default()
+                .with_partition_index(index)
+                .with_error_code(error_code)
+                .with_high_watermark(high_watermark)
+                .with_last_stable_offset(high_watermark)
+                .with_log_start_offset(self.log_start)
+                .with_records(Some(records))
+        };
+        let mut partitions = vec![partition(0, records)];
+        if let Reply::ExtraPartition = reply {
+            partitions.push(partition(7, Bytes::from_static(&[0xAB; 200])));
+        }
+        let throttle_time_ms = match reply {
+            Reply::Throttle(ms) => ms,
+            _ => 0,
+        };
+        FetchResponse::default()
+            .with_throttle_time_ms(throttle_time_ms)
+            .with_responses(vec![FetchableTopicResponse::default()
+                .with_topic(TopicName(StrBytes::from_static_str(TOPIC)))
+                .with_partitions(partitions)])
+    }
 }
 
 fn batch(base: i64, count: usize) -> (i64, Vec<u8>) {
@@ -106,207 +218,10 @@ fn batch(base: i64, count: usize) -> (i64, Vec<u8>) {
     (base, builder.build())
 }
 
-async fn serve(listener: TcpListener, script: Arc<Mutex<Script>>) {
-    loop {
-        let Ok((socket, _)) = listener.accept().await else {
-            return;
-        };
-        let address = listener.local_addr().unwrap();
-        tokio::spawn(connection(socket, address.port(), script.clone()));
-    }
-}
-
-async fn connection(mut socket: TcpStream, port: u16, script: Arc<Mutex<Script>>) {
-    loop {
-        let mut size = [0u8; 4];
-        if socket.read_exact(&mut size).await.is_err() {
-            return;
-        }
-        let mut frame = vec![0u8; i32::from_be_bytes(size) as usize];
-        if socket.read_exact(&mut frame).await.is_err() {
-            return;
-        }
-        let mut frame = Bytes::from(frame);
-        let header: RequestHeader = decode_request_header_from_buffer(&mut frame).unwrap();
-        let key = ApiKey::try_from(header.request_api_key).unwrap();
-        let version = header.request_api_version;
-        let mut body = BytesMut::new();
-        let mut correlation_shift = 0;
-        match key {
-            ApiKey::ApiVersions => {
-                let fetch_max = script.lock().unwrap().fetch_max;
-                let ranges = [(1, 4, fetch_max), (2, 1, 7), (3, 1, 12), (18, 0, 3)];
-                ApiVersionsResponse::default()
-                    .with_api_keys(
-                        ranges
-                            .iter()
-                            .map(|&(k, min, max)| {
-                                ApiVersion::default()
-                                    .with_api_key(k)
-                                    .with_min_version(min)
-                                    .with_max_version(max)
-                            })
-                            .collect(),
-                    )
-                    .encode(&mut body, version)
-                    .unwrap();
-            }
-            ApiKey::Metadata => {
-                script.lock().unwrap().metadata_requests += 1;
-                metadata(port).encode(&mut body, version).unwrap();
-            }
-            ApiKey::ListOffsets => {
-                let request =
-                    kafka_protocol::messages::ListOffsetsRequest::decode(&mut frame, version)
-                        .unwrap();
-                let script = script.lock().unwrap();
-                let partitions = request.topics[0]
-                    .partitions
-                    .iter()
-                    .map(|p| {
-                        let offset = match p.timestamp {
-                            -2 => script.log_start,
-                            _ => script.end_offset(),
-                        };
-                        ListOffsetsPartitionResponse::default()
-                            .with_partition_index(p.partition_index)
-                            .with_offset(offset)
-                    })
-                    .collect();
-                ListOffsetsResponse::default()
-                    .with_topics(vec![ListOffsetsTopicResponse::default()
-                        .with_name(TopicName(StrBytes::from_static_str(TOPIC)))
-                        .with_partitions(partitions)])
-                    .encode(&mut body, version)
-                    .unwrap();
-            }
-            ApiKey::Fetch => {
-                let request = FetchRequest::decode(&mut frame, version).unwrap();
-                let offset = request.topics[0].partitions[0].fetch_offset;
-                let (reply, end, log_start, records) = {
-                    let mut script = script.lock().unwrap();
-                    let index = script.fetches.min(script.replies.len() - 1);
-                    let reply = script.replies[index];
-                    script.fetches += 1;
-                    script.fetch_offsets.push(offset);
-                    let records = match reply {
-                        Reply::Serve(limit) => script.records_from(offset, limit),
-                        Reply::WrongCorrelation
-                        | Reply::ExtraPartition
-                        | Reply::WatermarkBelowFetchOffset => {
-                            script.records_from(offset, usize::MAX)
-                        }
-                        Reply::Throttle(_) => {
-                            let one_batch = script.batches.iter().map(|(_, b)| b.len()).max();
-                            script.records_from(offset, one_batch.unwrap_or(0))
-                        }
-                        Reply::Garbage => Bytes::from_static(&[0xAB; 200]),
-                        _ => Bytes::new(),
-                    };
-                    (reply, script.end_offset(), script.log_start, records)
-                };
-                let error_code = match reply {
-                    Reply::Drop => return,
-                    Reply::Error(code) => code,
-                    _ => 0,
-                };
-                if records.is_empty() && error_code == 0 {
-                    // Like a broker waiting max_wait_ms for data that does not come.
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-                match reply {
-                    Reply::WrongCorrelation => correlation_shift = 1,
-                    Reply::LyingCount => {
-                        // Fetch v12: throttle, error, session, then a compact count of 2^31 - 1.
-                        body.put_slice(&[0; 10]);
-                        body.put_slice(&[0x80, 0x80, 0x80, 0x80, 0x08]);
-                    }
-                    Reply::NegativeLength => {
-                        // Fetch v11: throttle, error, session, one topic, name length -5.
-                        body.put_slice(&[0; 10]);
-                        body.put_i32(1);
-                        body.put_i16(-5);
-                    }
-                    _ => {}
-                }
-                if body.is_empty() {
-                    let high_watermark = match reply {
-                        Reply::WatermarkBelowFetchOffset => offset - 1,
-                        _ => end,
-                    };
-                    let partition = |index: i32, records: Bytes| {
-                        PartitionData::default()
-                            .with_partition_index(index)
-                            .with_error_code(error_code)
-                            .with_high_watermark(high_watermark)
-                            .with_last_stable_offset(high_watermark)
-                            .with_log_start_offset(log_start)
-                            .with_records(Some(records))
-                    };
-                    let mut partitions = vec![partition(0, records)];
-                    if let Reply::ExtraPartition = reply {
-                        partitions.push(partition(7, Bytes::from_static(&[0xAB; 200])));
-                    }
-                    let throttle_time_ms = match reply {
-                        Reply::Throttle(ms) => ms,
-                        _ => 0,
-                    };
-                    FetchResponse::default()
-                        .with_throttle_time_ms(throttle_time_ms)
-                        .with_responses(vec![FetchableTopicResponse::default()
-                            .with_topic(TopicName(StrBytes::from_static_str(TOPIC)))
-                            .with_partitions(partitions)])
-                        .encode(&mut body, version)
-                        .unwrap();
-                }
-            }
-            other => panic!("the fake broker does not speak {other:?}"),
-        }
-        let mut response = BytesMut::new();
-        response.put_i32(0);
-        let header_version = response_header_version(key, version);
-        ResponseHeader::default()
-            .with_correlation_id(header.correlation_id.wrapping_add(correlation_shift))
-            .encode(&mut response, header_version)
-            .unwrap();
-        response.put(body);
-        let size = (response.len() - 4) as i32;
-        response[..4].copy_from_slice(&size.to_be_bytes());
-        if socket.write_all(&response).await.is_err() {
-            return;
-        }
-    }
-}
-
-fn response_header_version(key: ApiKey, version: i16) -> i16 {
-    match key {
-        ApiKey::ApiVersions => ApiVersionsResponse::header_version(version),
-        ApiKey::Metadata => MetadataResponse::header_version(version),
-        ApiKey::ListOffsets => ListOffsetsResponse::header_version(version),
-        ApiKey::Fetch => FetchResponse::header_version(version),
-        other => panic!("no response header for {other:?}"),
-    }
-}
-
-fn metadata(port: u16) -> MetadataResponse {
-    MetadataResponse::default()
-        .with_brokers(vec![MetadataResponseBroker::default()
-            .with_node_id(BrokerId(1))
-            .with_host(StrBytes::from_static_str("127.0.0.1"))
-            .with_port(i32::from(port))])
-        .with_topics(vec![MetadataResponseTopic::default()
-            .with_name(Some(TopicName(StrBytes::from_static_str(TOPIC))))
-            .with_partitions(vec![MetadataResponsePartition::default()
-                .with_partition_index(0)
-                .with_leader_id(BrokerId(1))
-                .with_leader_epoch(0)])])
-}
-
 async fn start(script: Script) -> (String, Arc<Mutex<Script>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap().to_string();
     let script = Arc::new(Mutex::new(script));
-    tokio::spawn(serve(listener, script.clone()));
+    let shared = script.clone();
+    let address = broker::start(move |request| shared.lock().unwrap().reply(request)).await;
     (address, script)
 }
 
@@ -315,25 +230,8 @@ async fn start(script: Script) -> (String, Arc<Mutex<Script>>) {
 async fn start_one_batch_per_fetch() -> (String, Arc<Mutex<Script>>, usize) {
     let batches: Vec<(i64, Vec<u8>)> = (0..10).map(|i| batch(i * 10, 10)).collect();
     let one_batch = batches.iter().map(|(_, b)| b.len()).max().unwrap();
-    let (address, script) = start(Script {
-        batches,
-        log_start: 0,
-        replies: vec![Reply::Serve(one_batch)],
-        fetches: 0,
-        metadata_requests: 0,
-        fetch_offsets: Vec::new(),
-        fetch_max: FAKE_FETCH_MAX,
-    })
-    .await;
+    let (address, script) = start(Script::new(batches, vec![Reply::Serve(one_batch)])).await;
     (address, script, one_batch)
-}
-
-fn fast_config(address: &str) -> ConsumerConfig {
-    let mut config = ConsumerConfig::new(vec![address.to_owned()]);
-    config.backoff = Duration::from_millis(10);
-    config.max_backoff = Duration::from_millis(50);
-    config.max_wait = Duration::from_millis(50);
-    config
 }
 
 /// Reads until the end of partition 0; returns the offsets and values delivered.
@@ -370,20 +268,15 @@ fn expected(range: std::ops::Range<i64>) -> Vec<(i64, String)> {
 async fn dropped_connection_and_cut_batch_resume_at_the_next_offset() {
     let batches = vec![batch(0, 10), batch(10, 10), batch(20, 10)];
     let cut = batches[0].1.len() + batches[1].1.len() / 2;
-    let (address, script) = start(Script {
+    let (address, script) = start(Script::new(
         batches,
-        log_start: 0,
-        replies: vec![
+        vec![
             Reply::Serve(cut),
             Reply::Drop,
             Reply::Drop,
             Reply::Serve(usize::MAX),
         ],
-        fetches: 0,
-        metadata_requests: 0,
-        fetch_offsets: Vec::new(),
-        fetch_max: FAKE_FETCH_MAX,
-    })
+    ))
     .await;
     let config = fast_config(&address);
     let mut consumer = Consumer::connect(config.clone()).await.unwrap();
@@ -400,15 +293,10 @@ async fn dropped_connection_and_cut_batch_resume_at_the_next_offset() {
 
 #[tokio::test]
 async fn not_leader_looks_up_the_leader_again_and_loses_nothing() {
-    let (address, script) = start(Script {
-        batches: vec![batch(0, 5), batch(5, 5)],
-        log_start: 0,
-        replies: vec![Reply::Error(6), Reply::Error(74), Reply::Serve(usize::MAX)],
-        fetches: 0,
-        metadata_requests: 0,
-        fetch_offsets: Vec::new(),
-        fetch_max: FAKE_FETCH_MAX,
-    })
+    let (address, script) = start(Script::new(
+        vec![batch(0, 5), batch(5, 5)],
+        vec![Reply::Error(6), Reply::Error(74), Reply::Serve(usize::MAX)],
+    ))
     .await;
     let config = fast_config(&address);
     let mut consumer = Consumer::connect(config.clone()).await.unwrap();
@@ -432,13 +320,11 @@ async fn not_leader_looks_up_the_leader_again_and_loses_nothing() {
 #[tokio::test]
 async fn offset_out_of_range_follows_the_reset_policy() {
     let script = || Script {
-        batches: vec![batch(100, 5)],
         log_start: 100,
-        replies: vec![Reply::Error(1), Reply::Serve(usize::MAX)],
-        fetches: 0,
-        metadata_requests: 0,
-        fetch_offsets: Vec::new(),
-        fetch_max: FAKE_FETCH_MAX,
+        ..Script::new(
+            vec![batch(100, 5)],
+            vec![Reply::Error(1), Reply::Serve(usize::MAX)],
+        )
     };
     let (address, _) = start(script()).await;
     let config = fast_config(&address);
@@ -474,16 +360,7 @@ async fn offset_out_of_range_follows_the_reset_policy() {
 
 #[tokio::test]
 async fn garbage_records_are_an_error_not_a_panic() {
-    let (address, _) = start(Script {
-        batches: vec![batch(0, 5)],
-        log_start: 0,
-        replies: vec![Reply::Garbage],
-        fetches: 0,
-        metadata_requests: 0,
-        fetch_offsets: Vec::new(),
-        fetch_max: FAKE_FETCH_MAX,
-    })
-    .await;
+    let (address, _) = start(Script::new(vec![batch(0, 5)], vec![Reply::Garbage])).await;
     let config = fast_config(&address);
     let mut consumer = Consumer::connect(config.clone()).await.unwrap();
     consumer
@@ -568,14 +445,10 @@ async fn a_held_response_pauses_fetching_until_its_chunks_are_dropped() {
 
 /// A broker holding offsets 0..100 in ten batches of ten that answers `replies` in turn.
 async fn start_hostile(replies: Vec<Reply>, fetch_max: i16) -> (String, Arc<Mutex<Script>>) {
+    let batches = (0..10).map(|i| batch(i * 10, 10)).collect();
     start(Script {
-        batches: (0..10).map(|i| batch(i * 10, 10)).collect(),
-        log_start: 0,
-        replies,
-        fetches: 0,
-        metadata_requests: 0,
-        fetch_offsets: Vec::new(),
         fetch_max,
+        ..Script::new(batches, replies)
     })
     .await
 }

@@ -1,36 +1,24 @@
-//! KIP-227 fetch sessions against a scripted fake broker that keeps sessions the way Kafka's
+//! KIP-227 fetch sessions against a fake broker that keeps sessions the way Kafka's
 //! FetchSession.scala does (a session per id, the expected epoch, each partition's cached
 //! offset and high watermark; answers leave out partitions with nothing new; partitions that
 //! returned data move to the back). It plays what a real broker produces only by chance:
 //! FETCH_SESSION_ID_NOT_FOUND (an evicted session), INVALID_FETCH_SESSION_EPOCH, and a broker
-//! that never grants a session. Needs no Kafka.
+//! that never grants a session.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::{BufMut, Bytes, BytesMut};
-use kafka_protocol::messages::api_versions_response::ApiVersion;
+use bytes::Bytes;
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
-use kafka_protocol::messages::list_offsets_response::{
-    ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
-};
-use kafka_protocol::messages::metadata_response::{
-    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
-};
-use kafka_protocol::messages::{
-    ApiKey, ApiVersionsResponse, BrokerId, FetchRequest, FetchResponse, ListOffsetsRequest,
-    ListOffsetsResponse, MetadataResponse, RequestHeader, ResponseHeader, TopicName,
-};
-use kafka_protocol::protocol::{
-    decode_request_header_from_buffer, Decodable, Encodable, HeaderVersion, StrBytes,
-};
+use kafka_protocol::messages::{ApiKey, FetchRequest, FetchResponse, TopicName};
+use kafka_protocol::protocol::StrBytes;
 use krec_batch::encode::BatchBuilder;
 use krec_consumer::{Consumer, ConsumerConfig, Fetched, StartOffset};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use krec_testkit::broker::{self, answers, Reply, Request};
 
-const TOPIC: &str = "t";
+use super::{api_versions, fast_config, TOPIC};
+
 /// Fetch versions the fake speaks: sessions (v7+), topics by name (before v13).
 const FETCH_VERSIONS: (i16, i16) = (4, 12);
 /// Records per partition: three batches, one batch, none.
@@ -266,132 +254,43 @@ fn answer(session_id: i32, partitions: Vec<PartitionData>) -> FetchResponse {
         .with_responses(responses)
 }
 
-async fn serve(listener: TcpListener, broker: Arc<Mutex<Broker>>) {
-    let port = listener.local_addr().unwrap().port();
-    while let Ok((socket, _)) = listener.accept().await {
-        tokio::spawn(connection(socket, port, broker.clone()));
+/// The fake's answer to one request.
+fn reply(request: &Request, broker: &mut Broker) -> Reply {
+    match request.api_key {
+        ApiKey::ApiVersions => api_versions(request, FETCH_VERSIONS.0, FETCH_VERSIONS.1),
+        ApiKey::Metadata => {
+            let topics = [(TOPIC, RECORDS.len() as i32)];
+            request.answer(&answers::metadata(request.port, &topics))
+        }
+        ApiKey::ListOffsets => {
+            let offsets =
+                answers::list_offsets(&request.decode(), |partition, timestamp| match timestamp {
+                    -2 => 0,
+                    _ => RECORDS[partition as usize],
+                });
+            request.answer(&offsets)
+        }
+        ApiKey::Fetch => {
+            let fetch: FetchRequest = request.decode();
+            let response = broker.fetch(&fetch);
+            let idle = response.responses.is_empty() && response.error_code == 0;
+            let answer = request.answer(&response);
+            if idle && fetch.max_wait_ms > 0 {
+                // Like a broker waiting max_wait_ms for data that does not come.
+                answer.after(Duration::from_millis(20))
+            } else {
+                answer
+            }
+        }
+        other => panic!("the fake broker does not speak {other:?}"),
     }
-}
-
-async fn connection(mut socket: TcpStream, port: u16, broker: Arc<Mutex<Broker>>) {
-    loop {
-        let mut size = [0u8; 4];
-        if socket.read_exact(&mut size).await.is_err() {
-            return;
-        }
-        let mut frame = vec![0u8; i32::from_be_bytes(size) as usize];
-        if socket.read_exact(&mut frame).await.is_err() {
-            return;
-        }
-        let mut frame = Bytes::from(frame);
-        let header: RequestHeader = decode_request_header_from_buffer(&mut frame).unwrap();
-        let key = ApiKey::try_from(header.request_api_key).unwrap();
-        let version = header.request_api_version;
-        let mut body = BytesMut::new();
-        let header_version = match key {
-            ApiKey::ApiVersions => {
-                let (min, max) = FETCH_VERSIONS;
-                let ranges = [(1, min, max), (2, 1, 7), (3, 1, 12), (18, 0, 3)];
-                let keys = ranges
-                    .iter()
-                    .map(|&(k, min, max)| {
-                        ApiVersion::default()
-                            .with_api_key(k)
-                            .with_min_version(min)
-                            .with_max_version(max)
-                    })
-                    .collect();
-                ApiVersionsResponse::default()
-                    .with_api_keys(keys)
-                    .encode(&mut body, version)
-                    .unwrap();
-                ApiVersionsResponse::header_version(version)
-            }
-            ApiKey::Metadata => {
-                metadata(port).encode(&mut body, version).unwrap();
-                MetadataResponse::header_version(version)
-            }
-            ApiKey::ListOffsets => {
-                let request = ListOffsetsRequest::decode(&mut frame, version).unwrap();
-                list_offsets(&request).encode(&mut body, version).unwrap();
-                ListOffsetsResponse::header_version(version)
-            }
-            ApiKey::Fetch => {
-                let request = FetchRequest::decode(&mut frame, version).unwrap();
-                let response = broker.lock().unwrap().fetch(&request);
-                let idle = response.responses.is_empty() && response.error_code == 0;
-                if idle && request.max_wait_ms > 0 {
-                    // Like a broker waiting max_wait_ms for data that does not come.
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                }
-                response.encode(&mut body, version).unwrap();
-                FetchResponse::header_version(version)
-            }
-            other => panic!("the fake broker does not speak {other:?}"),
-        };
-        let mut out = BytesMut::new();
-        out.put_i32(0);
-        ResponseHeader::default()
-            .with_correlation_id(header.correlation_id)
-            .encode(&mut out, header_version)
-            .unwrap();
-        out.put(body);
-        let size = (out.len() - 4) as i32;
-        out[..4].copy_from_slice(&size.to_be_bytes());
-        if socket.write_all(&out).await.is_err() {
-            return;
-        }
-    }
-}
-
-fn metadata(port: u16) -> MetadataResponse {
-    let partitions = (0..RECORDS.len() as i32)
-        .map(|p| {
-            MetadataResponsePartition::default()
-                .with_partition_index(p)
-                .with_leader_id(BrokerId(1))
-                .with_leader_epoch(0)
-        })
-        .collect();
-    MetadataResponse::default()
-        .with_brokers(vec![MetadataResponseBroker::default()
-            .with_node_id(BrokerId(1))
-            .with_host(StrBytes::from_static_str("127.0.0.1"))
-            .with_port(i32::from(port))])
-        .with_topics(vec![MetadataResponseTopic::default()
-            .with_name(Some(TopicName(StrBytes::from_static_str(TOPIC))))
-            .with_partitions(partitions)])
-}
-
-fn list_offsets(request: &ListOffsetsRequest) -> ListOffsetsResponse {
-    let partitions = request.topics[0]
-        .partitions
-        .iter()
-        .map(|p| {
-            let offset = match p.timestamp {
-                -2 => 0,
-                _ => RECORDS[p.partition_index as usize],
-            };
-            ListOffsetsPartitionResponse::default()
-                .with_partition_index(p.partition_index)
-                .with_offset(offset)
-        })
-        .collect();
-    ListOffsetsResponse::default().with_topics(vec![ListOffsetsTopicResponse::default()
-        .with_name(TopicName(StrBytes::from_static_str(TOPIC)))
-        .with_partitions(partitions)])
 }
 
 async fn start(broker: Broker) -> (ConsumerConfig, Arc<Mutex<Broker>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap().to_string();
     let broker = Arc::new(Mutex::new(broker));
-    tokio::spawn(serve(listener, broker.clone()));
-    let mut config = ConsumerConfig::new(vec![address]);
-    config.backoff = Duration::from_millis(10);
-    config.max_backoff = Duration::from_millis(50);
-    config.max_wait = Duration::from_millis(50);
-    (config, broker)
+    let script = broker.clone();
+    let address = broker::start(move |request| reply(request, &mut script.lock().unwrap())).await;
+    (fast_config(&address), broker)
 }
 
 fn granting(fault: Option<(usize, i16)>) -> Broker {
