@@ -1,13 +1,12 @@
-//! Embedding the async consumer: assign every partition of a topic, optionally seek one of
-//! them, and read decoded records (borrowed from the fetched bytes) until each partition's end.
+//! Embedding the consumer: read every partition of a topic from the beginning to its end and
+//! print each record with its `trace` header, then exit. With PARTITION:OFFSET, that partition
+//! starts there instead.
 //!
 //! ```text
 //! cargo run --example consume -- 127.0.0.1:9092 my-topic [PARTITION:OFFSET]
 //! ```
 
-use std::collections::BTreeSet;
-
-use krec::consumer::{Consumer, ConsumerConfig, Fetched, StartOffset};
+use krec::consumer::{Consumer, ConsumerConfig, StartOffset, TopicPartition};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -19,50 +18,35 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let seek = args.next();
 
     let config = ConsumerConfig::new(ConsumerConfig::parse_bootstrap(&brokers)?);
-    let mut consumer = Consumer::connect(config.clone()).await?;
-    let partitions = consumer.partitions(&topic).await?;
+    let mut consumer = Consumer::connect(config).await?;
     consumer
-        .assign(&topic, &partitions, StartOffset::Beginning)
+        .assign_topic(&topic, StartOffset::Beginning)
         .await?;
     if let Some(seek) = seek {
         // `seek` drops whatever was already fetched for the partition's old position.
         let (partition, offset) = seek.split_once(':').ok_or("expected PARTITION:OFFSET")?;
-        consumer.seek(
-            &topic,
-            partition.parse()?,
-            StartOffset::Offset(offset.parse()?),
-        )?;
+        let partition = TopicPartition::new(topic.as_str(), partition.parse()?);
+        consumer.seek(&partition, StartOffset::Offset(offset.parse()?))?;
     }
+    // Like `krec consume -e`: `next_chunk` gives `None` once every partition is at its end.
+    consumer.stop_at_end(true);
 
-    let mut not_at_end: BTreeSet<i32> = partitions.iter().copied().collect();
     let mut records = 0u64;
-    while !not_at_end.is_empty() {
-        match consumer.poll().await? {
-            Fetched::Chunk(chunk) => {
-                // Decoding happens here, on the caller's thread; records borrow from the chunk.
-                for batch in chunk.batches(&config.decode) {
-                    let batch = batch?;
-                    for record in batch.records() {
-                        let record = record?;
-                        let value = record.value().map(String::from_utf8_lossy);
-                        let trace = record.headers().get(b"trace").and_then(|h| h.value);
-                        println!(
-                            "{}/{} offset {} value {:?} trace {:?}",
-                            chunk.topic(),
-                            chunk.partition(),
-                            record.offset(),
-                            value,
-                            trace.map(String::from_utf8_lossy),
-                        );
-                        records += 1;
-                    }
-                }
-            }
-            Fetched::EndOfPartition { partition, .. } => {
-                not_at_end.remove(&partition);
-            }
-            // Only a `subscribe`d consumer sees its topics change.
-            Fetched::SubscriptionChanged { .. } => {}
+    while let Some(chunk) = consumer.next_chunk().await? {
+        // Data records only; records borrow from the chunk, which is decoded here.
+        for record in chunk.records() {
+            let record = record?;
+            let value = record.value().map(String::from_utf8_lossy);
+            let trace = record.headers().get(b"trace").and_then(|h| h.value);
+            println!(
+                "{}/{} offset {} value {:?} trace {:?}",
+                chunk.topic(),
+                chunk.partition(),
+                record.offset(),
+                value,
+                trace.map(String::from_utf8_lossy),
+            );
+            records += 1;
         }
     }
     eprintln!("{records} records");

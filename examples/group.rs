@@ -1,73 +1,57 @@
 //! Embedding a consumer group member: join, print the records of the partitions the group
-//! assigns (assignment changes are reported by a listener), mark what was printed as written
-//! so it gets committed, and on Ctrl-C commit and leave the group.
+//! assigns and the assignment changes, mark each chunk processed once printed so that it gets
+//! committed, and on Ctrl-C (or after COUNT records) commit and leave the group.
 //!
 //! ```text
-//! cargo run --example group -- 127.0.0.1:9092 my-group my-topic[,other-topic]
+//! cargo run --example group -- 127.0.0.1:9092 my-group my-topic[,^other-.*] [COUNT]
 //! ```
 //!
 //! Start it twice with the same group: the partitions are split between the two.
 
 use std::io::Write;
 
-use krec::consumer::group::{GroupConfig, GroupConsumer, RebalanceListener, TopicPartition};
-use krec::consumer::{ConsumerConfig, Fetched};
-
-/// Reports assignment changes on stderr.
-struct Report;
-
-impl RebalanceListener for Report {
-    fn on_assigned(&mut self, partitions: &[TopicPartition]) {
-        eprintln!("assigned: {partitions:?}");
-    }
-
-    fn on_revoked(&mut self, partitions: &[TopicPartition]) {
-        eprintln!("revoked: {partitions:?}");
-    }
-}
+use krec::consumer::{ConsumerConfig, GroupConsumer, GroupEvent};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
-    let (Some(brokers), Some(group), Some(topics)) = (args.next(), args.next(), args.next()) else {
-        eprintln!("usage: group HOST:PORT[,HOST:PORT] GROUP TOPIC[,TOPIC...]");
+    let (Some(brokers), Some(group_id), Some(topics)) = (args.next(), args.next(), args.next())
+    else {
+        eprintln!("usage: group HOST:PORT[,HOST:PORT] GROUP TOPIC[,TOPIC...] [COUNT]");
         std::process::exit(2);
     };
-    let config = ConsumerConfig::new(ConsumerConfig::parse_bootstrap(&brokers)?);
-    let topics = topics.split(',').map(str::to_owned).collect();
-    let group = GroupConfig::new(group, topics);
-    let mut consumer = GroupConsumer::join(config.clone(), group, Report).await?;
+    let limit: Option<u64> = args.next().map(|count| count.parse()).transpose()?;
+    let mut config = ConsumerConfig::new(ConsumerConfig::parse_bootstrap(&brokers)?);
+    config.group.group_id = group_id;
+    let topics: Vec<&str> = topics.split(',').collect();
+    let mut group = GroupConsumer::subscribe(config, &topics).await?;
     let mut out = std::io::stdout().lock();
-    loop {
-        let fetched = tokio::select! {
-            fetched = consumer.poll() => fetched?,
+    let mut printed = 0u64;
+    while limit.is_none_or(|limit| printed < limit) {
+        let event = tokio::select! {
+            event = group.next_event() => event?,
             _ = tokio::signal::ctrl_c() => break,
         };
-        let Fetched::Chunk(chunk) = fetched else {
-            continue;
-        };
-        for batch in chunk.batches(&config.decode) {
-            let batch = batch?;
-            if batch.batch().is_control() {
-                continue;
+        match event {
+            Some(GroupEvent::Chunk(chunk)) => {
+                for record in chunk.records() {
+                    let record = record?;
+                    let value = record.value().map(String::from_utf8_lossy);
+                    let (topic, partition) = (chunk.topic(), chunk.partition());
+                    writeln!(out, "{topic}/{partition} {}: {value:?}", record.offset())?;
+                    printed += 1;
+                }
+                // Written out: everything of this chunk may now be committed.
+                out.flush()?;
+                group.processed(&chunk);
             }
-            for record in batch.records() {
-                let record = record?;
-                let value = record.value().map(String::from_utf8_lossy);
-                writeln!(
-                    out,
-                    "{}/{} {}: {:?}",
-                    chunk.topic(),
-                    chunk.partition(),
-                    record.offset(),
-                    value
-                )?;
-            }
+            Some(GroupEvent::Assigned(partitions)) => eprintln!("assigned: {partitions:?}"),
+            Some(GroupEvent::Revoked(partitions)) => eprintln!("revoked: {partitions:?}"),
+            Some(_) => {}
+            None => break,
         }
-        // Written out: everything of this chunk may now be committed.
-        out.flush()?;
-        consumer.mark_written(chunk.topic(), chunk.partition(), chunk.next_offset());
     }
-    consumer.close().await?;
+    // Commits what was processed, then leaves the group.
+    group.close().await?;
     Ok(())
 }

@@ -26,11 +26,8 @@ async fn live_while_tailing(
     let before = ALLOCATOR.totals();
     let config = ConsumerConfig::new(ConsumerConfig::parse_bootstrap(brokers)?);
     let mut consumer = Consumer::connect(config).await?;
-    let partitions = consumer.partitions(topic).await?;
-    consumer
-        .assign(topic, &partitions, StartOffset::End)
-        .await?;
-    let mut waiting: BTreeSet<i32> = partitions.iter().copied().collect();
+    let partitions = consumer.assign_topic(topic, StartOffset::End).await?;
+    let mut waiting: BTreeSet<i32> = partitions.iter().map(|p| p.partition).collect();
     while !waiting.is_empty() {
         if let Fetched::EndOfPartition { partition, .. } = consumer.poll().await? {
             waiting.remove(&partition);

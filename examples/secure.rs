@@ -9,7 +9,7 @@
 use krec::client::security::properties;
 use krec::client::security::{Pem, ScramMechanism};
 use krec::client::{SaslConfig, Secret, SecurityConfig, SecurityProtocol, TlsConfig};
-use krec::consumer::{Consumer, ConsumerConfig, Fetched, StartOffset};
+use krec::consumer::{Consumer, ConsumerConfig, StartOffset};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -24,23 +24,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let mut config = ConsumerConfig::new(ConsumerConfig::parse_bootstrap(&brokers)?);
     config.connection.security = security;
-    let mut consumer = Consumer::connect(config.clone()).await?;
-    let partitions = consumer.partitions(&topic).await?;
+    let mut consumer = Consumer::connect(config).await?;
     consumer
-        .assign(&topic, &partitions, StartOffset::Beginning)
+        .assign_topic(&topic, StartOffset::Beginning)
         .await?;
-    let mut open = partitions.len();
+    consumer.stop_at_end(true);
     let mut records = 0u64;
-    while open > 0 {
-        match consumer.poll().await? {
-            Fetched::Chunk(chunk) => {
-                for batch in chunk.batches(&config.decode) {
-                    records += batch?.records().count() as u64;
-                }
-            }
-            Fetched::EndOfPartition { .. } => open -= 1,
-            // Only a `subscribe`d consumer sees its topics change.
-            Fetched::SubscriptionChanged { .. } => {}
+    while let Some(chunk) = consumer.next_chunk().await? {
+        for record in chunk.records() {
+            record?;
+            records += 1;
         }
     }
     println!("{records} records");

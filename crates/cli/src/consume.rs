@@ -31,7 +31,7 @@ use krec_consumer::partitioner::Partitioner;
 use krec_consumer::workers::{self, PartitionWorkers};
 use krec_consumer::{
     ChunkBatchRef, Consumer, ConsumerConfig, Fetched, OffsetReset, PartitionChunk,
-    PartitionPosition, StartOffset, TopicSubscription,
+    PartitionPosition, StartOffset, TopicPartition, TopicSubscription,
 };
 
 /// Fetch responses per broker held (queued or being written) before the next fetch waits.
@@ -496,7 +496,7 @@ async fn consume(args: ConsumeArgs) -> Result<u64, Error> {
         range_ends: range_ends.clone(),
         range_done,
     };
-    let mut workers = start_output_workers(&args, &config, &progress, outputs)?;
+    let mut workers = start_output_workers(&args, &progress, outputs)?;
     serve_metrics(
         endpoint,
         consumer.metrics_source(),
@@ -551,6 +551,7 @@ async fn consume(args: ConsumeArgs) -> Result<u64, Error> {
                 }
                 // Added topics have partitions to read; dropped ones no longer count for -e.
                 Ok(Fetched::SubscriptionChanged { .. }) => check_ends = args.exit_at_end,
+                Ok(_) => {}
                 Err(error) => break Err(error.into()),
             },
             Some((topic, partition)) = range_passed.recv() => {
@@ -590,6 +591,15 @@ async fn consume(args: ConsumeArgs) -> Result<u64, Error> {
 
 /// With `--key` and `--partitioner`, only the partition that partitioner sends the key to;
 /// otherwise all of `partitions`.
+/// `partitions` of `topic`, in the consumer's shape.
+fn topic_partitions(topic: &str, partitions: &[i32]) -> Vec<TopicPartition> {
+    let topic: std::sync::Arc<str> = std::sync::Arc::from(topic);
+    partitions
+        .iter()
+        .map(|&partition| TopicPartition::new(topic.clone(), partition))
+        .collect()
+}
+
 fn key_partition(args: &ConsumeArgs, partitions: Vec<i32>) -> Result<Vec<i32>, Error> {
     let Some(partitioner) = &args.partitioner else {
         return Ok(partitions);
@@ -678,11 +688,14 @@ async fn start_consuming(
 ) -> Result<(), Error> {
     match subscription.names() {
         [topic] if !args.read.partitions.is_empty() => {
-            consumer.assign(topic, &args.read.partitions, start).await?;
+            let partitions = topic_partitions(topic, &args.read.partitions);
+            consumer.assign(&partitions, start).await?;
         }
         [topic] if args.partitioner.is_some() && !subscription.has_patterns() => {
             let partitions = key_partition(args, consumer.partitions(topic).await?)?;
-            consumer.assign(topic, &partitions, start).await?;
+            consumer
+                .assign(&topic_partitions(topic, &partitions), start)
+                .await?;
         }
         _ => consumer.subscribe(subscription, start).await?,
     }
@@ -735,22 +748,22 @@ impl GroupEnds {
     }
 
     /// Every partition of `assignment` (not empty) is at its end.
-    fn all_reached(&mut self, assignment: &std::collections::BTreeSet<(String, i32)>) -> bool {
+    fn all_reached(&mut self, assignment: &std::collections::BTreeSet<TopicPartition>) -> bool {
         if assignment.is_empty() || self.count < assignment.len() {
             return false;
         }
         // Partitions revoked since they reached their end no longer count.
-        let at_end = |(topic, partition): &(String, i32)| {
+        let at_end = |key: &TopicPartition| {
             self.at_end
-                .get(topic.as_str())
-                .is_some_and(|p| p.contains(partition))
+                .get(&*key.topic)
+                .is_some_and(|p| p.contains(&key.partition))
         };
         let reached = assignment.iter().filter(|p| at_end(p)).count();
         if reached == assignment.len() {
             return true;
         }
         for (topic, partitions) in &mut self.at_end {
-            partitions.retain(|&p| assignment.contains(&(topic.to_string(), p)));
+            partitions.retain(|&p| assignment.contains(&TopicPartition::new(topic.clone(), p)));
         }
         self.count = reached;
         false
@@ -775,14 +788,12 @@ struct Outputs {
 /// `written`, so only records that left the sink are committed.
 fn start_output_workers(
     args: &ConsumeArgs,
-    config: &ConsumerConfig,
     progress: &Arc<Progress>,
     outputs: Outputs,
 ) -> Result<OutputWorkers, Error> {
     let threads = args.threads.unwrap_or_else(workers::default_threads);
     let workers = PartitionWorkers::start(threads, |_| {
         let writer = args.format.writer(std::io::stdout());
-        let decode = config.decode.clone();
         let progress = progress.clone();
         let Outputs {
             count_done,
@@ -799,13 +810,7 @@ fn start_output_workers(
                 return Ok(());
             };
             let end = range_ends.get(chunk.topic(), chunk.partition());
-            let outcome = write_chunk(
-                &chunk,
-                writer,
-                (&decode, on_corrupt),
-                &progress,
-                (limit, end),
-            )?;
+            let outcome = write_chunk(&chunk, writer, on_corrupt, &progress, (limit, end))?;
             if outcome.passed_end {
                 let _ = range_done.send((chunk.topic().to_owned(), chunk.partition()));
             }
@@ -870,7 +875,7 @@ struct ChunkWritten {
 fn write_chunk<W: Write>(
     chunk: &PartitionChunk,
     writer: &mut RecordWriter<W>,
-    (decode, on_corrupt): (&DecodeConfig, OnCorrupt),
+    on_corrupt: OnCorrupt,
     progress: &Progress,
     (limit, end): (Option<u64>, Option<PartitionEnd>),
 ) -> Result<ChunkWritten, Error> {
@@ -898,7 +903,7 @@ fn write_chunk<W: Write>(
     };
     // Batches parsed in place and lent (`try_for_each_ref`): moving each out by value costs
     // one-record batches a measurable share of their CPU.
-    chunk.batches(decode).try_for_each_ref_or_skip(
+    chunk.batches().try_for_each_ref_or_skip(
         on_corrupt,
         |batch| state.write_batch(batch),
         |skipped| report_skipped(chunk, progress, skipped),
@@ -1063,7 +1068,7 @@ async fn consume_group(
         range_ends: Arc::new(RangeEnds::default()),
         range_done,
     };
-    let mut workers = start_output_workers(args, &config, &progress, outputs)?;
+    let mut workers = start_output_workers(args, &progress, outputs)?;
     serve_metrics(endpoint, group.metrics_source(), &progress, read_committed);
     let mut ends = GroupEnds::default();
     let mut stats = stats_printer(args, read_committed)?;
@@ -1079,8 +1084,6 @@ async fn consume_group(
                         break Err(error);
                     }
                 }
-                // The group's assignment follows the subscription (rebalances).
-                Ok(Fetched::SubscriptionChanged { .. }) => {}
                 Ok(Fetched::EndOfPartition { topic, partition, offset }) => {
                     tracing::debug!(%topic, partition, offset, "reached the end of the partition");
                     ends.reached(topic, partition);
@@ -1088,6 +1091,8 @@ async fn consume_group(
                         break Ok(());
                     }
                 }
+                // The group's assignment follows the subscription (rebalances).
+                Ok(_) => {}
                 Err(error) => break Err(error.into()),
             },
             error = workers.failure() => break Err(error),
@@ -1155,8 +1160,10 @@ mod tests {
 
     #[test]
     fn a_group_member_is_at_the_end_when_every_assigned_partition_is() {
-        let assigned = |list: &[(&str, i32)]| -> std::collections::BTreeSet<(String, i32)> {
-            list.iter().map(|&(t, p)| (t.to_owned(), p)).collect()
+        let assigned = |list: &[(&str, i32)]| -> std::collections::BTreeSet<TopicPartition> {
+            list.iter()
+                .map(|&(t, p)| TopicPartition::new(t, p))
+                .collect()
         };
         let mut ends = GroupEnds::default();
         assert!(!ends.all_reached(&assigned(&[])), "nothing assigned yet");

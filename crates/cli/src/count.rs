@@ -15,7 +15,9 @@ use crate::decode::count::{FileCount, Tallies};
 use crate::format::{FilterArgs, RecordFilter};
 use crate::Error;
 use krec_batch::DecodeConfig;
-use krec_consumer::{Consumer, ConsumerConfig, Fetched, PartitionChunk, StartOffset};
+use krec_consumer::{
+    Consumer, ConsumerConfig, Fetched, PartitionChunk, StartOffset, TopicPartition,
+};
 
 /// Largest segment file counted by default (Kafka's segments are below 2 GiB).
 const DEFAULT_MAX_FILE_BYTES: u64 = i32::MAX as u64;
@@ -128,17 +130,19 @@ async fn count_topic(
     } else {
         args.read.partitions.clone()
     };
-    consumer
-        .assign(topic, &partitions, StartOffset::Beginning)
-        .await?;
+    let assigned: Vec<TopicPartition> = partitions
+        .iter()
+        .map(|&partition| TopicPartition::new(topic, partition))
+        .collect();
+    consumer.assign(&assigned, StartOffset::Beginning).await?;
     let mut counts: BTreeMap<i32, u64> = partitions.iter().map(|&p| (p, 0)).collect();
     let mut remaining: BTreeSet<i32> = partitions.iter().copied().collect();
     while !remaining.is_empty() {
         match consumer.poll().await? {
             Fetched::Chunk(chunk) => {
                 let records = match filter {
-                    None => chunk.count_records(&config.decode)?,
-                    Some(filter) => count_matches(&chunk, &config.decode, filter)?,
+                    None => chunk.count_records()?,
+                    Some(filter) => count_matches(&chunk, filter)?,
                 };
                 *counts.entry(chunk.partition()).or_default() += records;
             }
@@ -146,7 +150,7 @@ async fn count_topic(
                 remaining.remove(&partition);
             }
             // Only named topics are assigned here; no pattern changes them.
-            Fetched::SubscriptionChanged { .. } => {}
+            _ => {}
         }
     }
     Ok(counts
@@ -156,14 +160,10 @@ async fn count_topic(
 }
 
 /// The data records of `chunk` that `filter` selects (aborted ones hidden as when consuming).
-fn count_matches(
-    chunk: &PartitionChunk,
-    decode: &DecodeConfig,
-    filter: &RecordFilter,
-) -> Result<u64, Error> {
+fn count_matches(chunk: &PartitionChunk, filter: &RecordFilter) -> Result<u64, Error> {
     let mut matched = 0;
     chunk
-        .batches(decode)
+        .batches()
         .try_for_each_ref(|batch| -> Result<_, Error> {
             let mut records = batch.records_in_place();
             while let Some(record) = records.next_ref() {

@@ -9,7 +9,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, RwLock};
 
 use krec_client::metadata::MetadataClient;
-use krec_consumer::{Consumer, ConsumerConfig, PartitionPosition, StartOffset};
+use krec_consumer::{Consumer, ConsumerConfig, PartitionPosition, StartOffset, TopicPartition};
 
 use crate::offsets::{look_up, PartitionOffsets};
 use crate::time::{now_ms, parse_instant};
@@ -275,7 +275,7 @@ impl RangeWatch {
         let key = (topic.to_owned(), partition);
         if self.open.remove(&key) {
             tracing::debug!(topic, partition, "the range of the partition is read");
-            consumer.unassign(&[key]);
+            consumer.unassign(&[key.into()]);
         }
     }
 
@@ -346,10 +346,13 @@ pub async fn assign_bounded(
             // Inside the log, so no offset reset moves it: a start past the log's end waits
             // there for the range's records.
             let fetch_from = first.clamp(listed.earliest, listed.latest.max(listed.earliest));
-            starts.push((topic.clone(), *partition, StartOffset::Offset(fetch_from)));
+            starts.push((
+                TopicPartition::new(topic.as_str(), *partition),
+                StartOffset::Offset(fetch_from),
+            ));
         }
     }
-    consumer.assign_at(&starts);
+    consumer.assign_at(&starts).await?;
     Ok(watch)
 }
 

@@ -1,7 +1,12 @@
 //! A fetched partition chunk and its decoding: complete batches in order, records before the
 //! fetch offset skipped, aborted transactions hidden under `read_committed`.
+//!
+//! Two ways to read a chunk: [`PartitionChunk::records`], a plain iterator of its data
+//! records (the chunk decodes its batches once and keeps them, so the records can borrow
+//! them), and [`PartitionChunk::batches`] with [`ChunkBatches::try_for_each_ref`], which
+//! decodes each batch in place into one reused buffer: the fast path.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 
 use krec_batch::{
     Batch, BatchSpan, BatchSummary, BatchWalk, ControlKind, ControlRecord, DecodeConfig, OnCorrupt,
@@ -31,6 +36,41 @@ pub struct PartitionChunk {
     _response: Option<Arc<OwnedSemaphorePermit>>,
     /// The consumer's counters, where skipped corrupt batches are counted.
     metrics: Option<Arc<Metrics>>,
+    /// The consumer's decoding limits (`None`: the defaults).
+    decode: Option<Arc<DecodeConfig>>,
+    /// The batches [`PartitionChunk::records`] walks, decoded on its first call.
+    decoded: OnceLock<DecodedBatches>,
+}
+
+/// Decoding limits of a chunk made without a consumer's (in tests).
+static DEFAULT_DECODE: LazyLock<DecodeConfig> = LazyLock::new(DecodeConfig::default);
+
+/// What one walk of a chunk delivers, and the error that ended it, if one did: handed out
+/// by the first iteration that reaches it, described again to any later one.
+struct Delivered<'a> {
+    batches: Vec<Batch<'a>>,
+    error: Mutex<Option<Error>>,
+    error_text: Option<String>,
+}
+
+self_cell::self_cell!(
+    /// A chunk's delivered batches, kept with a copy of the chunk (its bytes shared, not
+    /// copied) that they borrow.
+    struct DecodedBatches {
+        owner: PartitionChunk,
+        #[covariant]
+        dependent: Delivered,
+    }
+);
+
+impl std::fmt::Debug for DecodedBatches {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let delivered = self.borrow_dependent();
+        f.debug_struct("DecodedBatches")
+            .field("batches", &delivered.batches.len())
+            .field("error", &delivered.error)
+            .finish()
+    }
 }
 
 impl PartitionChunk {
@@ -51,7 +91,20 @@ impl PartitionChunk {
             _budget: budget,
             _response: None,
             metrics: None,
+            decode: None,
+            decoded: OnceLock::new(),
         }
+    }
+
+    /// Decodes with `config` instead of the defaults.
+    pub(crate) fn with_decode(mut self, config: Arc<DecodeConfig>) -> Self {
+        self.decode = Some(config);
+        self
+    }
+
+    /// The decoding limits this chunk applies.
+    pub fn decode_config(&self) -> &DecodeConfig {
+        self.decode.as_deref().unwrap_or(&DEFAULT_DECODE)
     }
 
     /// Counts the corrupt batches skipped in this chunk into `metrics`.
@@ -109,12 +162,73 @@ impl PartitionChunk {
         &self.data.records
     }
 
+    /// The data records the chunk delivers, in order: those at or after its fetch offset, with
+    /// control records and (under `read_committed`) aborted transactions left out. The first
+    /// call decodes every batch and keeps them with the chunk; an error ends the iteration.
+    ///
+    /// ```no_run
+    /// # fn print(chunk: &krec_consumer::PartitionChunk) -> Result<(), krec_consumer::Error> {
+    /// for record in chunk.records() {
+    ///     let record = record?;
+    ///     println!("{} {:?}", record.offset(), record.value());
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn records(&self) -> ChunkRecordIter<'_> {
+        let decoded = self.decoded.get_or_init(|| self.decode_all());
+        ChunkRecordIter {
+            chunk: self,
+            delivered: decoded.borrow_dependent(),
+            next_batch: 0,
+            current: None,
+            done: false,
+        }
+    }
+
+    fn decode_all(&self) -> DecodedBatches {
+        DecodedBatches::new(self.detached(), |chunk| {
+            let mut delivered = Delivered {
+                batches: Vec::new(),
+                error: Mutex::new(None),
+                error_text: None,
+            };
+            for batch in chunk.batches() {
+                match batch {
+                    Ok(batch) => delivered.batches.push(batch.batch),
+                    Err(error) => {
+                        delivered.error_text = Some(error.to_string());
+                        delivered.error = Mutex::new(Some(error));
+                    }
+                }
+            }
+            delivered
+        })
+    }
+
+    /// The same chunk without its hold on the buffer budget and the response slot (the
+    /// original keeps those), for [`DecodedBatches`] to own.
+    fn detached(&self) -> PartitionChunk {
+        PartitionChunk {
+            topic: self.topic.clone(),
+            partition: self.partition,
+            generation: self.generation,
+            data: self.data.clone(),
+            read_committed: self.read_committed,
+            _budget: None,
+            _response: None,
+            metrics: None,
+            decode: self.decode.clone(),
+            decoded: OnceLock::new(),
+        }
+    }
+
     /// Decodes the chunk's batches in order. Control batches are yielded (their markers can be
     /// printed); aborted transactional batches are not when reading committed data.
-    pub fn batches<'a>(&'a self, config: &'a DecodeConfig) -> ChunkBatches<'a> {
+    pub fn batches(&self) -> ChunkBatches<'_> {
         ChunkBatches {
             chunk: self,
-            walk: BatchWalk::new_shared(&self.data.records, config),
+            walk: BatchWalk::new_shared(&self.data.records, self.decode_config()),
             gate: BatchGate::new(self),
             finished: false,
         }
@@ -124,7 +238,8 @@ impl PartitionChunk {
     /// compressed batch is decompressed only when it starts before the fetch offset (its
     /// records before that offset are not the chunk's). Aborted transactions are left out
     /// under `read_committed`, as [`PartitionChunk::batches`] leaves them out.
-    pub fn count_records(&self, config: &DecodeConfig) -> Result<u64, Error> {
+    pub fn count_records(&self) -> Result<u64, Error> {
+        let config = self.decode_config();
         let mut walk = BatchWalk::new(&self.data.records, config);
         let mut gate = BatchGate::new(self);
         let mut records = 0u64;
@@ -313,9 +428,8 @@ impl<'a> ChunkBatches<'a> {
     /// ```no_run
     /// # use std::ops::ControlFlow;
     /// # use krec_consumer::PartitionChunk;
-    /// # fn print(chunk: &PartitionChunk, config: &krec_batch::DecodeConfig)
-    /// # -> Result<(), krec_consumer::Error> {
-    /// chunk.batches(config).try_for_each_ref(|batch| {
+    /// # fn print(chunk: &PartitionChunk) -> Result<(), krec_consumer::Error> {
+    /// chunk.batches().try_for_each_ref(|batch| {
     ///     let mut records = batch.records_in_place();
     ///     while let Some(record) = records.next_ref() {
     ///         println!("{}", record?.offset());
@@ -461,6 +575,64 @@ impl<'a> Iterator for ChunkBatches<'a> {
             })),
             Ok(()) => None,
         }
+    }
+}
+
+/// The data records of a chunk, in order (see [`PartitionChunk::records`]).
+pub struct ChunkRecordIter<'c> {
+    chunk: &'c PartitionChunk,
+    delivered: &'c Delivered<'c>,
+    next_batch: usize,
+    current: Option<Records<'c>>,
+    done: bool,
+}
+
+impl<'c> Iterator for ChunkRecordIter<'c> {
+    type Item = Result<Record<'c>, Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while !self.done {
+            if let Some(records) = self.current.as_mut() {
+                match records.next() {
+                    Some(Ok(record)) => return Some(Ok(record)),
+                    Some(Err(source)) => {
+                        self.done = true;
+                        return Some(Err(self.chunk.decode_error(source)));
+                    }
+                    None => self.current = None,
+                }
+            }
+            match self.delivered.batches.get(self.next_batch) {
+                Some(batch) => {
+                    self.next_batch += 1;
+                    self.current = Some(batch.records().from_offset(self.chunk.data.fetch_offset));
+                }
+                None => {
+                    self.done = true;
+                    return self.ending_error().map(Err);
+                }
+            }
+        }
+        None
+    }
+}
+
+impl ChunkRecordIter<'_> {
+    /// The error that ended the chunk's walk: itself the first time, described again later.
+    fn ending_error(&self) -> Option<Error> {
+        let text = self.delivered.error_text.as_ref()?;
+        let mut first = self
+            .delivered
+            .error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        Some(first.take().unwrap_or_else(|| Error::InvalidArgument {
+            what: "chunk",
+            detail: format!(
+                "{}/{}: its records were read before and ended in: {text}",
+                self.chunk.topic, self.chunk.partition
+            ),
+        }))
     }
 }
 
@@ -632,14 +804,13 @@ mod tests {
     /// reading them in place (`try_for_each_ref`) must give the same records, the same error
     /// and the same count of aborted records.
     fn values(chunk: &PartitionChunk) -> Result<Vec<(i64, String)>, Error> {
-        let config = DecodeConfig::default();
         let value_of = |record: &Record<'_>| {
             (
                 record.offset(),
                 String::from_utf8(record.value().unwrap().to_vec()).unwrap(),
             )
         };
-        let mut owned = chunk.batches(&config);
+        let mut owned = chunk.batches();
         let by_iterator = (|| {
             let mut out = Vec::new();
             for batch in owned.by_ref() {
@@ -649,7 +820,7 @@ mod tests {
             }
             Ok(out)
         })();
-        let mut in_place = chunk.batches(&config);
+        let mut in_place = chunk.batches();
         let mut out = Vec::new();
         let by_ref = in_place
             .try_for_each_ref(|batch| -> Result<_, Error> {
@@ -698,7 +869,7 @@ mod tests {
                 for (read_committed, aborted) in [(false, &[][..]), (true, &[(2, 2)][..])] {
                     let c = chunk(&batches, fetch_offset, 8, aborted, read_committed);
                     let delivered = values(&c).unwrap().len() as u64;
-                    let counted = c.count_records(&DecodeConfig::default()).unwrap();
+                    let counted = c.count_records().unwrap();
                     assert_eq!(
                         counted, delivered,
                         "fetch offset {fetch_offset}, {read_committed}"
@@ -714,8 +885,7 @@ mod tests {
         let got = values(&c).unwrap();
         let offsets: Vec<i64> = got.iter().map(|(o, _)| *o).collect();
         assert_eq!(offsets, vec![0, 1, 4, 7]);
-        let config = DecodeConfig::default();
-        let mut walk = c.batches(&config);
+        let mut walk = c.batches();
         for batch in walk.by_ref() {
             batch.unwrap();
         }
@@ -819,9 +989,8 @@ mod tests {
         ];
         let metrics = Arc::new(Metrics::new(std::time::Duration::from_secs(1)));
         let c = chunk(&batches, 0, 6, &[], false).with_metrics(metrics.clone());
-        let config = DecodeConfig::default();
         let (mut written, mut skipped) = (Vec::new(), Vec::new());
-        c.batches(&config)
+        c.batches()
             .try_for_each_ref_or_skip(
                 OnCorrupt::Skip,
                 |batch| -> Result<_, Error> {

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use krec_batch::DecodeConfig;
 
+use crate::group::GroupConfig;
 use crate::Error;
 use krec_client::ConnectionSettings;
 
@@ -138,6 +139,10 @@ pub struct ConsumerConfig {
     pub close_timeout: Duration,
     /// Limits for decoding batches.
     pub decode: DecodeConfig,
+    /// Consumer-group settings (`group.id` and the rest), read by
+    /// [`GroupConsumer::subscribe`](crate::GroupConsumer::subscribe); its `topics` are the
+    /// ones `subscribe` is given. An empty `group_id` means none is set.
+    pub group: GroupConfig,
     /// The consumer's rack (`client.rack`, KIP-392): sent with every fetch, so that a leader
     /// with a rack-aware replica selector can name a follower in this rack to read from.
     pub client_rack: Option<String>,
@@ -172,6 +177,7 @@ impl ConsumerConfig {
             fetch_sessions: true,
             close_timeout: Duration::from_secs(2),
             decode: DecodeConfig::default(),
+            group: GroupConfig::new("", Vec::new()),
             client_rack: None,
             preferred_replica_lease: Duration::from_secs(300),
         }

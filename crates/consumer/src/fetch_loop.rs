@@ -461,7 +461,8 @@ fn apply_answer(
                 data,
                 context.read_committed,
                 permit,
-            );
+            )
+            .with_decode(shared.decode.clone());
             applied.events.push(Event::Chunk(
                 chunk
                     .with_response_slot(response_slot.clone())

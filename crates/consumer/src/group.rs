@@ -17,20 +17,19 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), krec_consumer::Error> {
-//! use krec_consumer::group::{GroupConfig, GroupConsumer, NoListener};
-//! use krec_consumer::{ConsumerConfig, Fetched};
-//! let config = ConsumerConfig::new(vec!["127.0.0.1:9092".into()]);
-//! let group = GroupConfig::new("my-group", vec!["events".into()]);
-//! let mut consumer = GroupConsumer::join(config.clone(), group, NoListener).await?;
-//! while let Ok(Fetched::Chunk(chunk)) = consumer.poll().await {
-//!     for batch in chunk.batches(&config.decode) {
-//!         for record in batch?.records() {
+//! use krec_consumer::{ConsumerConfig, GroupConsumer, GroupEvent};
+//! let mut config = ConsumerConfig::new(vec!["127.0.0.1:9092".into()]);
+//! config.group.group_id = "my-group".to_owned();
+//! let mut group = GroupConsumer::subscribe(config, &["events"]).await?;
+//! while let Some(event) = group.next_event().await? {
+//!     if let GroupEvent::Chunk(chunk) = event {
+//!         for record in chunk.records() {
 //!             println!("{}", record?.offset());
 //!         }
+//!         group.processed(&chunk);
 //!     }
-//!     consumer.mark_written(chunk.topic(), chunk.partition(), chunk.next_offset());
 //! }
-//! consumer.close().await
+//! group.close().await
 //! # }
 //! ```
 
@@ -41,7 +40,7 @@ mod session;
 mod wire;
 pub mod written;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -54,6 +53,7 @@ pub use written::WrittenOffsets;
 use super::{Consumer, ConsumerConfig, Fetched, MetricsSnapshot, MetricsSource, StartOffset};
 use crate::subscription::TopicSubscription;
 use crate::Error;
+use crate::PartitionChunk;
 use krec_client::metadata::MetadataClient;
 
 /// Which group protocol a member speaks.
@@ -155,9 +155,9 @@ impl RebalanceListener for NoListener {}
 
 /// From the membership task to the consumer handle.
 #[derive(Debug)]
-pub(crate) enum GroupEvent {
+pub(crate) enum MemberEvent {
     /// Partitions added, with where each starts.
-    Assigned(Vec<(String, i32, StartOffset)>),
+    Assigned(Vec<(TopicPartition, StartOffset)>),
     /// Partitions to give up; `ack` once everything handed out for them is written.
     Revoke {
         partitions: Vec<TopicPartition>,
@@ -177,6 +177,23 @@ pub(crate) enum Command {
     Close(oneshot::Sender<Result<(), Error>>),
 }
 
+/// What [`GroupConsumer::next_event`] hands out.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum GroupEvent {
+    /// Records of an assigned partition. Once they are handled, pass the chunk to
+    /// [`GroupConsumer::processed`]: only processed offsets are committed.
+    Chunk(PartitionChunk),
+    /// Partitions newly assigned to this member; they start at the group's committed offsets.
+    Assigned(Vec<TopicPartition>),
+    /// Partitions given up in a rebalance. No chunk of theirs follows; what was processed of
+    /// them is committed before the next owner starts.
+    Revoked(Vec<TopicPartition>),
+    /// Partitions lost without a chance to commit (the membership expired): another member
+    /// may be reading them already.
+    Lost(Vec<TopicPartition>),
+}
+
 /// A revocation waiting for the written positions to catch up.
 #[derive(Debug)]
 struct PendingRevoke {
@@ -193,11 +210,13 @@ pub struct GroupConsumer {
     consumer: Option<Consumer>,
     /// The consumer after [`GroupConsumer::stop_fetching`], ending its fetch sessions.
     stopped: Option<Consumer>,
-    events: mpsc::UnboundedReceiver<GroupEvent>,
+    events: mpsc::UnboundedReceiver<MemberEvent>,
     commands: mpsc::UnboundedSender<Command>,
     written: Arc<WrittenOffsets>,
     handed_out: HashMap<TopicPartition, i64>,
     assigned: BTreeSet<TopicPartition>,
+    /// Assignment changes not yet handed out by [`GroupConsumer::next_event`].
+    changes: VecDeque<GroupEvent>,
     listener: Box<dyn RebalanceListener>,
     pending_revoke: Option<PendingRevoke>,
     revoke_limit: Duration,
@@ -274,6 +293,7 @@ impl GroupConsumer {
             written,
             handed_out: HashMap::new(),
             assigned: BTreeSet::new(),
+            changes: VecDeque::new(),
             listener: Box::new(listener),
             pending_revoke: None,
             revoke_limit,
@@ -281,6 +301,46 @@ impl GroupConsumer {
             failed: false,
             metrics,
         })
+    }
+
+    /// Joins the group `config.group` names (`group.id` and the other group properties) as a
+    /// member subscribed to `topics`: names, and regular expressions starting with `^`.
+    /// Returns at once; partitions arrive as the group assigns them, through
+    /// [`GroupConsumer::next_event`]. Must be called inside a tokio runtime.
+    pub async fn subscribe(config: ConsumerConfig, topics: &[&str]) -> Result<Self, Error> {
+        let mut group = config.group.clone();
+        if group.group_id.is_empty() {
+            return Err(Error::InvalidArgument {
+                what: "group.id",
+                detail: "a group member needs a group.id".to_owned(),
+            });
+        }
+        group.topics = topics.iter().map(|topic| (*topic).to_owned()).collect();
+        Self::join(config, group, NoListener).await
+    }
+
+    /// The next chunk of an assigned partition, or assignment change, in the order they
+    /// happen; `None` after [`GroupConsumer::stop_fetching`] once everything fetched before
+    /// was handed out. Errors are final. Cancel-safe.
+    pub async fn next_event(&mut self) -> Result<Option<GroupEvent>, Error> {
+        loop {
+            if let Some(change) = self.changes.pop_front() {
+                return Ok(Some(change));
+            }
+            if self.consumer.is_none() && !self.failed {
+                return Ok(self.stopped_chunk().map(GroupEvent::Chunk));
+            }
+            if let Some(Fetched::Chunk(chunk)) = self.poll_once().await? {
+                return Ok(Some(GroupEvent::Chunk(chunk)));
+            }
+        }
+    }
+
+    /// Marks `chunk`'s records as processed: its partition is committable up to the chunk's
+    /// end ([`PartitionChunk::next_offset`]). Call it after the records were handled, in order.
+    pub fn processed(&self, chunk: &PartitionChunk) {
+        self.written
+            .mark(chunk.topic(), chunk.partition(), chunk.next_offset());
     }
 
     /// The written-positions table, for threads that write records out.
@@ -320,48 +380,68 @@ impl GroupConsumer {
     /// changes are applied here, calling the listener. Cancel-safe.
     pub async fn poll(&mut self) -> Result<Fetched, Error> {
         loop {
-            if self.failed {
-                return Err(Error::Stopped);
-            }
-            self.finish_revoke().await;
-            let Some(consumer) = self.consumer.as_mut() else {
-                return Err(Error::Stopped);
-            };
-            tokio::select! {
-                biased;
-                event = self.events.recv() => match event {
-                    Some(event) => self.apply(event)?,
-                    None => {
-                        self.failed = true;
-                        return Err(Error::Stopped);
-                    }
-                },
-                fetched = consumer.poll() => {
-                    let fetched = fetched?;
-                    if let Fetched::Chunk(chunk) = &fetched {
-                        let key = (chunk.topic().to_owned(), chunk.partition());
-                        self.handed_out.insert(key, chunk.next_offset());
-                    }
-                    return Ok(fetched);
-                }
+            if let Some(fetched) = self.poll_once().await? {
+                return Ok(fetched);
             }
         }
     }
 
-    fn apply(&mut self, event: GroupEvent) -> Result<(), Error> {
+    /// One step of [`GroupConsumer::poll`]: something fetched, or `None` after applying an
+    /// assignment change.
+    async fn poll_once(&mut self) -> Result<Option<Fetched>, Error> {
+        if self.failed {
+            return Err(Error::Stopped);
+        }
+        self.finish_revoke().await;
+        let Some(consumer) = self.consumer.as_mut() else {
+            return Err(Error::Stopped);
+        };
+        tokio::select! {
+            biased;
+            event = self.events.recv() => match event {
+                Some(event) => self.apply(event).map(|()| None),
+                None => {
+                    self.failed = true;
+                    Err(Error::Stopped)
+                }
+            },
+            fetched = consumer.poll() => {
+                let fetched = fetched?;
+                if let Fetched::Chunk(chunk) = &fetched {
+                    let key = TopicPartition::new(chunk.topic_arc().clone(), chunk.partition());
+                    self.handed_out.insert(key, chunk.next_offset());
+                }
+                Ok(Some(fetched))
+            }
+        }
+    }
+
+    /// After [`GroupConsumer::stop_fetching`]: a chunk fetched before, if one is left.
+    fn stopped_chunk(&mut self) -> Option<PartitionChunk> {
+        let consumer = self.stopped.as_mut()?;
+        loop {
+            match consumer.poll_fetched().ok()?? {
+                Fetched::Chunk(chunk) => return Some(chunk),
+                _ => continue,
+            }
+        }
+    }
+
+    fn apply(&mut self, event: MemberEvent) -> Result<(), Error> {
         match event {
-            GroupEvent::Assigned(starts) => {
+            MemberEvent::Assigned(starts) => {
                 let partitions: Vec<TopicPartition> =
-                    starts.iter().map(|(t, p, _)| (t.clone(), *p)).collect();
+                    starts.iter().map(|(key, _)| key.clone()).collect();
                 tracing::info!(partitions = %render(&partitions), "partitions assigned");
                 if let Some(consumer) = self.consumer.as_mut() {
-                    consumer.assign_at(&starts);
+                    consumer.assign_unchecked(starts);
                 }
                 self.assigned.extend(partitions.iter().cloned());
                 self.metrics.shared.metrics.assigned(self.assigned.len());
                 self.listener.on_assigned(&partitions);
+                self.changes.push_back(GroupEvent::Assigned(partitions));
             }
-            GroupEvent::Revoke {
+            MemberEvent::Revoke {
                 partitions,
                 lost,
                 ack,
@@ -376,8 +456,11 @@ impl GroupConsumer {
                 self.metrics.shared.metrics.assigned(self.assigned.len());
                 if lost {
                     self.listener.on_lost(&partitions);
+                    self.changes.push_back(GroupEvent::Lost(partitions.clone()));
                 } else {
                     self.listener.on_revoked(&partitions);
+                    self.changes
+                        .push_back(GroupEvent::Revoked(partitions.clone()));
                 }
                 self.pending_revoke = Some(PendingRevoke {
                     partitions,
@@ -385,7 +468,7 @@ impl GroupConsumer {
                     deadline: tokio::time::Instant::now() + self.revoke_limit,
                 });
             }
-            GroupEvent::Failed(error) => {
+            MemberEvent::Failed(error) => {
                 self.metrics.shared.metrics.stopped_on_error();
                 self.failed = true;
                 return Err(error);
@@ -408,7 +491,7 @@ impl GroupConsumer {
                     None => true,
                     Some(&handed) => self
                         .written
-                        .get(&key.0, key.1)
+                        .get(&key.topic, key.partition)
                         .is_none_or(|written| written >= handed),
                 });
             if caught_up || tokio::time::Instant::now() >= pending.deadline {
@@ -464,9 +547,9 @@ impl GroupConsumer {
                 result = &mut answer => return result.map_err(|_| Error::Stopped)?,
                 event = self.events.recv() => match event {
                     // Fetching has stopped: everything handed out is written by now.
-                    Some(GroupEvent::Revoke { ack, .. }) => { let _ = ack.send(()); }
-                    Some(GroupEvent::Failed(error)) => return Err(error),
-                    Some(GroupEvent::Assigned(_)) => {}
+                    Some(MemberEvent::Revoke { ack, .. }) => { let _ = ack.send(()); }
+                    Some(MemberEvent::Failed(error)) => return Err(error),
+                    Some(MemberEvent::Assigned(_)) => {}
                     // The task has ended: its answer is already sent, or it never will be.
                     None => return (&mut answer).await.map_err(|_| Error::Stopped)?,
                 },
@@ -481,7 +564,7 @@ impl GroupConsumer {
 
 /// `topic/0,topic/1` (logged on every assignment change; the broker tests read it).
 fn render(partitions: &[TopicPartition]) -> String {
-    let parts: Vec<String> = partitions.iter().map(|(t, p)| format!("{t}/{p}")).collect();
+    let parts: Vec<String> = partitions.iter().map(ToString::to_string).collect();
     parts.join(",")
 }
 

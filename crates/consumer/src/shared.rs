@@ -13,6 +13,7 @@ use super::config::ConsumerConfig;
 use super::cursor::Cursor;
 use super::metrics::Metrics;
 use crate::Error;
+use krec_batch::DecodeConfig;
 use krec_client::metadata::ClusterMetadata;
 
 /// What the background tasks hand to the consumer handle, in order per partition.
@@ -75,6 +76,8 @@ pub struct State {
 pub struct Shared {
     /// Settings.
     pub config: ConsumerConfig,
+    /// `config.decode`, shared by every chunk so that it can decode itself.
+    pub decode: Arc<DecodeConfig>,
     state: Mutex<State>,
     /// Wakes the coordinator (metadata or offsets needed).
     pub coordinator_wakeup: Notify,
@@ -113,6 +116,7 @@ impl Shared {
         let (loop_tokens, loops_gone) = mpsc::channel(1);
         let metrics = Arc::new(Metrics::new(config.give_up_after));
         Arc::new(Self {
+            decode: Arc::new(config.decode.clone()),
             config,
             state: Mutex::new(State::default()),
             coordinator_wakeup: Notify::new(),

@@ -16,8 +16,7 @@
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
-/// A topic partition, as assignors see it.
-pub type TopicPartition = (String, i32);
+pub use crate::topic_partition::TopicPartition;
 
 /// Which assignor, by its protocol name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -139,7 +138,9 @@ pub fn range(
             let start = index * per_member + index.min(extra);
             let length = per_member + usize::from(index < extra);
             let partitions = assignment.entry(member.member_id.clone()).or_default();
-            partitions.extend((start..start + length).map(|p| (topic.clone(), p as i32)));
+            partitions.extend(
+                (start..start + length).map(|p| TopicPartition::new(topic.as_str(), p as i32)),
+            );
         }
     }
     assignment
@@ -169,7 +170,7 @@ pub fn round_robin(
                     assignment
                         .entry(member.member_id.clone())
                         .or_default()
-                        .push((topic.clone(), partition));
+                        .push(TopicPartition::new(topic.as_str(), partition));
                     break;
                 }
             }
@@ -223,11 +224,11 @@ fn valid_owned_partitions(
                 member
                     .owned
                     .iter()
-                    .filter(|(topic, partition)| {
+                    .filter(|owned| {
                         partition_counts
-                            .get(topic)
-                            .is_some_and(|&count| *partition >= 0 && *partition < count)
-                            && member.topics.contains(topic)
+                            .get(&*owned.topic)
+                            .is_some_and(|&count| owned.partition >= 0 && owned.partition < count)
+                            && member.topics.iter().any(|t| **t == *owned.topic)
                     })
                     .filter(|partition| claims.get(partition) == Some(&1))
                     .cloned()
@@ -268,7 +269,9 @@ fn subscribed_partitions(
     partition_counts
         .iter()
         .filter(|(topic, _)| members.iter().any(|m| m.topics.contains(topic)))
-        .flat_map(|(topic, &count)| (0..count.max(0)).map(move |p| (topic.clone(), p)))
+        .flat_map(|(topic, &count)| {
+            (0..count.max(0)).map(move |p| TopicPartition::new(topic.as_str(), p))
+        })
         .collect()
 }
 
@@ -383,7 +386,7 @@ fn general(
         }
         let best = sorted
             .iter()
-            .filter(|m| m.topics.contains(&partition.0))
+            .filter(|m| m.topics.iter().any(|t| **t == *partition.topic))
             .min_by_key(|m| assignment.get(&m.member_id).map_or(0, Vec::len));
         if let Some(member) = best {
             assignment
@@ -415,7 +418,10 @@ mod tests {
         owned: &[(&str, i32)],
     ) -> MemberSubscription {
         MemberSubscription {
-            owned: owned.iter().map(|(t, p)| ((*t).to_owned(), *p)).collect(),
+            owned: owned
+                .iter()
+                .map(|(t, p)| TopicPartition::new(*t, *p))
+                .collect(),
             generation,
             ..member(id, topics)
         }
@@ -439,8 +445,10 @@ mod tests {
             .map(|(member, partitions)| {
                 let mut partitions = partitions.clone();
                 partitions.sort();
-                let list: Vec<String> =
-                    partitions.iter().map(|(t, p)| format!("{t}:{p}")).collect();
+                let list: Vec<String> = partitions
+                    .iter()
+                    .map(|tp| format!("{}:{}", tp.topic, tp.partition))
+                    .collect();
                 format!("{member}={}", list.join(","))
             })
             .collect()

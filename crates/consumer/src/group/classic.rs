@@ -13,7 +13,7 @@ use bytes::Bytes;
 use super::assignor::{Assignor, TopicPartition};
 use super::session::{CommitOutcome, Identity, Session, FINAL_COMMIT_RETRY};
 use super::wire;
-use super::{Command, GroupConfig, GroupEvent};
+use super::{Command, GroupConfig, MemberEvent};
 use crate::refresh::{self, Matched};
 use crate::Error;
 use kafka_protocol::messages::JoinGroupResponse;
@@ -32,7 +32,7 @@ pub async fn run(session: Session) {
     member.refresh_subscription().await;
     if let Err(error) = member.run().await {
         tracing::error!(%error, "group membership failed");
-        let _ = member.session.events.send(GroupEvent::Failed(error));
+        let _ = member.session.events.send(MemberEvent::Failed(error));
     }
 }
 
@@ -159,7 +159,7 @@ impl Classic {
                 return false;
             }
         };
-        session.set_matched_topics(now.keys());
+        session.set_matched_topics(now.keys().map(String::as_str));
         let changed = now != self.matched;
         self.matched = now;
         if changed {
@@ -343,7 +343,7 @@ impl Classic {
         self.owned = new;
         if !added.is_empty() {
             let starts = self.session.starts(&added).await?;
-            let _ = self.session.events.send(GroupEvent::Assigned(starts));
+            let _ = self.session.events.send(MemberEvent::Assigned(starts));
         }
         let cooperative = self.protocol.is_some_and(Assignor::is_cooperative);
         Ok(cooperative && !revoked.is_empty())

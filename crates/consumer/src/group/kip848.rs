@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use super::assignor::TopicPartition;
 use super::session::{CommitOutcome, Identity, Session, FINAL_COMMIT_RETRY};
-use super::{Command, GroupEvent};
+use super::{Command, MemberEvent};
 use crate::subscription::is_internal_topic;
 use crate::Error;
 use krec_client::error_name;
@@ -41,7 +41,7 @@ pub async fn run(session: Session) {
     member.topic_regex = member.session.subscription.broker_regex();
     if let Err(error) = member.run().await {
         tracing::error!(%error, "group membership failed");
-        let _ = member.session.events.send(GroupEvent::Failed(error));
+        let _ = member.session.events.send(MemberEvent::Failed(error));
     }
 }
 
@@ -210,10 +210,14 @@ impl Member {
                 tracing::warn!(topic_id = %id, "assigned a topic id missing from the metadata");
                 continue;
             };
-            wanted.extend(partitions.into_iter().map(|p| (name.clone(), p)));
+            wanted.extend(
+                partitions
+                    .into_iter()
+                    .map(|p| TopicPartition::new(name.as_str(), p)),
+            );
         }
         if self.session.subscription.has_patterns() {
-            let topics: BTreeSet<&String> = wanted.iter().map(|(topic, _)| topic).collect();
+            let topics: BTreeSet<&str> = wanted.iter().map(|tp| &*tp.topic).collect();
             self.session.set_matched_topics(topics);
         }
         let revoked: Vec<TopicPartition> = self.owned.difference(&wanted).cloned().collect();
@@ -230,7 +234,7 @@ impl Member {
         if !added.is_empty() {
             let starts = self.session.starts(&added).await?;
             self.owned.extend(added);
-            let _ = self.session.events.send(GroupEvent::Assigned(starts));
+            let _ = self.session.events.send(MemberEvent::Assigned(starts));
         }
         Ok(())
     }
@@ -241,8 +245,8 @@ impl Member {
     fn hold_internal(&mut self, added: Vec<TopicPartition>) -> Vec<TopicPartition> {
         let subscription = &self.session.subscription;
         let (held, read): (Vec<TopicPartition>, Vec<TopicPartition>) =
-            added.into_iter().partition(|(topic, _)| {
-                let flagged = self.internal_topics.contains(topic);
+            added.into_iter().partition(|TopicPartition { topic, .. }| {
+                let flagged = self.internal_topics.contains(&**topic);
                 is_internal_topic(topic, flagged) && !subscription.is_named(topic)
             });
         if !held.is_empty() {
@@ -291,8 +295,8 @@ impl Member {
 
     fn owned_by_id(&self) -> BTreeMap<Uuid, Vec<i32>> {
         let mut owned: BTreeMap<Uuid, Vec<i32>> = BTreeMap::new();
-        for (topic, partition) in &self.owned {
-            if let Some(id) = self.topic_ids.get(topic) {
+        for TopicPartition { topic, partition } in &self.owned {
+            if let Some(id) = self.topic_ids.get(&**topic) {
                 owned.entry(*id).or_default().push(*partition);
             }
         }

@@ -10,7 +10,7 @@ use tokio::sync::{mpsc, oneshot, Mutex as AsyncMutex};
 
 use super::assignor::TopicPartition;
 use super::written::WrittenOffsets;
-use super::{Command, GroupConfig, GroupEvent};
+use super::{Command, GroupConfig, MemberEvent};
 use crate::config::{OffsetReset, StartOffset};
 use crate::metrics::{CommitResult, ErrorKind, Metrics};
 use crate::shared::{Backoff, Shared};
@@ -42,7 +42,7 @@ pub struct Session {
     pub reset: OffsetReset,
     pub metadata: Arc<AsyncMutex<MetadataClient>>,
     pub written: Arc<WrittenOffsets>,
-    pub events: mpsc::UnboundedSender<GroupEvent>,
+    pub events: mpsc::UnboundedSender<MemberEvent>,
     pub commands: mpsc::UnboundedReceiver<Command>,
     pub backoff: (Duration, Duration),
     pub give_up_after: Duration,
@@ -72,7 +72,7 @@ impl Session {
         consumer: &crate::ConsumerConfig,
         metadata: Arc<AsyncMutex<MetadataClient>>,
         written: Arc<WrittenOffsets>,
-        events: mpsc::UnboundedSender<GroupEvent>,
+        events: mpsc::UnboundedSender<MemberEvent>,
         commands: mpsc::UnboundedReceiver<Command>,
         subscription: TopicSubscription,
         fetching: Arc<Shared>,
@@ -99,11 +99,11 @@ impl Session {
 
     /// Tells the fetching side which of `topics` only a pattern matched: when one of those
     /// disappears from the metadata it was deleted, and the next assignment drops it.
-    pub fn set_matched_topics<'a>(&self, topics: impl IntoIterator<Item = &'a String>) {
+    pub fn set_matched_topics<'a>(&self, topics: impl IntoIterator<Item = &'a str>) {
         let matched = topics
             .into_iter()
             .filter(|t| !self.subscription.is_named(t))
-            .map(|t| Arc::from(t.as_str()))
+            .map(Arc::from)
             .collect();
         self.fetching.state().matched_topics = matched;
     }
@@ -225,10 +225,13 @@ impl Session {
     pub async fn starts(
         &mut self,
         partitions: &[TopicPartition],
-    ) -> Result<Vec<(String, i32, StartOffset)>, Error> {
+    ) -> Result<Vec<(TopicPartition, StartOffset)>, Error> {
         let mut by_topic: BTreeMap<String, Vec<i32>> = BTreeMap::new();
-        for (topic, partition) in partitions {
-            by_topic.entry(topic.clone()).or_default().push(*partition);
+        for TopicPartition { topic, partition } in partitions {
+            by_topic
+                .entry(topic.to_string())
+                .or_default()
+                .push(*partition);
         }
         let mut backoff = Backoff::new(self.backoff.0, self.backoff.1);
         let started = Instant::now();
@@ -267,15 +270,15 @@ impl Session {
         };
         let reset = self.config.start_without_commit;
         let mut starts = Vec::with_capacity(partitions.len());
-        for (topic, partition) in partitions {
-            let key = (topic.clone(), *partition);
+        for key in partitions {
+            let (topic, partition) = (&key.topic, &key.partition);
             let committed = answers
-                .get(&key)
+                .get(&(topic.to_string(), *partition))
                 .filter(|a| a.error_code == 0)
                 .map(|a| a.offset);
             let start = match committed {
                 Some(offset) if offset >= 0 => {
-                    self.committed.insert(key, offset);
+                    self.committed.insert(key.clone(), offset);
                     self.written.track(topic, *partition, Some(offset));
                     StartOffset::Offset(offset)
                 }
@@ -294,7 +297,7 @@ impl Session {
                 }
             };
             tracing::debug!(%topic, partition, ?start, "assigned partition starts");
-            starts.push((topic.clone(), *partition, start));
+            starts.push((key.clone(), start));
         }
         Ok(starts)
     }
@@ -349,6 +352,10 @@ impl Session {
         };
         let result = async {
             let connection = self.coordinator().await?;
+            let offsets: BTreeMap<(String, i32), i64> = offsets
+                .iter()
+                .map(|(key, offset)| ((key.topic.to_string(), key.partition), *offset))
+                .collect();
             Ok::<_, Error>(group::offset_commit(connection, &committer, &offsets).await?)
         }
         .await;
@@ -363,19 +370,20 @@ impl Session {
             }
         };
         let mut refused = None;
-        for (key, code) in answers {
+        for ((topic, partition), code) in answers {
+            let key = TopicPartition::new(topic, partition);
             if code == 0 {
                 if let Some(&offset) = offsets.get(&key) {
                     // Parsed by the broker tests: the exact commit history of a member.
-                    tracing::info!(target: "krec::commit", group = %group_id, topic = %key.0,
-                        partition = key.1, offset, "committed");
+                    tracing::info!(target: "krec::commit", group = %group_id, topic = %key.topic,
+                        partition = key.partition, offset, "committed");
                     self.committed.insert(key, offset);
                 }
             } else {
                 if group_codes::needs_rediscovery(code) {
                     self.lose_coordinator();
                 }
-                tracing::debug!(topic = %key.0, partition = key.1, error = %error_name(code), "commit refused");
+                tracing::debug!(topic = %key.topic, partition = key.partition, error = %error_name(code), "commit refused");
                 refused.get_or_insert(code);
             }
         }
@@ -428,7 +436,7 @@ impl Session {
             return None;
         }
         let (ack, done) = oneshot::channel();
-        let event = GroupEvent::Revoke {
+        let event = MemberEvent::Revoke {
             partitions: partitions.to_vec(),
             lost,
             ack,
@@ -562,7 +570,7 @@ mod tests {
         }));
         let address = fake_coordinator(script.clone()).await;
         let mut session = session(&address);
-        let partitions: BTreeSet<TopicPartition> = [("t".to_owned(), 0)].into();
+        let partitions: BTreeSet<TopicPartition> = [TopicPartition::from(("t", 0))].into();
         session.written.track("t", 0, Some(10));
         session.written.mark("t", 0, 25);
         let outcome = session
@@ -600,7 +608,7 @@ mod tests {
         }));
         let address = fake_coordinator(script.clone()).await;
         let mut session = session(&address);
-        let partitions: BTreeSet<TopicPartition> = [("t".to_owned(), 3)].into();
+        let partitions: BTreeSet<TopicPartition> = [TopicPartition::from(("t", 3))].into();
         session.written.track("t", 3, None);
         session.written.mark("t", 3, 7);
         // Without retry time the refusal is returned as is.
@@ -627,8 +635,11 @@ mod tests {
         let mut session = session(&address);
         // Tracked at -1 (no committed offset, nothing written yet) and not tracked at all.
         session.written.track("t", 0, None);
-        let partitions: BTreeSet<TopicPartition> =
-            [("t".to_owned(), 0), ("t".to_owned(), 1)].into();
+        let partitions: BTreeSet<TopicPartition> = [
+            TopicPartition::from(("t", 0)),
+            TopicPartition::from(("t", 1)),
+        ]
+        .into();
         let outcome = session
             .commit(&identity(), &partitions, Duration::ZERO)
             .await

@@ -25,7 +25,7 @@ pub struct WireError(pub String);
 
 fn group_by_topic(partitions: &[TopicPartition]) -> BTreeMap<&str, Vec<i32>> {
     let mut by_topic: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
-    for (topic, partition) in partitions {
+    for TopicPartition { topic, partition } in partitions {
         by_topic.entry(topic).or_default().push(*partition);
     }
     by_topic
@@ -99,7 +99,9 @@ pub fn decode_subscription(
             .iter()
             .flat_map(|t| {
                 let topic = t.topic.0.as_str().to_owned();
-                t.partitions.iter().map(move |p| (topic.clone(), *p))
+                t.partitions
+                    .iter()
+                    .map(move |p| TopicPartition::new(topic.as_str(), *p))
             })
             .collect(),
         generation,
@@ -136,7 +138,9 @@ pub fn decode_assignment(bytes: &[u8]) -> Result<Vec<TopicPartition>, WireError>
         .iter()
         .flat_map(|t| {
             let topic = t.topic.0.as_str().to_owned();
-            t.partitions.iter().map(move |p| (topic.clone(), *p))
+            t.partitions
+                .iter()
+                .map(move |p| TopicPartition::new(topic.as_str(), *p))
         })
         .collect())
 }
@@ -269,9 +273,9 @@ mod tests {
     #[test]
     fn subscription_round_trips_with_owned_partitions_and_generation() {
         let owned = vec![
-            ("a".to_owned(), 1),
-            ("a".to_owned(), 3),
-            ("b".to_owned(), 0),
+            TopicPartition::from(("a", 1)),
+            TopicPartition::from(("a", 3)),
+            TopicPartition::from(("b", 0)),
         ];
         let bytes = encode_subscription(&["a".into(), "b".into()], &owned, 7, true);
         assert_eq!(&bytes[..2], &[0, 3]);
@@ -295,7 +299,10 @@ mod tests {
 
     #[test]
     fn assignment_round_trips_and_empty_means_none() {
-        let partitions = vec![("t".to_owned(), 0), ("t".to_owned(), 5)];
+        let partitions = vec![
+            TopicPartition::from(("t", 0)),
+            TopicPartition::from(("t", 5)),
+        ];
         let bytes = encode_assignment(&partitions);
         assert_eq!(decode_assignment(&bytes).unwrap(), partitions);
         assert_eq!(decode_assignment(&[]).unwrap(), Vec::new());
@@ -328,7 +335,7 @@ mod tests {
 
     #[test]
     fn every_cut_of_a_valid_subscription_is_an_error() {
-        let owned = vec![("a".to_owned(), 1)];
+        let owned = vec![TopicPartition::from(("a", 1))];
         let bytes = encode_subscription(&["a".into()], &owned, 7, true);
         for cut in 0..bytes.len() {
             assert!(

@@ -55,11 +55,11 @@ impl WrittenOffsets {
     /// Stops tracking partitions that were revoked.
     pub(crate) fn forget(&self, partitions: &[TopicPartition]) {
         let mut positions = self.lock();
-        for (topic, partition) in partitions {
-            if let Some(by_partition) = positions.get_mut(topic) {
+        for TopicPartition { topic, partition } in partitions {
+            if let Some(by_partition) = positions.get_mut(&**topic) {
                 by_partition.remove(partition);
                 if by_partition.is_empty() {
-                    positions.remove(topic);
+                    positions.remove(&**topic);
                 }
             }
         }
@@ -73,9 +73,9 @@ impl WrittenOffsets {
         let positions = self.lock();
         partitions
             .into_iter()
-            .filter_map(|(topic, partition)| {
-                let offset = (*positions.get(topic)?.get(partition)?)?;
-                Some(((topic.clone(), *partition), offset))
+            .filter_map(|key| {
+                let offset = (*positions.get(&*key.topic)?.get(&key.partition)?)?;
+                Some((key.clone(), offset))
             })
             .collect()
     }
@@ -99,10 +99,13 @@ mod tests {
         written.mark("t", 0, 7);
         assert_eq!(written.get("t", 0), Some(10));
         written.track("t", 1, None);
-        let all = [("t".to_owned(), 0), ("t".to_owned(), 1)];
+        let all = [
+            TopicPartition::from(("t", 0)),
+            TopicPartition::from(("t", 1)),
+        ];
         assert_eq!(
             written.snapshot(&all),
-            BTreeMap::from([(("t".to_owned(), 0), 10)])
+            BTreeMap::from([(TopicPartition::from(("t", 0)), 10)])
         );
         written.forget(&all[..1]);
         written.mark("t", 0, 20);

@@ -12,7 +12,7 @@ use kafka_protocol::protocol::StrBytes;
 use krec_batch::encode::BatchBuilder;
 use krec_batch::EntryHeader;
 use krec_consumer::Error;
-use krec_consumer::{Consumer, ConsumerConfig, Fetched, OffsetReset, StartOffset};
+use krec_consumer::{Consumer, ConsumerConfig, Fetched, OffsetReset, StartOffset, TopicPartition};
 use krec_testkit::broker::{self, answers, Request};
 
 use super::{api_versions, fast_config, TOPIC};
@@ -235,10 +235,7 @@ async fn start_one_batch_per_fetch() -> (String, Arc<Mutex<Script>>, usize) {
 }
 
 /// Reads until the end of partition 0; returns the offsets and values delivered.
-async fn read_to_end(
-    consumer: &mut Consumer,
-    decode: &krec_batch::DecodeConfig,
-) -> Result<Vec<(i64, String)>, Error> {
+async fn read_to_end(consumer: &mut Consumer) -> Result<Vec<(i64, String)>, Error> {
     let mut seen = Vec::new();
     loop {
         let fetched = tokio::time::timeout(Duration::from_secs(20), consumer.poll())
@@ -246,7 +243,7 @@ async fn read_to_end(
             .expect("the consumer made progress");
         match fetched? {
             Fetched::Chunk(chunk) => {
-                for batch in chunk.batches(decode) {
+                for batch in chunk.batches() {
                     for record in batch?.records() {
                         let record = record?;
                         let value = String::from_utf8(record.value().unwrap().to_vec()).unwrap();
@@ -255,7 +252,7 @@ async fn read_to_end(
                 }
             }
             Fetched::EndOfPartition { .. } => return Ok(seen),
-            Fetched::SubscriptionChanged { .. } => {}
+            _ => {}
         }
     }
 }
@@ -281,10 +278,10 @@ async fn dropped_connection_and_cut_batch_resume_at_the_next_offset() {
     let config = fast_config(&address);
     let mut consumer = Consumer::connect(config.clone()).await.unwrap();
     consumer
-        .assign(TOPIC, &[0], StartOffset::Beginning)
+        .assign(&[TopicPartition::new(TOPIC, 0)], StartOffset::Beginning)
         .await
         .unwrap();
-    let seen = read_to_end(&mut consumer, &config.decode).await.unwrap();
+    let seen = read_to_end(&mut consumer).await.unwrap();
     assert_eq!(seen, expected(0..30));
     let offsets = script.lock().unwrap().fetch_offsets.clone();
     // The cut second batch is fetched again from its base offset, after each reconnect.
@@ -301,11 +298,11 @@ async fn not_leader_looks_up_the_leader_again_and_loses_nothing() {
     let config = fast_config(&address);
     let mut consumer = Consumer::connect(config.clone()).await.unwrap();
     consumer
-        .assign(TOPIC, &[0], StartOffset::Beginning)
+        .assign(&[TopicPartition::new(TOPIC, 0)], StartOffset::Beginning)
         .await
         .unwrap();
     let before = script.lock().unwrap().metadata_requests;
-    let seen = read_to_end(&mut consumer, &config.decode).await.unwrap();
+    let seen = read_to_end(&mut consumer).await.unwrap();
     assert_eq!(seen, expected(0..10));
     let script = script.lock().unwrap();
     assert!(
@@ -330,10 +327,10 @@ async fn offset_out_of_range_follows_the_reset_policy() {
     let config = fast_config(&address);
     let mut consumer = Consumer::connect(config.clone()).await.unwrap();
     consumer
-        .assign(TOPIC, &[0], StartOffset::Offset(3))
+        .assign(&[TopicPartition::new(TOPIC, 0)], StartOffset::Offset(3))
         .await
         .unwrap();
-    let seen = read_to_end(&mut consumer, &config.decode).await.unwrap();
+    let seen = read_to_end(&mut consumer).await.unwrap();
     assert_eq!(
         seen,
         expected(100..105),
@@ -345,12 +342,10 @@ async fn offset_out_of_range_follows_the_reset_policy() {
     config.offset_reset = OffsetReset::Fail;
     let mut consumer = Consumer::connect(config.clone()).await.unwrap();
     consumer
-        .assign(TOPIC, &[0], StartOffset::Offset(3))
+        .assign(&[TopicPartition::new(TOPIC, 0)], StartOffset::Offset(3))
         .await
         .unwrap();
-    let error = read_to_end(&mut consumer, &config.decode)
-        .await
-        .unwrap_err();
+    let error = read_to_end(&mut consumer).await.unwrap_err();
     assert!(
         matches!(error, Error::OffsetOutOfRange { offset: 3, .. }),
         "{error}"
@@ -364,12 +359,10 @@ async fn garbage_records_are_an_error_not_a_panic() {
     let config = fast_config(&address);
     let mut consumer = Consumer::connect(config.clone()).await.unwrap();
     consumer
-        .assign(TOPIC, &[0], StartOffset::Beginning)
+        .assign(&[TopicPartition::new(TOPIC, 0)], StartOffset::Beginning)
         .await
         .unwrap();
-    let error = read_to_end(&mut consumer, &config.decode)
-        .await
-        .unwrap_err();
+    let error = read_to_end(&mut consumer).await.unwrap_err();
     assert!(
         matches!(error, Error::MalformedBatch { ref topic, partition: 0, .. } | Error::Decode { ref topic, partition: 0, .. } if topic == TOPIC),
         "{error}"
@@ -383,7 +376,7 @@ async fn fetching_pauses_while_the_buffer_is_full() {
     config.buffer_bytes = one_batch + one_batch / 2;
     let mut consumer = Consumer::connect(config.clone()).await.unwrap();
     consumer
-        .assign(TOPIC, &[0], StartOffset::Beginning)
+        .assign(&[TopicPartition::new(TOPIC, 0)], StartOffset::Beginning)
         .await
         .unwrap();
     let fetches = || script.lock().unwrap().fetches;
@@ -397,7 +390,7 @@ async fn fetching_pauses_while_the_buffer_is_full() {
     // The first chunk holds the budget; the second response waits for room, so no third
     // fetch is sent while nobody polls.
     assert_eq!(fetches(), 2);
-    let seen = read_to_end(&mut consumer, &config.decode).await.unwrap();
+    let seen = read_to_end(&mut consumer).await.unwrap();
     assert_eq!(seen, expected(0..100));
     assert!(fetches() >= 10);
 }
@@ -410,7 +403,7 @@ async fn a_held_response_pauses_fetching_until_its_chunks_are_dropped() {
     config.max_held_responses = Some(1);
     let mut consumer = Consumer::connect(config.clone()).await.unwrap();
     consumer
-        .assign(TOPIC, &[0], StartOffset::Beginning)
+        .assign(&[TopicPartition::new(TOPIC, 0)], StartOffset::Beginning)
         .await
         .unwrap();
     let fetches = || script.lock().unwrap().fetches;
@@ -439,7 +432,7 @@ async fn a_held_response_pauses_fetching_until_its_chunks_are_dropped() {
     }
     assert!(fetches() >= 2, "dropping the chunk let fetching go on");
     // Nothing lost or repeated around the pause: the rest starts where the first chunk ended.
-    let seen = read_to_end(&mut consumer, &config.decode).await.unwrap();
+    let seen = read_to_end(&mut consumer).await.unwrap();
     assert_eq!(seen, expected(10..100));
 }
 
@@ -456,8 +449,10 @@ async fn start_hostile(replies: Vec<Reply>, fetch_max: i16) -> (String, Arc<Mute
 /// Reads partition 0 from the beginning to its end.
 async fn consume_all(config: &ConsumerConfig) -> Result<Vec<(i64, String)>, Error> {
     let mut consumer = Consumer::connect(config.clone()).await?;
-    consumer.assign(TOPIC, &[0], StartOffset::Beginning).await?;
-    read_to_end(&mut consumer, &config.decode).await
+    consumer
+        .assign(&[TopicPartition::new(TOPIC, 0)], StartOffset::Beginning)
+        .await?;
+    read_to_end(&mut consumer).await
 }
 
 /// The error a consumer ends with when every fetch answer is `reply`: retried on a new
@@ -531,11 +526,11 @@ async fn a_partition_not_asked_for_is_ignored() {
     let config = fast_config(&address);
     let mut consumer = Consumer::connect(config.clone()).await.unwrap();
     consumer
-        .assign(TOPIC, &[0], StartOffset::Beginning)
+        .assign(&[TopicPartition::new(TOPIC, 0)], StartOffset::Beginning)
         .await
         .unwrap();
     // Partition 7's garbage would be an error if it reached a decode; only 0's records come.
-    let seen = read_to_end(&mut consumer, &config.decode).await.unwrap();
+    let seen = read_to_end(&mut consumer).await.unwrap();
     assert_eq!(seen, expected(0..100));
     assert!(script.lock().unwrap().fetches >= 1);
 }
@@ -564,10 +559,10 @@ async fn a_throttle_of_hours_is_capped_at_the_longest_backoff() {
     let started = std::time::Instant::now();
     let mut consumer = Consumer::connect(config.clone()).await.unwrap();
     consumer
-        .assign(TOPIC, &[0], StartOffset::Beginning)
+        .assign(&[TopicPartition::new(TOPIC, 0)], StartOffset::Beginning)
         .await
         .unwrap();
-    let seen = read_to_end(&mut consumer, &config.decode).await.unwrap();
+    let seen = read_to_end(&mut consumer).await.unwrap();
     assert_eq!(seen, expected(0..100));
     let waited = started.elapsed();
     // Each throttled answer's records are delivered, and the next fetch waits for the cap.

@@ -14,7 +14,7 @@ use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, Partition
 use kafka_protocol::messages::{ApiKey, FetchRequest, FetchResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use krec_batch::encode::BatchBuilder;
-use krec_consumer::{Consumer, ConsumerConfig, Fetched, StartOffset};
+use krec_consumer::{Consumer, ConsumerConfig, Fetched, StartOffset, TopicPartition};
 use krec_testkit::broker::{self, answers, Reply, Request};
 
 use super::{api_versions, fast_config, TOPIC};
@@ -302,7 +302,7 @@ fn granting(fault: Option<(usize, i16)>) -> Broker {
 }
 
 /// Reads until every partition has reported its end; the values delivered per partition.
-async fn read_to_end(consumer: &mut Consumer, config: &ConsumerConfig) -> Vec<Vec<String>> {
+async fn read_to_end(consumer: &mut Consumer) -> Vec<Vec<String>> {
     let mut values = vec![Vec::new(); RECORDS.len()];
     let mut ended = vec![false; RECORDS.len()];
     while ended.contains(&false) {
@@ -312,7 +312,7 @@ async fn read_to_end(consumer: &mut Consumer, config: &ConsumerConfig) -> Vec<Ve
             .unwrap();
         match fetched {
             Fetched::Chunk(chunk) => {
-                for batch in chunk.batches(&config.decode) {
+                for batch in chunk.batches() {
                     for record in batch.unwrap().records() {
                         let value = record.unwrap().value().unwrap().to_vec();
                         values[chunk.partition() as usize].push(String::from_utf8(value).unwrap());
@@ -340,10 +340,17 @@ async fn consume_all(broker: Broker, sessions: bool) -> Vec<Seen> {
     config.fetch_sessions = sessions;
     let mut consumer = Consumer::connect(config.clone()).await.unwrap();
     consumer
-        .assign(TOPIC, &[0, 1, 2], StartOffset::Beginning)
+        .assign(
+            &[
+                TopicPartition::new(TOPIC, 0),
+                TopicPartition::new(TOPIC, 1),
+                TopicPartition::new(TOPIC, 2),
+            ],
+            StartOffset::Beginning,
+        )
         .await
         .unwrap();
-    assert_eq!(read_to_end(&mut consumer, &config).await, expected());
+    assert_eq!(read_to_end(&mut consumer).await, expected());
     consumer.close().await;
     let seen = broker.lock().unwrap().seen.clone();
     seen
@@ -429,13 +436,22 @@ async fn a_seek_in_a_live_session_is_named_and_its_end_still_reported() {
     let (config, broker) = start(granting(None)).await;
     let mut consumer = Consumer::connect(config.clone()).await.unwrap();
     consumer
-        .assign(TOPIC, &[0, 1, 2], StartOffset::Beginning)
+        .assign(
+            &[
+                TopicPartition::new(TOPIC, 0),
+                TopicPartition::new(TOPIC, 1),
+                TopicPartition::new(TOPIC, 2),
+            ],
+            StartOffset::Beginning,
+        )
         .await
         .unwrap();
-    assert_eq!(read_to_end(&mut consumer, &config).await, expected());
+    assert_eq!(read_to_end(&mut consumer).await, expected());
     // Partition 1 sought to where it already is (its end): the broker has nothing new for
     // it and leaves it out of its answers, yet the new position's end must be reported.
-    consumer.seek(TOPIC, 1, StartOffset::Offset(10)).unwrap();
+    consumer
+        .seek(&TopicPartition::new(TOPIC, 1), StartOffset::Offset(10))
+        .unwrap();
     let fetched = tokio::time::timeout(Duration::from_secs(20), consumer.poll())
         .await
         .expect("the end of the sought partition is reported")
@@ -480,7 +496,7 @@ async fn a_partition_answered_first_with_only_a_cut_batch_is_no_progress() {
     .await;
     let mut consumer = Consumer::connect(config.clone()).await.unwrap();
     consumer
-        .assign(TOPIC, &[0], StartOffset::Beginning)
+        .assign(&[TopicPartition::new(TOPIC, 0)], StartOffset::Beginning)
         .await
         .unwrap();
     let error = loop {
