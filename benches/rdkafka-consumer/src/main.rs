@@ -1,10 +1,30 @@
 //! Reads a topic from the beginning to the end of every partition with
-//! rdkafka's `BaseConsumer` and writes each value and a newline to stdout.
+//! rdkafka's `BaseConsumer`, then exits.
 //!
-//!     rdkafka-consumer-bench BOOTSTRAP TOPIC
+//!     rdkafka-consumer-bench [--count] BOOTSTRAP TOPIC
+//!     rdkafka-consumer-bench --version
 //!
-//! Key, value and headers of every record are touched, so the work matches a
-//! consumer that prints values. Prints the record count to stderr at the end.
+//! By default (scripts/bench-consume.sh) it writes each value and a newline to
+//! stdout; key and headers of every record are touched too, so the work
+//! matches a consumer that prints values. With `--count` (scripts/bench-embed.sh)
+//! it writes nothing per record: it reads every byte of every value (a sum)
+//! and prints `records=N value_bytes=B value_sum=S` at the end, the line
+//! examples/embed_fast.rs prints. Prints the record count to stderr at the end.
+//! `--version` prints the versions of the crate and of its bundled librdkafka.
+//!
+//! Settings besides the assignment (all partitions from the beginning, no
+//! group, no commits): librdkafka's fetch defaults are krec's
+//! (`ConsumerConfig::new`) already, set here explicitly so they stay so:
+//! fetch.wait.max.ms=500, fetch.min.bytes=1, fetch.max.bytes=50 MiB,
+//! max.partition.fetch.bytes=1 MiB. What may be fetched ahead is bounded in
+//! bytes only, as krec's buffer_bytes (256 MiB): queued.max.messages.kbytes
+//! is raised from 64 MiB to that, and queued.min.messages from 100000 to its
+//! maximum, so that a partition's fetching does not pause at 100000 queued
+//! records (then for fetch.queue.backoff.ms, 1 s: reading 1M records over 4
+//! partitions took 3.2 s of wall time instead of 1.1 s). check.crcs stays
+//! librdkafka's default, false: krec checks every batch's CRC, so this
+//! favours librdkafka. A `StreamConsumer` (tokio, current thread) took 6%
+//! more CPU than this `BaseConsumer` loop (scripts/ab.py, 5 runs).
 
 use std::collections::HashSet;
 use std::io::{self, BufWriter, Write};
@@ -17,13 +37,25 @@ use rdkafka::error::KafkaError;
 use rdkafka::message::{Headers, Message};
 use rdkafka::{Offset, TopicPartitionList};
 
+/// The crate version Cargo.toml pins.
+const RDKAFKA_CRATE: &str = "0.39.0";
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
-    let [_, bootstrap, topic] = args.as_slice() else {
-        eprintln!("usage: rdkafka-consumer-bench BOOTSTRAP TOPIC");
-        return ExitCode::from(2);
+    let (count_only, bootstrap, topic) = match args.as_slice() {
+        [_, flag] if flag == "--version" => {
+            let (_, librdkafka) = rdkafka::util::get_rdkafka_version();
+            println!("rdkafka {RDKAFKA_CRATE}, bundled librdkafka {librdkafka}");
+            return ExitCode::SUCCESS;
+        }
+        [_, flag, bootstrap, topic] if flag == "--count" => (true, bootstrap, topic),
+        [_, bootstrap, topic] => (false, bootstrap, topic),
+        _ => {
+            eprintln!("usage: rdkafka-consumer-bench [--count] BOOTSTRAP TOPIC | --version");
+            return ExitCode::from(2);
+        }
     };
-    match consume(bootstrap, topic) {
+    match consume(bootstrap, topic, count_only) {
         Ok(records) => {
             eprintln!("rdkafka-consumer-bench: {records} records");
             ExitCode::SUCCESS
@@ -35,12 +67,23 @@ fn main() -> ExitCode {
     }
 }
 
-fn consume(bootstrap: &str, topic: &str) -> Result<u64, Box<dyn std::error::Error>> {
+fn consume(
+    bootstrap: &str,
+    topic: &str,
+    count_only: bool,
+) -> Result<u64, Box<dyn std::error::Error>> {
     let consumer: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .set("group.id", "rdkafka-consumer-bench")
         .set("enable.auto.commit", "false")
         .set("enable.partition.eof", "true")
+        // krec's defaults (see the top of this file).
+        .set("fetch.wait.max.ms", "500")
+        .set("fetch.min.bytes", "1")
+        .set("fetch.max.bytes", "52428800")
+        .set("max.partition.fetch.bytes", "1048576")
+        .set("queued.max.messages.kbytes", "262144")
+        .set("queued.min.messages", "10000000")
         .create()?;
     let metadata = consumer.fetch_metadata(Some(topic), Duration::from_secs(10))?;
     let partitions: Vec<i32> = metadata
@@ -64,11 +107,18 @@ fn consume(bootstrap: &str, topic: &str) -> Result<u64, Box<dyn std::error::Erro
     let mut out = BufWriter::with_capacity(64 * 1024, io::stdout().lock());
     let mut records = 0u64;
     let mut touched = 0usize;
+    let (mut value_bytes, mut value_sum) = (0u64, 0u64);
     // librdkafka reports EOF again after new records; a set counts each partition once.
     let mut at_end: HashSet<i32> = HashSet::new();
     while at_end.len() < partitions.len() {
         match consumer.poll(Duration::from_secs(1)) {
             None => {}
+            Some(Ok(message)) if count_only => {
+                let value = message.payload().unwrap_or_default();
+                records += 1;
+                value_bytes += value.len() as u64;
+                value_sum += value.iter().map(|&b| u64::from(b)).sum::<u64>();
+            }
             Some(Ok(message)) => {
                 records += 1;
                 touched += message.key().map_or(0, <[u8]>::len);
@@ -87,6 +137,12 @@ fn consume(bootstrap: &str, topic: &str) -> Result<u64, Box<dyn std::error::Erro
             }
             Some(Err(error)) => return Err(error.into()),
         }
+    }
+    if count_only {
+        writeln!(
+            out,
+            "records={records} value_bytes={value_bytes} value_sum={value_sum}"
+        )?;
     }
     out.flush()?;
     // Keeps the header and key reads from being optimised away.
