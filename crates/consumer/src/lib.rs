@@ -79,7 +79,7 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, Mutex as AsyncMutex};
 
 pub use chunk::{ChunkBatch, ChunkBatchRef, ChunkBatches, ChunkRecords, PartitionChunk};
-pub use config::{ConsumerConfig, OffsetReset, StartOffset};
+pub use config::{ConsumerConfig, OffsetReset, Property, StartOffset};
 pub use error::Error;
 pub use group::{GroupConfig, GroupConsumer};
 pub use metrics::MetricsSnapshot;
@@ -173,6 +173,7 @@ impl Consumer {
     /// Connects to the first bootstrap broker that answers and starts the background tasks.
     /// Must be called inside a tokio runtime.
     pub async fn connect(config: ConsumerConfig) -> Result<Self, Error> {
+        config.check_bootstrap()?;
         let mut metadata = MetadataClient::new(config.bootstrap.clone(), config.connection.clone());
         metadata.fetch(&[]).await?;
         let metadata = Arc::new(AsyncMutex::new(metadata));
