@@ -52,7 +52,11 @@ pub struct Property {
 
 impl Property {
     /// A property set in `origin`.
-    pub fn new(key: impl Into<String>, value: impl Into<String>, origin: impl Into<String>) -> Self {
+    pub fn new(
+        key: impl Into<String>,
+        value: impl Into<String>,
+        origin: impl Into<String>,
+    ) -> Self {
         Self {
             key: key.into(),
             value: value.into(),
@@ -80,7 +84,9 @@ impl Property {
         }
         let bytes = std::fs::read(path).map_err(io)?;
         let parsed = file_format::parse(&bytes).map_err(|error| match error {
-            PropertiesFault::Line { line, .. } => fault(format!("{shown}:{line}"), error.to_string()),
+            PropertiesFault::Line { line, .. } => {
+                fault(format!("{shown}:{line}"), error.to_string())
+            }
             PropertiesFault::TooLarge { .. } => fault(shown.to_string(), error.to_string()),
         })?;
         Ok(parsed
@@ -199,7 +205,9 @@ impl ConsumerConfig {
         let key = property.key.as_str();
         if SecurityConfig::handles(key) {
             let Property { key, value, origin } = property;
-            self.retained.security.push((key, Secret::new(value), origin));
+            self.retained
+                .security
+                .push((key, Secret::new(value), origin));
             return Ok(true);
         }
         if property.is_foreign() {
@@ -224,7 +232,7 @@ impl ConsumerConfig {
     fn apply_connection(&mut self, setting: &Setting) -> Result<bool, Error> {
         match setting.key() {
             "bootstrap.servers" | "metadata.broker.list" => {
-                self.bootstrap = setting.parse(|v| Self::parse_bootstrap(v))?
+                self.bootstrap = setting.parse(Self::parse_bootstrap)?
             }
             "client.id" => self.connection.client_id = setting.value().to_owned(),
             // Empty is librdkafka's default: no rack.
@@ -250,14 +258,14 @@ impl ConsumerConfig {
                 }
             }
             "auto.offset.reset" => {
-                (self.group.start_without_commit, self.offset_reset) =
-                    match setting.value().trim() {
-                        "earliest" | "smallest" | "beginning" => {
-                            (StartOffset::Beginning, OffsetReset::Earliest)
-                        }
-                        "latest" | "largest" | "end" => (StartOffset::End, OffsetReset::Latest),
-                        _ => return Err(setting.expected("earliest or latest")),
+                (self.group.start_without_commit, self.offset_reset) = match setting.value().trim()
+                {
+                    "earliest" | "smallest" | "beginning" => {
+                        (StartOffset::Beginning, OffsetReset::Earliest)
                     }
+                    "latest" | "largest" | "end" => (StartOffset::End, OffsetReset::Latest),
+                    _ => return Err(setting.expected("earliest or latest")),
+                }
             }
             "fetch.max.bytes" => self.set_max_bytes(setting.bytes(1)?)?,
             "max.partition.fetch.bytes" | "fetch.message.max.bytes" => {
@@ -276,7 +284,8 @@ impl ConsumerConfig {
         match setting.key() {
             "group.id" => group.group_id = setting.value().to_owned(),
             "group.protocol" => {
-                group.protocol = setting.parse(|v| v.to_ascii_lowercase().parse::<GroupProtocol>())?
+                group.protocol =
+                    setting.parse(|v| v.to_ascii_lowercase().parse::<GroupProtocol>())?
             }
             "group.instance.id" => group.instance_id = setting.optional(),
             "group.remote.assignor" => group.server_assignor = setting.optional(),
@@ -293,7 +302,9 @@ impl ConsumerConfig {
     /// `connection.security` from the security properties given so far.
     fn rebuild_security(&mut self) -> Result<(), Error> {
         let entries = &self.retained.security;
-        let pairs = entries.iter().map(|(key, value, _)| (key.as_str(), value.expose()));
+        let pairs = entries
+            .iter()
+            .map(|(key, value, _)| (key.as_str(), value.expose()));
         let built = SecurityConfig::from_properties(pairs).map_err(|error| match error {
             krec_client::Error::Config { property, detail } => Error::Property {
                 origin: entries
@@ -320,7 +331,11 @@ fn assignors(list: &str) -> Result<Vec<Assignor>, Error> {
         what: "assignor",
         detail,
     };
-    let names: Vec<&str> = list.split(',').map(str::trim).filter(|n| !n.is_empty()).collect();
+    let names: Vec<&str> = list
+        .split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .collect();
     if names.is_empty() {
         return Err(invalid("names no assignor".to_owned()));
     }

@@ -34,7 +34,10 @@ fn connection_keys_fill_the_typed_fields() {
     assert_eq!(config.bootstrap, ["a:1", "b:2"]);
     assert_eq!(config.connection.client_id, "billing");
     assert_eq!(config.client_rack.as_deref(), Some("rack-2"));
-    assert_eq!(config.connection.request_timeout, Duration::from_millis(2500));
+    assert_eq!(
+        config.connection.request_timeout,
+        Duration::from_millis(2500)
+    );
     assert_eq!(config.metadata_refresh, Duration::from_secs(1));
     assert!(!config.fetch_sessions);
     let later = config.with("metadata.max.age.ms", "2000").unwrap();
@@ -139,7 +142,11 @@ fn bad_values_are_refused_naming_the_key() {
         ("max.partition.fetch.bytes", "-1", "at least 1"),
         ("fetch.min.bytes", "x", "bytes"),
         ("group.protocol", "eager", "classic or consumer"),
-        ("partition.assignment.strategy", "sticky", "cooperative-sticky"),
+        (
+            "partition.assignment.strategy",
+            "sticky",
+            "cooperative-sticky",
+        ),
         ("partition.assignment.strategy", " , ", "no assignor"),
         ("session.timeout.ms", "-5", "milliseconds"),
     ];
@@ -176,7 +183,10 @@ fn a_file_is_read_in_order_the_last_value_winning() {
         .with("sasl.username", "later-user")
         .unwrap();
     assert_eq!(config.bootstrap, ["b:9093"]);
-    assert_eq!(config.connection.security.protocol, SecurityProtocol::SaslSsl);
+    assert_eq!(
+        config.connection.security.protocol,
+        SecurityProtocol::SaslSsl
+    );
     let Some(SaslConfig::Plain { username, password }) = &config.connection.security.sasl else {
         panic!("PLAIN expected");
     };
@@ -192,7 +202,10 @@ fn unreadable_files_are_refused_naming_them() {
     assert!(message.contains("missing.properties"), "{message}");
     let (_dir, path) = file("client.id=a\nbad=\\uZZZZ\n");
     let message = ConsumerConfig::from_file(&path).unwrap_err().to_string();
-    assert!(message.contains(&format!("{}:2", path.display())), "{message}");
+    assert!(
+        message.contains(&format!("{}:2", path.display())),
+        "{message}"
+    );
     let (_dir, big) = file(&"#".repeat((1 << 20) + 1));
     let message = ConsumerConfig::from_file(&big).unwrap_err().to_string();
     assert!(message.contains("larger than 1 MiB"), "{message}");
@@ -215,7 +228,10 @@ fn secret_values_are_resolved_and_never_shown() {
     };
     assert_eq!(password.expose(), "hunter2");
     let shown = format!("{config:?}");
-    assert!(!shown.contains("hunter2") && !shown.contains("KREC_CONSUMER_TEST"), "{shown}");
+    assert!(
+        !shown.contains("hunter2") && !shown.contains("KREC_CONSUMER_TEST"),
+        "{shown}"
+    );
     assert!(!shown.contains("s3cret"), "{shown}");
     let unset = error(&[
         ("security.protocol", "SASL_PLAINTEXT"),
@@ -232,7 +248,10 @@ fn secret_values_are_resolved_and_never_shown() {
         ("sasl.mechanism", "GSSAPI"),
         ("sasl.password", "hunter2"),
     ]);
-    assert!(wrong.contains("sasl.mechanism") && !wrong.contains("hunter2"), "{wrong}");
+    assert!(
+        wrong.contains("sasl.mechanism") && !wrong.contains("hunter2"),
+        "{wrong}"
+    );
 }
 
 #[test]
@@ -285,7 +304,11 @@ fn typed_fields_stay_settable_after_properties() {
     config.read_committed = true;
     config.set_max_bytes(1000).unwrap();
     assert_eq!(config.connection.max_frame_bytes, 1000 + (16 << 20));
-    assert!(config.set_max_bytes(0).unwrap_err().to_string().contains("fetch.max.bytes"));
+    assert!(config
+        .set_max_bytes(0)
+        .unwrap_err()
+        .to_string()
+        .contains("fetch.max.bytes"));
     // A later non-security property leaves security set by hand alone.
     config.connection.security.protocol = SecurityProtocol::Ssl;
     let config = config.with("client.id", "b").unwrap();
