@@ -4,7 +4,7 @@
 //! views (`krec-batch`): no copy of record bytes, no output formats, no argument parsing.
 //!
 //! Layout, from the bottom up:
-//! - [`config`]: settings, start offsets, reset policy.
+//! - [`config`]: settings, start offsets, reset policy, and client properties onto them.
 //! - [`subscription`]: topic names and patterns, matched against the cluster's topics.
 //! - [`cursor`]: per-partition positions and what one fetch response does to them.
 //! - [`chunk`]: fetched data and its decoding (aborted transactions hidden, borrowed records).
@@ -51,6 +51,23 @@
 //! assert_eq!("-100".parse::<StartOffset>().unwrap(), StartOffset::FromEnd(100));
 //! assert_eq!("@1700000000000".parse::<StartOffset>().unwrap(), StartOffset::Timestamp(1700000000000));
 //! assert!(ConsumerConfig::parse_bootstrap("no-port").is_err());
+//! ```
+//!
+//! Or load the `client.properties` operators already have (librdkafka's names or the Java
+//! client's; `${env:NAME}` and `${file:PATH}` keep secrets out of the file), and add what the
+//! program decides. Errors name the key and where it was set (`FILE:LINE`); keys for the Schema
+//! Registry are kept for the program ([`ConsumerConfig::foreign_properties`]), and the group
+//! settings fill [`ConsumerConfig::group`]. See [`ConsumerConfig::apply_properties`] for the keys.
+//!
+//! ```no_run
+//! # fn demo() -> Result<(), krec_consumer::Error> {
+//! use krec_consumer::ConsumerConfig;
+//! let config = ConsumerConfig::from_file("client.properties")?
+//!     .with("bootstrap.servers", "127.0.0.1:9092")?
+//!     .with("group.id", "billing")?;
+//! assert_eq!(config.group.group_id, "billing");
+//! # Ok(())
+//! # }
 //! ```
 //!
 //! `examples/consume.rs` and `examples/group.rs` run against a broker (each starts with its
