@@ -5,7 +5,7 @@ use std::future::Future;
 use std::io::Write;
 use std::process::ExitCode;
 
-use crate::properties::{ClientArgs, ClientProperties};
+use crate::properties::ClientArgs;
 use crate::Error;
 use krec_client::ConnectionSettings;
 use krec_consumer::ConsumerConfig;
@@ -36,16 +36,19 @@ pub struct PartitionArgs {
     )]
     pub partitions: Vec<i32>,
 
-    /// `read_uncommitted` (default, like kcat) or `read_committed`: aborted transactions are
-    /// left out, and the end of a partition is its last stable offset, not its high watermark.
-    #[arg(long = "isolation", default_value = "read_uncommitted", value_parser = ["read_uncommitted", "read_committed"])]
-    pub isolation: String,
+    /// `read_uncommitted` (default, like kcat, or `isolation.level`) or `read_committed`:
+    /// aborted transactions are left out, and the end of a partition is its last stable
+    /// offset, not its high watermark.
+    #[arg(long = "isolation", value_parser = ["read_uncommitted", "read_committed"])]
+    pub isolation: Option<String>,
 }
 
 impl PartitionArgs {
-    /// Whether `--isolation read_committed` was given.
-    pub fn read_committed(&self) -> bool {
-        self.isolation == "read_committed"
+    /// Whether to read committed data only: `--isolation`, else what `config` says.
+    pub fn read_committed(&self, config: &ConsumerConfig) -> bool {
+        self.isolation
+            .as_deref()
+            .map_or(config.read_committed, |level| level == "read_committed")
     }
 }
 
@@ -56,41 +59,41 @@ pub struct ClusterAccess {
     pub bootstrap: Vec<String>,
     /// Security and client id from the properties.
     pub settings: ConnectionSettings,
-    /// Everything the properties said.
-    pub properties: ClientProperties,
+    /// Everything the properties and `-b` say.
+    pub config: ConsumerConfig,
 }
 
 impl ClusterArgs {
+    /// The consumer settings of the properties, with `-b` over `bootstrap.servers`; an error
+    /// when neither names a broker.
+    pub fn config(&self) -> Result<ConsumerConfig, Error> {
+        let mut config = self.client.load(self.brokers.is_some())?;
+        if let Some(brokers) = &self.brokers {
+            config.bootstrap = ConsumerConfig::parse_bootstrap(brokers)?;
+        }
+        if config.bootstrap.is_empty() {
+            return Err(Error::InvalidArgument {
+                what: "brokers",
+                detail: "give -b HOST:PORT or bootstrap.servers in the properties".to_owned(),
+            });
+        }
+        Ok(config)
+    }
+
     /// The brokers and connection settings `-b` and the properties give.
     pub fn access(&self) -> Result<ClusterAccess, Error> {
-        let properties = self.client.load()?;
-        let brokers = bootstrap_text(self.brokers.as_deref(), &properties)?;
-        let mut settings = ConnectionSettings {
-            security: properties.security.clone(),
+        let config = self.config()?;
+        let settings = ConnectionSettings {
+            security: config.connection.security.clone(),
+            client_id: config.connection.client_id.clone(),
             ..ConnectionSettings::default()
         };
-        if let Some(client_id) = &properties.client_id {
-            settings.client_id = client_id.clone();
-        }
         Ok(ClusterAccess {
-            bootstrap: ConsumerConfig::parse_bootstrap(brokers)?,
+            bootstrap: config.bootstrap.clone(),
             settings,
-            properties,
+            config,
         })
     }
-}
-
-/// `-b`, else `bootstrap.servers` from the properties.
-pub fn bootstrap_text<'a>(
-    brokers: Option<&'a str>,
-    properties: &'a ClientProperties,
-) -> Result<&'a str, Error> {
-    brokers
-        .or(properties.bootstrap.as_deref())
-        .ok_or_else(|| Error::InvalidArgument {
-            what: "brokers",
-            detail: "give -b HOST:PORT or bootstrap.servers in the properties".to_owned(),
-        })
 }
 
 /// Runs `work` on a one-thread runtime and turns its outcome into the exit status, errors
@@ -113,7 +116,7 @@ pub fn run_command(command: &str, work: impl Future<Output = Result<(), Error>>)
         }
         Err(error) => {
             let _ = std::io::stdout().flush();
-            eprintln!("krec {command}: {error}");
+            eprintln!("krec {command}: {}", error.with_flags());
             ExitCode::from(error.exit_code())
         }
     }

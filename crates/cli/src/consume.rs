@@ -19,7 +19,7 @@ use crate::corrupt::{report_line, SkipSource, SKIPPED_EXIT_CODE};
 use crate::format::{FormatArgs, RecordContext, RecordWriter};
 use crate::metrics_server::{Exporter, MetricsEndpoint};
 use crate::progress::{Cells, ChunkOutput, OutputWorkers, Progress};
-use crate::properties::ClientProperties;
+use crate::properties::registry_properties;
 use crate::range::{self, OffsetRange, PartitionEnd, RangeEnds, RangeWatch};
 use crate::stats::{Stats, StatsFormat};
 use crate::time::now_ms;
@@ -34,12 +34,6 @@ use krec_consumer::{
     PartitionPosition, StartOffset, TopicPartition, TopicSubscription,
 };
 
-/// Fetch responses per broker held (queued or being written) before the next fetch waits.
-/// Fetching only just ahead of the decode threads lets the connection reuse its response
-/// buffers (3 held plus 1 being read fill its pool of 4) instead of mapping fresh memory for
-/// every response, which costs far more CPU than it saves (see BENCHMARKS.md, end to end).
-const HELD_RESPONSES: usize = 3;
-
 /// The `-G` options of `krec consume`.
 #[derive(Debug, clap::Args)]
 pub struct GroupArgs {
@@ -48,22 +42,15 @@ pub struct GroupArgs {
     #[arg(short = 'G', long = "group", value_name = "GROUP")]
     pub group_id: Option<String>,
 
-    /// Group protocol: `classic` (JoinGroup/SyncGroup) or `consumer` (KIP-848).
-    #[arg(
-        long = "group-protocol",
-        default_value = "classic",
-        value_name = "PROTOCOL"
-    )]
-    pub group_protocol: String,
+    /// Group protocol: `classic` (JoinGroup/SyncGroup; default, or `group.protocol`) or
+    /// `consumer` (KIP-848).
+    #[arg(long = "group-protocol", value_name = "PROTOCOL")]
+    pub group_protocol: Option<String>,
 
     /// Classic protocol assignors in preference order: `range`, `roundrobin`,
-    /// `cooperative-sticky` (default as the Java client: range,cooperative-sticky).
-    #[arg(
-        long = "assignor",
-        value_delimiter = ',',
-        default_value = "range,cooperative-sticky",
-        value_name = "NAME,..."
-    )]
+    /// `cooperative-sticky` (default as the Java client: range,cooperative-sticky, or
+    /// `partition.assignment.strategy`).
+    #[arg(long = "assignor", value_delimiter = ',', value_name = "NAME,...")]
     pub assignors: Vec<String>,
 
     /// KIP-848 server-side assignor (`uniform` or `range`; default: the broker's).
@@ -83,21 +70,14 @@ pub struct GroupArgs {
     #[arg(long = "heartbeat-interval-ms", value_name = "MS")]
     pub heartbeat_interval_ms: Option<u64>,
 
-    /// Time allowed for a rebalance.
-    #[arg(
-        long = "rebalance-timeout-ms",
-        value_name = "MS",
-        default_value_t = 60_000
-    )]
-    pub rebalance_timeout_ms: u64,
+    /// Time allowed for a rebalance (default 60000, or `max.poll.interval.ms`).
+    #[arg(long = "rebalance-timeout-ms", value_name = "MS")]
+    pub rebalance_timeout_ms: Option<u64>,
 
-    /// Time between commits of the written positions.
-    #[arg(
-        long = "commit-interval-ms",
-        value_name = "MS",
-        default_value_t = 5_000
-    )]
-    pub commit_interval_ms: u64,
+    /// Time between commits of the written positions (default 5000, or
+    /// `auto.commit.interval.ms`).
+    #[arg(long = "commit-interval-ms", value_name = "MS")]
+    pub commit_interval_ms: Option<u64>,
 }
 
 /// How `krec consume` reports on itself.
@@ -168,9 +148,10 @@ pub struct ConsumeArgs {
     #[arg(short = 'c', long = "count", value_name = "N")]
     pub count: Option<u64>,
 
-    /// When a fetch offset is out of range: `earliest`, `latest` or `fail`.
-    #[arg(long = "reset", default_value = "earliest", value_name = "POLICY")]
-    pub reset: String,
+    /// When a fetch offset is out of range: `earliest` (default, or `auto.offset.reset`),
+    /// `latest` or `fail`.
+    #[arg(long = "reset", value_name = "POLICY")]
+    pub reset: Option<String>,
 
     /// `--stats` and `--metrics` (boxed, as the group options).
     #[command(flatten)]
@@ -195,21 +176,23 @@ pub struct ConsumeArgs {
     #[arg(long = "threads", value_name = "N")]
     pub threads: Option<usize>,
 
-    /// Record bytes per fetch response.
-    #[arg(long = "max-bytes", value_name = "BYTES", default_value_t = 50 << 20)]
-    pub max_bytes: i32,
+    /// Record bytes per fetch response (default 52428800, or `fetch.max.bytes`).
+    #[arg(long = "max-bytes", value_name = "BYTES")]
+    pub max_bytes: Option<i32>,
 
-    /// Record bytes per partition in a fetch response.
-    #[arg(long = "partition-max-bytes", value_name = "BYTES", default_value_t = 1 << 20)]
-    pub partition_max_bytes: i32,
+    /// Record bytes per partition in a fetch response (default 1048576, or
+    /// `max.partition.fetch.bytes`).
+    #[arg(long = "partition-max-bytes", value_name = "BYTES")]
+    pub partition_max_bytes: Option<i32>,
 
     /// Fetched bytes buffered before fetching pauses.
     #[arg(long = "buffer-bytes", value_name = "BYTES", default_value_t = 256 << 20)]
     pub buffer_bytes: usize,
 
-    /// How long the broker may wait for data before answering a fetch, in milliseconds.
-    #[arg(long = "max-wait-ms", value_name = "MS", default_value_t = 500)]
-    pub max_wait_ms: u64,
+    /// How long the broker may wait for data before answering a fetch, in milliseconds
+    /// (default 500, or `fetch.max.wait.ms`).
+    #[arg(long = "max-wait-ms", value_name = "MS")]
+    pub max_wait_ms: Option<u64>,
 
     /// Highest Fetch request version to use (default: the highest both sides speak).
     #[arg(long = "fetch-version", value_name = "N")]
@@ -231,44 +214,37 @@ pub struct ConsumeArgs {
 }
 
 impl ConsumeArgs {
-    /// The consumer settings these arguments and `properties` describe.
-    pub fn consumer_config(&self, properties: &ClientProperties) -> Result<ConsumerConfig, Error> {
-        let brokers = match (&self.cluster.brokers, &properties.bootstrap) {
-            (Some(brokers), _) | (None, Some(brokers)) => brokers,
-            (None, None) => {
-                return Err(Error::InvalidArgument {
-                    what: "brokers",
-                    detail: "give -b HOST:PORT or bootstrap.servers in the properties".to_owned(),
-                })
-            }
-        };
-        let mut config = ConsumerConfig::new(ConsumerConfig::parse_bootstrap(brokers)?);
-        config.connection.security = properties.security.clone();
-        if let Some(client_id) = &properties.client_id {
-            config.connection.client_id = client_id.clone();
+    /// The consumer settings of the properties (`config`, from [`ClusterArgs::config`]) with
+    /// these arguments applied over them.
+    pub fn consumer_config(&self, mut config: ConsumerConfig) -> Result<ConsumerConfig, Error> {
+        config.read_committed = self.read.read_committed(&config);
+        if let Some(reset) = &self.reset {
+            config.offset_reset = reset.parse::<OffsetReset>()?;
         }
-        if let Some(ms) = properties.request_timeout_ms {
-            config.connection.request_timeout = Duration::from_millis(ms);
-        }
-        config.client_rack = properties.client_rack.clone();
-        config.read_committed = self.read.read_committed();
-        config.offset_reset = self.reset.parse::<OffsetReset>()?;
-        if self.max_bytes <= 0 || self.partition_max_bytes <= 0 {
+        if self.max_bytes.is_some_and(|b| b <= 0)
+            || self.partition_max_bytes.is_some_and(|b| b <= 0)
+        {
             return Err(Error::InvalidArgument {
                 what: "fetch size",
                 detail: "--max-bytes and --partition-max-bytes must be positive".to_owned(),
             });
         }
-        config.max_bytes = self.max_bytes;
-        config.partition_max_bytes = self.partition_max_bytes;
-        config.connection.max_frame_bytes = self.max_bytes as usize + (16 << 20);
+        if let Some(max_bytes) = self.max_bytes {
+            config.set_max_bytes(max_bytes)?;
+        }
+        config.partition_max_bytes = self
+            .partition_max_bytes
+            .unwrap_or(config.partition_max_bytes);
         config.buffer_bytes = self.buffer_bytes.max(1);
-        config.max_held_responses = Some(HELD_RESPONSES);
-        config.max_wait = Duration::from_millis(self.max_wait_ms);
+        // Fetching only just ahead of the decode threads lets the connection reuse its response
+        // buffers instead of mapping fresh memory for each (see BENCHMARKS.md, end to end).
+        config.max_held_responses = Some(ConsumerConfig::HELD_RESPONSES_FOR_REUSE);
+        if let Some(ms) = self.max_wait_ms {
+            config.max_wait = Duration::from_millis(ms);
+        }
         config.max_fetch_version = self.fetch_version;
-        config.metadata_refresh = self.metadata_refresh(properties)?;
+        config.metadata_refresh = self.metadata_refresh(config.metadata_refresh)?;
         config.give_up_after = Duration::from_millis(self.give_up_after_ms);
-        config.fetch_sessions = properties.fetch_sessions.unwrap_or(true);
         config.decode = DecodeConfig {
             verify_crc: !self.no_crc,
             ..DecodeConfig::default()
@@ -312,20 +288,18 @@ impl ConsumeArgs {
         Ok(subscription)
     }
 
-    /// `--metadata-refresh-ms`, else the properties' value, else the Java client's 5 minutes.
-    fn metadata_refresh(&self, properties: &ClientProperties) -> Result<Duration, Error> {
-        let millis = self
-            .metadata_refresh_ms
-            .or(properties.metadata_refresh_ms)
-            .unwrap_or(300_000);
-        if millis == 0 {
-            return Err(Error::InvalidArgument {
+    /// `--metadata-refresh-ms`, else `properties` (the properties' value, else the Java
+    /// client's 5 minutes).
+    fn metadata_refresh(&self, properties: Duration) -> Result<Duration, Error> {
+        match self.metadata_refresh_ms {
+            None => Ok(properties),
+            Some(0) => Err(Error::InvalidArgument {
                 what: "metadata refresh",
                 detail: "--metadata-refresh-ms (or metadata.max.age.ms) must be positive"
                     .to_owned(),
-            });
+            }),
+            Some(millis) => Ok(Duration::from_millis(millis)),
         }
-        Ok(Duration::from_millis(millis))
     }
 
     /// `--idle-timeout` as a duration.
@@ -346,35 +320,49 @@ impl ConsumeArgs {
         Ok(Some(duration.unsigned_abs()))
     }
 
-    /// The group settings `-G` and its options describe; `start` (`-o`) is where partitions
-    /// without a committed offset begin.
+    /// The group settings of the properties (`config.group`) with `-G` and its options over
+    /// them; `start` (`-o`, when given) is where partitions without a committed offset begin.
     pub fn group_config(
         &self,
         group: &str,
-        start: StartOffset,
-        properties: &ClientProperties,
+        start: Option<StartOffset>,
+        config: &ConsumerConfig,
     ) -> Result<GroupConfig, Error> {
         let options = &*self.group;
-        let mut config = GroupConfig::new(group, self.topic_entries());
-        config.protocol = options.group_protocol.parse::<GroupProtocol>()?;
-        config.assignors = options
-            .assignors
-            .iter()
-            .map(|a| a.parse::<Assignor>())
-            .collect::<Result<_, _>>()?;
-        config.server_assignor = options.server_assignor.clone();
-        config.instance_id = options.instance_id.clone();
-        let session_ms = options.session_timeout_ms.or(properties.session_timeout_ms);
-        let heartbeat_ms = options
-            .heartbeat_interval_ms
-            .or(properties.heartbeat_interval_ms);
-        config.session_timeout = Duration::from_millis(session_ms.unwrap_or(45_000));
-        config.heartbeat_interval = Duration::from_millis(heartbeat_ms.unwrap_or(3_000).max(1));
-        config.rebalance_timeout = Duration::from_millis(options.rebalance_timeout_ms);
-        config.commit_interval = Duration::from_millis(options.commit_interval_ms.max(1));
-        config.start_without_commit = match start {
-            StartOffset::Beginning | StartOffset::End => start,
-            other => {
+        let mut group_config = config.group.clone();
+        group_config.group_id = group.to_owned();
+        group_config.topics = self.topic_entries();
+        if let Some(protocol) = &options.group_protocol {
+            group_config.protocol = protocol.parse::<GroupProtocol>()?;
+        }
+        if !options.assignors.is_empty() {
+            group_config.assignors = options
+                .assignors
+                .iter()
+                .map(|a| a.parse::<Assignor>())
+                .collect::<Result<_, _>>()?;
+        }
+        let or =
+            |flag: Option<u64>, property: Duration| flag.map_or(property, Duration::from_millis);
+        group_config.server_assignor = options
+            .server_assignor
+            .clone()
+            .or(group_config.server_assignor);
+        group_config.instance_id = options.instance_id.clone().or(group_config.instance_id);
+        group_config.session_timeout = or(options.session_timeout_ms, group_config.session_timeout);
+        let heartbeat = or(
+            options.heartbeat_interval_ms,
+            group_config.heartbeat_interval,
+        );
+        group_config.heartbeat_interval = heartbeat.max(Duration::from_millis(1));
+        group_config.rebalance_timeout =
+            or(options.rebalance_timeout_ms, group_config.rebalance_timeout);
+        let commit = or(options.commit_interval_ms, group_config.commit_interval);
+        group_config.commit_interval = commit.max(Duration::from_millis(1));
+        group_config.start_without_commit = match start {
+            None => group_config.start_without_commit,
+            Some(start @ (StartOffset::Beginning | StartOffset::End)) => start,
+            Some(other) => {
                 return Err(Error::InvalidArgument {
                     what: "offset",
                     detail: format!(
@@ -390,7 +378,7 @@ impl ConsumeArgs {
                 detail: "-p cannot be used with -G: the group assigns the partitions".to_owned(),
             });
         }
-        Ok(config)
+        Ok(group_config)
     }
 }
 
@@ -436,21 +424,20 @@ pub fn run(args: ConsumeArgs) -> ExitCode {
 
 fn report(error: &Error) -> ExitCode {
     let _ = std::io::stdout().flush();
-    eprintln!("krec consume: {error}");
+    eprintln!("krec consume: {}", error.with_flags());
     ExitCode::from(error.exit_code())
 }
 
 /// Consumes as `args` say; the number of corrupt batches skipped.
 async fn consume(args: ConsumeArgs) -> Result<u64, Error> {
-    let properties = args.cluster.client.load()?;
-    let config = args.consumer_config(&properties)?;
+    let config = args.consumer_config(args.cluster.config()?)?;
     let range = OffsetRange::parse(&args.offset, now_ms())?;
     let start = range.start;
     let idle_timeout = args.idle_timeout()?;
     // Check the format and the topics before touching the network.
     args.format
         .schema
-        .set_properties(&properties.schema_registry);
+        .set_properties(&registry_properties(&config));
     args.format
         .schema
         .set_on_corrupt(args.on_corrupt, "consume");
@@ -463,7 +450,8 @@ async fn consume(args: ConsumeArgs) -> Result<u64, Error> {
         Some(address) => Some(crate::metrics_server::bind(address).await?),
         None => None,
     };
-    let group_id = args.group.group_id.clone().or(properties.group_id.clone());
+    let from_properties = Some(config.group.group_id.clone()).filter(|id| !id.is_empty());
+    let group_id = args.group.group_id.clone().or(from_properties);
     if range.end.is_some() && (group_id.is_some() || subscription.has_patterns()) {
         return Err(Error::InvalidArgument {
             what: "offset",
@@ -472,7 +460,8 @@ async fn consume(args: ConsumeArgs) -> Result<u64, Error> {
         });
     }
     if let Some(group) = group_id {
-        let group_config = args.group_config(&group, start, &properties)?;
+        let given_start = (!args.offset.is_empty()).then_some(start);
+        let group_config = args.group_config(&group, given_start, &config)?;
         return consume_group(&args, config, group_config, endpoint, idle_timeout).await;
     }
     let read_committed = config.read_committed;
@@ -1133,29 +1122,142 @@ mod tests {
         Line::try_parse_from(words).expect("valid arguments").args
     }
 
+    /// The settings `line` gives over properties `-X` each of `properties`.
+    fn configured(line: &[&str], properties: &[&str]) -> Result<ConsumerConfig, Error> {
+        let mut words = line.to_vec();
+        for property in properties {
+            words.extend(["-X", property]);
+        }
+        let args = parse(&words);
+        args.consumer_config(args.cluster.config()?)
+    }
+
     #[test]
     fn the_refresh_flag_wins_over_the_properties_which_win_over_the_default() {
-        let from_properties = ClientProperties {
-            metadata_refresh_ms: Some(2_000),
-            ..ClientProperties::default()
+        let plain = ["-b", "h:1", "-t", "^a"];
+        let refresh = |line: &[&str], properties: &[&str]| {
+            configured(line, properties).map(|c| c.metadata_refresh)
         };
-        let plain = parse(&["-b", "h:1", "-t", "^a"]);
-        let refresh = |args: &ConsumeArgs, properties: &ClientProperties| {
-            args.consumer_config(properties).map(|c| c.metadata_refresh)
-        };
-        let none = ClientProperties::default();
-        assert_eq!(refresh(&plain, &none).unwrap(), Duration::from_secs(300));
+        let from_properties = ["metadata.max.age.ms=2000"];
+        assert_eq!(refresh(&plain, &[]).unwrap(), Duration::from_secs(300));
         assert_eq!(
             refresh(&plain, &from_properties).unwrap(),
             Duration::from_secs(2)
         );
-        let flagged = parse(&["-b", "h:1", "-t", "^a", "--metadata-refresh-ms", "500"]);
+        let flagged = ["-b", "h:1", "-t", "^a", "--metadata-refresh-ms", "500"];
         assert_eq!(
             refresh(&flagged, &from_properties).unwrap(),
             Duration::from_millis(500)
         );
-        let zero = parse(&["-b", "h:1", "-t", "^a", "--metadata-refresh-ms", "0"]);
-        assert!(refresh(&zero, &none).is_err());
+        let zero = ["-b", "h:1", "-t", "^a", "--metadata-refresh-ms", "0"];
+        assert!(refresh(&zero, &[]).is_err());
+    }
+
+    #[test]
+    fn fetch_flags_win_over_the_properties_which_win_over_the_defaults() {
+        let plain = ["-b", "h:1", "-t", "a"];
+        let defaults = configured(&plain, &[]).unwrap();
+        assert_eq!(defaults.max_bytes, 50 << 20);
+        assert_eq!(defaults.connection.max_frame_bytes, (50 << 20) + (16 << 20));
+        assert_eq!(defaults.partition_max_bytes, 1 << 20);
+        assert_eq!(defaults.max_wait, Duration::from_millis(500));
+        assert_eq!(defaults.offset_reset, OffsetReset::Earliest);
+        assert!(!defaults.read_committed);
+        assert_eq!(
+            defaults.max_held_responses,
+            Some(ConsumerConfig::HELD_RESPONSES_FOR_REUSE)
+        );
+        let properties = [
+            "fetch.max.bytes=1000",
+            "max.partition.fetch.bytes=100",
+            "fetch.max.wait.ms=10",
+            "auto.offset.reset=latest",
+            "isolation.level=read_committed",
+        ];
+        let from_properties = configured(&plain, &properties).unwrap();
+        assert_eq!(
+            from_properties.connection.max_frame_bytes,
+            1000 + (16 << 20)
+        );
+        assert_eq!(from_properties.partition_max_bytes, 100);
+        assert_eq!(from_properties.max_wait, Duration::from_millis(10));
+        assert_eq!(from_properties.offset_reset, OffsetReset::Latest);
+        assert!(from_properties.read_committed);
+        let flags = [
+            "-b",
+            "h:1",
+            "-t",
+            "a",
+            "--max-bytes",
+            "2000",
+            "--partition-max-bytes",
+            "200",
+            "--max-wait-ms",
+            "20",
+            "--reset",
+            "fail",
+            "--isolation",
+            "read_uncommitted",
+        ];
+        let flagged = configured(&flags, &properties).unwrap();
+        assert_eq!(flagged.max_bytes, 2000);
+        assert_eq!(flagged.connection.max_frame_bytes, 2000 + (16 << 20));
+        assert_eq!(flagged.partition_max_bytes, 200);
+        assert_eq!(flagged.max_wait, Duration::from_millis(20));
+        assert_eq!(flagged.offset_reset, OffsetReset::Fail);
+        assert!(!flagged.read_committed);
+        let zero = configured(&["-b", "h:1", "-t", "a", "--max-bytes", "0"], &[]).unwrap_err();
+        assert!(zero.to_string().contains("--max-bytes"), "{zero}");
+    }
+
+    #[test]
+    fn group_flags_win_over_the_group_properties() {
+        let properties = [
+            "group.id=billing",
+            "group.protocol=consumer",
+            "session.timeout.ms=10000",
+            "max.poll.interval.ms=90000",
+            "auto.offset.reset=latest",
+        ];
+        let group = |line: &[&str], start: Option<StartOffset>| {
+            let mut words = line.to_vec();
+            for property in properties {
+                words.extend(["-X", property]);
+            }
+            let args = parse(&words);
+            let config = args
+                .consumer_config(args.cluster.config().unwrap())
+                .unwrap();
+            args.group_config("g", start, &config).unwrap()
+        };
+        let from_properties = group(&["-b", "h:1", "-t", "a"], None);
+        assert_eq!(from_properties.group_id, "g");
+        assert_eq!(from_properties.topics, ["a"]);
+        assert_eq!(from_properties.protocol, GroupProtocol::Consumer);
+        assert_eq!(from_properties.session_timeout, Duration::from_secs(10));
+        assert_eq!(from_properties.rebalance_timeout, Duration::from_secs(90));
+        assert_eq!(from_properties.start_without_commit, StartOffset::End);
+        let flags = [
+            "-b",
+            "h:1",
+            "-t",
+            "a",
+            "--group-protocol",
+            "classic",
+            "--session-timeout-ms",
+            "20000",
+            "--rebalance-timeout-ms",
+            "1000",
+        ];
+        let flagged = group(&flags, Some(StartOffset::Beginning));
+        assert_eq!(flagged.protocol, GroupProtocol::Classic);
+        assert_eq!(flagged.session_timeout, Duration::from_secs(20));
+        assert_eq!(flagged.rebalance_timeout, Duration::from_secs(1));
+        assert_eq!(flagged.start_without_commit, StartOffset::Beginning);
+        assert_eq!(
+            flagged.assignors,
+            [Assignor::Range, Assignor::CooperativeSticky]
+        );
     }
 
     #[test]

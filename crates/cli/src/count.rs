@@ -15,9 +15,7 @@ use crate::decode::count::{FileCount, Tallies};
 use crate::format::{FilterArgs, RecordFilter};
 use crate::Error;
 use krec_batch::DecodeConfig;
-use krec_consumer::{
-    Consumer, ConsumerConfig, Fetched, PartitionChunk, StartOffset, TopicPartition,
-};
+use krec_consumer::{Consumer, Fetched, PartitionChunk, StartOffset, TopicPartition};
 
 /// Largest segment file counted by default (Kafka's segments are below 2 GiB).
 const DEFAULT_MAX_FILE_BYTES: u64 = i32::MAX as u64;
@@ -77,7 +75,6 @@ async fn count(args: CountArgs) -> Result<(), Error> {
         verify_crc: !args.no_crc,
         ..DecodeConfig::default()
     };
-    let read_committed = args.read.read_committed();
     let filter = args.filter.filter()?;
     let tallies = if args.files.is_empty() {
         let Some(topic) = args.topic.as_deref() else {
@@ -86,7 +83,7 @@ async fn count(args: CountArgs) -> Result<(), Error> {
                 detail: "give segment files, or -t TOPIC (and -b) to count a topic".to_owned(),
             });
         };
-        count_topic(&args, topic, config, read_committed, filter.as_ref()).await?
+        count_topic(&args, topic, config, filter.as_ref()).await?
     } else {
         if args.cluster.brokers.is_some() || !args.read.partitions.is_empty() {
             return Err(Error::InvalidArgument {
@@ -101,7 +98,7 @@ async fn count(args: CountArgs) -> Result<(), Error> {
             config: &config,
             run_bytes: RUN_BYTES,
             max_file_bytes: args.max_file_bytes,
-            read_committed,
+            read_committed: args.read.isolation.as_deref() == Some("read_committed"),
             filter: filter.as_ref(),
         }
         .count()?
@@ -115,14 +112,10 @@ async fn count_topic(
     args: &CountArgs,
     topic: &str,
     decode: DecodeConfig,
-    read_committed: bool,
     filter: Option<&RecordFilter>,
 ) -> Result<Tallies, Error> {
-    let access = args.cluster.access()?;
-    let mut config = ConsumerConfig::new(access.bootstrap);
-    config.connection.security = access.settings.security;
-    config.connection.client_id = access.settings.client_id;
-    config.read_committed = read_committed;
+    let mut config = args.cluster.config()?;
+    config.read_committed = args.read.read_committed(&config);
     config.decode = decode;
     let mut consumer = Consumer::connect(config.clone()).await?;
     let partitions = if args.read.partitions.is_empty() {

@@ -122,10 +122,50 @@ impl Error {
             | Self::InvalidArgument { .. }
             | Self::Listen { .. }
             | Self::SchemaSetup(_) => 2,
-            Self::Consumer(krec_consumer::Error::InvalidArgument { .. }) => 2,
+            Self::Consumer(
+                krec_consumer::Error::InvalidArgument { .. }
+                | krec_consumer::Error::Property { .. },
+            ) => 2,
             Self::Consumer(krec_consumer::Error::Client(krec_client::Error::Config { .. })) => 2,
             _ => 1,
         }
+    }
+}
+
+/// Configuration keys the library's messages name, and the flag that sets each here.
+const KEY_FLAGS: &[(&str, &str)] = &[
+    ("bootstrap.servers", "-b"),
+    ("group.id", "-G"),
+    ("fetch.max.bytes", "--max-bytes"),
+    ("max.partition.fetch.bytes", "--partition-max-bytes"),
+    ("fetch.max.wait.ms", "--max-wait-ms"),
+    ("isolation.level", "--isolation"),
+    ("auto.offset.reset", "--reset"),
+    ("metadata.max.age.ms", "--metadata-refresh-ms"),
+    ("group.protocol", "--group-protocol"),
+    ("partition.assignment.strategy", "--assignor"),
+    ("group.remote.assignor", "--server-assignor"),
+    ("group.instance.id", "--group-instance-id"),
+    ("session.timeout.ms", "--session-timeout-ms"),
+    ("heartbeat.interval.ms", "--heartbeat-interval-ms"),
+    ("max.poll.interval.ms", "--rebalance-timeout-ms"),
+    ("auto.commit.interval.ms", "--commit-interval-ms"),
+];
+
+impl Error {
+    /// The message to print: a consumer error that names a configuration key also names the
+    /// flag that sets it (`raise fetch.max.bytes (--max-bytes)`). Property errors are about
+    /// what a property said, so they stay as they are.
+    pub fn with_flags(&self) -> String {
+        let mut text = self.to_string();
+        if let Self::Consumer(error) = self {
+            if !matches!(error, krec_consumer::Error::Property { .. }) {
+                for (key, flag) in KEY_FLAGS {
+                    text = text.replacen(key, &format!("{key} ({flag})"), 1);
+                }
+            }
+        }
+        text
     }
 }
 
@@ -156,4 +196,31 @@ impl Error {
 /// Shows an offset that may be unknown.
 fn offset_text(offset: Option<i64>) -> String {
     offset.map_or_else(|| "unknown".to_owned(), |offset| offset.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Error;
+
+    #[test]
+    fn consumer_errors_name_the_flag_beside_the_key() {
+        let stuck = Error::Consumer(krec_consumer::Error::NoProgress {
+            topic: "t".to_owned(),
+            partition: 0,
+            offset: 5,
+            attempts: 3,
+            needed: Some(100),
+        });
+        let shown = stuck.with_flags();
+        assert!(
+            shown.ends_with("raise fetch.max.bytes (--max-bytes))"),
+            "{shown}"
+        );
+        let property = Error::Consumer(krec_consumer::Error::Property {
+            key: "fetch.max.bytes".to_owned(),
+            origin: "-X".to_owned(),
+            detail: "must be positive".to_owned(),
+        });
+        assert_eq!(property.with_flags(), property.to_string());
+    }
 }

@@ -70,7 +70,7 @@ async fn offsets(args: OffsetsArgs) -> Result<(), Error> {
         .map(|text| parse_instant("time", text, now_ms()))
         .transpose()?;
     let access = args.cluster.access()?;
-    let read_committed = args.read.read_committed();
+    let read_committed = args.read.read_committed(&access.config);
     let mut client = MetadataClient::new(access.bootstrap, access.settings.clone());
     let found = look_up(
         &mut client,

@@ -1,16 +1,15 @@
 //! Client properties the way kcat users write them: `-X key=value`, `-F FILE`, and the file
 //! `$KREC_CONFIG` names. `-X` wins over `-F`, which wins over `$KREC_CONFIG`.
 //!
-//! Names are librdkafka's, and the Java client's are accepted too, so a `client.properties`
-//! handed out for a cluster works unchanged. Security properties go to krec-client's
-//! [`SecurityConfig`]; the few others krec uses are read here (with `fetch.sessions`, krec's
-//! own, turning KIP-227 fetch sessions off); the rest are refused by name.
+//! This module keeps only that precedence and the origins for messages: krec-consumer reads
+//! the properties ([`ConsumerConfig::apply_properties`]), with librdkafka's and the Java
+//! client's names, and keeps the Schema Registry's for `-s`. Flags are applied after, and win.
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-use krec_client::security::properties;
 use krec_client::SecurityConfig;
+use krec_consumer::{ConsumerConfig, Property};
 
 use crate::format::schema::is_registry_property;
 use crate::format::RegistryProperties;
@@ -18,9 +17,6 @@ use crate::Error;
 
 /// The environment variable naming a default properties file.
 pub const CONFIG_ENV: &str = "KREC_CONFIG";
-
-/// Largest properties file read.
-const MAX_FILE_BYTES: u64 = 1 << 20;
 
 /// `-X` and `-F`, on every subcommand that talks to a broker.
 #[derive(Debug, Default, clap::Args)]
@@ -69,172 +65,104 @@ impl std::fmt::Debug for PropertyArg {
     }
 }
 
-/// What the properties say, sorted by who uses it.
-#[derive(Debug, Default)]
-pub struct ClientProperties {
-    /// TLS and SASL.
-    pub security: SecurityConfig,
-    /// `bootstrap.servers` / `metadata.broker.list`, used when `-b` is not given.
-    pub bootstrap: Option<String>,
-    /// `client.id`.
-    pub client_id: Option<String>,
-    /// `group.id`, used when `-G` is not given.
-    pub group_id: Option<String>,
-    /// `session.timeout.ms`.
-    pub session_timeout_ms: Option<u64>,
-    /// `heartbeat.interval.ms`.
-    pub heartbeat_interval_ms: Option<u64>,
-    /// `client.rack`: read from a follower in this rack when the leader names one (KIP-392).
-    pub client_rack: Option<String>,
-    /// `metadata.max.age.ms` (Java) or `topic.metadata.refresh.interval.ms` (librdkafka):
-    /// how often a topic pattern's matches are looked at again.
-    pub metadata_refresh_ms: Option<u64>,
-    /// `fetch.sessions` (krec's own): KIP-227 incremental fetch sessions on or off.
-    pub fetch_sessions: Option<bool>,
-    /// `schema.registry.*` and the Confluent clients' `basic.auth.*`, for `-s`.
-    pub schema_registry: RegistryProperties,
-    /// `request.timeout.ms`: how long a request waits for its response (a fetch also waits
-    /// its max wait) before the connection is dropped and opened again.
-    pub request_timeout_ms: Option<u64>,
-}
-
-/// Properties of producers or of the Java consumer's own machinery, which a shared
-/// client.properties carries but which mean nothing to krec: accepted with one warning.
-const IGNORED: &[&str] = &[
-    "acks",
-    "linger.ms",
-    "batch.size",
-    "compression.type",
-    "retries",
-    "enable.idempotence",
-    "delivery.timeout.ms",
-    "max.in.flight.requests.per.connection",
-    "key.serializer",
-    "value.serializer",
-    "key.deserializer",
-    "value.deserializer",
-    "client.dns.lookup",
-];
-
 impl ClientArgs {
-    /// Reads `$KREC_CONFIG`, then `-F`, then `-X`, later values winning.
-    pub fn load(&self) -> Result<ClientProperties, Error> {
-        let mut all: Vec<(String, String, String)> = Vec::new();
+    /// The consumer settings `$KREC_CONFIG`, then `-F`, then `-X` give, later values winning,
+    /// built by krec-consumer. With `brokers_flag` (`-b` given), `bootstrap.servers` is not
+    /// read. Schema Registry keys are checked here: krec-schema takes them later.
+    pub fn load(&self, brokers_flag: bool) -> Result<ConsumerConfig, Error> {
+        let given = self
+            .properties()?
+            .into_iter()
+            .filter(|p| !(brokers_flag && BOOTSTRAP_KEYS.contains(&p.key.as_str())));
+        let config = ConsumerConfig::new(Vec::new())
+            .apply_properties(given)
+            .map_err(property_error)?;
+        if let Some(unknown) = config
+            .foreign_properties()
+            .iter()
+            .find(|p| !is_registry_property(&p.key))
+        {
+            return Err(Error::Property {
+                property: unknown.key.clone(),
+                source_name: unknown.origin.clone(),
+                detail: "unknown or unsupported property".to_owned(),
+            });
+        }
+        Ok(config)
+    }
+
+    /// Every property in precedence order, each with its origin (`FILE:LINE`, `-X`).
+    fn properties(&self) -> Result<Vec<Property>, Error> {
+        let mut all = Vec::new();
         if let Some(path) = std::env::var_os(CONFIG_ENV).filter(|p| !p.is_empty()) {
-            read_file(Path::new(&path), &format!("${CONFIG_ENV}"), &mut all)?;
+            all.extend(read_file(Path::new(&path), &format!("${CONFIG_ENV}"))?);
         }
         if let Some(path) = &self.file {
-            read_file(path, "-F", &mut all)?;
+            all.extend(read_file(path, "-F")?);
         }
         for property in &self.properties {
-            all.push((
-                property.key.clone(),
-                property.value.clone(),
-                "-X".to_owned(),
-            ));
+            all.push(Property::new(&property.key, &property.value, "-X"));
         }
-        sort_properties(&all)
+        Ok(all)
     }
 }
 
-fn read_file(
-    path: &Path,
-    via: &str,
-    into: &mut Vec<(String, String, String)>,
-) -> Result<(), Error> {
-    let context = |detail: String| Error::Property {
-        property: String::new(),
-        source_name: format!("{} ({via})", path.display()),
-        detail,
-    };
-    let file = std::fs::File::open(path).map_err(|e| context(e.to_string()))?;
-    let size = file.metadata().map_err(|e| context(e.to_string()))?.len();
-    if size > MAX_FILE_BYTES {
-        return Err(context(format!("{size} bytes: larger than 1 MiB")));
+/// The keys `-b` stands for.
+const BOOTSTRAP_KEYS: &[&str] = &["bootstrap.servers", "metadata.broker.list"];
+
+/// The Schema Registry properties of `config`, for `-s`.
+pub fn registry_properties(config: &ConsumerConfig) -> RegistryProperties {
+    let mut registry = RegistryProperties::default();
+    for property in config.foreign_properties() {
+        registry.push(&property.key, &property.value, &property.origin);
     }
-    let bytes = std::fs::read(path).map_err(|e| context(e.to_string()))?;
-    let parsed = properties::parse(&bytes).map_err(|fault| context(fault.to_string()))?;
-    for property in parsed {
-        let origin = format!("{}:{}", path.display(), property.line);
-        into.push((property.key, property.value, origin));
-    }
-    Ok(())
+    registry
 }
 
-fn sort_properties(all: &[(String, String, String)]) -> Result<ClientProperties, Error> {
-    let mut client = ClientProperties::default();
-    let mut security = Vec::new();
-    for (key, value, origin) in all {
-        let bad = |detail: String| Error::Property {
-            property: key.clone(),
-            source_name: origin.clone(),
+/// A file's properties; a file that cannot be read is named with how it was given.
+fn read_file(path: &Path, via: &str) -> Result<Vec<Property>, Error> {
+    Property::read_file(path).map_err(|error| match error {
+        krec_consumer::Error::Property { key, detail, .. } => Error::Property {
+            property: key,
+            source_name: format!("{} ({via})", path.display()),
             detail,
-        };
-        let millis = || {
-            value
-                .trim()
-                .parse::<u64>()
-                .map_err(|_| bad(format!("{value:?} is not a number of milliseconds")))
-        };
-        match key.as_str() {
-            key if SecurityConfig::handles(key) => security.push((key, value.as_str())),
-            "bootstrap.servers" | "metadata.broker.list" => client.bootstrap = Some(value.clone()),
-            "client.id" => client.client_id = Some(value.clone()),
-            "group.id" => client.group_id = Some(value.clone()),
-            // Empty is librdkafka's default: no rack.
-            "client.rack" => {
-                client.client_rack = Some(value.trim().to_owned()).filter(|r| !r.is_empty())
-            }
-            "session.timeout.ms" => client.session_timeout_ms = Some(millis()?),
-            "heartbeat.interval.ms" => client.heartbeat_interval_ms = Some(millis()?),
-            "metadata.max.age.ms" | "topic.metadata.refresh.interval.ms" => {
-                client.metadata_refresh_ms = Some(millis()?)
-            }
-            "request.timeout.ms" => match millis()? {
-                0 => return Err(bad("must be positive".to_owned())),
-                ms => client.request_timeout_ms = Some(ms),
-            },
-            "fetch.sessions" => {
-                client.fetch_sessions = Some(match value.trim() {
-                    "true" => true,
-                    "false" => false,
-                    _ => return Err(bad(format!("{value:?}: expected true or false"))),
-                })
-            }
-            key if is_registry_property(key) => client.schema_registry.push(key, value, origin),
-            key if IGNORED.contains(&key) => {
-                tracing::warn!(property = key, from = %origin, "property not used by krec; ignored");
-            }
-            _ => return Err(bad("unknown or unsupported property".to_owned())),
-        }
-    }
-    client.security = SecurityConfig::from_properties(security.iter().map(|(k, v)| (*k, *v)))
-        .map_err(|error| match error {
-            krec_client::Error::Config { property, detail } => Error::Property {
-                source_name: origin_of(all, &property),
-                property,
-                detail,
-            },
-            other => Error::Consumer(other.into()),
-        })?;
-    Ok(client)
+        },
+        other => Error::Consumer(other),
+    })
 }
 
-/// Where the last value of `key` came from.
-fn origin_of(all: &[(String, String, String)], key: &str) -> String {
-    all.iter()
-        .rev()
-        .find(|(k, _, _)| k == key)
-        .map_or_else(String::new, |(_, _, origin)| origin.clone())
+/// A property the consumer refused, reported as the CLI reports properties.
+fn property_error(error: krec_consumer::Error) -> Error {
+    match error {
+        krec_consumer::Error::Property {
+            key,
+            origin,
+            detail,
+        } => Error::Property {
+            property: key,
+            source_name: origin,
+            detail,
+        },
+        other => Error::Consumer(other),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use krec_client::{SaslConfig, SecurityProtocol};
+    use std::time::Duration;
 
     fn arg(text: &str) -> PropertyArg {
         text.parse().unwrap()
+    }
+
+    fn load_x(texts: &[&str]) -> Result<ConsumerConfig, Error> {
+        ClientArgs {
+            properties: texts.iter().map(|t| arg(t)).collect(),
+            file: None,
+        }
+        .load(false)
     }
 
     #[test]
@@ -250,14 +178,19 @@ mod tests {
             properties: vec![arg("sasl.username=x-user")],
             file: Some(file),
         };
-        let loaded = args.load().unwrap();
-        assert_eq!(loaded.security.protocol, SecurityProtocol::SaslSsl);
-        assert_eq!(loaded.bootstrap.as_deref(), Some("b:9093"));
-        let Some(SaslConfig::Plain { username, password }) = loaded.security.sasl else {
+        let loaded = args.load(false).unwrap();
+        assert_eq!(
+            loaded.connection.security.protocol,
+            SecurityProtocol::SaslSsl
+        );
+        assert_eq!(loaded.bootstrap, ["b:9093"]);
+        let Some(SaslConfig::Plain { username, password }) = loaded.connection.security.sasl else {
             panic!("PLAIN expected");
         };
         assert_eq!(username, "x-user");
         assert_eq!(password.expose(), "file-pass");
+        // With -b, the properties' brokers are not read at all.
+        assert!(args.load(true).unwrap().bootstrap.is_empty());
     }
 
     #[test]
@@ -269,17 +202,15 @@ mod tests {
             properties: Vec::new(),
             file: Some(file.clone()),
         };
-        assert_eq!(from_file.load().unwrap().metadata_refresh_ms, Some(1000));
+        let refresh = from_file.load(false).unwrap().metadata_refresh;
+        assert_eq!(refresh, Duration::from_secs(1));
         let overridden = ClientArgs {
             properties: vec![arg("metadata.max.age.ms=2000")],
             file: Some(file),
         };
-        assert_eq!(overridden.load().unwrap().metadata_refresh_ms, Some(2000));
-        let bad = ClientArgs {
-            properties: vec![arg("metadata.max.age.ms=soon")],
-            file: None,
-        };
-        assert!(bad.load().is_err());
+        let refresh = overridden.load(false).unwrap().metadata_refresh;
+        assert_eq!(refresh, Duration::from_secs(2));
+        assert!(load_x(&["metadata.max.age.ms=soon"]).is_err());
     }
 
     #[test]
@@ -291,37 +222,59 @@ mod tests {
             properties: Vec::new(),
             file: Some(file.clone()),
         };
-        let error = args.load().unwrap_err().to_string();
+        let error = args.load(false).unwrap_err();
+        assert_eq!(error.exit_code(), 2);
+        let error = error.to_string();
         assert!(error.contains("fetch.magic"), "{error}");
         assert!(error.contains(&format!("{}:3", file.display())), "{error}");
     }
 
     #[test]
-    fn client_rack_is_read_and_empty_means_none() {
-        let load = |text: &str| {
-            ClientArgs {
-                properties: vec![arg(text)],
-                file: None,
-            }
-            .load()
-            .unwrap()
-            .client_rack
+    fn an_unreadable_file_is_named_with_how_it_was_given() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("missing");
+        let args = ClientArgs {
+            properties: Vec::new(),
+            file: Some(file.clone()),
         };
-        assert_eq!(load("client.rack=rack-2").as_deref(), Some("rack-2"));
-        assert_eq!(load("client.rack="), None);
+        let error = args.load(false).unwrap_err().to_string();
+        assert!(
+            error.starts_with(&format!("{} (-F): ", file.display())),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn registry_properties_are_kept_for_dash_s_and_unknown_ones_refused() {
+        let config = load_x(&[
+            "schema.registry.url=http://r:8081",
+            "basic.auth.user.info=u:p",
+        ])
+        .unwrap();
+        let shown = format!("{:?}", registry_properties(&config));
+        assert!(shown.contains("schema.registry.url (-X)"), "{shown}");
+        assert!(!shown.contains("u:p"), "{shown}");
+        let error = load_x(&["schema.registry.magic=1"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("-X: property schema.registry.magic: unknown"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn client_rack_is_read_and_empty_means_none() {
+        let rack = |text: &str| load_x(&[text]).unwrap().client_rack;
+        assert_eq!(rack("client.rack=rack-2").as_deref(), Some("rack-2"));
+        assert_eq!(rack("client.rack="), None);
     }
 
     #[test]
     fn fetch_sessions_take_true_or_false() {
-        let load = |value: &str| {
-            ClientArgs {
-                properties: vec![arg(&format!("fetch.sessions={value}"))],
-                file: None,
-            }
-            .load()
-        };
-        assert_eq!(load("false").unwrap().fetch_sessions, Some(false));
-        assert_eq!(load("true").unwrap().fetch_sessions, Some(true));
+        let load = |value: &str| load_x(&[&format!("fetch.sessions={value}")]);
+        assert!(!load("false").unwrap().fetch_sessions);
+        assert!(load("true").unwrap().fetch_sessions);
         let error = load("off").unwrap_err().to_string();
         assert!(
             error.contains("fetch.sessions") && error.contains("true or false"),
@@ -331,17 +284,15 @@ mod tests {
 
     #[test]
     fn request_timeout_is_positive_milliseconds() {
-        let load = |value: &str| {
-            ClientArgs {
-                properties: vec![arg(&format!("request.timeout.ms={value}"))],
-                file: None,
-            }
-            .load()
-        };
-        assert_eq!(load("2500").unwrap().request_timeout_ms, Some(2500));
+        let load = |value: &str| load_x(&[&format!("request.timeout.ms={value}")]);
+        assert_eq!(
+            load("2500").unwrap().connection.request_timeout,
+            Duration::from_millis(2500)
+        );
         for bad in ["0", "soon"] {
-            let error = load(bad).unwrap_err().to_string();
-            assert!(error.contains("request.timeout.ms"), "{error}");
+            let error = load(bad).unwrap_err();
+            assert_eq!(error.exit_code(), 2);
+            assert!(error.to_string().contains("request.timeout.ms"), "{error}");
         }
     }
 

@@ -23,6 +23,10 @@ use super::transport::{self, Transport};
 use super::versions::{api_name, ApiRequest, ApiVersions};
 use crate::Error;
 
+/// Response buffers a connection keeps for reuse. A reader that holds fewer responses than
+/// this at once leaves one for the response being read, so no frame is freshly allocated.
+pub const POOLED_FRAME_BUFFERS: usize = FrameBuffers::MAX_BUFFERS;
+
 /// How a connection behaves: identity, time limits and the frame-size bound.
 #[derive(Clone, Debug)]
 pub struct ConnectionSettings {

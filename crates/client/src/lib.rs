@@ -75,7 +75,7 @@ pub mod versions;
 #[doc(hidden)]
 pub mod fuzzing;
 
-pub use connection::{Connection, ConnectionSettings};
+pub use connection::{Connection, ConnectionSettings, POOLED_FRAME_BUFFERS};
 pub use error::Error;
 pub use security::{
     SaslConfig, ScramMechanism, Secret, SecurityConfig, SecurityProtocol, TlsConfig,

@@ -74,6 +74,7 @@ impl Consumer {
     /// Connects to the first bootstrap broker that answers and starts the background tasks.
     /// Must be called inside a tokio runtime.
     pub async fn connect(config: ConsumerConfig) -> Result<Self, Error> {
+        config.check_bootstrap()?;
         let mut metadata = MetadataClient::new(config.bootstrap.clone(), config.connection.clone());
         metadata.fetch(&[]).await?;
         let metadata = Arc::new(AsyncMutex::new(metadata));

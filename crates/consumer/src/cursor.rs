@@ -508,7 +508,10 @@ mod tests {
             matches!(error, Error::NoProgress { offset: 0, needed: Some(n), .. } if n == whole.len())
         );
         let message = error.to_string();
-        let needs = format!("(the batch needs {} bytes; raise --max-bytes)", whole.len());
+        let needs = format!(
+            "(the batch needs {} bytes; raise fetch.max.bytes)",
+            whole.len()
+        );
         assert!(message.ends_with(&needs), "{message}");
     }
 

@@ -104,7 +104,7 @@ pub enum Error {
     },
 
     /// A fetch made no progress several times in a row (a batch larger than any fetch allows).
-    #[error("{topic}/{partition}: fetch at offset {offset} returned no complete batch {attempts} times ({}; raise --max-bytes)", needed_text(*.needed))]
+    #[error("{topic}/{partition}: fetch at offset {offset} returned no complete batch {attempts} times ({}; raise fetch.max.bytes)", needed_text(*.needed))]
     NoProgress {
         /// The topic.
         topic: String,
@@ -127,6 +127,18 @@ pub enum Error {
         attempts: u32,
         /// The last error.
         last: Box<Error>,
+    },
+
+    /// A client property is unknown, unsupported or invalid; a secret's value is never shown.
+    #[error("{}{detail}", property_text(origin, key))]
+    Property {
+        /// The property's key (empty when a whole properties file is at fault).
+        key: String,
+        /// Where it was set: `FILE:LINE`, a file, or how it was given
+        /// (`ConsumerConfig::with`, ...).
+        origin: String,
+        /// What is wrong, and how to fix it.
+        detail: String,
     },
 
     /// A command-line or configuration value is invalid.
@@ -196,6 +208,18 @@ fn group_acl_hint(code: i16, group: &str) -> String {
     } else {
         String::new()
     }
+}
+
+/// `ORIGIN: property KEY: `, each part only when known.
+fn property_text(origin: &str, key: &str) -> String {
+    let mut text = String::new();
+    if !origin.is_empty() {
+        text = format!("{origin}: ");
+    }
+    if !key.is_empty() {
+        text.push_str(&format!("property {key}: "));
+    }
+    text
 }
 
 /// What a batch that did not fit needs, when its size arrived.

@@ -67,7 +67,25 @@
 //! assert!(ConsumerConfig::parse_bootstrap("no-port").is_err());
 //! ```
 //!
-//! Layout, from the bottom up: [`config`] (settings, start offsets, reset policy),
+//! Or load the `client.properties` operators already have (librdkafka's names or the Java
+//! client's; `${env:NAME}` and `${file:PATH}` keep secrets out of the file), and add what the
+//! program decides. Errors name the key and where it was set (`FILE:LINE`); keys for the Schema
+//! Registry are kept for the program ([`ConsumerConfig::foreign_properties`]), and the group
+//! settings fill [`ConsumerConfig::group`]. See [`ConsumerConfig::apply_properties`] for the keys.
+//!
+//! ```no_run
+//! # fn demo() -> Result<(), krec_consumer::Error> {
+//! use krec_consumer::ConsumerConfig;
+//! let config = ConsumerConfig::from_file("client.properties")?
+//!     .with("bootstrap.servers", "127.0.0.1:9092")?
+//!     .with("group.id", "billing")?;
+//! assert_eq!(config.group.group_id, "billing");
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Layout, from the bottom up: [`config`] (settings, start offsets, reset policy, client
+//! properties),
 //! [`subscription`] (names and patterns), `cursor` (per-partition positions), [`chunk`]
 //! (fetched data and its decoding), `coordinator` (Metadata, ListOffsets, one fetch loop per
 //! node), `fetch_loop` (one fetch in flight per broker), `refresh` (follows a subscription),
@@ -99,7 +117,7 @@ pub mod workers;
 pub use chunk::{
     ChunkBatch, ChunkBatchRef, ChunkBatches, ChunkRecordIter, ChunkRecords, PartitionChunk,
 };
-pub use config::{ConsumerConfig, OffsetReset, StartOffset};
+pub use config::{ConsumerConfig, OffsetReset, Property, StartOffset};
 pub use consumer::{Consumer, Fetched, UNKNOWN_TOPIC_LOOKUPS, UNKNOWN_TOPIC_RETRY_DELAY};
 pub use error::Error;
 pub use group::{GroupConfig, GroupConsumer, GroupEvent};

@@ -1,4 +1,8 @@
 //! What a consumer is told: brokers, where to start, limits, and how to react to faults.
+//!
+//! [`properties`] reads the same settings from librdkafka and Java client properties.
+
+mod properties;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -8,6 +12,9 @@ use krec_batch::DecodeConfig;
 use crate::group::GroupConfig;
 use crate::Error;
 use krec_client::ConnectionSettings;
+
+pub use properties::Property;
+use properties::Retained;
 
 /// Where a partition starts (kcat's `-o`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,6 +96,9 @@ impl FromStr for OffsetReset {
     }
 }
 
+/// `fetch.max.bytes` by default, as the Java client.
+const DEFAULT_MAX_BYTES: i32 = 50 << 20;
+
 /// Consumer settings. [`ConsumerConfig::new`] fills in defaults close to the Java client's.
 #[derive(Clone, Debug)]
 pub struct ConsumerConfig {
@@ -139,32 +149,44 @@ pub struct ConsumerConfig {
     pub close_timeout: Duration,
     /// Limits for decoding batches.
     pub decode: DecodeConfig,
-    /// Consumer-group settings (`group.id` and the rest), read by
-    /// [`GroupConsumer::subscribe`](crate::GroupConsumer::subscribe); its `topics` are the
-    /// ones `subscribe` is given. An empty `group_id` means none is set.
-    pub group: GroupConfig,
     /// The consumer's rack (`client.rack`, KIP-392): sent with every fetch, so that a leader
     /// with a rack-aware replica selector can name a follower in this rack to read from.
     pub client_rack: Option<String>,
     /// How long a follower named by a leader is read from before the leader is asked again
     /// (the Java client uses `metadata.max.age.ms`). Errors and leader changes end it sooner.
     pub preferred_replica_lease: Duration,
+    /// Group membership (`group.id` and the other group properties), read by
+    /// [`GroupConsumer::subscribe`](crate::GroupConsumer::subscribe); an empty
+    /// [`GroupConfig::group_id`] means none is set. Its `topics` are the ones `subscribe` is
+    /// given.
+    pub group: GroupConfig,
+    /// Security properties as given (rebuilt into `connection.security` when one changes)
+    /// and the properties kept for other libraries.
+    retained: Retained,
 }
 
 impl ConsumerConfig {
+    /// Fetch responses a consumer can hold per broker while the connection still reads each
+    /// new response into a reused buffer: one fewer than the buffers it keeps, the last being
+    /// for the response in flight. A value for [`ConsumerConfig::max_held_responses`].
+    pub const HELD_RESPONSES_FOR_REUSE: usize = krec_client::POOLED_FRAME_BUFFERS - 1;
+
+    /// Room in a response frame beyond its record bytes (`max_bytes`): headers, and the one
+    /// batch a broker returns whole even when it is larger.
+    const FRAME_OVERHEAD_BYTES: usize = 16 << 20;
+
     /// Defaults for the given bootstrap brokers.
     pub fn new(bootstrap: Vec<String>) -> Self {
-        let max_bytes = 50 << 20;
         Self {
             bootstrap,
             connection: ConnectionSettings {
-                max_frame_bytes: max_bytes as usize + (16 << 20),
+                max_frame_bytes: Self::frame_bytes_for(DEFAULT_MAX_BYTES),
                 ..ConnectionSettings::default()
             },
             read_committed: false,
             max_wait: Duration::from_millis(500),
             min_bytes: 1,
-            max_bytes,
+            max_bytes: DEFAULT_MAX_BYTES,
             partition_max_bytes: 1 << 20,
             buffer_bytes: 256 << 20,
             max_held_responses: None,
@@ -177,10 +199,42 @@ impl ConsumerConfig {
             fetch_sessions: true,
             close_timeout: Duration::from_secs(2),
             decode: DecodeConfig::default(),
-            group: GroupConfig::new("", Vec::new()),
             client_rack: None,
             preferred_replica_lease: Duration::from_secs(300),
+            group: GroupConfig::new("", Vec::new()),
+            retained: Retained::default(),
         }
+    }
+
+    /// Sets [`ConsumerConfig::max_bytes`] (`fetch.max.bytes`) and the response-frame bound that
+    /// follows from it, [`ConnectionSettings::max_frame_bytes`]; refuses a size not positive.
+    pub fn set_max_bytes(&mut self, max_bytes: i32) -> Result<(), Error> {
+        if max_bytes <= 0 {
+            return Err(Error::InvalidArgument {
+                what: "fetch.max.bytes",
+                detail: format!("{max_bytes}: must be positive"),
+            });
+        }
+        self.max_bytes = max_bytes;
+        self.connection.max_frame_bytes = Self::frame_bytes_for(max_bytes);
+        Ok(())
+    }
+
+    /// The largest response frame accepted when fetches ask for `max_bytes` of records.
+    fn frame_bytes_for(max_bytes: i32) -> usize {
+        usize::try_from(max_bytes).unwrap_or(0) + Self::FRAME_OVERHEAD_BYTES
+    }
+
+    /// The bootstrap brokers, or an error naming `bootstrap.servers` when there are none.
+    pub fn check_bootstrap(&self) -> Result<&[String], Error> {
+        if self.bootstrap.is_empty() {
+            return Err(Error::InvalidArgument {
+                what: "bootstrap.servers",
+                detail: "no bootstrap brokers: set bootstrap.servers=HOST:PORT[,HOST:PORT...]"
+                    .to_owned(),
+            });
+        }
+        Ok(&self.bootstrap)
     }
 
     /// Parses a `host:port[,host:port...]` list.
