@@ -17,7 +17,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let seek = args.next();
 
-    let config = ConsumerConfig::new(ConsumerConfig::parse_bootstrap(&brokers)?);
+    let config = ConsumerConfig::from_properties([("bootstrap.servers", brokers.as_str())])?;
     let mut consumer = Consumer::connect(config).await?;
     consumer
         .assign_topic(&topic, StartOffset::Beginning)

@@ -21,8 +21,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::process::exit(2);
     };
     let limit: Option<u64> = args.next().map(|count| count.parse()).transpose()?;
-    let mut config = ConsumerConfig::new(ConsumerConfig::parse_bootstrap(&brokers)?);
-    config.group.group_id = group_id;
+    let config = ConsumerConfig::from_properties([
+        ("bootstrap.servers", brokers.as_str()),
+        ("group.id", group_id.as_str()),
+    ])?;
     let topics: Vec<&str> = topics.split(',').collect();
     let mut group = GroupConsumer::subscribe(config, &topics).await?;
     let mut out = std::io::stdout().lock();

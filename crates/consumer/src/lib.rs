@@ -6,13 +6,16 @@
 //! # async fn demo() -> Result<(), krec_consumer::Error> {
 //! use krec_consumer::{Consumer, ConsumerConfig, GroupConsumer, GroupEvent, StartOffset};
 //!
-//! let mut config = ConsumerConfig::new(ConsumerConfig::parse_bootstrap("127.0.0.1:9092")?);
+//! // The same keys `krec -X` and `-F` take: librdkafka's and the Java client's names.
+//! let config = ConsumerConfig::from_file("client.properties")?
+//!     .with("bootstrap.servers", "127.0.0.1:9092")?;
+//!
 //! let mut consumer = Consumer::connect(config.clone()).await?;
 //! consumer.assign_topic("orders", StartOffset::Beginning).await?; // every partition
-//! consumer.stop_at_end(true); // next_chunk gives None once every partition is at its end
+//! consumer.stop_at_end(true); // like -e: next_chunk gives None once every partition is at its end
 //! while let Some(chunk) = consumer.next_chunk().await? {
 //!     for record in chunk.records() {
-//!         // Data records only; aborted transactions are hidden under read_committed.
+//!         // data records only; aborted transactions hidden under read_committed
 //!         let record = record?;
 //!         let trace = record.headers().get(b"traceparent").and_then(|h| h.value);
 //!         println!("{}/{} {} {:?} {:?}", chunk.topic(), chunk.partition(), record.offset(),
@@ -20,19 +23,14 @@
 //!     }
 //! }
 //!
-//! config.group.group_id = "billing".to_owned();
-//! let mut group = GroupConsumer::subscribe(config, &["orders", "^refunds-"]).await?;
+//! let mut group = GroupConsumer::subscribe(config.with("group.id", "billing")?, &["orders", "^refunds-"]).await?;
 //! while let Some(event) = group.next_event().await? {
 //!     match event {
 //!         GroupEvent::Chunk(chunk) => {
-//!             for record in chunk.records() {
-//!                 let _ = record?;
-//!             }
+//!             for record in chunk.records() { let _ = record?; }
 //!             group.processed(&chunk); // committable up to the end of this chunk
 //!         }
-//!         GroupEvent::Assigned(partitions) | GroupEvent::Revoked(partitions) => {
-//!             eprintln!("{partitions:?}")
-//!         }
+//!         GroupEvent::Assigned(partitions) | GroupEvent::Revoked(partitions) => eprintln!("{partitions:?}"),
 //!         _ => {}
 //!     }
 //! }
