@@ -1,7 +1,7 @@
 //! Reads a topic from the beginning to the end of every partition with
 //! rdkafka's `BaseConsumer`, then exits.
 //!
-//!     rdkafka-consumer-bench [--count] BOOTSTRAP TOPIC
+//!     rdkafka-consumer-bench [--count] BOOTSTRAP TOPIC [-X PROPERTY=VALUE]...
 //!     rdkafka-consumer-bench --version
 //!
 //! By default (scripts/bench-consume.sh) it writes each value and a newline to
@@ -11,6 +11,7 @@
 //! and prints `records=N value_bytes=B value_sum=S` at the end, the line
 //! examples/embed_fast.rs prints. Prints the record count to stderr at the end.
 //! `--version` prints the versions of the crate and of its bundled librdkafka.
+//! `-X` sets a librdkafka property, as kcat's does (after the settings below).
 //!
 //! Settings besides the assignment (all partitions from the beginning, no
 //! group, no commits): librdkafka's fetch defaults are krec's
@@ -42,20 +43,31 @@ const RDKAFKA_CRATE: &str = "0.39.0";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
-    let (count_only, bootstrap, topic) = match args.as_slice() {
-        [_, flag] if flag == "--version" => {
-            let (_, librdkafka) = rdkafka::util::get_rdkafka_version();
-            println!("rdkafka {RDKAFKA_CRATE}, bundled librdkafka {librdkafka}");
-            return ExitCode::SUCCESS;
+    if args.get(1).is_some_and(|a| a == "--version") {
+        let (_, librdkafka) = rdkafka::util::get_rdkafka_version();
+        println!("rdkafka {RDKAFKA_CRATE}, bundled librdkafka {librdkafka}");
+        return ExitCode::SUCCESS;
+    }
+    let count_only = args.get(1).is_some_and(|a| a == "--count");
+    let rest = &args[1 + usize::from(count_only)..];
+    let mut properties = Vec::new();
+    let mut usage = rest.len() < 2 || rest.len() % 2 != 0;
+    for pair in rest.get(2..).unwrap_or_default().chunks(2) {
+        match (
+            pair[0].as_str(),
+            pair.get(1).and_then(|p| p.split_once('=')),
+        ) {
+            ("-X", Some(property)) => properties.push(property),
+            _ => usage = true,
         }
-        [_, flag, bootstrap, topic] if flag == "--count" => (true, bootstrap, topic),
-        [_, bootstrap, topic] => (false, bootstrap, topic),
-        _ => {
-            eprintln!("usage: rdkafka-consumer-bench [--count] BOOTSTRAP TOPIC | --version");
-            return ExitCode::from(2);
-        }
-    };
-    match consume(bootstrap, topic, count_only) {
+    }
+    if usage {
+        eprintln!(
+            "usage: rdkafka-consumer-bench [--count] BOOTSTRAP TOPIC [-X PROPERTY=VALUE]... | --version"
+        );
+        return ExitCode::from(2);
+    }
+    match consume(&rest[0], &rest[1], count_only, &properties) {
         Ok(records) => {
             eprintln!("rdkafka-consumer-bench: {records} records");
             ExitCode::SUCCESS
@@ -71,8 +83,10 @@ fn consume(
     bootstrap: &str,
     topic: &str,
     count_only: bool,
+    properties: &[(&str, &str)],
 ) -> Result<u64, Box<dyn std::error::Error>> {
-    let consumer: BaseConsumer = ClientConfig::new()
+    let mut config = ClientConfig::new();
+    config
         .set("bootstrap.servers", bootstrap)
         .set("group.id", "rdkafka-consumer-bench")
         .set("enable.auto.commit", "false")
@@ -83,8 +97,11 @@ fn consume(
         .set("fetch.max.bytes", "52428800")
         .set("max.partition.fetch.bytes", "1048576")
         .set("queued.max.messages.kbytes", "262144")
-        .set("queued.min.messages", "10000000")
-        .create()?;
+        .set("queued.min.messages", "10000000");
+    for (property, value) in properties {
+        config.set(*property, *value);
+    }
+    let consumer: BaseConsumer = config.create()?;
     let metadata = consumer.fetch_metadata(Some(topic), Duration::from_secs(10))?;
     let partitions: Vec<i32> = metadata
         .topics()
