@@ -1,6 +1,6 @@
 //! krec-testkit: what krec's tests, benches and examples share, written once.
 //!
-//! Two parts:
+//! Three parts:
 //!
 //! - [`broker`] (feature `broker`): one scriptable fake Kafka broker on 127.0.0.1. It reads
 //!   request frames, decodes each header and hands the [`Request`](broker::Request) (API,
@@ -11,6 +11,10 @@
 //! - [`alloc`]: one counting global allocator, [`CountingAllocator`], counting allocations,
 //!   bytes and live bytes per thread (and process-wide if asked), for tests that prove a path
 //!   allocates nothing and benches that report allocations per operation.
+//! - [`live`] (feature `live`): the real brokers `scripts/test.sh` starts for the `broker`
+//!   test binaries: their environment, `kafka.sh` and Kafka's tools, unique names, topics
+//!   created and records produced (plainly or in transactions) by confluent-kafka's Python
+//!   client.
 //!
 //! A fake broker that answers the handshake and closes the connection on the first Fetch:
 //!
@@ -58,5 +62,7 @@
 pub mod alloc;
 #[cfg(feature = "broker")]
 pub mod broker;
+#[cfg(feature = "live")]
+pub mod live;
 
 pub use alloc::{CountingAllocator, Counts};
