@@ -13,6 +13,8 @@
 #                   the broker at the end if it started it)
 #   --fill-only     start the broker and fill the topics, then exit
 #   --scaling-only  skip the consumer comparison (keeps the last results.tsv), measure scaling only
+#   --build-rdkafka build benches/rdkafka-consumer in a --quick run too (a full run always does;
+#                   --quick otherwise uses a build already there, or runs without it)
 #   --stop          stop the benchmark broker at the end (it is kept by default, so a rerun with
 #                   the same --records reuses the topics)
 #   --tls           TLS instead: a secured broker (kafka.sh --secured: KREC_BENCH_BROKER if that
@@ -47,7 +49,8 @@ FILL_ONLY=0
 SCALING_ONLY=0
 TLS=0
 QUICK_SETTINGS=(RECORDS=3000 RUNS=1)
-bench_args "--records= --runs= --partitions= --fill-only --scaling-only --stop --tls" "$@"
+BUILD_RDKAFKA=0
+bench_args "--records= --runs= --partitions= --fill-only --scaling-only --stop --tls --build-rdkafka" "$@"
 bench_positive_int RECORDS RUNS PARTITIONS
 ((RECORDS >= 2)) || usage_error "--records must be >= 2"
 
@@ -85,18 +88,11 @@ fi
 
 bench_krec
 
-# Tried in every mode, --quick too: where librdkafka-dev is missing it fails in seconds (its
-# build script finds no librdkafka), and the comparison runs without it.
-RDKAFKA_BIN="$REPO_ROOT/target/rdkafka-consumer/release/rdkafka-consumer-bench"
-if ((TLS)); then
-    RDKAFKA_BIN=""
-else
-    log "building the rdkafka consumer (benches/rdkafka-consumer)"
-    if ! CARGO_TARGET_DIR="$REPO_ROOT/target/rdkafka-consumer" cargo build -q --release \
-        --manifest-path "$REPO_ROOT/benches/rdkafka-consumer/Cargo.toml" >"$OUT/rdkafka-build.log" 2>&1; then
-        log "the rdkafka consumer does not build (see $OUT/rdkafka-build.log); benchmarking without it"
-        RDKAFKA_BIN=""
-    fi
+# Built by a full run (minutes, once: librdkafka is compiled); --quick uses a build already
+# there and builds none unless --build-rdkafka. Without it, the comparison runs without it.
+RDKAFKA_BIN=""
+if ! ((TLS)); then
+    bench_rdkafka_consumer "$OUT/rdkafka-build.log" || log "benchmarking without the rdkafka consumer"
 fi
 
 # --- broker and topics ------------------------------------------------------------------------

@@ -10,6 +10,7 @@
 #                                 usage_error MESSAGE exits 2, for a bad command line)
 #   bench_args SPEC "$@"          the flags (below)
 #   bench_krec                    KREC: $KREC_BIN, or a release build of krec made here
+#   bench_rdkafka_consumer LOG    RDKAFKA_BIN: benches/rdkafka-consumer's release build, or ""
 #   bench_broker DEFAULT [START_OPTION...]
 #                                 BROKER_NAME, BOOTSTRAP: a kafka.sh broker, started if needed
 #   bench_on_exit COMMAND         run COMMAND (a string, eval'd) when the script exits
@@ -133,6 +134,37 @@ bench_krec() {
         KREC="${CARGO_TARGET_DIR:-$REPO_ROOT/target}/release/krec"
     fi
     [[ -x "$KREC" ]] || die "no krec binary at $KREC"
+}
+
+# --- the rdkafka crate's consumer ------------------------------------------------------------
+
+# bench_rdkafka_consumer BUILD_LOG
+# RDKAFKA_BIN: the release build of benches/rdkafka-consumer (the `rdkafka` crate with its
+# bundled librdkafka, linked statically; its own workspace and target directory). A full run
+# builds it or brings it up to date (a clean build runs librdkafka's ./configure and make:
+# about 6 min on 2 busy cores); a --quick run builds nothing unless BUILD_RDKAFKA=1 (the
+# script's --build-rdkafka), so the test suite's smoke runs never pay for that build: it uses
+# a build already there, or none. Returns 1 with RDKAFKA_BIN="" when there is none or the
+# build failed (the output of the build is in BUILD_LOG).
+bench_rdkafka_consumer() {
+    local build_log="$1"
+    RDKAFKA_BIN="$REPO_ROOT/target/rdkafka-consumer/release/rdkafka-consumer-bench"
+    if ((QUICK && !${BUILD_RDKAFKA:-0})); then
+        if [[ -x "$RDKAFKA_BIN" ]]; then
+            log "rdkafka consumer: the build already there ($RDKAFKA_BIN; --quick builds none)"
+            return 0
+        fi
+        log "rdkafka consumer not built: run scripts/$BENCH.sh --build-rdkafka (a build of minutes); without it here"
+        RDKAFKA_BIN=""
+        return 1
+    fi
+    log "building the rdkafka consumer (benches/rdkafka-consumer; a clean build takes minutes)"
+    if ! CARGO_TARGET_DIR="$REPO_ROOT/target/rdkafka-consumer" cargo build -q --release \
+        --manifest-path "$REPO_ROOT/benches/rdkafka-consumer/Cargo.toml" >"$build_log" 2>&1; then
+        log "the rdkafka consumer does not build (see $build_log)"
+        RDKAFKA_BIN=""
+        return 1
+    fi
 }
 
 # --- broker -----------------------------------------------------------------------------------
