@@ -233,6 +233,7 @@ bench_smoke scripts/bench-decode.sh
 wait "$bench_broker"
 bench_smoke scripts/bench-consume.sh
 bench_smoke scripts/bench-consume.sh --tls
+bench_smoke scripts/bench-embed.sh
 bench_smoke scripts/bench-questions.sh
 bench_smoke scripts/bench-partitions.sh
 bench_smoke scripts/bench-group.sh
