@@ -194,7 +194,7 @@ done
     echo "Topic: $TOPIC, $RECORDS records ($expected)"
     ((QUICK)) && echo "A smoke run: dev-profile krec, a few records; not a measurement."
     echo
-    python3 - "$RESULTS" <<'EOF'
+    python3 - "$RESULTS" "$QUICK" <<'EOF'
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
 names = list(dict.fromkeys(row["program"] for row in rows))
@@ -213,7 +213,8 @@ for n in names:
     ratio = "%.2f" % (cpu[n] / cpu["rdkafka"]) if "rdkafka" in cpu else "-"
     print(f"| {n} | {cpu[n] / records * 1e6:.3f} | {records / wall[n]:,.0f} | {ratio} | "
           f"{wall[n]:.3f} | {rss[n] / 1024:.0f} |")
-if "rdkafka" in cpu:
+# A smoke run's debug builds say nothing about the target.
+if "rdkafka" in cpu and sys.argv[2] == "0":
     print()
     for n in names:
         if n.startswith("krec"):
