@@ -23,12 +23,12 @@ use crate::properties::ClientProperties;
 use crate::range::{self, OffsetRange, PartitionEnd, RangeEnds, RangeWatch};
 use crate::stats::{Stats, StatsFormat};
 use crate::time::now_ms;
+use crate::workers::{self, PartitionWorkers};
 use crate::Error;
 use krec_consumer::group::{
     Assignor, GroupConfig, GroupConsumer, GroupProtocol, NoListener, WrittenOffsets,
 };
 use krec_consumer::partitioner::Partitioner;
-use krec_consumer::workers::{self, PartitionWorkers};
 use krec_consumer::{
     ChunkBatchRef, Consumer, ConsumerConfig, Fetched, OffsetReset, PartitionChunk,
     PartitionPosition, StartOffset, TopicPartition, TopicSubscription,
