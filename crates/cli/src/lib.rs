@@ -15,6 +15,7 @@
 //! - [`time`]: instants as written on the command line (milliseconds, RFC 3339, `-15m`).
 //! - [`range`]: `-o` ranges (`s@T`, `e@T`, `START:END`) and where each partition ends.
 //! - [`cluster`]: `-b`, the client properties and the runtime every cluster command shares.
+//! - [`workers`]: decode threads that keep each partition's order.
 //! - [`progress`]: what `krec consume` has written out, per partition and in all.
 //! - [`stats`]: `--stats` lines, text or JSON.
 //! - [`metrics_server`]: `--metrics`, Prometheus exposition and `/health` over HTTP.
@@ -57,5 +58,6 @@ pub mod properties;
 pub mod range;
 pub mod stats;
 pub mod time;
+pub mod workers;
 
 pub use error::Error;

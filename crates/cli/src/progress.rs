@@ -16,9 +16,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use krec_consumer::workers::PartitionWorkers;
 use krec_consumer::{PartitionChunk, PartitionPosition};
 
+use crate::workers::PartitionWorkers;
 use crate::Error;
 
 /// Counters shared by the decode threads, the stats printer and the metrics endpoint.
@@ -214,14 +214,14 @@ fn written_lag(
 /// The decode threads of `krec consume`, with each chunk marked handed out as it is queued.
 #[derive(Debug)]
 pub struct OutputWorkers {
-    workers: PartitionWorkers<Error>,
+    workers: PartitionWorkers,
     progress: Arc<Progress>,
     cells: Cells,
 }
 
 impl OutputWorkers {
     /// Wraps started workers that report to `progress`.
-    pub fn new(workers: PartitionWorkers<Error>, progress: Arc<Progress>) -> Self {
+    pub fn new(workers: PartitionWorkers, progress: Arc<Progress>) -> Self {
         Self {
             workers,
             progress,

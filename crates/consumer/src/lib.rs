@@ -87,8 +87,8 @@
 //! [`subscription`] (names and patterns), `cursor` (per-partition positions), [`chunk`]
 //! (fetched data and its decoding), `coordinator` (Metadata, ListOffsets, one fetch loop per
 //! node), `fetch_loop` (one fetch in flight per broker), `refresh` (follows a subscription),
-//! [`metrics`], [`workers`], [`group`] (classic and KIP-848 groups over the same fetch
-//! pipeline, committing only what was processed), [`partitioner`], [`error`].
+//! [`metrics`], [`group`] (classic and KIP-848 groups over the same fetch pipeline, committing
+//! only what was processed), [`partitioner`], [`error`].
 //!
 //! `examples/consume.rs` and `examples/group.rs` run against a broker (each starts with its
 //! `cargo run` line). How this crate fits into krec (the crates, the hot path, the
@@ -110,7 +110,6 @@ mod refresh;
 mod shared;
 pub mod subscription;
 mod topic_partition;
-pub mod workers;
 
 pub use chunk::{
     ChunkBatch, ChunkBatchRef, ChunkBatches, ChunkRecordIter, ChunkRecords, PartitionChunk,

@@ -6,23 +6,43 @@ use std::sync::mpsc as std_mpsc;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use krec_consumer::PartitionChunk;
 use tokio::sync::mpsc;
 
-use super::chunk::PartitionChunk;
 use crate::Error;
+
+/// Work that belongs to one partition: a fetched chunk (or, in tests, a stand-in for one).
+pub trait Partitioned: Send + 'static {
+    /// The topic's name.
+    fn topic(&self) -> &str;
+    /// The partition's id.
+    fn partition(&self) -> i32;
+}
+
+impl Partitioned for PartitionChunk {
+    fn topic(&self) -> &str {
+        PartitionChunk::topic(self)
+    }
+
+    fn partition(&self) -> i32 {
+        PartitionChunk::partition(self)
+    }
+}
 
 /// Decode threads, each owning the partitions dealt to it. Memory held by queued chunks is
 /// bounded by the consumer's buffer budget, which each chunk keeps reserved until a worker
-/// drops it. A worker fails with `E`, the embedding program's error (the consumer's by default).
+/// drops it.
 #[derive(Debug)]
-pub struct PartitionWorkers<E = Error> {
-    senders: Vec<std_mpsc::Sender<PartitionChunk>>,
+pub struct PartitionWorkers<T: Partitioned = PartitionChunk> {
+    senders: Vec<std_mpsc::Sender<T>>,
     threads: Vec<JoinHandle<()>>,
-    failures: mpsc::UnboundedReceiver<E>,
+    failures: mpsc::UnboundedReceiver<Error>,
     /// The worker of each partition seen so far. Partitions are dealt round-robin in the order
     /// they first arrive, so N partitions on N threads get one each; a hash of the partition can
     /// give one thread most of them and leave another idle (BENCHMARKS.md, end to end).
-    worker_of: HashMap<(Arc<str>, i32), usize>,
+    worker_of: HashMap<Arc<str>, HashMap<i32, usize>>,
+    /// Partitions dealt so far.
+    dealt: usize,
 }
 
 /// One worker per available core: the default thread count of [`PartitionWorkers::start`].
@@ -30,20 +50,20 @@ pub fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-impl<E: From<Error> + Send + 'static> PartitionWorkers<E> {
+impl<T: Partitioned> PartitionWorkers<T> {
     /// Starts `threads` workers (at least one); `make_worker(i)` builds the function thread `i`
     /// runs on each chunk. A worker's first error stops that worker and is reported by
     /// [`PartitionWorkers::failure`].
-    pub fn start<F, W>(threads: usize, mut make_worker: F) -> Result<Self, E>
+    pub fn start<F, W>(threads: usize, mut make_worker: F) -> Result<Self, Error>
     where
         F: FnMut(usize) -> W,
-        W: FnMut(PartitionChunk) -> Result<(), E> + Send + 'static,
+        W: FnMut(T) -> Result<(), Error> + Send + 'static,
     {
         let (report, failures) = mpsc::unbounded_channel();
         let mut senders = Vec::new();
         let mut handles = Vec::new();
         for index in 0..threads.max(1) {
-            let (sender, receiver) = std_mpsc::channel::<PartitionChunk>();
+            let (sender, receiver) = std_mpsc::channel::<T>();
             let mut worker = make_worker(index);
             let report = report.clone();
             let handle = std::thread::Builder::new()
@@ -56,11 +76,9 @@ impl<E: From<Error> + Send + 'static> PartitionWorkers<E> {
                         }
                     }
                 })
-                .map_err(|source| {
-                    E::from(Error::Io {
-                        context: "starting a decode thread".to_owned(),
-                        source,
-                    })
+                .map_err(|source| Error::Io {
+                    context: "starting a decode thread".to_owned(),
+                    source,
                 })?;
             senders.push(sender);
             handles.push(handle);
@@ -70,24 +88,41 @@ impl<E: From<Error> + Send + 'static> PartitionWorkers<E> {
             threads: handles,
             failures,
             worker_of: HashMap::new(),
+            dealt: 0,
         })
     }
 
-    /// Queues a chunk on its partition's worker. Fails with [`Error::Stopped`] when that worker
-    /// has stopped (its error comes from [`PartitionWorkers::failure`]).
-    pub fn submit(&mut self, chunk: PartitionChunk) -> Result<(), E> {
-        let next = self.worker_of.len() % self.senders.len();
-        let index = *self
-            .worker_of
-            .entry((chunk.topic_arc().clone(), chunk.partition()))
-            .or_insert(next);
+    /// Queues a chunk on its partition's worker. Fails with the consumer's `Stopped` when that
+    /// worker has stopped (its error comes from [`PartitionWorkers::failure`]).
+    pub fn submit(&mut self, chunk: T) -> Result<(), Error> {
+        let index = self.worker_of(chunk.topic(), chunk.partition());
         self.senders[index]
             .send(chunk)
-            .map_err(|_| E::from(Error::Stopped))
+            .map_err(|_| krec_consumer::Error::Stopped.into())
+    }
+
+    /// The worker of a partition, dealt the next one if the partition is new. The topic's name
+    /// is copied only the first time the topic arrives.
+    fn worker_of(&mut self, topic: &str, partition: i32) -> usize {
+        if let Some(&index) = self.worker_of.get(topic).and_then(|p| p.get(&partition)) {
+            return index;
+        }
+        let index = self.dealt % self.senders.len();
+        self.dealt += 1;
+        match self.worker_of.get_mut(topic) {
+            Some(partitions) => {
+                partitions.insert(partition, index);
+            }
+            None => {
+                let partitions = HashMap::from([(partition, index)]);
+                self.worker_of.insert(Arc::from(topic), partitions);
+            }
+        }
+        index
     }
 
     /// Waits for a worker to fail (pending forever while all is well).
-    pub async fn failure(&mut self) -> E {
+    pub async fn failure(&mut self) -> Error {
         match self.failures.recv().await {
             Some(error) => error,
             None => std::future::pending().await,
@@ -95,11 +130,11 @@ impl<E: From<Error> + Send + 'static> PartitionWorkers<E> {
     }
 
     /// Lets the workers drain their queues, waits for them, and returns the first error.
-    pub fn finish(mut self) -> Result<(), E> {
+    pub fn finish(mut self) -> Result<(), Error> {
         self.senders.clear();
         for thread in self.threads.drain(..) {
             if thread.join().is_err() {
-                return Err(Error::Stopped.into());
+                return Err(krec_consumer::Error::Stopped.into());
             }
         }
         match self.failures.try_recv() {
@@ -112,31 +147,45 @@ impl<E: From<Error> + Send + 'static> PartitionWorkers<E> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cursor::ChunkData;
-    use bytes::Bytes;
     use std::sync::{Arc, Mutex};
 
-    fn chunk(partition: i32, offset: i64) -> PartitionChunk {
-        let data = ChunkData {
-            fetch_offset: offset,
-            next_offset: offset + 1,
-            high_watermark: 0,
-            last_stable_offset: 0,
-            aborted: Vec::new(),
-            records: Bytes::new(),
-        };
-        PartitionChunk::new(Arc::from("t"), partition, 0, data, false, None)
+    /// A chunk as the workers see it: its partition, and an offset to tell chunks apart.
+    #[derive(Debug)]
+    struct Chunk {
+        topic: Arc<str>,
+        partition: i32,
+        offset: i64,
+    }
+
+    impl Partitioned for Chunk {
+        fn topic(&self) -> &str {
+            &self.topic
+        }
+
+        fn partition(&self) -> i32 {
+            self.partition
+        }
+    }
+
+    fn chunk(partition: i32, offset: i64) -> Chunk {
+        Chunk {
+            topic: Arc::from("t"),
+            partition,
+            offset,
+        }
+    }
+
+    fn stopped() -> Error {
+        krec_consumer::Error::Stopped.into()
     }
 
     #[tokio::test]
     async fn chunks_of_a_partition_stay_in_order() {
         let seen: Arc<Mutex<Vec<(i32, i64)>>> = Arc::default();
-        let mut pool = PartitionWorkers::<Error>::start(3, |_| {
+        let mut pool = PartitionWorkers::start(3, |_| {
             let seen = seen.clone();
-            move |chunk: PartitionChunk| {
-                seen.lock()
-                    .unwrap()
-                    .push((chunk.partition(), chunk.fetch_offset()));
+            move |chunk: Chunk| {
+                seen.lock().unwrap().push((chunk.partition, chunk.offset));
                 Ok(())
             }
         })
@@ -165,10 +214,10 @@ mod tests {
 
     #[tokio::test]
     async fn a_worker_error_is_reported() {
-        let mut pool = PartitionWorkers::<Error>::start(2, |_| {
-            |chunk: PartitionChunk| {
-                if chunk.fetch_offset() == 3 {
-                    Err(Error::Stopped)
+        let mut pool = PartitionWorkers::start(2, |_| {
+            |chunk: Chunk| {
+                if chunk.offset == 3 {
+                    Err(stopped())
                 } else {
                     Ok(())
                 }
@@ -178,16 +227,19 @@ mod tests {
         for offset in 0..5 {
             let _ = pool.submit(chunk(0, offset));
         }
-        assert!(matches!(pool.failure().await, Error::Stopped));
+        assert!(matches!(
+            pool.failure().await,
+            Error::Consumer(krec_consumer::Error::Stopped)
+        ));
     }
 
     #[tokio::test]
     async fn partitions_are_dealt_evenly_over_the_workers() {
         let seen: Arc<Mutex<Vec<(usize, i32)>>> = Arc::default();
-        let mut pool = PartitionWorkers::<Error>::start(2, |worker| {
+        let mut pool = PartitionWorkers::start(2, |worker| {
             let seen = seen.clone();
-            move |chunk: PartitionChunk| {
-                seen.lock().unwrap().push((worker, chunk.partition()));
+            move |chunk: Chunk| {
+                seen.lock().unwrap().push((worker, chunk.partition));
                 Ok(())
             }
         })

@@ -1,0 +1,293 @@
+//! Where `krec consume` reads from: partitions it assigns itself (named, every partition of
+//! the topics, or a bounded range of them), or those a consumer group gives it (`-G`). The run
+//! loop asks a [`Source`] for what was fetched and tells it what happened; the source keeps
+//! what differs: `-e`'s bookkeeping, the range, and for a group member the commits.
+
+use std::sync::Arc;
+
+use krec_consumer::group::{GroupConfig, GroupConsumer, NoListener, WrittenOffsets};
+use krec_consumer::partitioner::Partitioner;
+use krec_consumer::{
+    Consumer, ConsumerConfig, Fetched, MetricsSource, PartitionChunk, PartitionPosition,
+    StartOffset, TopicPartition, TopicSubscription,
+};
+
+use super::ends::{EndWatch, GroupEnds, Ranges};
+use super::ConsumeArgs;
+use crate::progress::OutputWorkers;
+use crate::range::{self, OffsetRange, RangeEnds};
+use crate::Error;
+
+/// What `krec consume` reads from.
+pub(super) enum Source {
+    /// Partitions assigned by `krec consume` itself.
+    Assigned(Assigned),
+    /// A consumer group member (`-G`): the group assigns, written positions are committed.
+    /// (Boxed: a group member is much larger than a consumer.)
+    Member(Box<Member>),
+}
+
+/// Partitions assigned by `krec consume` itself, without a group.
+pub(super) struct Assigned {
+    consumer: Consumer,
+    /// `-e`: the partitions that reached their end.
+    ends: EndWatch,
+    /// A bounded `-o` range: where each partition ends, and those not there yet.
+    ranges: Ranges,
+}
+
+/// A consumer group member.
+pub(super) struct Member {
+    group: GroupConsumer,
+    /// `-e`: the assigned partitions at their end.
+    ends: GroupEnds,
+}
+
+impl Source {
+    /// Connects and starts reading what `-t` and `-p` name, from `range`'s start (to its end,
+    /// if it has one).
+    pub(super) async fn assign(
+        args: &ConsumeArgs,
+        config: ConsumerConfig,
+        subscription: TopicSubscription,
+        range: OffsetRange,
+    ) -> Result<Self, Error> {
+        let mut consumer = Consumer::connect(config).await?;
+        let range_ends = Arc::new(RangeEnds::default());
+        let mut watch = None;
+        if range.end.is_some() {
+            let topics = bounded_topics(&consumer, args, &subscription).await?;
+            watch = Some(range::assign_bounded(&mut consumer, &topics, range, &range_ends).await?);
+        } else {
+            start_consuming(&mut consumer, args, subscription, range.start).await?;
+        }
+        if args.exit_at_end && consumer.positions().is_empty() {
+            tracing::warn!(topics = %args.topic, "nothing to read; exiting (-e)");
+        }
+        Ok(Self::Assigned(Assigned {
+            consumer,
+            ends: EndWatch::default(),
+            ranges: Ranges::new(range_ends, watch),
+        }))
+    }
+
+    /// Joins the group `config` names.
+    pub(super) async fn join(config: ConsumerConfig, group: GroupConfig) -> Result<Self, Error> {
+        let group = GroupConsumer::join(config, group, NoListener).await?;
+        Ok(Self::Member(Box::new(Member {
+            group,
+            ends: GroupEnds::default(),
+        })))
+    }
+
+    /// The next chunk or notice. Cancel-safe.
+    pub(super) async fn poll(&mut self) -> Result<Fetched, krec_consumer::Error> {
+        match self {
+            Self::Assigned(assigned) => assigned.consumer.poll().await,
+            Self::Member(member) => member.group.poll().await,
+        }
+    }
+
+    /// Where every partition's fetching stands.
+    pub(super) fn positions(&self) -> Vec<PartitionPosition> {
+        match self {
+            Self::Assigned(assigned) => assigned.consumer.positions(),
+            Self::Member(member) => member.group.positions(),
+        }
+    }
+
+    /// The consumer's counters, for `--metrics`.
+    pub(super) fn metrics_source(&self) -> MetricsSource {
+        match self {
+            Self::Assigned(assigned) => assigned.consumer.metrics_source(),
+            Self::Member(member) => member.group.metrics_source(),
+        }
+    }
+
+    /// For a group member: where the sink marks what it wrote, so only that is committed.
+    pub(super) fn written(&self) -> Option<Arc<WrittenOffsets>> {
+        match self {
+            Self::Assigned(_) => None,
+            Self::Member(member) => Some(member.group.written()),
+        }
+    }
+
+    /// Where bounded ranges end (none for a group member).
+    pub(super) fn range_ends(&self) -> Arc<RangeEnds> {
+        match self {
+            Self::Assigned(assigned) => assigned.ranges.ends.clone(),
+            Self::Member(_) => Arc::default(),
+        }
+    }
+
+    /// Hands a fetched chunk to its partition's decode thread; a partition whose range this
+    /// chunk finishes is no longer fetched.
+    pub(super) fn hand_out(
+        &mut self,
+        chunk: PartitionChunk,
+        workers: &mut OutputWorkers,
+    ) -> Result<(), Error> {
+        match self {
+            Self::Assigned(assigned) => {
+                let passed = assigned.ranges.passed_by(&chunk);
+                workers.submit(chunk)?;
+                if let Some((topic, partition)) = passed {
+                    assigned
+                        .ranges
+                        .close(&mut assigned.consumer, &topic, partition);
+                }
+                Ok(())
+            }
+            Self::Member(member) => {
+                member.ends.fetched(chunk.topic(), chunk.partition());
+                workers.submit(chunk)
+            }
+        }
+    }
+
+    /// The partition reached its end offset.
+    pub(super) fn reached_end(&mut self, topic: Arc<str>, partition: i32) {
+        match self {
+            Self::Assigned(assigned) => assigned.ends.reached(topic, partition),
+            Self::Member(member) => member.ends.reached(topic, partition),
+        }
+    }
+
+    /// Every partition read now is at its end (`-e`).
+    pub(super) fn all_at_end(&mut self) -> bool {
+        match self {
+            // Every assigned partition looked at only once enough of them are at their end.
+            Self::Assigned(Assigned { consumer, ends, .. }) => {
+                ends.count() >= consumer.assigned_count() && ends.all_reached(&consumer.positions())
+            }
+            Self::Member(member) => member.ends.all_reached(member.group.assignment()),
+        }
+    }
+
+    /// Every partition of a bounded range has passed its end.
+    pub(super) fn ranges_read(&self) -> bool {
+        match self {
+            Self::Assigned(assigned) => assigned.ranges.is_done(),
+            Self::Member(_) => false,
+        }
+    }
+
+    /// A decode thread wrote past the end of the partition's range.
+    pub(super) fn range_passed(&mut self, topic: &str, partition: i32) {
+        if let Self::Assigned(assigned) = self {
+            assigned
+                .ranges
+                .close(&mut assigned.consumer, topic, partition);
+        }
+    }
+
+    /// The earliest range end time not settled yet.
+    pub(super) fn settle_at(&self) -> Option<i64> {
+        match self {
+            Self::Assigned(assigned) => assigned.ranges.settle_at(),
+            Self::Member(_) => None,
+        }
+    }
+
+    /// Fixes the ends of the ranges whose end time has passed.
+    pub(super) async fn settle(&mut self) -> Result<(), Error> {
+        match self {
+            Self::Assigned(assigned) => assigned.ranges.settle(&mut assigned.consumer).await,
+            Self::Member(_) => Ok(()),
+        }
+    }
+
+    /// Stops fetching; what was handed out can still be written (and marked).
+    pub(super) fn stop_fetching(&mut self) {
+        match self {
+            Self::Assigned(assigned) => assigned.consumer.stop_fetching(),
+            Self::Member(member) => member.group.stop_fetching(),
+        }
+    }
+
+    /// Once everything handed out is written: ends the brokers' fetch sessions (bounded); a
+    /// group member commits what was written and leaves.
+    pub(super) async fn close(self) -> Result<(), Error> {
+        match self {
+            Self::Assigned(assigned) => {
+                assigned.consumer.close().await;
+                Ok(())
+            }
+            Self::Member(member) => Ok(member.group.close().await?),
+        }
+    }
+}
+
+/// `partitions` of `topic`, in the consumer's shape.
+fn topic_partitions(topic: &str, partitions: &[i32]) -> Vec<TopicPartition> {
+    let topic: std::sync::Arc<str> = std::sync::Arc::from(topic);
+    partitions
+        .iter()
+        .map(|&partition| TopicPartition::new(topic.clone(), partition))
+        .collect()
+}
+
+/// With `--key` and `--partitioner`, only the partition that partitioner sends the key to;
+/// otherwise all of `partitions`.
+fn key_partition(args: &ConsumeArgs, partitions: Vec<i32>) -> Result<Vec<i32>, Error> {
+    let Some(partitioner) = &args.partitioner else {
+        return Ok(partitions);
+    };
+    let partitioner = partitioner.parse::<Partitioner>()?;
+    let filter = args.format.filter.filter()?;
+    let Some(key) = filter.as_ref().and_then(|filter| filter.key()) else {
+        return Err(Error::InvalidArgument {
+            what: "--partitioner",
+            detail: "it finds the partition of a --key; give --key too".to_owned(),
+        });
+    };
+    let partition = partitioner.partition(key, partitions.len() as i32);
+    eprintln!(
+        "krec consume: reading partition {partition} only: {partitioner:?} sends the key there \
+         among {} partitions",
+        partitions.len()
+    );
+    Ok(vec![partition])
+}
+
+/// The topics of a bounded range and their partitions: `-p`'s, the `--key`'s, or all.
+async fn bounded_topics(
+    consumer: &Consumer,
+    args: &ConsumeArgs,
+    subscription: &TopicSubscription,
+) -> Result<Vec<(String, Vec<i32>)>, Error> {
+    let mut topics = Vec::new();
+    for topic in subscription.names() {
+        let partitions = if args.read.partitions.is_empty() {
+            key_partition(args, consumer.partitions(topic).await?)?
+        } else {
+            args.read.partitions.clone()
+        };
+        topics.push((topic.clone(), partitions));
+    }
+    Ok(topics)
+}
+
+/// Starts reading what `-t` names: the `-p` partitions of its one topic, or every partition
+/// of every topic it takes, followed as the patterns match other topics.
+async fn start_consuming(
+    consumer: &mut Consumer,
+    args: &ConsumeArgs,
+    subscription: TopicSubscription,
+    start: StartOffset,
+) -> Result<(), Error> {
+    match subscription.names() {
+        [topic] if !args.read.partitions.is_empty() => {
+            let partitions = topic_partitions(topic, &args.read.partitions);
+            consumer.assign(&partitions, start).await?;
+        }
+        [topic] if args.partitioner.is_some() && !subscription.has_patterns() => {
+            let partitions = key_partition(args, consumer.partitions(topic).await?)?;
+            consumer
+                .assign(&topic_partitions(topic, &partitions), start)
+                .await?;
+        }
+        _ => consumer.subscribe(subscription, start).await?,
+    }
+    Ok(())
+}
