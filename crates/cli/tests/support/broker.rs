@@ -576,6 +576,9 @@ impl HeldConsume {
             "16384",
             "--max-wait-ms",
             "100",
+            // A record that never comes (one lost) ends the run instead of hanging the test.
+            "--idle-timeout",
+            "30s",
         ];
         args.extend_from_slice(extra);
         let mut child = krec_consume_command(bootstrap, topic, &args)
