@@ -1,23 +1,30 @@
 //! The `krec-fast` side of scripts/bench-embed.sh: a program embedding krec-consumer that reads
-//! a topic from the beginning to the end of every partition, the fast way the crate documents
-//! (`chunk.batches().try_for_each_ref` with `records_in_place`: each batch and record parsed
-//! in place, values borrowed from the fetched bytes), then exits.
+//! a topic from the beginning to the end of every partition, decoding the fast way the crate
+//! documents (`chunk.batches().try_for_each_ref` with `records_in_place`: each batch and record
+//! parsed in place into one reused buffer, values borrowed from the fetched bytes), then exits.
 //!
 //! ```text
-//! cargo run --release --example embed_fast -- 127.0.0.1:9092 my-topic
+//! cargo build --release --bench embed_fast     # or: scripts/bench-embed.sh
+//! target/release/deps/embed_fast-<hash> 127.0.0.1:9092 my-topic
 //! ```
 //!
-//! Every byte of every value is read (summed), so the work is real; it prints
-//! `records=N value_bytes=B value_sum=S` to stdout, the line benches/rdkafka-consumer prints with
-//! `--count`, so the script can check that both read the same data. Settings: the defaults of
-//! `ConsumerConfig::new` (an embedder's first program), a current-thread runtime (as `krec
-//! consume`); decoding runs on the caller's thread. It stops when `poll` has reported
-//! `Fetched::EndOfPartition` for every partition.
+//! A benchmark program, not a criterion bench (`harness = false`); it is here, not in
+//! `examples/`, because it is a tool of the benchmark. Every byte of every value is read
+//! (summed), so the work is real; it prints `records=N value_bytes=B value_sum=S` to stdout,
+//! the line benches/rdkafka-consumer prints with `--count`, so the script can check that every
+//! program read the same data. Settings: the defaults of `ConsumerConfig::new` (an embedder's
+//! first program), a current-thread runtime (as `krec consume`); decoding runs on the caller's
+//! thread.
+//!
+//! For the A/B against benches/embed_simple.rs (`krec-simple`), the two programs are the same
+//! but for the decode path: the same configuration, runtime, `assign_topic` +
+//! `stop_at_end(true)` + `while let Some(chunk) = consumer.next_chunk()` loop and totals; this
+//! one walks `chunk.batches().try_for_each_ref` + `records_in_place`, that one
+//! `chunk.records()`.
 
-use std::collections::BTreeSet;
 use std::ops::ControlFlow;
 
-use krec::consumer::{Consumer, ConsumerConfig, Error, Fetched, StartOffset};
+use krec::consumer::{Consumer, ConsumerConfig, Error, StartOffset};
 
 #[derive(Default)]
 struct Totals {
@@ -36,32 +43,24 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let config = ConsumerConfig::new(ConsumerConfig::parse_bootstrap(brokers)?);
     let mut consumer = Consumer::connect(config).await?;
-    let partitions = consumer.assign_topic(topic, StartOffset::Beginning).await?;
+    consumer.assign_topic(topic, StartOffset::Beginning).await?;
+    consumer.stop_at_end(true);
 
-    let mut not_at_end: BTreeSet<i32> = partitions.iter().map(|p| p.partition).collect();
     let mut totals = Totals::default();
-    while !not_at_end.is_empty() {
-        match consumer.poll().await? {
-            Fetched::Chunk(chunk) => {
-                chunk
-                    .batches()
-                    .try_for_each_ref(|batch| -> Result<_, Error> {
-                        let mut records = batch.records_in_place();
-                        while let Some(record) = records.next_ref() {
-                            let value = record?.value().unwrap_or_default();
-                            totals.records += 1;
-                            totals.value_bytes += value.len() as u64;
-                            totals.value_sum += value.iter().map(|&b| u64::from(b)).sum::<u64>();
-                        }
-                        Ok(ControlFlow::Continue(()))
-                    })?;
-            }
-            Fetched::EndOfPartition { partition, .. } => {
-                not_at_end.remove(&partition);
-            }
-            // Only a `subscribe`d consumer sees its topics change.
-            _ => {}
-        }
+    while let Some(chunk) = consumer.next_chunk().await? {
+        // The only difference from embed_simple.rs: batches parsed in place, one at a time.
+        chunk
+            .batches()
+            .try_for_each_ref(|batch| -> Result<_, Error> {
+                let mut records = batch.records_in_place();
+                while let Some(record) = records.next_ref() {
+                    let value = record?.value().unwrap_or_default();
+                    totals.records += 1;
+                    totals.value_bytes += value.len() as u64;
+                    totals.value_sum += value.iter().map(|&b| u64::from(b)).sum::<u64>();
+                }
+                Ok(ControlFlow::Continue(()))
+            })?;
     }
     println!(
         "records={} value_bytes={} value_sum={}",

@@ -10,9 +10,10 @@
 #   --runs R         timed runs of each program, interleaved (default 5); medians are reported
 #   --partitions P   partitions of the topic (default 4)
 #   --quick          3000 records, 1 run, results under target/bench-embed/quick (a smoke test;
-#                    stops the broker at the end if it started it). Builds krec-fast in the dev
-#                    profile, and never the rdkafka crate unless --build-rdkafka: a build already
-#                    there is used, else that side is skipped
+#                    stops the broker at the end if it started it). Uses the test-profile builds
+#                    of the krec programs that `cargo test --workspace --all-targets --no-run`
+#                    makes (no release build), and never builds the rdkafka crate unless
+#                    --build-rdkafka: a build already there is used, else that side is skipped
 #   --build-rdkafka  build benches/rdkafka-consumer (a full run always does; the first build
 #                    compiles librdkafka: minutes)
 #   --stop           stop the benchmark broker at the end (kept by default: reruns reuse the topic)
@@ -22,12 +23,14 @@
 # the same line and N is the topic's record count):
 #   rdkafka      benches/rdkafka-consumer --count: a BaseConsumer polled until every partition
 #                reported its end (settings in its src/main.rs)
-#   krec-fast    examples/embed_fast.rs: krec-consumer's zero-copy path, `chunk.batches(config)`
-#                + `try_for_each_ref` + `records_in_place`, until `Fetched::EndOfPartition` of
-#                every partition
-#   krec-simple  the front door (`consumer.next_chunk()` + `chunk.records()`, `stop_at_end(true)`):
-#                a slot, run when the root package has the example KREC_SIMPLE_EXAMPLE (below),
-#                skipped otherwise
+#   krec-fast    benches/embed_fast.rs: krec-consumer's zero-copy path, `chunk.batches()` +
+#                `try_for_each_ref` + `records_in_place`
+#   krec-simple  benches/embed_simple.rs: the front door as the crate docs show it,
+#                `chunk.records()`
+#                Both krec programs are `[[bench]] harness = false` targets of the root package
+#                and share everything but that decode path: `Consumer::connect` with the
+#                defaults, `assign_topic(.., Beginning)`, `stop_at_end(true)`, a
+#                `while let Some(chunk) = consumer.next_chunk()` loop, a current-thread runtime
 #
 # The topic, be-N-pP-lz4, is filled once by Kafka's ProducerPerformance (Java producer, lz4,
 # payloads drawn from target/bench-embed/payloads.txt, batch.size 256 KiB) and reused after.
@@ -48,47 +51,41 @@ QUICK_SETTINGS=(RECORDS=3000 RUNS=1)
 bench_args "--records= --runs= --partitions= --build-rdkafka --stop" "$@"
 bench_positive_int RECORDS RUNS PARTITIONS
 
-# The krec-simple slot: the root package's example (examples/<name>.rs, or an [[example]] of
-# that name) to run as krec-simple. It runs when that example exists, and is skipped before.
-KREC_SIMPLE_EXAMPLE=embed_simple
-
 OUT="$REPO_ROOT/target/bench-embed"
 ((QUICK)) && OUT="$OUT/quick"
 mkdir -p "$OUT"
 RESULTS="$OUT/results.tsv"
-TARGET_DIR="${CARGO_TARGET_DIR:-$REPO_ROOT/target}"
 
 # --- programs ---------------------------------------------------------------------------------
 
-# A full run measures release builds; a smoke run reuses the dev-profile build of the examples
-# that `cargo test --workspace --all-targets` makes.
+# A full run measures release builds; a smoke run reuses the test-profile builds of the benches
+# that `cargo test --workspace --all-targets --no-run` makes (the same command, so the same
+# units: nothing to compile after the test suite's build step).
 if ((QUICK)); then
-    PROFILE_FLAGS=()
-    EXAMPLES_DIR="$TARGET_DIR/debug/examples"
+    BUILD_BENCH=(cargo test -q --workspace --no-run)
+    BUILD_NOTE="test profile"
 else
-    PROFILE_FLAGS=(--release)
-    EXAMPLES_DIR="$TARGET_DIR/release/examples"
+    BUILD_BENCH=(cargo build -q --release -p krec)
+    BUILD_NOTE="release"
 fi
-
-# has_example NAME: the root package has an example target NAME.
-has_example() {
-    (cd "$REPO_ROOT" && cargo metadata -q --no-deps --format-version 1) | python3 -c '
-import json, sys
-name = sys.argv[1]
-packages = json.load(sys.stdin)["packages"]
-sys.exit(0 if any(t["name"] == name and "example" in t["kind"]
-                  for p in packages if p["name"] == "krec" for t in p["targets"]) else 1)' "$1"
-}
 
 PROGRAMS=()
 declare -A COMMAND_OF=()
-# add_example NAME EXAMPLE: builds the root package's example EXAMPLE and adds it as NAME.
-add_example() {
-    local name="$1" example="$2"
-    log "building $name (example $example${PROFILE_FLAGS[*]:+, ${PROFILE_FLAGS[*]}})"
-    (cd "$REPO_ROOT" && cargo build -q "${PROFILE_FLAGS[@]}" -p krec --example "$example")
+# add_bench NAME BENCH: builds the root package's bench target BENCH (benches/BENCH.rs, a
+# program: harness = false) and adds its executable (target/*/deps/BENCH-<hash>) as NAME.
+add_bench() {
+    local name="$1" bench="$2" exe
+    log "building $name (benches/$bench.rs, $BUILD_NOTE)"
+    exe="$(cd "$REPO_ROOT" && "${BUILD_BENCH[@]}" --bench "$bench" --message-format=json-render-diagnostics \
+        | python3 -c '
+import json, sys
+name = sys.argv[1]
+paths = [m["executable"] for m in map(json.loads, sys.stdin)
+         if m.get("reason") == "compiler-artifact" and m["target"]["name"] == name and m.get("executable")]
+print(paths[-1] if paths else "")' "$bench")" || die "building benches/$bench.rs failed"
+    [[ -n "$exe" && -x "$exe" ]] || die "cargo named no executable for benches/$bench.rs"
     PROGRAMS+=("$name")
-    COMMAND_OF[$name]="$EXAMPLES_DIR/$example"
+    COMMAND_OF[$name]="$exe"
 }
 
 if bench_rdkafka_consumer "$OUT/rdkafka-build.log"; then
@@ -99,12 +96,8 @@ else
     ((QUICK)) || die "no rdkafka consumer: the reference of this benchmark (see $OUT/rdkafka-build.log)"
     RDKAFKA_VERSION="rdkafka: not run"
 fi
-add_example krec-fast embed_fast
-if has_example "$KREC_SIMPLE_EXAMPLE"; then
-    add_example krec-simple "$KREC_SIMPLE_EXAMPLE"
-else
-    log "krec-simple: the root package has no example '$KREC_SIMPLE_EXAMPLE' yet: skipped"
-fi
+add_bench krec-fast embed_fast
+add_bench krec-simple embed_simple
 
 # --- broker and topic -------------------------------------------------------------------------
 
@@ -192,7 +185,7 @@ done
     echo "Machine: $(machine_line); load $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "Command: scripts/bench-embed.sh --records $RECORDS --runs $RUNS --partitions $PARTITIONS"
     echo "Topic: $TOPIC, $RECORDS records ($expected)"
-    ((QUICK)) && echo "A smoke run: dev-profile krec, a few records; not a measurement."
+    ((QUICK)) && echo "A smoke run: test-profile krec, a few records; not a measurement."
     echo
     python3 - "$RESULTS" "$QUICK" <<'EOF'
 import csv, statistics, sys

@@ -9,7 +9,7 @@
 //! matches a consumer that prints values. With `--count` (scripts/bench-embed.sh)
 //! it writes nothing per record: it reads every byte of every value (a sum)
 //! and prints `records=N value_bytes=B value_sum=S` at the end, the line
-//! examples/embed_fast.rs prints. Prints the record count to stderr at the end.
+//! benches/embed_fast.rs prints. Prints the record count to stderr at the end.
 //! `--version` prints the versions of the crate and of its bundled librdkafka.
 //! `-X` sets a librdkafka property, as kcat's does (after the settings below).
 //!
