@@ -130,3 +130,27 @@ async fn stop_at_end_ends_an_empty_topic_and_without_it_next_chunk_waits() {
         .expect("a chunk, not the end");
     assert_eq!(crate::support::records_of(&chunk, &topic), expected(&acked));
 }
+
+/// `into_stream` yields the same chunks `next_chunk` would, and ends where it gives `None`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn into_stream_yields_every_record_then_ends() {
+    use futures_util::StreamExt;
+    let broker = live::broker();
+    let topic = live::unique_name("kc-stream");
+    broker.create_topic(&topic, 2);
+    let acked = broker.produce(&topic, &numbered(20, 2));
+
+    let mut consumer = Consumer::connect(config(&broker)).await.expect("connect");
+    consumer
+        .assign_topic(&topic, StartOffset::Beginning)
+        .await
+        .expect("assign_topic");
+    consumer.stop_at_end(true);
+    let mut stream = std::pin::pin!(consumer.into_stream());
+    let mut seen = Vec::new();
+    while let Some(chunk) = within("the stream's next chunk", stream.next()).await {
+        seen.extend(crate::support::records_of(&chunk.expect("a chunk"), &topic));
+    }
+    seen.sort();
+    assert_eq!(seen, expected(&acked));
+}
