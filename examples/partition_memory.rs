@@ -47,8 +47,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         eprintln!("usage: partition_memory HOST:PORT MANY_TOPIC FEW_TOPIC");
         std::process::exit(2);
     };
+    // A first run pays for what a process allocates once (TLS roots, the runtime's pools):
+    // measured, neither topic would carry it.
+    live_while_tailing(brokers, few).await?;
     let (live_few, count_few) = live_while_tailing(brokers, few).await?;
     let (live_many, count_many) = live_while_tailing(brokers, many).await?;
+    if count_many <= count_few {
+        eprintln!("partition_memory: MANY_TOPIC must have more partitions than FEW_TOPIC");
+        std::process::exit(2);
+    }
     let per_partition = (live_many - live_few) as f64 / (count_many - count_few) as f64;
     println!(
         "live bytes: {live_few} with {count_few} partitions, {live_many} with {count_many}: \
