@@ -68,6 +68,19 @@
 //! # Ok::<(), krec_batch::Error>(())
 //! ```
 //!
+//! # Public surface
+//!
+//! - Walking and decoding: [`BatchWalk`] ([`WalkEnd`], [`BatchSummary`]), [`Batch`]
+//!   ([`Compression`], [`TimestampType`]), [`DecodeConfig`], [`OnCorrupt`] ([`Skipped`],
+//!   [`BatchSpan`]).
+//! - Records: [`Record`], [`Records`], [`Header`], [`Headers`]; control records:
+//!   [`ControlRecord`], [`ControlRecords`], [`ControlKind`].
+//! - Errors: [`Error`] ([`Field`], [`LegacyFault`]).
+//! - [`layout`]: the batch header's byte offsets ([`EntryHeader`]), for header-only scans.
+//! - `encode` (feature `encode`): the encoder tests and benchmarks write batches with.
+//!
+//! Internal: the codecs, CRC, varints, the header index and the legacy message-set reader.
+//!
 //! Steady-state decoding allocates nothing per batch: buffers are pooled, decompressor state
 //! lives in thread locals and the header index is inline.
 //!

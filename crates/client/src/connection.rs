@@ -20,7 +20,8 @@ use super::receive_wait::ReceiveWait;
 use super::response_check;
 use super::security::SecurityConfig;
 use super::transport::{self, Transport};
-use super::versions::{api_name, ApiRequest, ApiVersions};
+use super::versions::{api_name, ApiVersions};
+use super::wire::ApiRequest;
 use crate::Error;
 
 /// Response buffers a connection keeps for reuse. A reader that holds fewer responses than

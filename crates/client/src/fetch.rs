@@ -38,7 +38,7 @@ pub struct FetchParams {
     pub read_committed: bool,
     /// The consumer's rack (`client.rack`), sent from Fetch v11 on so the leader may name a
     /// follower in that rack to read from; empty for none.
-    pub rack_id: StrBytes,
+    pub rack_id: String,
 }
 
 /// One partition to fetch.
@@ -59,8 +59,10 @@ pub struct FetchTarget<'a> {
     pub generation: u64,
 }
 
-/// Builds a full (session-less) fetch request for `targets`, grouped by topic in order.
-pub fn build_request(
+/// Builds a full (session-less) fetch request for `targets`, grouped by topic in order (the
+/// tests' reference for what a session's requests must carry).
+#[cfg(test)]
+pub(crate) fn build_request(
     targets: &[FetchTarget<'_>],
     params: &FetchParams,
     version: i16,
@@ -88,7 +90,7 @@ pub(crate) fn request_with(params: &FetchParams) -> FetchRequest {
         .with_min_bytes(params.min_bytes)
         .with_max_bytes(params.max_bytes)
         .with_isolation_level(i8::from(params.read_committed))
-        .with_rack_id(params.rack_id.clone())
+        .with_rack_id(StrBytes::from_string(params.rack_id.clone()))
 }
 
 /// One partition of a request.
@@ -179,7 +181,7 @@ pub struct PartitionResponse {
 
 impl PartitionResponse {
     /// A partition of a decoded response, named `topic`.
-    pub fn from_wire(topic: Arc<str>, partition: PartitionData) -> Self {
+    pub(crate) fn from_wire(topic: Arc<str>, partition: PartitionData) -> Self {
         let aborted = partition
             .aborted_transactions
             .unwrap_or_default()
@@ -205,7 +207,8 @@ impl PartitionResponse {
 
 /// Splits a fetch response into partitions. Topics that come back by id are named with
 /// `name_of`; an id it does not know yields an empty name, which no cursor matches.
-pub fn split_response(
+#[cfg_attr(not(any(test, feature = "fuzzing")), allow(dead_code))]
+pub(crate) fn split_response(
     response: FetchResponse,
     version: i16,
     name_of: impl Fn(&Uuid) -> Option<Arc<str>>,
@@ -477,7 +480,7 @@ mod tests {
             max_bytes: 1000,
             partition_max_bytes: 500,
             read_committed: true,
-            rack_id: StrBytes::from_static_str("rack-2"),
+            rack_id: "rack-2".to_owned(),
         }
     }
 
@@ -526,7 +529,7 @@ mod tests {
             max_bytes: 1000,
             partition_max_bytes: 500,
             read_committed: false,
-            rack_id: StrBytes::from_static_str("rack-2"),
+            rack_id: "rack-2".to_owned(),
         };
         for (version, sent) in [(10, ""), (11, "rack-2"), (12, "rack-2"), (13, "rack-2")] {
             let mut encoded = bytes::BytesMut::new();

@@ -14,7 +14,7 @@ use crate::versions::highest_supported;
 
 /// The responses krec decodes: (API key, lowest and highest version it may negotiate).
 pub fn response_apis() -> Vec<(i16, i16, i16)> {
-    fn entry<R: crate::versions::ApiRequest>() -> (i16, i16, i16) {
+    fn entry<R: crate::wire::ApiRequest>() -> (i16, i16, i16) {
         (R::KEY, R::VERSIONS.min, highest_supported::<R>())
     }
     vec![

@@ -448,7 +448,7 @@ fn require_regex_version(connection: &Connection) -> Result<(), Error> {
     }
     let (broker_min, broker_max) = connection
         .versions()
-        .range(<ConsumerGroupHeartbeatRequest as crate::versions::ApiRequest>::KEY)
+        .range(<ConsumerGroupHeartbeatRequest as crate::wire::ApiRequest>::KEY)
         .unwrap_or((-1, -1));
     Err(Error::UnsupportedVersion {
         broker: connection.address().to_owned(),

@@ -20,6 +20,7 @@
 //!   [`fetch_session`] keeps a broker's KIP-227 fetch session and builds its requests.
 //! - [`describe`]: the cluster as an operator asks about it: racks, replicas, ISR, errors.
 //! - [`error`]: the crate's one error enum, naming the broker and request.
+//! - [`wire`]: the kafka-protocol types the raw calls above show.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), krec_client::Error> {
@@ -51,6 +52,21 @@
 //! assert!(cut.partial.is_some(), "the cut batch is where the next fetch starts");
 //! ```
 //!
+//! # Public surface
+//!
+//! - Connecting: [`Connection`], [`ConnectionSettings`], [`SecurityConfig`] (with
+//!   [`SaslConfig`], [`TlsConfig`], [`Secret`]), [`Error`].
+//! - Asking: [`metadata::MetadataClient`] ([`metadata::ClusterMetadata`]),
+//!   [`offsets::list_offsets`], [`describe::describe_cluster`], the group calls in [`group`].
+//! - Fetching: [`fetch_session::FetchSession`] with [`fetch::FetchParams`], its answers as
+//!   [`fetch::PartitionResponse`]s; [`fetch::scan_batches`] splits their record bytes.
+//! - Helpers: [`error_name`], [`codes`], [`versions::api_name`].
+//!
+//! Internal: framing buffers, transport, authentication, the response checks. `kafka-protocol`
+//! types appear only where the raw wire calls need them, and only under one module,
+//! [`wire`] (its re-exports and the [`wire::ApiRequest`] trait; its page lists those calls):
+//! none in the crate-root re-exports, metadata, offsets, describe or fetch's results.
+//!
 //! How this crate fits into krec (the crates, the hot path, the invariants):
 //! `docs/ARCHITECTURE.md` in the repository.
 #![deny(missing_docs)]
@@ -70,6 +86,7 @@ mod response_check;
 pub mod security;
 mod transport;
 pub mod versions;
+pub mod wire;
 
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]

@@ -179,7 +179,7 @@ impl MetadataClient {
 
     /// The whole Metadata answer for the selected topics from whichever broker answers
     /// first.
-    pub async fn response(
+    pub(crate) async fn response(
         &mut self,
         selection: TopicSelection<'_>,
     ) -> Result<MetadataResponse, Error> {

@@ -12,20 +12,10 @@ use kafka_protocol::messages::{
     SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse, SyncGroupRequest,
     SyncGroupResponse,
 };
-use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Message};
+use kafka_protocol::protocol::Message;
 
+use crate::wire::ApiRequest;
 use crate::Error;
-
-/// A request this client sends, tied to its API key and response type.
-///
-/// kafka-protocol's own `Request` trait needs its `broker` feature (decoding requests), which a
-/// client has no use for; this is the client half of it.
-pub trait ApiRequest: Message + Encodable + HeaderVersion {
-    /// The API key.
-    const KEY: i16;
-    /// The response message.
-    type Response: Decodable + HeaderVersion;
-}
 
 macro_rules! api_request {
     ($request:ty, $response:ty, $key:expr) => {
@@ -63,7 +53,7 @@ pub struct ApiVersions {
 
 impl ApiVersions {
     /// Reads the announced ranges from an ApiVersions response.
-    pub fn from_response(response: &ApiVersionsResponse) -> Self {
+    pub(crate) fn from_response(response: &ApiVersionsResponse) -> Self {
         let ranges = response
             .api_keys
             .iter()
@@ -118,7 +108,8 @@ pub fn api_name(api_key: i16) -> &'static str {
 }
 
 /// The highest version of a message type kafka-protocol implements.
-pub fn highest_supported<M: Message>() -> i16 {
+#[cfg_attr(not(any(test, feature = "fuzzing")), allow(dead_code))]
+pub(crate) fn highest_supported<M: Message>() -> i16 {
     M::VERSIONS.max
 }
 

@@ -28,7 +28,7 @@ const MAX_STALLED_FETCHES: u32 = 5;
 
 /// What a partition is waiting for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CursorState {
+pub(crate) enum CursorState {
     /// Its start offset must be looked up (ListOffsets) before fetching.
     NeedsOffset(StartOffset),
     /// Its leader must be looked up (Metadata) before fetching.
@@ -39,47 +39,47 @@ pub enum CursorState {
 
 /// One assigned partition.
 #[derive(Clone, Debug)]
-pub struct Cursor {
+pub(crate) struct Cursor {
     /// Topic name.
-    pub topic: Arc<str>,
+    pub(crate) topic: Arc<str>,
     /// Partition id.
-    pub partition: i32,
+    pub(crate) partition: i32,
     /// Topic id (for Fetch v13+).
-    pub topic_id: Uuid,
+    pub(crate) topic_id: Uuid,
     /// What the cursor waits for.
-    pub state: CursorState,
+    pub(crate) state: CursorState,
     /// The next offset to fetch (and to deliver).
-    pub offset: i64,
+    pub(crate) offset: i64,
     /// Node id of the leader, when known.
-    pub leader: Option<i32>,
+    pub(crate) leader: Option<i32>,
     /// Leader epoch from the last metadata, -1 when unknown.
-    pub leader_epoch: i32,
+    pub(crate) leader_epoch: i32,
     /// Bumped by every seek, so data fetched for an older position is dropped.
-    pub generation: u64,
+    pub(crate) generation: u64,
     /// Last high watermark seen.
-    pub high_watermark: i64,
+    pub(crate) high_watermark: i64,
     /// Last stable offset seen.
-    pub last_stable_offset: i64,
+    pub(crate) last_stable_offset: i64,
     /// True while the cursor sits at the end of the partition.
-    pub at_end: bool,
+    pub(crate) at_end: bool,
     /// Fetches in a row without a complete batch.
-    pub stalled_fetches: u32,
+    pub(crate) stalled_fetches: u32,
     /// The follower the leader named to read from (KIP-392), while it is followed.
-    pub read_replica: Option<ReadReplica>,
+    pub(crate) read_replica: Option<ReadReplica>,
 }
 
 /// A follower named by the leader as the partition's preferred read replica.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ReadReplica {
+pub(crate) struct ReadReplica {
     /// Its node id.
-    pub node: i32,
+    pub(crate) node: i32,
     /// When the leader is to be asked again (`None`: a lease too long for the clock to hold).
-    pub until: Option<Instant>,
+    pub(crate) until: Option<Instant>,
 }
 
 impl Cursor {
     /// A cursor that first looks up `start`.
-    pub fn new(topic: Arc<str>, partition: i32, start: StartOffset) -> Self {
+    pub(crate) fn new(topic: Arc<str>, partition: i32, start: StartOffset) -> Self {
         // An absolute offset needs no lookup; the broker's OFFSET_OUT_OF_RANGE checks it.
         let (state, offset) = match start {
             StartOffset::Offset(offset) => (CursorState::NeedsLeader, offset),
@@ -104,7 +104,7 @@ impl Cursor {
 
     /// The node to fetch from at `now`: the preferred read replica while its lease lasts,
     /// else the leader.
-    pub fn fetch_node(&self, now: Instant) -> Option<i32> {
+    pub(crate) fn fetch_node(&self, now: Instant) -> Option<i32> {
         match self.following(now) {
             Some(replica) => Some(replica.node),
             None => self.leader,
@@ -120,7 +120,7 @@ impl Cursor {
 
     /// Sends the partition back to its leader if it is read from `node` as a follower (the
     /// connection to `node` failed); true if it was.
-    pub fn leave_follower(&mut self, node: i32) -> bool {
+    pub(crate) fn leave_follower(&mut self, node: i32) -> bool {
         let left = self
             .read_replica
             .is_some_and(|replica| replica.node == node);
@@ -131,7 +131,7 @@ impl Cursor {
     }
 
     /// The offset where the partition currently ends for this consumer.
-    pub fn end_offset(&self, read_committed: bool) -> i64 {
+    pub(crate) fn end_offset(&self, read_committed: bool) -> i64 {
         if read_committed && self.last_stable_offset >= 0 {
             self.last_stable_offset
         } else {
@@ -142,60 +142,60 @@ impl Cursor {
 
 /// Record bytes of one partition, ready for decoding: complete batches only.
 #[derive(Clone, Debug)]
-pub struct ChunkData {
+pub(crate) struct ChunkData {
     /// The first offset to deliver (records before it in the first batch are skipped).
-    pub fetch_offset: i64,
+    pub(crate) fetch_offset: i64,
     /// Offset after the last complete batch: where the next fetch started.
-    pub next_offset: i64,
+    pub(crate) next_offset: i64,
     /// High watermark in the response.
-    pub high_watermark: i64,
+    pub(crate) high_watermark: i64,
     /// Last stable offset in the response.
-    pub last_stable_offset: i64,
+    pub(crate) last_stable_offset: i64,
     /// Aborted transactions listed in the response.
-    pub aborted: Vec<AbortedTransaction>,
+    pub(crate) aborted: Vec<AbortedTransaction>,
     /// Complete batches, a slice of the response frame.
-    pub records: Bytes,
+    pub(crate) records: Bytes,
 }
 
 /// What applying one partition response changed.
 #[derive(Debug, Default)]
-pub struct Applied {
+pub(crate) struct Applied {
     /// Data to hand to the decoder, if the response moved the cursor.
-    pub data: Option<ChunkData>,
+    pub(crate) data: Option<ChunkData>,
     /// The cursor reached the end of the partition with this response.
-    pub reached_end: bool,
+    pub(crate) reached_end: bool,
     /// The leader must be looked up again.
-    pub refresh_metadata: bool,
+    pub(crate) refresh_metadata: bool,
     /// The start offset must be looked up again (reset policy).
-    pub reset_offset: bool,
+    pub(crate) reset_offset: bool,
     /// The node to fetch from changed (to a follower, or back to the leader).
-    pub moved: bool,
+    pub(crate) moved: bool,
 }
 
 /// How a response is to be read.
 #[derive(Clone, Copy, Debug)]
-pub struct ResponseContext<'a> {
+pub(crate) struct ResponseContext<'a> {
     /// The consumer reads committed data only (ends at the last stable offset).
-    pub read_committed: bool,
+    pub(crate) read_committed: bool,
     /// What to do on OFFSET_OUT_OF_RANGE.
-    pub reset: OffsetReset,
+    pub(crate) reset: OffsetReset,
     /// The broker that answered, for errors and logs.
-    pub broker: &'a str,
+    pub(crate) broker: &'a str,
     /// The partition is the first of the answer with record bytes. The broker reads
     /// partitions in the order it answers them, and only the first one it returns records
     /// for is guaranteed a whole batch however large (KIP-74); later ones may get a cut
     /// batch or nothing until their turn, which is normal, not a stall.
-    pub first_with_records: bool,
+    pub(crate) first_with_records: bool,
     /// The time the response is applied at (read replicas' leases).
-    pub now: Instant,
+    pub(crate) now: Instant,
     /// How long a read replica named by the leader is followed.
-    pub replica_lease: Duration,
+    pub(crate) replica_lease: Duration,
     /// The brokers in the last metadata: a read replica not among them is not followed.
-    pub brokers: &'a HashMap<i32, String>,
+    pub(crate) brokers: &'a HashMap<i32, String>,
 }
 
 /// Applies a partition's fetch response to its cursor (the response is for `cursor.offset`).
-pub fn apply_response(
+pub(crate) fn apply_response(
     cursor: &mut Cursor,
     response: PartitionResponse,
     context: &ResponseContext<'_>,

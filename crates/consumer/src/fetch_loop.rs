@@ -11,8 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use kafka_protocol::messages::{ApiKey, FetchRequest, FetchResponse};
-use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::messages::ApiKey;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::chunk::PartitionChunk;
@@ -22,6 +21,7 @@ use super::shared::{Backoff, Event, LoopToken, Shared};
 use crate::{ConsumerConfig, Error};
 use krec_client::fetch::{FetchParams, FetchTarget, PartitionResponse};
 use krec_client::fetch_session::{FetchSession, SessionAnswer, SessionPartition};
+use krec_client::wire::{FetchRequest, FetchResponse, Message};
 use krec_client::{codes, error_name, Connection, ConnectionSettings};
 
 /// How long an idle loop sleeps when no wake-up comes.
@@ -105,7 +105,7 @@ impl Fetcher {
             max_bytes: response_bytes(config, &connection_settings),
             partition_max_bytes: config.partition_max_bytes,
             read_committed: config.read_committed,
-            rack_id: StrBytes::from_string(config.client_rack.clone().unwrap_or_default()),
+            rack_id: config.client_rack.clone().unwrap_or_default(),
         };
         let response_slots = config
             .max_held_responses
@@ -538,7 +538,7 @@ fn fetch_version(connection: &Connection, cap: Option<i16>) -> Result<i16, Error
         .versions()
         .range(ApiKey::Fetch as i16)
         .map_or(0, |(min, _)| min);
-    let ours_min = <FetchRequest as kafka_protocol::protocol::Message>::VERSIONS.min;
+    let ours_min = <FetchRequest as Message>::VERSIONS.min;
     Ok(cap.clamp(broker_min.max(ours_min), negotiated))
 }
 

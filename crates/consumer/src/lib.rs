@@ -82,6 +82,24 @@
 //! # }
 //! ```
 //!
+//! # Public surface
+//!
+//! - Reading: [`Consumer`], [`ConsumerConfig`], [`StartOffset`], [`OffsetReset`],
+//!   [`TopicSubscription`], [`TopicPartition`], [`Fetched`]; [`PartitionChunk`] and its
+//!   views in [`chunk`] ([`ChunkBatches`], [`ChunkBatch`], [`ChunkBatchRef`],
+//!   [`ChunkRecords`], [`ChunkRecordIter`]).
+//! - Groups: [`GroupConsumer`], [`GroupConfig`], [`GroupEvent`], and in [`group`] the
+//!   protocol and assignor choices, [`group::RebalanceListener`] and
+//!   [`group::WrittenOffsets`].
+//! - Watching: [`Consumer::positions`] ([`PartitionPosition`]), [`MetricsSnapshot`] and the
+//!   counters in [`metrics`], [`MetricsSource`].
+//! - Helpers: [`partitioner::Partitioner`], [`config::Property`], [`Error`].
+//!
+//! Internal (`pub(crate)`, free to change): the per-partition cursors and what a fetch
+//! response does to them, the fetch loops, the chunk's batch gate (offset skipping and
+//! aborted transactions), the coordinator and the subscription refresh. No type of the
+//! `kafka-protocol` crate appears in this crate's public API.
+//!
 //! Layout, from the bottom up: [`config`] (settings, start offsets, reset policy, client
 //! properties),
 //! [`subscription`] (names and patterns), `cursor` (per-partition positions), [`chunk`]
@@ -99,7 +117,7 @@ pub mod chunk;
 pub mod config;
 mod consumer;
 mod coordinator;
-pub mod cursor;
+mod cursor;
 pub mod error;
 mod fetch_loop;
 pub mod group;

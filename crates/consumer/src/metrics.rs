@@ -1,6 +1,6 @@
 //! The consumer's counters and their snapshot.
 //!
-//! The fetch loops, the coordinator task and the group code count into [`Metrics`] as they go:
+//! The fetch loops, the coordinator task and the group code count into `Metrics` as they go:
 //! relaxed atomics per fetch request, a short lock per fetch response (bytes per topic) and
 //! per rare event (a new broker, a new topic), nothing per record. [`MetricsSnapshot`] is the
 //! plain copy a program reads them through; turning it into an exposition format (Prometheus

@@ -21,6 +21,15 @@
 //! Modules: [`frame`] (the format), [`pool`] (the per-thread buffer pool, shared with
 //! krec-batch's other codecs), and the [`Error`] type.
 //!
+//! # Public surface
+//!
+//! - Decoding: [`decode_frame`], [`decode_frame_into`], [`DecodeOptions`], [`stored_content`].
+//! - Encoding: [`encode_frame`], [`encode_frame_into`], [`encode_frame_with_mode`],
+//!   [`EncodeOptions`], [`BlockMode`], [`BlockSize`], [`HeaderChecksum`].
+//! - The buffer pool: [`PooledBuf`], [`PoolConfig`], [`PoolStats`],
+//!   [`set_thread_pool_config`], [`thread_pool_config`], [`thread_pool_stats`].
+//! - [`Error`]. Internal: the block decoder, checksums and header parsing inside [`frame`].
+//!
 //! How this crate fits into krec (the crates, the hot path, the invariants):
 //! `docs/ARCHITECTURE.md` in the repository.
 

@@ -23,6 +23,16 @@
 //! let schema_id = decoder.decode(framed_value, &mut json).unwrap();
 //! ```
 //!
+//! # Public surface
+//!
+//! - Decoding values: [`ValueDecoder`] with [`SchemaFormat`], [`Error`].
+//! - Schemas: [`SchemaRegistry`] (ids to [`CompiledSchema`]s), [`RegistryConfig`] and
+//!   [`registry::RegistryClient`] (the Schema Registry's HTTP API), [`avro::AvroSchema`],
+//!   [`protobuf::ProtobufSchema`].
+//! - [`wire`]: the Confluent framing (magic byte, schema id, Protobuf message indexes).
+//!
+//! Internal: the JSON writer, JSON Schema, decimal and time formatting.
+//!
 //! How this crate fits into krec (the crates, the hot path, the invariants):
 //! `docs/ARCHITECTURE.md` in the repository.
 #![deny(missing_docs)]

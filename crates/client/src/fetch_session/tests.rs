@@ -14,7 +14,7 @@ fn params() -> FetchParams {
         max_bytes: 1 << 20,
         partition_max_bytes: 1 << 16,
         read_committed: false,
-        rack_id: StrBytes::from_static_str("rack-3"),
+        rack_id: "rack-3".to_owned(),
     }
 }
 

@@ -1,6 +1,6 @@
 //! What a consumer is told: brokers, where to start, limits, and how to react to faults.
 //!
-//! [`properties`] reads the same settings from librdkafka and Java client properties.
+//! `properties` reads the same settings from librdkafka and Java client properties.
 
 mod properties;
 

@@ -95,7 +95,7 @@ impl Property {
             .collect())
     }
 
-    /// Whether the key belongs to another library ([`FOREIGN_PREFIXES`]).
+    /// Whether the key belongs to another library (`FOREIGN_PREFIXES`).
     pub fn is_foreign(&self) -> bool {
         FOREIGN_PREFIXES.iter().any(|p| self.key.starts_with(p))
     }

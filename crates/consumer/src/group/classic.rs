@@ -16,8 +16,8 @@ use super::wire;
 use super::{Command, GroupConfig, MemberEvent};
 use crate::refresh::{self, Matched};
 use crate::Error;
-use kafka_protocol::messages::JoinGroupResponse;
 use krec_client::group::{self, group_codes, JoinRequest};
+use krec_client::wire::{JoinGroupResponse, JoinGroupResponseMember};
 
 /// Runs the membership until it is closed or fails.
 #[tracing::instrument(name = "group", skip_all, fields(group = %session.config.group_id))]
@@ -293,7 +293,7 @@ impl Classic {
     async fn assign(
         &mut self,
         assignor: Assignor,
-        members: &[kafka_protocol::messages::join_group_response::JoinGroupResponseMember],
+        members: &[JoinGroupResponseMember],
     ) -> Result<Vec<(String, Bytes)>, Error> {
         let group_id = self.session.config.group_id.clone();
         let mut subscriptions = Vec::with_capacity(members.len());
