@@ -1,0 +1,293 @@
+//! Chunks built from encoded batches: what they deliver, in place and by value.
+
+use super::*;
+use bytes::Bytes;
+use krec_batch::encode::BatchBuilder;
+use krec_batch::ControlKind;
+use krec_client::fetch::AbortedTransaction;
+
+fn data_batch(base: i64, producer: i64, transactional: bool, values: &[&str]) -> Vec<u8> {
+    let mut builder = BatchBuilder::new(base)
+        .producer(producer, 0, 0)
+        .transactional(transactional);
+    for value in values {
+        builder = builder.record(Some(b"k"), Some(value.as_bytes()), &[]);
+    }
+    builder.build()
+}
+
+fn marker(offset: i64, producer: i64, kind: ControlKind) -> Vec<u8> {
+    BatchBuilder::new(offset)
+        .producer(producer, 0, -1)
+        .transactional(true)
+        .control_marker(kind, 0)
+        .build()
+}
+
+fn chunk(
+    batches: &[Vec<u8>],
+    fetch_offset: i64,
+    next_offset: i64,
+    aborted: &[(i64, i64)],
+    read_committed: bool,
+) -> PartitionChunk {
+    let data = ChunkData {
+        fetch_offset,
+        next_offset,
+        high_watermark: next_offset,
+        last_stable_offset: next_offset,
+        aborted: aborted
+            .iter()
+            .map(|&(producer_id, first_offset)| AbortedTransaction {
+                producer_id,
+                first_offset,
+            })
+            .collect(),
+        records: Bytes::from(batches.concat()),
+    };
+    PartitionChunk::new(Arc::from("t"), 0, 0, data, read_committed, None)
+}
+
+/// The delivered records' offsets and values, read through the iterator of owned batches;
+/// reading them in place (`try_for_each_ref`) must give the same records, the same error
+/// and the same count of aborted records.
+fn values(chunk: &PartitionChunk) -> Result<Vec<(i64, String)>, Error> {
+    let value_of = |record: &Record<'_>| {
+        (
+            record.offset(),
+            String::from_utf8(record.value().unwrap().to_vec()).unwrap(),
+        )
+    };
+    let mut owned = chunk.batches();
+    let by_iterator = (|| {
+        let mut out = Vec::new();
+        for batch in owned.by_ref() {
+            for record in batch?.records() {
+                out.push(value_of(&record?));
+            }
+        }
+        Ok(out)
+    })();
+    let mut in_place = chunk.batches();
+    let mut out = Vec::new();
+    let by_ref = in_place
+        .try_for_each_ref(|batch| -> Result<_, Error> {
+            let mut records = batch.records_in_place();
+            while let Some(record) = records.next_ref() {
+                out.push(value_of(record?));
+            }
+            Ok(std::ops::ControlFlow::Continue(()))
+        })
+        .map(|()| out);
+    assert_eq!(
+        format!("{by_ref:?}"),
+        format!("{by_iterator:?}"),
+        "in place and by value differ"
+    );
+    assert_eq!(in_place.aborted_records(), owned.aborted_records());
+    let flat: Result<Vec<_>, Error> = chunk.records().map(|r| r.map(|r| value_of(&r))).collect();
+    assert_eq!(
+        format!("{flat:?}"),
+        format!("{by_iterator:?}"),
+        "records() and the batches differ"
+    );
+    by_iterator
+}
+
+/// Producer 1 commits offsets 0-1, producer 2 aborts 2-3 (marker at 5), producer 1's second
+/// transaction 4 commits at 6, with producer 2's abort interleaved.
+fn interleaved() -> Vec<Vec<u8>> {
+    vec![
+        data_batch(0, 1, true, &["a0", "a1"]),
+        data_batch(2, 2, true, &["x2", "x3"]),
+        data_batch(4, 1, true, &["a4"]),
+        marker(5, 2, ControlKind::Abort),
+        marker(6, 1, ControlKind::Commit),
+        data_batch(7, 3, false, &["plain7"]),
+    ]
+}
+
+#[test]
+fn header_counts_match_what_decoding_delivers() {
+    let compressed = BatchBuilder::new(0)
+        .producer(1, 0, 0)
+        .transactional(true)
+        .compression(krec_batch::Compression::Lz4)
+        .record(Some(b"k"), Some(b"a0"), &[])
+        .record(Some(b"k"), Some(b"a1"), &[])
+        .build();
+    let mut with_compressed = interleaved();
+    with_compressed[0] = compressed;
+    for batches in [interleaved(), with_compressed] {
+        for fetch_offset in 0..8 {
+            for (read_committed, aborted) in [(false, &[][..]), (true, &[(2, 2)][..])] {
+                let c = chunk(&batches, fetch_offset, 8, aborted, read_committed);
+                let delivered = values(&c).unwrap().len() as u64;
+                let counted = c.count_records().unwrap();
+                assert_eq!(
+                    counted, delivered,
+                    "fetch offset {fetch_offset}, {read_committed}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn read_committed_hides_exactly_the_aborted_transaction() {
+    let c = chunk(&interleaved(), 0, 8, &[(2, 2)], true);
+    let got = values(&c).unwrap();
+    let offsets: Vec<i64> = got.iter().map(|(o, _)| *o).collect();
+    assert_eq!(offsets, vec![0, 1, 4, 7]);
+    let mut walk = c.batches();
+    for batch in walk.by_ref() {
+        batch.unwrap();
+    }
+    assert_eq!(walk.aborted_records(), 2);
+}
+
+#[test]
+fn read_uncommitted_shows_everything() {
+    let c = chunk(&interleaved(), 0, 8, &[(2, 2)], false);
+    let offsets: Vec<i64> = values(&c).unwrap().iter().map(|(o, _)| *o).collect();
+    assert_eq!(offsets, vec![0, 1, 2, 3, 4, 7]);
+}
+
+#[test]
+fn a_producer_is_aborted_only_from_its_first_offset_until_its_marker() {
+    // Producer 2 commits 0, then aborts 2 (marker 3), then commits 4 (marker 5).
+    let batches = vec![
+        data_batch(0, 2, true, &["c0"]),
+        marker(1, 2, ControlKind::Commit),
+        data_batch(2, 2, true, &["x2"]),
+        marker(3, 2, ControlKind::Abort),
+        data_batch(4, 2, true, &["c4"]),
+        marker(5, 2, ControlKind::Commit),
+    ];
+    let c = chunk(&batches, 0, 6, &[(2, 2)], true);
+    let offsets: Vec<i64> = values(&c).unwrap().iter().map(|(o, _)| *o).collect();
+    assert_eq!(offsets, vec![0, 4]);
+}
+
+#[test]
+fn records_before_the_fetch_offset_are_not_delivered() {
+    let c = chunk(
+        &[data_batch(10, -1, false, &["a", "b", "c", "d"])],
+        12,
+        14,
+        &[],
+        false,
+    );
+    let got = values(&c).unwrap();
+    assert_eq!(got, vec![(12, "c".to_owned()), (13, "d".to_owned())]);
+}
+
+#[test]
+fn a_chunk_that_ends_before_its_next_offset_is_a_gap() {
+    let c = chunk(&[data_batch(0, -1, false, &["a"])], 0, 5, &[], false);
+    let error = values(&c).unwrap_err();
+    assert!(
+        matches!(
+            error,
+            Error::OffsetGap {
+                expected: 5,
+                actual: 1,
+                ..
+            }
+        ),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_batch_cut_inside_a_chunk_is_an_error_not_a_quiet_end() {
+    let whole = data_batch(0, -1, false, &["a"]);
+    let second = data_batch(1, -1, false, &["b"]);
+    let c = chunk(&[whole.clone(), second[..20].to_vec()], 0, 1, &[], false);
+    let error = values(&c).unwrap_err();
+    assert!(
+        matches!(&error, Error::CutBatch { position, fetch_offset: 0, .. } if *position == whole.len()),
+        "{error}"
+    );
+    // records() handed its error out above; read again, it ends with that error described.
+    let again: Vec<_> = c.records().collect();
+    assert_eq!(again.len(), 2, "the record, then the error");
+    let text = again[1].as_ref().unwrap_err().to_string();
+    assert!(
+        text.contains("read before") && text.contains("cut"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_corrupt_batch_names_topic_partition_and_offset() {
+    let mut batch = data_batch(0, -1, false, &["a"]);
+    let last = batch.len() - 1;
+    batch[last] ^= 0xff; // breaks the CRC
+    let c = chunk(&[batch], 0, 1, &[], false);
+    let error = values(&c).unwrap_err();
+    assert!(
+        matches!(&error, Error::Decode { topic, partition: 0, fetch_offset: 0, .. } if topic == "t"),
+        "{error}"
+    );
+}
+
+#[test]
+fn under_skip_a_corrupt_batch_is_stepped_over_whole_and_counted() {
+    let mut crc_flip = data_batch(1, -1, false, &["b1", "b2"]);
+    let last = crc_flip.len() - 1;
+    crc_flip[last] ^= 0xff;
+    // Its CRC is right: only the record iterator finds a record missing, after "c3".
+    let count_lie = BatchBuilder::new(3)
+        .record(None, Some(b"c3"), &[])
+        .record(None, Some(b"c4"), &[])
+        .declared_record_count(3)
+        .build();
+    let batches = [
+        data_batch(0, -1, false, &["a0"]),
+        crc_flip.clone(),
+        count_lie.clone(),
+        data_batch(5, -1, false, &["d5"]),
+    ];
+    let metrics = Arc::new(Metrics::new(std::time::Duration::from_secs(1)));
+    let c = chunk(&batches, 0, 6, &[], false).with_metrics(metrics.clone());
+    let (mut written, mut skipped) = (Vec::new(), Vec::new());
+    c.batches()
+        .try_for_each_ref_or_skip(
+            OnCorrupt::Skip,
+            |batch| -> Result<_, Error> {
+                for record in batch.records() {
+                    written.push(record?.offset());
+                }
+                Ok(std::ops::ControlFlow::Continue(()))
+            },
+            |skip| {
+                skipped.push(skip.span);
+                Ok(())
+            },
+        )
+        .expect("corrupt batches are skipped");
+    assert_eq!(
+        written,
+        [0, 5],
+        "c3 is not written: its batch is skipped whole"
+    );
+    let first = batches[0].len();
+    let span = |position, size, base_offset, last_offset| BatchSpan {
+        position,
+        size,
+        base_offset,
+        last_offset,
+    };
+    assert_eq!(
+        skipped,
+        [
+            span(first, crc_flip.len(), 1, 2),
+            span(first + crc_flip.len(), count_lie.len(), 3, 4),
+        ]
+    );
+    let snapshot = metrics.snapshot(Vec::new());
+    assert_eq!(snapshot.batches_skipped[&(Arc::from("t"), 0)], 2);
+    // The default is to stop at the first one.
+    assert!(matches!(values(&c), Err(Error::Decode { .. })));
+}
