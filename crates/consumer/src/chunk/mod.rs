@@ -11,11 +11,11 @@ mod records;
 #[cfg(test)]
 mod tests;
 
-use std::sync::{Arc, LazyLock, OnceLock};
+use std::sync::{Arc, LazyLock};
 
 use krec_batch::{
-    Batch, BatchSpan, BatchWalk, ControlRecord, DecodeConfig, OnCorrupt, Record, Records, Skipped,
-    WalkEnd,
+    Batch, BatchSpan, BatchSummary, BatchWalk, ControlRecord, DecodeConfig, OnCorrupt, Record,
+    Records, Skipped, WalkEnd,
 };
 use tokio::sync::OwnedSemaphorePermit;
 
@@ -24,7 +24,7 @@ use crate::metrics::Metrics;
 use crate::Error;
 use gate::{BatchGate, GateInput};
 pub use records::ChunkRecordIter;
-use records::DecodedBatches;
+use records::KeptBatches;
 
 /// The complete batches one fetch returned for one partition.
 ///
@@ -45,8 +45,9 @@ pub struct PartitionChunk {
     metrics: Option<Arc<Metrics>>,
     /// The consumer's decoding limits (`None`: the defaults).
     decode: Option<Arc<DecodeConfig>>,
-    /// The batches [`PartitionChunk::records`] walks, decoded on its first call.
-    decoded: OnceLock<DecodedBatches>,
+    /// The batches [`PartitionChunk::records`] has decoded, in delivery order, kept so that
+    /// the records it handed out stay valid as long as the chunk.
+    kept: KeptBatches,
 }
 
 /// Decoding limits of a chunk made without a consumer's (in tests).
@@ -71,7 +72,7 @@ impl PartitionChunk {
             _response: None,
             metrics: None,
             decode: None,
-            decoded: OnceLock::new(),
+            kept: KeptBatches::default(),
         }
     }
 
@@ -141,18 +142,6 @@ impl PartitionChunk {
         &self.data.records
     }
 
-    /// The data records the chunk delivers, in order: those at or after its fetch offset, with
-    /// control records and (under `read_committed`) aborted transactions left out. The first
-    /// call decodes every batch and keeps them with the chunk; an error ends the iteration.
-    ///
-    /// ```no_run
-    /// # fn print(chunk: &krec_consumer::PartitionChunk) -> Result<(), krec_consumer::Error> {
-    /// for record in chunk.records() {
-    ///     let record = record?;
-    ///     println!("{} {:?}", record.offset(), record.value());
-    /// }
-    /// # Ok(())
-    /// # }
     /// Decodes the chunk's batches in order. Control batches are yielded (their markers can be
     /// printed); aborted transactional batches are not when reading committed data.
     pub fn batches(&self) -> ChunkBatches<'_> {
@@ -209,7 +198,7 @@ impl PartitionChunk {
         Ok(count)
     }
 
-    fn decode_error(&self, source: krec_batch::Error) -> Error {
+    pub(super) fn decode_error(&self, source: krec_batch::Error) -> Error {
         Error::Decode {
             topic: self.topic.to_string(),
             partition: self.partition,
@@ -278,8 +267,8 @@ impl<'a> ChunkBatches<'a> {
             let batch = match self.walk.next_ref() {
                 None => {
                     return match self.finish() {
-                        Some(Err(error)) => Err(error.into()),
-                        _ => Ok(()),
+                        Some(error) => Err(error.into()),
+                        None => Ok(()),
                     }
                 }
                 Some(Err(source)) => match self.walk.skip_failed(on_corrupt, source) {
@@ -350,27 +339,52 @@ impl<'a> ChunkBatches<'a> {
         skipped(skip)
     }
 
-    fn finish(&mut self) -> Option<Result<ChunkBatch<'a>, Error>> {
+    /// The walk's end: an error if it stopped inside a batch or short of the chunk's end.
+    fn finish(&mut self) -> Option<Error> {
         self.finished = true;
         let chunk = self.chunk;
         if let Some(WalkEnd::Partial { position, .. }) = self.walk.end() {
             // The fetch loop only hands out complete batches; a cut here means the two disagree.
-            return Some(Err(Error::CutBatch {
+            return Some(Error::CutBatch {
                 topic: chunk.topic.to_string(),
                 partition: chunk.partition,
                 fetch_offset: chunk.data.fetch_offset,
                 position,
-            }));
+            });
         }
         match self.gate.last_next_offset {
             Some(next) if next == chunk.data.next_offset => None,
-            other => Some(Err(Error::OffsetGap {
+            other => Some(Error::OffsetGap {
                 topic: chunk.topic.to_string(),
                 partition: chunk.partition,
                 expected: chunk.data.next_offset,
                 actual: other.unwrap_or(chunk.data.fetch_offset),
-            })),
+            }),
         }
+    }
+
+    /// The next delivered data batch's summary, its records left compressed (control batches
+    /// pass the gate but are not returned): for a reader that decodes the batch itself.
+    pub(super) fn next_data_summary(&mut self) -> Option<Result<BatchSummary, Error>> {
+        while !self.finished {
+            let summary = match self.walk.next_summary() {
+                None => return self.finish().map(Err),
+                Some(Err(source)) => {
+                    self.finished = true;
+                    return Some(Err(self.chunk.decode_error(source)));
+                }
+                Some(Ok(summary)) => summary,
+            };
+            match self.gate.admit(&GateInput::of_summary(&summary)) {
+                Err(error) => {
+                    self.finished = true;
+                    return Some(Err(error));
+                }
+                Ok(true) if !summary.control => return Some(Ok(summary)),
+                Ok(_) => {}
+            }
+        }
+        None
     }
 }
 

@@ -1,97 +1,122 @@
-//! [`PartitionChunk::records`]: the chunk decodes its batches once and keeps them beside a
-//! copy of itself (its bytes shared), so the records the iterator hands out borrow the chunk.
+//! [`PartitionChunk::records`]: the chunk's data records as a plain iterator. Each delivered
+//! batch is decoded when the iteration reaches it, from its own bytes (a slice of the chunk's,
+//! not a copy), and kept with the chunk, so the records handed out borrow the chunk, not the
+//! iterator, while each batch is read right after it is decompressed.
 
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
-use krec_batch::{Batch, Record, Records};
+use bytes::Bytes;
+use krec_batch::{Batch, BatchWalk, DecodeConfig, Record, Records};
 
-use super::PartitionChunk;
+use super::{ChunkBatches, PartitionChunk};
 use crate::Error;
 
-/// What one walk of a chunk delivers, and the error that ended it, if one did: handed out
-/// by the first iteration that reaches it, described again to any later one.
-struct Delivered<'a> {
-    batches: Vec<Batch<'a>>,
-    error: Mutex<Option<Error>>,
-    error_text: Option<String>,
+/// A batch's bytes and the limits to decode them with: what a [`KeptBatch`] borrows.
+struct BatchBytes {
+    bytes: Bytes,
+    config: Arc<DecodeConfig>,
 }
 
 self_cell::self_cell!(
-    /// A chunk's delivered batches, kept with a copy of the chunk (its bytes shared, not
-    /// copied) that they borrow.
-    pub(super) struct DecodedBatches {
-        owner: PartitionChunk,
+    /// One batch decoded from its own bytes, kept with them.
+    struct KeptBatch {
+        owner: BatchBytes,
         #[covariant]
-        dependent: Delivered,
+        dependent: Batch,
     }
 );
 
-impl std::fmt::Debug for DecodedBatches {
+/// The batches [`PartitionChunk::records`] decoded, in delivery order. Append-only: a batch,
+/// once kept, stays at its place (boxed) until the chunk is dropped.
+#[derive(Default)]
+pub(super) struct KeptBatches {
+    batches: elsa::sync::FrozenVec<Box<KeptBatch>>,
+    /// Held while a batch is decoded and pushed, so two iterations keep one copy of each.
+    pushing: Mutex<()>,
+}
+
+impl std::fmt::Debug for KeptBatches {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let delivered = self.borrow_dependent();
-        f.debug_struct("DecodedBatches")
-            .field("batches", &delivered.batches.len())
-            .field("error", &delivered.error)
+        f.debug_struct("KeptBatches")
+            .field("batches", &self.batches.len())
             .finish()
     }
 }
 
 impl PartitionChunk {
+    /// The data records the chunk delivers, in order: those at or after its fetch offset, with
+    /// control records and (under `read_committed`) aborted transactions left out; an error
+    /// ends the iteration. Each batch is decoded once, when an iteration first reaches it,
+    /// and kept with the chunk (so a record may outlive the iterator, not the chunk).
+    ///
+    /// ```no_run
+    /// # fn print(chunk: &krec_consumer::PartitionChunk) -> Result<(), krec_consumer::Error> {
+    /// for record in chunk.records() {
+    ///     let record = record?;
+    ///     println!("{} {:?}", record.offset(), record.value());
+    /// }
+    /// # Ok(())
+    /// # }
     /// ```
     pub fn records(&self) -> ChunkRecordIter<'_> {
-        let decoded = self.decoded.get_or_init(|| self.decode_all());
+        // The walk below checks each batch's CRC already; the batch decoded again need not.
+        let config = DecodeConfig {
+            verify_crc: false,
+            ..self.decode_config().clone()
+        };
         ChunkRecordIter {
             chunk: self,
-            delivered: decoded.borrow_dependent(),
-            next_batch: 0,
+            summaries: self.batches(),
+            config: Arc::new(config),
+            delivered: 0,
             current: None,
             done: false,
         }
     }
 
-    fn decode_all(&self) -> DecodedBatches {
-        DecodedBatches::new(self.detached(), |chunk| {
-            let mut delivered = Delivered {
-                batches: Vec::new(),
-                error: Mutex::new(None),
-                error_text: None,
-            };
-            for batch in chunk.batches() {
-                match batch {
-                    Ok(batch) => delivered.batches.push(batch.batch),
-                    Err(error) => {
-                        delivered.error_text = Some(error.to_string());
-                        delivered.error = Mutex::new(Some(error));
-                    }
-                }
-            }
-            delivered
-        })
-    }
-
-    /// The same chunk without its hold on the buffer budget and the response slot (the
-    /// original keeps those), for [`DecodedBatches`] to own.
-    fn detached(&self) -> PartitionChunk {
-        PartitionChunk {
-            topic: self.topic.clone(),
-            partition: self.partition,
-            generation: self.generation,
-            data: self.data.clone(),
-            read_committed: self.read_committed,
-            _budget: None,
-            _response: None,
-            metrics: None,
-            decode: self.decode.clone(),
-            decoded: OnceLock::new(),
+    /// The `index`th delivered batch: kept already, or decoded from `bytes` and kept now. A
+    /// batch that does not decode is not kept: every iteration that reaches it fails there.
+    fn kept_batch(
+        &self,
+        index: usize,
+        bytes: Bytes,
+        config: &Arc<DecodeConfig>,
+    ) -> Result<&Batch<'_>, Error> {
+        let _pushing = self.kept.pushing.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(kept) = self.kept.batches.get(index) {
+            return Ok(kept.borrow_dependent());
         }
+        let owner = BatchBytes {
+            bytes,
+            config: config.clone(),
+        };
+        let kept = KeptBatch::try_new(owner, |owner| {
+            // The summary walk found this batch whole, so the walk yields it; if not, say so.
+            let mut walk = BatchWalk::new_shared(&owner.bytes, &owner.config);
+            walk.next().unwrap_or(Err(krec_batch::Error::Truncated {
+                position: 0,
+                offset: None,
+                available: owner.bytes.len(),
+                needed: None,
+            }))
+        })
+        .map_err(|source| self.decode_error(source))?;
+        Ok(self
+            .kept
+            .batches
+            .push_get(Box::new(kept))
+            .borrow_dependent())
     }
 }
 
 /// The data records of a chunk, in order (see [`PartitionChunk::records`]).
 pub struct ChunkRecordIter<'c> {
     chunk: &'c PartitionChunk,
-    delivered: &'c Delivered<'c>,
-    next_batch: usize,
+    /// Where the delivered batches are, their records left compressed.
+    summaries: ChunkBatches<'c>,
+    config: Arc<DecodeConfig>,
+    /// Delivered batches reached so far.
+    delivered: usize,
     current: Option<Records<'c>>,
     done: bool,
 }
@@ -104,22 +129,22 @@ impl<'c> Iterator for ChunkRecordIter<'c> {
             if let Some(records) = self.current.as_mut() {
                 match records.next() {
                     Some(Ok(record)) => return Some(Ok(record)),
-                    Some(Err(source)) => {
-                        self.done = true;
-                        return Some(Err(self.chunk.decode_error(source)));
-                    }
+                    Some(Err(source)) => return self.fail(self.chunk.decode_error(source)),
                     None => self.current = None,
                 }
             }
-            match self.delivered.batches.get(self.next_batch) {
-                Some(batch) => {
-                    self.next_batch += 1;
+            let summary = match self.summaries.next_data_summary()? {
+                Ok(summary) => summary,
+                Err(error) => return self.fail(error),
+            };
+            let range = summary.position..summary.position + summary.size;
+            let bytes = self.chunk.data.records.slice(range);
+            match self.chunk.kept_batch(self.delivered, bytes, &self.config) {
+                Ok(batch) => {
+                    self.delivered += 1;
                     self.current = Some(batch.records().from_offset(self.chunk.data.fetch_offset));
                 }
-                None => {
-                    self.done = true;
-                    return self.ending_error().map(Err);
-                }
+                Err(error) => return self.fail(error),
             }
         }
         None
@@ -127,20 +152,8 @@ impl<'c> Iterator for ChunkRecordIter<'c> {
 }
 
 impl ChunkRecordIter<'_> {
-    /// The error that ended the chunk's walk: itself the first time, described again later.
-    fn ending_error(&self) -> Option<Error> {
-        let text = self.delivered.error_text.as_ref()?;
-        let mut first = self
-            .delivered
-            .error
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        Some(first.take().unwrap_or_else(|| Error::InvalidArgument {
-            what: "chunk",
-            detail: format!(
-                "{}/{}: its records were read before and ended in: {text}",
-                self.chunk.topic, self.chunk.partition
-            ),
-        }))
+    fn fail(&mut self, error: Error) -> Option<Result<Record<'static>, Error>> {
+        self.done = true;
+        Some(Err(error))
     }
 }

@@ -4,7 +4,7 @@
 //! They are the root package's examples: this test builds nothing, it runs the executables
 //! test.sh's build step (`cargo test --workspace --all-targets --no-run`) left in
 //! `target/debug/examples/` next to this binary's `target/debug/deps/`. By hand, build them
-//! first: `cargo build --examples`. `examples/embed_fast.rs` is a benchmark program
+//! first: `cargo build --examples`. `benches/embed_fast.rs` is a benchmark program
 //! (scripts/bench-embed.sh runs it) and is left to that script.
 
 use std::path::PathBuf;
