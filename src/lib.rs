@@ -16,9 +16,16 @@
 //! ```no_run
 //! # async fn demo() -> Result<(), krec::consumer::Error> {
 //! use krec::consumer::{Consumer, ConsumerConfig, StartOffset};
-//! let mut consumer = Consumer::connect(ConsumerConfig::new(vec!["127.0.0.1:9092".into()])).await?;
-//! let partitions = consumer.partitions("events").await?;
-//! consumer.assign("events", &partitions, StartOffset::Beginning).await?;
+//! let config = ConsumerConfig::from_properties([("bootstrap.servers", "127.0.0.1:9092")])?;
+//! let mut consumer = Consumer::connect(config).await?;
+//! consumer.assign_topic("events", StartOffset::Beginning).await?;
+//! consumer.stop_at_end(true);
+//! while let Some(chunk) = consumer.next_chunk().await? {
+//!     for record in chunk.records() {
+//!         let record = record?;
+//!         println!("{} {:?}", record.offset(), record.value());
+//!     }
+//! }
 //! # Ok(())
 //! # }
 //! ```
