@@ -29,8 +29,11 @@ async fn live_while_tailing(
     let partitions = consumer.assign_topic(topic, StartOffset::End).await?;
     let mut waiting: BTreeSet<i32> = partitions.iter().map(|p| p.partition).collect();
     while !waiting.is_empty() {
-        if let Fetched::EndOfPartition { partition, .. } = consumer.poll().await? {
-            waiting.remove(&partition);
+        if let Fetched::EndOfPartition {
+            topic_partition, ..
+        } = consumer.poll().await?
+        {
+            waiting.remove(&topic_partition.partition);
         }
     }
     // A few more idle fetches, so the session is in its steady state.

@@ -139,8 +139,10 @@ async fn count_topic(
                 };
                 *counts.entry(chunk.partition()).or_default() += records;
             }
-            Fetched::EndOfPartition { partition, .. } => {
-                remaining.remove(&partition);
+            Fetched::EndOfPartition {
+                topic_partition, ..
+            } => {
+                remaining.remove(&topic_partition.partition);
             }
             // Only named topics are assigned here; no pattern changes them.
             _ => {}

@@ -235,7 +235,7 @@ pub fn encode_series(
         snapshot
             .batches_skipped
             .iter()
-            .map(|((topic, partition), &count)| (topic_partition(topic, *partition), count)),
+            .map(|(key, &count)| (topic_partition(&key.topic, key.partition), count)),
     )?;
     if let Some(group) = &snapshot.group {
         counters(
@@ -376,7 +376,7 @@ mod tests {
             failing_for: None,
             stopped_on_error: false,
             give_up_after: Duration::from_secs(300),
-            batches_skipped: [((Arc::from("t"), 1), 2)].into(),
+            batches_skipped: [(krec_consumer::TopicPartition::new("t", 1), 2)].into(),
         }
     }
 

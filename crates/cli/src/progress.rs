@@ -174,12 +174,15 @@ impl Progress {
             .iter()
             .map(|position| {
                 let next = next_of
-                    .get(&(&*position.topic, position.partition))
+                    .get(&(
+                        &*position.topic_partition.topic,
+                        position.topic_partition.partition,
+                    ))
                     .copied()
                     .flatten();
                 Lag {
-                    topic: position.topic.clone(),
-                    partition: position.partition,
+                    topic: position.topic_partition.topic.clone(),
+                    partition: position.topic_partition.partition,
                     lag: written_lag(position, next, read_committed),
                 }
             })
@@ -254,8 +257,7 @@ mod tests {
 
     fn position(offset: Option<i64>, high_watermark: i64) -> PartitionPosition {
         PartitionPosition {
-            topic: Arc::from("t"),
-            partition: 0,
+            topic_partition: krec_consumer::TopicPartition::new("t", 0),
             offset,
             high_watermark: Some(high_watermark),
             last_stable_offset: Some(high_watermark - 5),

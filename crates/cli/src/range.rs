@@ -283,13 +283,14 @@ impl RangeWatch {
     pub fn close_reached(&mut self, consumer: &mut Consumer, ends: &RangeEnds) {
         let positions: Vec<PartitionPosition> = consumer.positions();
         for position in positions {
-            let end = ends.get(&position.topic, position.partition);
+            let TopicPartition { topic, partition } = &position.topic_partition;
+            let end = ends.get(topic, *partition);
             let reached = match (position.offset, end.and_then(|e| e.offset)) {
                 (Some(offset), Some(end)) => offset >= end,
                 _ => false,
             };
             if reached {
-                self.close(consumer, &position.topic, position.partition);
+                self.close(consumer, topic, *partition);
             }
         }
     }

@@ -33,10 +33,8 @@ pub enum Fetched {
     /// committed data) as observed by the fetch that got there. Read from a follower, the end
     /// is never below what the leader last reported: a follower's lagging one only raises it.
     EndOfPartition {
-        /// Topic name.
-        topic: Arc<str>,
-        /// Partition id.
-        partition: i32,
+        /// The partition.
+        topic_partition: TopicPartition,
         /// The end offset.
         offset: i64,
     },
@@ -317,10 +315,10 @@ impl Consumer {
             match fetched {
                 Fetched::Chunk(chunk) => return Ok(Some(chunk)),
                 Fetched::EndOfPartition {
-                    topic, partition, ..
+                    topic_partition, ..
                 } => {
                     if let Some(ends) = self.ends.as_mut() {
-                        ends.insert(TopicPartition { topic, partition });
+                        ends.insert(topic_partition);
                     }
                 }
                 Fetched::SubscriptionChanged { .. } => {}
@@ -378,14 +376,12 @@ impl Consumer {
                 partition,
                 offset,
                 generation,
-            } => {
-                self.is_current(&topic, partition, generation)
-                    .then_some(Fetched::EndOfPartition {
-                        topic,
-                        partition,
-                        offset,
-                    })
-            }
+            } => self
+                .is_current(&topic, partition, generation)
+                .then(|| Fetched::EndOfPartition {
+                    topic_partition: TopicPartition::new(topic, partition),
+                    offset,
+                }),
             Event::SubscriptionChanged { added, dropped } => {
                 Some(Fetched::SubscriptionChanged { added, dropped })
             }

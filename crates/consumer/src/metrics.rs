@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use crate::PartitionPosition;
+use crate::{PartitionPosition, TopicPartition};
 
 /// Upper bounds, in seconds, of the fetch latency histogram's buckets (a last one, +Inf,
 /// counts the rest). A fetch waits up to `max_wait` at the broker when there is no data, so
@@ -156,7 +156,7 @@ pub struct MetricsSnapshot {
     /// The consumer's [`give_up_after`](crate::ConsumerConfig::give_up_after).
     pub give_up_after: Duration,
     /// Corrupt batches skipped (`OnCorrupt::Skip`) by topic and partition.
-    pub batches_skipped: BTreeMap<(Arc<str>, i32), u64>,
+    pub batches_skipped: BTreeMap<TopicPartition, u64>,
 }
 
 impl MetricsSnapshot {
@@ -271,7 +271,7 @@ pub(crate) struct Metrics {
     commits: [AtomicU64; CommitResult::ALL.len()],
     assigned: AtomicU64,
     /// Corrupt batches skipped, by partition: rare, so one lock is enough.
-    batches_skipped: Mutex<BTreeMap<(Arc<str>, i32), u64>>,
+    batches_skipped: Mutex<BTreeMap<TopicPartition, u64>>,
 }
 
 /// Counters hold plain numbers: a panic elsewhere leaves nothing half-updated.
@@ -358,7 +358,7 @@ impl Metrics {
     /// A decode thread skipped a corrupt batch of the partition.
     pub(crate) fn batch_skipped(&self, topic: &Arc<str>, partition: i32) {
         *lock(&self.batches_skipped)
-            .entry((topic.clone(), partition))
+            .entry(TopicPartition::new(topic.clone(), partition))
             .or_default() += 1;
     }
 

@@ -6,14 +6,13 @@ use std::sync::Arc;
 use crate::cursor::CursorState;
 use crate::metrics::MetricsSnapshot;
 use crate::shared::Shared;
+use crate::TopicPartition;
 
 /// Where one assigned partition stands.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PartitionPosition {
-    /// Topic name.
-    pub topic: Arc<str>,
-    /// Partition id.
-    pub partition: i32,
+    /// The partition.
+    pub topic_partition: TopicPartition,
     /// Next offset to fetch (none while the start offset is being looked up).
     pub offset: Option<i64>,
     /// Last high watermark seen (none before the first fetch).
@@ -42,8 +41,7 @@ pub(crate) fn positions(shared: &Shared) -> Vec<PartitionPosition> {
         .cursors
         .values()
         .map(|c| PartitionPosition {
-            topic: c.topic.clone(),
-            partition: c.partition,
+            topic_partition: TopicPartition::new(c.topic.clone(), c.partition),
             offset: match c.state {
                 CursorState::NeedsOffset(_) => None,
                 _ => Some(c.offset),
@@ -72,7 +70,7 @@ impl MetricsSource {
 #[cfg(test)]
 mod tests {
     use super::PartitionPosition;
-    use std::sync::Arc;
+    use crate::TopicPartition;
 
     fn position(
         offset: Option<i64>,
@@ -80,8 +78,7 @@ mod tests {
         last_stable_offset: Option<i64>,
     ) -> PartitionPosition {
         PartitionPosition {
-            topic: Arc::from("t"),
-            partition: 0,
+            topic_partition: TopicPartition::new("t", 0),
             offset,
             high_watermark,
             last_stable_offset,

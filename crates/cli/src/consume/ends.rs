@@ -29,9 +29,10 @@ impl EndWatch {
     }
 
     pub(super) fn all_reached(&self, positions: &[PartitionPosition]) -> bool {
-        positions
-            .iter()
-            .all(|p| self.reached.contains(&(p.topic.clone(), p.partition)))
+        positions.iter().all(|p| {
+            let key = &p.topic_partition;
+            self.reached.contains(&(key.topic.clone(), key.partition))
+        })
     }
 }
 

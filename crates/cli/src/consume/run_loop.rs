@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use krec_consumer::Fetched;
+use krec_consumer::{Fetched, TopicPartition};
 use tokio::signal::unix::Signal;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
@@ -103,7 +103,8 @@ impl Running {
                         self.idle.touch();
                         self.source.hand_out(chunk, &mut self.workers)?;
                     }
-                    Fetched::EndOfPartition { topic, partition, offset } => {
+                    Fetched::EndOfPartition { topic_partition, offset } => {
+                        let TopicPartition { topic, partition } = topic_partition;
                         tracing::debug!(%topic, partition, offset, "reached the end of the partition");
                         self.source.reached_end(topic, partition);
                         check_ends = self.exit_at_end;

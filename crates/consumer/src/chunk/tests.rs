@@ -287,7 +287,10 @@ fn under_skip_a_corrupt_batch_is_stepped_over_whole_and_counted() {
         ]
     );
     let snapshot = metrics.snapshot(Vec::new());
-    assert_eq!(snapshot.batches_skipped[&(Arc::from("t"), 0)], 2);
+    assert_eq!(
+        snapshot.batches_skipped[&crate::TopicPartition::new("t", 0)],
+        2
+    );
     // The default is to stop at the first one.
     assert!(matches!(values(&c), Err(Error::Decode { .. })));
 }

@@ -48,8 +48,10 @@ async fn read_new_member(member: &mut GroupConsumer, topic: &str, partitions: us
         while ended.len() < partitions {
             match member.poll().await.expect("poll") {
                 Fetched::Chunk(chunk) => seen.extend(records_of(&chunk, topic)),
-                Fetched::EndOfPartition { partition, .. } => {
-                    ended.insert(partition);
+                Fetched::EndOfPartition {
+                    topic_partition, ..
+                } => {
+                    ended.insert(topic_partition.partition);
                 }
                 _ => {}
             }
