@@ -159,6 +159,9 @@ section "build every target (tests, benches, examples, broker and cluster tests)
 # profile (thin LTO, one codegen unit) would rebuild every dependency. Real runs: `cargo bench`.
 cargo test --workspace --all-targets --no-run
 cargo test --workspace --test broker --test cluster --no-run
+# The examples as programs (`--all-targets` above builds them as test harnesses): the broker
+# tests run them and check what they print.
+cargo build --workspace --examples
 list_test_executables broker
 list_test_executables cluster
 
