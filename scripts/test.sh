@@ -110,14 +110,16 @@ for line in sys.stdin:
 }
 
 # run_tests NAME LIBTEST_ARGS...: runs every test binary named NAME from its package's
-# directory, as cargo would, with the given libtest arguments.
+# directory, as cargo would, with the given libtest arguments; all of them, even after one
+# fails, so that one package's failure hides no other's results.
 run_tests() {
-    local name="$1" dir exe
+    local name="$1" dir exe status=0
     shift
     while read -r dir exe; do
         echo "----- $name: $exe $* (in $dir)"
-        (cd "$dir" && "$exe" "$@")
+        (cd "$dir" && "$exe" "$@") || status=1
     done <"$LOGS/$name.executables"
+    return "$status"
 }
 
 # A clean clone gains nothing from incremental compilation, whose caches only take disk (a CI
@@ -185,8 +187,10 @@ echo "secured broker: $KREC_TEST_SECURE_ENV (instance $SECURE_INSTANCE)"
 echo "schema registry: $KREC_TEST_REGISTRY_URL"
 # The tests under `solo::` stop, restart or freeze a broker: one at a time, after the others.
 (
-    run_tests broker --skip solo:: --test-threads="$BROKER_TEST_THREADS"
-    run_tests broker solo:: --test-threads=1
+    status=0
+    run_tests broker --skip solo:: --test-threads="$BROKER_TEST_THREADS" || status=1
+    run_tests broker solo:: --test-threads=1 || status=1
+    exit "$status"
 ) >"$LOGS/broker.log" 2>&1 &
 broker_tests=$!
 (
