@@ -489,10 +489,12 @@ impl GroupConsumer {
                 .iter()
                 .all(|key| match self.handed_out.get(key) {
                     None => true,
+                    // Handed out and nothing marked yet is not caught up: committing then would
+                    // let the next owner start over what is still being written.
                     Some(&handed) => self
                         .written
                         .get(&key.topic, key.partition)
-                        .is_none_or(|written| written >= handed),
+                        .is_some_and(|written| written >= handed),
                 });
             if caught_up || tokio::time::Instant::now() >= pending.deadline {
                 if !caught_up {
