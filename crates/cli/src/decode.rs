@@ -16,11 +16,16 @@
 //! thread writes (`decode/parallel.rs`). Either way output and errors are those of one walk
 //! over the whole input ([`decode_bytes`]).
 
+mod args;
 pub mod count;
 mod parallel;
 mod runs;
 mod stream;
 
+use args::offset_window;
+#[cfg(test)]
+use args::parse_size;
+pub use args::DecodeArgs;
 pub use parallel::{decode_bytes_parallel, Parallelism, DEFAULT_RUN_BYTES};
 use parallel::{
     decode_sources_parallel, with_segment_workers, RunInput, SegmentWorkers, SourcedRun,
@@ -31,106 +36,14 @@ use runs::{RunLimits, RunReader};
 
 use std::cell::Cell;
 use std::io::{self, Read, Write};
-use std::num::NonZeroUsize;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
 use krec_batch::{BatchSpan, BatchWalk, DecodeConfig, OnCorrupt, Skipped};
 
 use crate::corrupt::{report_line, SkipSource, SKIPPED_EXIT_CODE};
-use crate::format::{FormatArgs, OffsetWindow, RecordContext, RecordWriter};
-use crate::range::{EndBound, OffsetRange};
+use crate::format::{RecordContext, RecordWriter};
 use crate::Error;
-use krec_consumer::StartOffset;
-
-/// Largest file read by default: Kafka caps a segment at `log.segment.bytes`,
-/// an int32, so no real segment is bigger.
-const DEFAULT_MAX_FILE_BYTES: u64 = i32::MAX as u64;
-
-/// Arguments of `krec decode`.
-#[derive(Debug, clap::Args)]
-pub struct DecodeArgs {
-    /// Log segment files (`.log`) to decode, in order; `-` reads standard input.
-    #[arg(required = true, value_name = "FILE")]
-    pub files: Vec<PathBuf>,
-
-    /// Only offsets START up to END (exclusive): `START:END`, `START:`, `:END` or `START`.
-    /// Time bounds (`@T`, `s@`, `e@`) need the broker's view: use `krec consume`.
-    #[arg(
-        short = 'o',
-        long = "offset",
-        value_name = "START:END",
-        allow_hyphen_values = true
-    )]
-    pub offset: Option<String>,
-
-    /// Output options.
-    #[command(flatten)]
-    pub format: FormatArgs,
-
-    /// Skip the CRC check of each batch (to read past a known-corrupt checksum).
-    #[arg(long = "no-crc")]
-    pub no_crc: bool,
-
-    /// A batch that fails its checks (CRC, decompression, record count or framing): `stop`
-    /// (default) or `skip` it whole, reported on stderr, and exit with status 3 at the end.
-    #[arg(long = "on-corrupt", value_name = "POLICY", default_value = "stop", value_parser = crate::corrupt::parse_on_corrupt)]
-    pub on_corrupt: OnCorrupt,
-
-    /// Largest batch accepted, in bytes (suffixes K, M, G: powers of 1024).
-    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "64M")]
-    pub max_batch_bytes: u64,
-
-    /// Largest decompressed size of one batch, in bytes (suffixes K, M, G).
-    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "64M")]
-    pub max_decompressed_bytes: u64,
-
-    /// Largest input accepted, in bytes (suffixes K, M, G). A larger file is refused before
-    /// it is read; standard input (or a file growing while read) on reaching it, after the
-    /// records of the runs before. Memory is bounded by --run-bytes, not by this.
-    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value_t = DEFAULT_MAX_FILE_BYTES)]
-    pub max_file_bytes: u64,
-
-    /// Topic name to print (default: from a `TOPIC-PARTITION` parent directory, else unknown).
-    #[arg(long, value_name = "TOPIC")]
-    pub topic: Option<String>,
-
-    /// Partition to print (default: from a `TOPIC-PARTITION` parent directory, else unknown).
-    #[arg(long, value_name = "N")]
-    pub partition: Option<i32>,
-
-    /// Decode threads (default: one per core; 1 decodes on the main thread).
-    #[arg(long, value_name = "N")]
-    pub threads: Option<NonZeroUsize>,
-
-    /// Input bytes read and decoded at a time (whole batches, so a run can be larger, up to
-    /// one batch of --max-batch-bytes); with several threads, the unit handed to a thread.
-    /// Smaller means less memory, more reads and hand-overs.
-    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "1M")]
-    pub run_bytes: u64,
-}
-
-impl DecodeArgs {
-    /// The krec-batch limits these arguments ask for.
-    pub fn decode_config(&self) -> DecodeConfig {
-        DecodeConfig {
-            verify_crc: !self.no_crc,
-            max_batch_bytes: usize::try_from(self.max_batch_bytes).unwrap_or(usize::MAX),
-            max_decompressed_bytes: usize::try_from(self.max_decompressed_bytes)
-                .unwrap_or(usize::MAX),
-            ..DecodeConfig::default()
-        }
-    }
-
-    /// The threads and run size these arguments ask for.
-    pub fn parallelism(&self) -> Parallelism {
-        let cores = std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN);
-        Parallelism {
-            threads: self.threads.unwrap_or(cores),
-            run_bytes: usize::try_from(self.run_bytes).unwrap_or(usize::MAX),
-        }
-    }
-}
 
 /// Counts of what one decode wrote.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -155,35 +68,6 @@ impl DecodeSummary {
         self.matched += other.matched;
         self.control_records += other.control_records;
         self.skipped += other.skipped;
-    }
-}
-
-/// `-o`: offsets only, as `krec consume` reads them (`beginning` is 0).
-fn offset_window(text: Option<&str>) -> Result<Option<OffsetWindow>, Error> {
-    let Some(text) = text else {
-        return Ok(None);
-    };
-    let range = OffsetRange::parse(&[text.to_owned()], crate::time::now_ms())?;
-    let from = match range.start {
-        StartOffset::Beginning => 0,
-        StartOffset::Offset(offset) => offset,
-        _ => return Err(offsets_only(text)),
-    };
-    let to = match range.end {
-        None => None,
-        Some(EndBound::Offset(offset)) => Some(offset),
-        Some(EndBound::Time(_)) => return Err(offsets_only(text)),
-    };
-    Ok(Some(OffsetWindow { from, to }))
-}
-
-fn offsets_only(text: &str) -> Error {
-    Error::InvalidArgument {
-        what: "offset",
-        detail: format!(
-            "{text:?}: krec decode takes offsets (START:END, START:, :END, START); time bounds \
-             are for krec consume, which asks the broker"
-        ),
     }
 }
 
@@ -656,32 +540,6 @@ fn topic_partition(dir_name: &str) -> Option<(&str, i32)> {
         return None;
     }
     Some((topic, partition.parse().ok()?))
-}
-
-/// Parses a byte count with an optional binary suffix: `4096`, `64K`, `64M`, `1G`, `64MiB`.
-fn parse_size(text: &str) -> Result<u64, String> {
-    let trimmed = text.trim();
-    let digits_end = trimmed
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(trimmed.len());
-    let (digits, suffix) = trimmed.split_at(digits_end);
-    let number: u64 = digits
-        .parse()
-        .map_err(|_| format!("`{text}` is not a byte count (e.g. 4096, 64K, 64M, 1G)"))?;
-    let shift = match suffix.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 0,
-        "k" | "kb" | "kib" => 10,
-        "m" | "mb" | "mib" => 20,
-        "g" | "gb" | "gib" => 30,
-        _ => {
-            return Err(format!(
-                "`{text}`: unknown size suffix `{suffix}` (K, M or G)"
-            ))
-        }
-    };
-    number
-        .checked_mul(1 << shift)
-        .ok_or_else(|| format!("`{text}` is too large"))
 }
 
 #[cfg(test)]
