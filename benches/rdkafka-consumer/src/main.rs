@@ -24,8 +24,8 @@
 //! records (then for fetch.queue.backoff.ms, 1 s: reading 1M records over 4
 //! partitions took 3.2 s of wall time instead of 1.1 s). check.crcs stays
 //! librdkafka's default, false: krec checks every batch's CRC, so this
-//! favours librdkafka. A `StreamConsumer` (tokio, current thread) took 6%
-//! more CPU than this `BaseConsumer` loop (scripts/ab.py, 5 runs).
+//! favours librdkafka. This is a `BaseConsumer` loop: a `StreamConsumer` (tokio, current
+//! thread) costs librdkafka more CPU, so this side is its faster one.
 
 use std::collections::HashSet;
 use std::io::{self, BufWriter, Write};

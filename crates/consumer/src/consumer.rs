@@ -331,6 +331,10 @@ impl Consumer {
             return false;
         };
         let state = self.shared.state();
+        // Cheap first: fewer ends than partitions cannot cover them all.
+        if ends.len() < state.cursors.len() {
+            return false;
+        }
         state.cursors.keys().all(|(topic, partition)| {
             ends.contains(&TopicPartition::new(topic.clone(), *partition))
         })

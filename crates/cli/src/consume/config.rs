@@ -10,8 +10,8 @@ use super::ConsumeArgs;
 use crate::Error;
 
 impl ConsumeArgs {
-    /// The consumer settings of the properties (`config`, from [`ClusterArgs::config`]) with
-    /// these arguments applied over them.
+    /// The consumer settings of the properties (`config`, from
+    /// [`crate::cluster::ClusterArgs::config`]) with these arguments applied over them.
     pub fn consumer_config(&self, mut config: ConsumerConfig) -> Result<ConsumerConfig, Error> {
         config.read_committed = self.read.read_committed(&config);
         if let Some(reset) = &self.reset {
