@@ -147,6 +147,26 @@ if req["op"] == "create":
             sys.exit("topic %s has no leaders after 30 s" % req["topic"])
         time.sleep(0.05)
     sys.exit(0)
+def wait_for_markers(bootstrap, topic):
+    # A commit returns before the coordinator writes its markers; until it has, the last stable
+    # offset lags the high watermark and read_committed readers stop short.
+    from confluent_kafka import Consumer, TopicPartition
+    ends = {}
+    for level in ("read_committed", "read_uncommitted"):
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": "krec-test-markers",
+                      "isolation.level": level})
+        ends[level] = c
+    partitions = ends["read_uncommitted"].list_topics(topic, timeout=10).topics[topic].partitions
+    deadline = time.time() + 30
+    for partition in partitions:
+        tp = TopicPartition(topic, partition)
+        while ends["read_committed"].get_watermark_offsets(tp, timeout=10)[1] \
+                != ends["read_uncommitted"].get_watermark_offsets(tp, timeout=10)[1]:
+            if time.time() > deadline:
+                sys.exit("transaction markers of %s-%d not written after 30 s" % (topic, partition))
+            time.sleep(0.05)
+    for c in ends.values():
+        c.close()
 conf.update({"linger.ms": 5, "enable.idempotence": True, "acks": "all"})
 txn = req["transactional_id"]
 if txn:
@@ -177,6 +197,8 @@ for step in req["steps"]:
         else:
             p.abort_transaction(30)
 p.flush(30)
+if txn:
+    wait_for_markers(req["bootstrap"], req["topic"])
 for i in range(index):
     print(json.dumps([i, acked[i]]))
 "#;

@@ -434,9 +434,30 @@ pub fn varied_record(i: usize, partitions: i32) -> PlannedRecord {
 /// Reads a plan on stdin, produces it with confluent-kafka, prints one JSON line per
 /// acknowledged record (hex bytes, partition, offset, whether its transaction committed).
 const PYTHON_PRODUCER: &str = r#"
-import json, sys
+import json, sys, time
 from confluent_kafka import Producer
 plan = json.load(sys.stdin)
+def wait_for_markers(bootstrap, topic):
+    # A commit returns before the coordinator writes its markers; until it has, the last stable
+    # offset lags the high watermark and read_committed readers stop short.
+    from confluent_kafka import Consumer, TopicPartition
+    ends = {}
+    for level in ("read_committed", "read_uncommitted"):
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": "krec-test-markers",
+                      "isolation.level": level})
+        ends[level] = c
+    partitions = ends["read_uncommitted"].list_topics(topic, timeout=10).topics[topic].partitions
+    deadline = time.time() + 30
+    for partition in partitions:
+        tp = TopicPartition(topic, partition)
+        while ends["read_committed"].get_watermark_offsets(tp, timeout=10)[1] \
+                != ends["read_uncommitted"].get_watermark_offsets(tp, timeout=10)[1]:
+            if time.time() > deadline:
+                sys.exit("transaction markers of %s-%d not written after 30 s" % (topic, partition))
+            time.sleep(0.05)
+    for c in ends.values():
+        c.close()
+
 conf = {"bootstrap.servers": plan["bootstrap"], "compression.type": plan["compression"],
         "linger.ms": 20, "enable.idempotence": True, "acks": "all"}
 if plan["transactional_id"]:
@@ -476,6 +497,8 @@ for step in plan["steps"]:
             "value": r["value"], "headers": r["headers"], "timestamp": timestamp,
             "committed": committed}))
 p.flush(30)
+if plan["transactional_id"]:
+    wait_for_markers(plan["bootstrap"], plan["topic"])
 "#;
 
 impl Broker {
