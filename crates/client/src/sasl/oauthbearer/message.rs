@@ -15,7 +15,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use zeroize::Zeroizing;
 
-use super::secret::Secret;
+use crate::security::secret::Secret;
 
 /// RFC 7628 `kvsep`.
 const KVSEP: u8 = 0x01;

@@ -24,7 +24,7 @@ use sha2::{Digest, Sha256, Sha512};
 use subtle::ConstantTimeEq;
 use zeroize::{Zeroize, Zeroizing};
 
-use super::secret::Secret;
+use crate::security::secret::Secret;
 
 /// Fewest PBKDF2 rounds accepted from a server: RFC 7677 section 4's minimum, which is also
 /// the floor Kafka's own client and broker apply.
@@ -284,6 +284,11 @@ impl ScramClient {
     #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn is_complete(&self) -> bool {
         matches!(self.state, State::Done)
+    }
+
+    /// True once the client-final went out and the server-final is next.
+    pub(crate) fn awaits_server_final(&self) -> bool {
+        matches!(self.state, State::AwaitServerFinal { .. })
     }
 
     fn client_nonce(&self) -> &str {
