@@ -307,6 +307,23 @@ mod tests {
         }
     }
 
+    /// The whole path from the properties, in a build without the feature (`cargo test -p
+    /// krec-client`); with it, the same properties build the mechanism.
+    #[test]
+    fn sasl_mechanism_gssapi_builds_only_with_the_feature() {
+        let built = crate::SecurityConfig::from_properties([
+            ("security.protocol", "SASL_SSL"),
+            ("sasl.mechanism", "GSSAPI"),
+        ]);
+        if cfg!(feature = "gssapi") {
+            let sasl = built.unwrap().sasl.unwrap();
+            assert_eq!(sasl.mechanism(), "GSSAPI");
+        } else {
+            let error = built.unwrap_err().to_string();
+            assert!(error.contains("feature `gssapi`"), "{error}");
+        }
+    }
+
     #[test]
     fn the_feature_off_error_says_which_feature_to_turn_on() {
         let error = feature_off().to_string();
