@@ -382,3 +382,55 @@ fn with(mut properties: Vec<String>, extra: &str) -> Vec<String> {
     properties.push(extra.to_owned());
     properties
 }
+
+#[test]
+fn a_consume_across_session_lifetimes_re_authenticates_with_kerberos() {
+    let broker = secure_broker();
+    let kdc = Kdc::of(&broker);
+    let dir = tempfile::tempdir().unwrap();
+    let reauth_ms: u64 = broker.get("REAUTH_MS").parse().unwrap();
+    let topic = unique_topic("sec-krb-reauth");
+    broker.admin.create_topic(&topic, 2, 1);
+    // Records keep arriving for about three session lifetimes while krec reads them.
+    let (batches, per_batch) = (6, 40);
+    let count = (batches * per_batch).to_string();
+    let properties = kdc.keytab_properties(
+        "SASL_PLAINTEXT",
+        &broker,
+        kdc.get("ALICE_KEYTAB"),
+        kdc.get("ALICE_PRINCIPAL"),
+    );
+    let args = ["-J", "-c", &count, "--max-wait-ms", "100"];
+    let mut command = krec_secure_command(broker.get("SASL_PLAINTEXT"), &topic, &properties, &args);
+    command
+        .env("KRB5_CONFIG", kdc.get("KRB5_CONFIG"))
+        .env("KRB5CCNAME", no_cache(dir.path()))
+        .env("RUST_LOG", "krec_client::connection=debug");
+    let reader = std::thread::spawn(move || run_limited(command, READ_LIMIT).0);
+    let mut produced = Vec::new();
+    for batch in 0..batches {
+        let plan = ProducePlan {
+            topic: topic.clone(),
+            compression: "none".to_owned(),
+            steps: vec![(
+                None,
+                (0..per_batch)
+                    .map(|i| varied_record(batch * per_batch + i, 2))
+                    .collect(),
+            )],
+            ..ProducePlan::default()
+        };
+        produced.extend(broker.admin.produce_python(&plan));
+        std::thread::sleep(Duration::from_millis(reauth_ms / 2));
+    }
+    let output = reader.join().unwrap();
+    let log = stderr(&output);
+    assert!(output.status.success(), "{log}");
+    assert_same_records(&parse_json_lines(&output.stdout), &produced);
+    let renewals = log.matches("re-authenticated").count();
+    assert!(renewals >= 2, "only {renewals} re-authentications: {log}");
+    assert!(
+        !log.contains("WARN") && !log.contains("ERROR"),
+        "a clean run: {log}"
+    );
+}
