@@ -18,6 +18,7 @@ mod faults;
 mod fetch_sessions;
 mod filters;
 mod group;
+mod groups;
 mod metrics;
 mod producers;
 mod questions;

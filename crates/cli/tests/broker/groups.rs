@@ -1,0 +1,258 @@
+//! `krec groups` against Kafka's own tools from the same jars
+//! (`ConsumerGroupCommand --describe`, `ShareGroupCommand --describe`): the same groups, the
+//! same committed (or start) offsets and the same lag, for a classic group, a KIP-848 group and
+//! a share group, each left with records to go.
+
+use std::collections::BTreeMap;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+use crate::support::broker::{broker, simple_records, unique_topic, Broker, ProducePlan};
+
+const PARTITIONS: i32 = 2;
+const RECORDS: usize = 20;
+
+/// Per `(topic, partition)`: the group's offset and the lag (None where a tool shows "-").
+type Rows = BTreeMap<(String, i32), (Option<i64>, Option<i64>)>;
+
+fn krec_groups(bootstrap: &str, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_krec"))
+        .args(["groups", "-b", bootstrap])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run krec groups")
+}
+
+fn krec_json(bootstrap: &str, args: &[&str]) -> Value {
+    let output = krec_groups(bootstrap, args);
+    assert!(
+        output.status.success(),
+        "krec groups {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("one JSON document")
+}
+
+/// A topic of two partitions with ten records each.
+fn topic_with_records(broker: &Broker, prefix: &str) -> String {
+    let topic = unique_topic(prefix);
+    broker.create_topic(&topic, PARTITIONS as u32, 1);
+    broker.produce_python(&ProducePlan {
+        topic: topic.clone(),
+        compression: "none".to_owned(),
+        steps: vec![(None, simple_records(0, RECORDS, PARTITIONS))],
+        ..ProducePlan::default()
+    });
+    topic
+}
+
+/// Reads a `--describe` table by its heading: rows of `group` with `offset_column` and LAG.
+fn kafka_rows(text: &str, group: &str, offset_column: &str) -> Rows {
+    let mut lines = text.lines().skip_while(|l| !l.starts_with("GROUP "));
+    let heading: Vec<&str> = lines
+        .next()
+        .expect("a table heading")
+        .split_whitespace()
+        .collect();
+    let column = |name: &str| heading.iter().position(|h| *h == name).expect(name);
+    let (topic, partition) = (column("TOPIC"), column("PARTITION"));
+    let (offset, lag) = (column(offset_column), column("LAG"));
+    let number = |cell: &str| (cell != "-").then(|| cell.parse::<i64>().expect(cell));
+    lines
+        .map(|l| l.split_whitespace().collect::<Vec<&str>>())
+        .filter(|cells| cells.first() == Some(&group))
+        .map(|cells| {
+            let key = (cells[topic].to_owned(), cells[partition].parse().unwrap());
+            (key, (number(cells[offset]), number(cells[lag])))
+        })
+        .collect()
+}
+
+/// krec's rows, checking on the way that each lag is the end minus the offset.
+fn krec_rows(described: &Value, offset_key: &str) -> Rows {
+    let rows = described["partitions"].as_array().expect("partitions");
+    rows.iter()
+        .map(|p| {
+            let (offset, end, lag) = (
+                p[offset_key].as_i64(),
+                p["end_offset"].as_i64(),
+                p["lag"].as_i64(),
+            );
+            assert_eq!(end, Some((RECORDS as i32 / PARTITIONS) as i64), "{p}");
+            assert_eq!(lag, offset.map(|o| end.unwrap() - o), "{p}");
+            let key = (
+                p["topic"].as_str().unwrap().to_owned(),
+                p["partition"].as_i64().unwrap() as i32,
+            );
+            (key, (offset, lag))
+        })
+        .collect()
+}
+
+/// A group of either protocol commits part of the topic with `krec consume -G -c`, then krec
+/// and ConsumerGroupCommand must agree on every partition.
+fn krec_member_group_matches_kafka(prefix: &str, protocol: &str, kafka_type: &str) {
+    let broker = broker();
+    let topic = topic_with_records(&broker, prefix);
+    let group = format!("{topic}-g");
+    let consumed = broker.consume(
+        &topic,
+        &[
+            "-G",
+            &group,
+            "-c",
+            "5",
+            "--reset",
+            "earliest",
+            "--group-protocol",
+            protocol,
+        ],
+    );
+    assert!(
+        consumed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&consumed.stderr)
+    );
+
+    let described = krec_json(&broker.bootstrap, &[&group, "-J"]);
+    assert_eq!(described["type"], protocol, "{described}");
+    assert_eq!(described["state"], "Empty", "{described}");
+    let ours = krec_rows(&described, "committed_offset");
+    let kafka = broker.kafka_sh(
+        "tool",
+        &[
+            "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+            "--bootstrap-server",
+            "{bootstrap}",
+            "--describe",
+            "--group",
+            &group,
+        ],
+    );
+    assert_eq!(
+        ours,
+        kafka_rows(&kafka, &group, "CURRENT-OFFSET"),
+        "{kafka}"
+    );
+    let lag: i64 = ours.values().filter_map(|(_, lag)| *lag).sum();
+    assert!(lag > 0, "records left: {ours:?}");
+
+    // The same group in both lists, with the same type.
+    let listed = krec_groups(&broker.bootstrap, &["--type", protocol, "-J"]);
+    let line = String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("JSON line"))
+        .find(|l| l["group"] == group.as_str())
+        .unwrap_or_else(|| panic!("{group} not listed"));
+    assert_eq!(
+        (line["type"].as_str(), line["state"].as_str()),
+        (Some(protocol), Some("Empty"))
+    );
+    let kafka_list = broker.kafka_sh(
+        "tool",
+        &[
+            "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+            "--bootstrap-server",
+            "{bootstrap}",
+            "--list",
+            "--type",
+        ],
+    );
+    let kafka_line = kafka_list
+        .lines()
+        .find(|l| l.starts_with(&format!("{group} ")))
+        .expect("listed by Kafka");
+    assert!(
+        kafka_line.split_whitespace().any(|cell| cell == kafka_type),
+        "{kafka_line}"
+    );
+}
+
+#[test]
+fn a_classic_group_has_the_offsets_and_lag_kafka_shows() {
+    krec_member_group_matches_kafka("groups-classic", "classic", "Classic");
+}
+
+#[test]
+fn a_kip848_group_has_the_offsets_and_lag_kafka_shows() {
+    krec_member_group_matches_kafka("groups-kip848", "consumer", "Consumer");
+}
+
+#[test]
+fn a_share_group_has_the_start_offsets_and_lag_kafka_shows() {
+    let broker = broker();
+    let topic = topic_with_records(&broker, "groups-share");
+    let group = format!("{topic}-g");
+    let tool = |class: &str, args: &[&str]| {
+        let mut all = vec![class, "--bootstrap-server", "{bootstrap}"];
+        all.extend(args);
+        broker.kafka_sh("tool", &all)
+    };
+    tool(
+        "org.apache.kafka.tools.ConfigCommand",
+        &[
+            "--alter",
+            "--entity-type",
+            "groups",
+            "--entity-name",
+            &group,
+            "--add-config",
+            "share.auto.offset.reset=earliest",
+        ],
+    );
+    // The console share consumer accepts the records it prints and releases the rest.
+    tool(
+        "org.apache.kafka.tools.consumer.ConsoleShareConsumer",
+        &["--topic", &topic, "--group", &group, "--max-messages", "3"],
+    );
+
+    let described = krec_json(&broker.bootstrap, &[&group, "-J"]);
+    assert_eq!(described["type"], "share", "{described}");
+    let ours = krec_rows(&described, "start_offset");
+    let kafka = tool(
+        "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
+        &["--describe", "--group", &group],
+    );
+    assert_eq!(ours, kafka_rows(&kafka, &group, "START-OFFSET"), "{kafka}");
+    let lag: i64 = ours.values().filter_map(|(_, lag)| *lag).sum();
+    let started: usize = ours.values().filter(|(offset, _)| offset.is_some()).count();
+    assert!(started > 0 && lag > 0, "{ours:?}");
+
+    let listed = krec_groups(&broker.bootstrap, &["--type", "share"]);
+    let text = String::from_utf8_lossy(&listed.stdout);
+    let row = text
+        .lines()
+        .find(|l| l.starts_with(&format!("{group} ")))
+        .expect("listed");
+    assert_eq!(row.split_whitespace().nth(1), Some("share"), "{text}");
+    let kafka_list = tool(
+        "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
+        &["--list"],
+    );
+    assert!(
+        kafka_list.lines().any(|l| l.trim() == group),
+        "{kafka_list}"
+    );
+}
+
+#[test]
+fn an_unknown_group_is_named_and_misused_flags_exit_2() {
+    let broker = broker();
+    let group = unique_topic("groups-none");
+    let output = krec_groups(&broker.bootstrap, &[&group]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&format!("group {group:?}: error 69 (GROUP_ID_NOT_FOUND)")),
+        "{stderr}"
+    );
+    let output = krec_groups(&broker.bootstrap, &["--isolation", "read_committed"]);
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
