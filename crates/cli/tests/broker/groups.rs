@@ -9,6 +9,7 @@ use std::process::{Command, Output, Stdio};
 use serde_json::Value;
 
 use crate::support::broker::{broker, simple_records, unique_topic, Broker, ProducePlan};
+use crate::support::group::start_settled_members;
 
 const PARTITIONS: i32 = 2;
 const RECORDS: usize = 20;
@@ -255,4 +256,102 @@ fn an_unknown_group_is_named_and_misused_flags_exit_2() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
+}
+
+/// The members table of `--describe --members --verbose`: per member id, its host, client id
+/// and current assignment (`topic:0,1`).
+fn kafka_members(text: &str) -> BTreeMap<String, (String, String, String)> {
+    let mut lines = text.lines().skip_while(|l| !l.starts_with("GROUP "));
+    let heading: Vec<&str> = lines
+        .next()
+        .expect("a heading")
+        .split_whitespace()
+        .collect();
+    let column = |name: &str| heading.iter().position(|h| *h == name).expect(name);
+    let (id, host, client) = (column("CONSUMER-ID"), column("HOST"), column("CLIENT-ID"));
+    let assignment = column("CURRENT-ASSIGNMENT");
+    lines
+        .map(|l| l.split_whitespace().collect::<Vec<&str>>())
+        .filter(|cells| cells.len() == heading.len())
+        .map(|c| {
+            let fields = (
+                c[host].to_owned(),
+                c[client].to_owned(),
+                c[assignment].to_owned(),
+            );
+            (c[id].to_owned(), fields)
+        })
+        .collect()
+}
+
+/// krec's members in the same shape.
+fn krec_members(described: &Value) -> BTreeMap<String, (String, String, String)> {
+    let members = described["members"].as_array().expect("members");
+    members
+        .iter()
+        .map(|m| {
+            let mut by_topic: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+            for tp in m["assignment"].as_array().expect("assignment") {
+                let topic = tp["topic"].as_str().unwrap();
+                by_topic
+                    .entry(topic)
+                    .or_default()
+                    .push(tp["partition"].to_string());
+            }
+            let assigned: Vec<String> = by_topic
+                .iter()
+                .map(|(t, ps)| format!("{t}:{}", ps.join(",")))
+                .collect();
+            let text = |key: &str| m[key].as_str().unwrap().to_owned();
+            let fields = (text("host"), text("client_id"), assigned.join(";"));
+            (text("member_id"), fields)
+        })
+        .collect()
+}
+
+#[test]
+fn live_members_have_the_ids_hosts_and_assignments_kafka_shows() {
+    let broker = broker();
+    let topic = topic_with_records(&broker, "groups-members");
+    let dir = tempfile::tempdir().expect("temp dir");
+    for protocol in ["classic", "consumer"] {
+        let group = format!("{topic}-{protocol}");
+        let extra = ["--group-protocol", protocol];
+        let mut members = start_settled_members(
+            &broker.bootstrap,
+            &topic,
+            &group,
+            dir.path(),
+            1,
+            PARTITIONS,
+            &extra,
+        );
+        let described = krec_json(&broker.bootstrap, &[&group, "-J"]);
+        assert_eq!(described["state"], "Stable", "{described}");
+        let ours = krec_members(&described);
+        let kafka = broker.kafka_sh(
+            "tool",
+            &[
+                "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+                "--bootstrap-server",
+                "{bootstrap}",
+                "--describe",
+                "--members",
+                "--verbose",
+                "--group",
+                &group,
+            ],
+        );
+        assert_eq!(ours, kafka_members(&kafka), "{protocol}: {kafka}");
+        assert_eq!(ours.len(), 1, "{ours:?}");
+        let owner = ours.keys().next().unwrap();
+        for partition in described["partitions"].as_array().unwrap() {
+            assert_eq!(
+                partition["member_id"].as_str(),
+                Some(owner.as_str()),
+                "{partition}"
+            );
+        }
+        members[0].stop();
+    }
 }
