@@ -5,11 +5,13 @@
 
 use std::collections::BTreeMap;
 use std::process::{Command, Output, Stdio};
+use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::support::broker::{broker, simple_records, unique_topic, Broker, ProducePlan};
 use crate::support::group::start_settled_members;
+use crate::support::secure::{run_limited, secure_broker};
 
 const PARTITIONS: i32 = 2;
 const RECORDS: usize = 20;
@@ -353,5 +355,78 @@ fn live_members_have_the_ids_hosts_and_assignments_kafka_shows() {
             );
         }
         members[0].stop();
+    }
+}
+
+#[test]
+fn a_group_the_principal_may_not_describe_names_the_missing_acl() {
+    let broker = secure_broker();
+    let alice = broker.alice_properties("SASL_SSL", Some("PLAIN"));
+    let listener = broker.get("SASL_SSL");
+    let krec = |args: &[&str]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_krec"));
+        command.args(["groups", "-b", listener]);
+        alice.iter().for_each(|p| {
+            command.args(["-X", p]);
+        });
+        command.args(args);
+        run_limited(command, Duration::from_secs(10)).0
+    };
+    let output = krec(&["not-alices-group"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("GROUP_AUTHORIZATION_FAILED")
+            && stderr.contains("lacks the ACL Describe on Group:not-alices-group"),
+        "{stderr}"
+    );
+    // Two groups with commits, made by the admin listener's super user: alice may describe
+    // the one under her prefix only, and sees only that one in the list.
+    let prefix = broker.get("ACL_PREFIX");
+    let topic = topic_with_records(&broker.admin, &format!("{prefix}groups"));
+    let hers = format!("{topic}-g");
+    let other = unique_topic("groups-other");
+    for group in [&hers, &other] {
+        let consumed = broker
+            .admin
+            .consume(&topic, &["-G", group, "-c", "1", "--reset", "earliest"]);
+        assert!(
+            consumed.status.success(),
+            "{}",
+            String::from_utf8_lossy(&consumed.stderr)
+        );
+    }
+    let listed = krec(&["-J"]);
+    assert!(
+        listed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&listed.stderr)
+    );
+    let names: Vec<String> = String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).expect("JSON line")["group"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert!(names.contains(&hers), "{names:?}");
+    assert!(names.iter().all(|g| g.starts_with(prefix)), "{names:?}");
+    let described = krec(&[&hers, "-J"]);
+    assert!(
+        described.status.success(),
+        "{}",
+        String::from_utf8_lossy(&described.stderr)
+    );
+    let described: Value = serde_json::from_slice(&described.stdout).expect("JSON");
+    let rows = described["partitions"].as_array().expect("partitions");
+    assert!(!rows.is_empty(), "{described}");
+    for row in rows {
+        assert!(
+            row["committed_offset"].is_i64() && row["lag"].is_i64(),
+            "{row}"
+        );
+        assert_eq!(row["errors"], serde_json::json!([]), "{row}");
     }
 }
