@@ -382,17 +382,16 @@ mod tests {
         let cells: Vec<&str> = lines[3].split_whitespace().collect();
         assert_eq!(
             cells,
-            [
-                "orders",
-                "0",
-                "3",
-                "10",
-                "7",
-                "m1",
-                "/10.0.0.7",
-                "krec",
-                "-"
-            ]
+            ["orders", "0", "3", "10", "7", "m1", "/10.0.0.7", "krec",]
+        );
+        assert!(!lines[2].contains("ERRORS"), "{text}");
+        let mut refused = described("consumer");
+        refused.partitions[0].errors = vec!["offset: TOPIC_AUTHORIZATION_FAILED".to_owned()];
+        let text = describe_text(&refused, false);
+        let row = text.lines().nth(3).unwrap();
+        assert!(
+            row.ends_with("krec       offset: TOPIC_AUTHORIZATION_FAILED"),
+            "{text}"
         );
         assert!(lines[2].starts_with("TOPIC"), "{text}");
         let share = describe_text(&described("share"), true);

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use kafka_protocol::messages::{
     ConsumerGroupDescribeRequest, DescribeGroupsRequest, GroupId, ListGroupsRequest,
-    ShareGroupDescribeRequest,
+    ListGroupsResponse, ShareGroupDescribeRequest,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -144,7 +144,13 @@ async fn list_on(
             name: error_name(response.error_code),
         });
     }
-    let listed = response
+    Ok((version >= 5, listings(version, response)))
+}
+
+/// The groups of a ListGroups answer at `version`: before v5 no type is sent, and every group
+/// of such a broker is classic.
+fn listings(version: i16, response: ListGroupsResponse) -> Vec<GroupListing> {
+    response
         .groups
         .into_iter()
         .map(|g| GroupListing {
@@ -157,8 +163,7 @@ async fn list_on(
             protocol_type: g.protocol_type.as_str().to_owned(),
             state: g.group_state.as_str().to_owned(),
         })
-        .collect();
-    Ok((version >= 5, listed))
+        .collect()
 }
 
 /// One group, described by its coordinator.
@@ -543,6 +548,24 @@ fn sorted(mut members: Vec<GroupMember>) -> Vec<GroupMember> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_broker_before_list_groups_v5_has_only_classic_groups() {
+        use kafka_protocol::messages::list_groups_response::ListedGroup;
+        let listed = |group_type: &'static str| {
+            ListGroupsResponse::default().with_groups(vec![ListedGroup::default()
+                .with_group_id(GroupId(StrBytes::from_static_str("g")))
+                .with_protocol_type(StrBytes::from_static_str("consumer"))
+                .with_group_state(StrBytes::from_static_str("Stable"))
+                .with_group_type(StrBytes::from_static_str(group_type))])
+        };
+        assert_eq!(listings(5, listed("Consumer"))[0].group_type, "consumer");
+        let old = listings(4, listed(""));
+        assert_eq!(
+            (old[0].group_type.as_str(), old[0].state.as_str()),
+            ("classic", "Stable")
+        );
+    }
 
     #[test]
     fn the_filter_matches_types_and_states_case_insensitively() {
