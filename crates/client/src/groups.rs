@@ -361,7 +361,9 @@ fn check_group(
 ) -> Result<Option<()>, Error> {
     match code {
         0 => Ok(Some(())),
-        GROUP_ID_NOT_FOUND => Ok(None),
+        // A broker with the feature off (share groups before 4.2) may answer the request but
+        // refuse it: the group is then of another kind.
+        GROUP_ID_NOT_FOUND | crate::codes::UNSUPPORTED_VERSION => Ok(None),
         code => Err(group_error(
             connection,
             api,
