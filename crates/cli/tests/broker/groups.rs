@@ -430,3 +430,43 @@ fn a_group_the_principal_may_not_describe_names_the_missing_acl() {
         assert_eq!(row["errors"], serde_json::json!([]), "{row}");
     }
 }
+
+/// On the older releases (`kafka.sh start --version`): the group is listed as classic (with a
+/// note where ListGroups names no types), and described with DescribeGroups, its committed
+/// offsets at the end it read to.
+#[test]
+fn older_brokers_list_and_describe_classic_groups() {
+    for broker in crate::compat::older_brokers() {
+        let topic = topic_with_records(&broker, "groups-compat");
+        let group = format!("{topic}-g");
+        let member = broker.consume(&topic, &["-G", &group, "-e", "--reset", "earliest"]);
+        assert!(
+            member.status.success(),
+            "{}",
+            String::from_utf8_lossy(&member.stderr)
+        );
+        let version = broker.kafka_sh("tool", &["kafka.Kafka", "--version"]);
+        let context = format!("{} ({})", broker.name, version.trim());
+
+        let listed = krec_groups(&broker.bootstrap, &["-J"]);
+        assert!(listed.status.success(), "{context}: {listed:?}");
+        let line = String::from_utf8_lossy(&listed.stdout)
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).expect("JSON line"))
+            .find(|l| l["group"] == group.as_str())
+            .unwrap_or_else(|| panic!("{context}: {group} not listed"));
+        assert_eq!(line["type"], "classic", "{context}: {line}");
+        let note = String::from_utf8_lossy(&listed.stderr).contains("does not report group types");
+        assert_eq!(note, version.starts_with("2."), "{context}: {listed:?}");
+
+        let described = krec_json(&broker.bootstrap, &[&group, "-J"]);
+        assert_eq!(described["type"], "classic", "{context}: {described}");
+        let rows = krec_rows(&described, "committed_offset");
+        assert_eq!(rows.len(), PARTITIONS as usize, "{context}: {rows:?}");
+        let end = (RECORDS as i32 / PARTITIONS) as i64;
+        assert!(
+            rows.values().all(|row| *row == (Some(end), Some(0))),
+            "{context}: {rows:?}"
+        );
+    }
+}
