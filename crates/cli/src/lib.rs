@@ -22,6 +22,7 @@
 //! - [`consume`]: `krec consume`: arguments into a consumer configuration, records out, logging.
 //! - [`metadata`], [`offsets`]: `krec metadata` and `krec offsets`, questions about a cluster.
 //! - [`count`]: `krec count`, exact record counts of a topic or of segment files.
+//! - [`groups`](mod@groups): `krec groups`, the cluster's groups, or one group's members and lag.
 //!
 //! ```
 //! use krec_cli::format::{OutputFormat, RecordContext, RecordWriter};
@@ -50,6 +51,7 @@ pub mod count;
 pub mod decode;
 pub mod error;
 pub mod format;
+pub mod groups;
 pub mod metadata;
 pub mod metrics_server;
 pub mod offsets;

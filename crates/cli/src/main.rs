@@ -30,6 +30,11 @@ enum Command {
         after_help = "Examples:\n  krec offsets -b h1:9092 -t orders\n  krec offsets -b h1:9092 -t orders -p 0,1 --at 2026-11-30T10:00:00Z -J"
     )]
     Offsets(cli::offsets::OffsetsArgs),
+    /// List the groups with their type and state, or describe one: members, lag per partition.
+    #[command(
+        after_help = "Examples:\n  krec groups -b h1:9092\n  krec groups -b h1:9092 --type share,consumer -J\n  krec groups -b h1:9092 billing --isolation read_committed"
+    )]
+    Groups(cli::groups::GroupsArgs),
 }
 
 const DECODE_EXAMPLES: &str = "Examples:
@@ -53,5 +58,6 @@ fn main() -> ExitCode {
         Command::Metadata(args) => cli::metadata::run(args),
         Command::Offsets(args) => cli::offsets::run(args),
         Command::Count(args) => cli::count::run(args),
+        Command::Groups(args) => cli::groups::run(args),
     }
 }

@@ -83,6 +83,23 @@ pub enum Error {
         name: String,
     },
 
+    /// A group coordinator answered with an error about one group.
+    #[error("broker {broker}: {api} for group {group:?}: error {code} ({name}){}{}", detail_text(detail.as_deref()), group_acl_hint(*code, group))]
+    Group {
+        /// `host:port` or node id of the broker.
+        broker: String,
+        /// The request.
+        api: &'static str,
+        /// The group id.
+        group: String,
+        /// Kafka's error code.
+        code: i16,
+        /// Kafka's name for the error code.
+        name: String,
+        /// The broker's own words about the error, when it sent any.
+        detail: Option<String>,
+    },
+
     /// None of the bootstrap brokers could be reached.
     #[error("no bootstrap broker reachable ({brokers}): last error: {last}")]
     NoBroker {
@@ -181,7 +198,7 @@ impl Error {
             | Self::Authentication { .. }
             | Self::MechanismNotEnabled { .. }
             | Self::Config { .. } => true,
-            Self::Broker { code, .. } => is_authorization_code(*code),
+            Self::Broker { code, .. } | Self::Group { code, .. } => is_authorization_code(*code),
             Self::NoBroker { last, .. } => last.is_security_failure(),
             _ => false,
         }
@@ -218,6 +235,23 @@ fn acl_hint(code: i16, api: &str, topic: Option<&str>) -> String {
         31 => format!(": the principal lacks an ACL on the Cluster resource for {api}"),
         _ => String::new(),
     }
+}
+
+/// Which ACL a group request refused for authorization asks for.
+fn group_acl_hint(code: i16, group: &str) -> String {
+    match code {
+        30 => format!(": the principal lacks the ACL Describe on Group:{group}"),
+        29 => {
+            ": the principal lacks the ACL Describe on a topic the group has offsets in".to_owned()
+        }
+        31 => ": the principal lacks the ACL Describe on the Cluster resource".to_owned(),
+        69 => ": the cluster has no group of that id".to_owned(),
+        _ => String::new(),
+    }
+}
+
+fn detail_text(detail: Option<&str>) -> String {
+    detail.map_or_else(String::new, |detail| format!(" ({detail})"))
 }
 
 /// What a broker error is about, for its message: ` for TOPIC/PARTITION`, ` for TOPIC`, or
@@ -260,6 +294,24 @@ mod tests {
             broker_error(None, None, 2),
             "broker b:1: Fetch: error 2 (CORRUPT_MESSAGE)"
         );
+    }
+
+    #[test]
+    fn a_group_authorization_error_names_the_group_acl() {
+        let error = Error::Group {
+            broker: "b:1".to_owned(),
+            api: "DescribeGroups",
+            group: "billing".to_owned(),
+            code: 30,
+            name: crate::error_name(30),
+            detail: None,
+        };
+        assert_eq!(
+            error.to_string(),
+            "broker b:1: DescribeGroups for group \"billing\": error 30 \
+             (GROUP_AUTHORIZATION_FAILED): the principal lacks the ACL Describe on Group:billing"
+        );
+        assert!(error.is_security_failure());
     }
 
     #[test]

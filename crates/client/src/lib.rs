@@ -21,6 +21,8 @@
 //! - [`metadata`], [`offsets`], [`fetch`], [`group`]: the requests, each in its own module;
 //!   [`fetch_session`] keeps a broker's KIP-227 fetch session and builds its requests.
 //! - [`describe`]: the cluster as an operator asks about it: racks, replicas, ISR, errors.
+//! - [`groups`], [`group_lag`]: groups as an operator asks about them: every group with its
+//!   type and state, one group's members, assignor and per-partition lag.
 //! - [`error`]: the crate's one error enum, naming the broker and request.
 //! - [`wire`]: the kafka-protocol types the raw calls above show.
 //!
@@ -60,7 +62,8 @@
 //!   [`SaslConfig`], [`TlsConfig`], [`Secret`]), [`Error`]; your own SASL mechanism or token
 //!   source through [`sasl`].
 //! - Asking: [`metadata::MetadataClient`] ([`metadata::ClusterMetadata`]),
-//!   [`offsets::list_offsets`], [`describe::describe_cluster`], the group calls in [`group`].
+//!   [`offsets::list_offsets`], [`describe::describe_cluster`], the group calls in [`group`],
+//!   [`groups::list_groups`] and [`groups::describe_group`].
 //! - Fetching: [`fetch_session::FetchSession`] with [`fetch::FetchParams`], its answers as
 //!   [`fetch::PartitionResponse`]s; [`fetch::scan_batches`] splits their record bytes.
 //! - Helpers: [`error_name`], [`codes`], [`versions::api_name`].
@@ -68,7 +71,7 @@
 //! Internal: framing buffers, transport, authentication, the response checks. `kafka-protocol`
 //! types appear only where the raw wire calls need them, and only under one module,
 //! [`wire`] (its re-exports and the [`wire::ApiRequest`] trait; its page lists those calls):
-//! none in the crate-root re-exports, metadata, offsets, describe or fetch's results.
+//! none in the crate-root re-exports, metadata, offsets, describe, groups or fetch's results.
 //!
 //! How this crate fits into krec (the crates, the hot path, the invariants):
 //! `docs/ARCHITECTURE.md` in the repository.
@@ -82,6 +85,8 @@ pub mod fetch;
 pub mod fetch_session;
 mod frame_buffers;
 pub mod group;
+pub mod group_lag;
+pub mod groups;
 pub mod metadata;
 pub mod offsets;
 mod receive_wait;

@@ -114,6 +114,11 @@ fn message(api_key: i16) -> Option<&'static Message> {
         ApiKey::ConsumerGroupHeartbeat => &layouts::CONSUMER_GROUP_HEARTBEAT,
         ApiKey::SaslHandshake => &layouts::SASL_HANDSHAKE,
         ApiKey::SaslAuthenticate => &layouts::SASL_AUTHENTICATE,
+        ApiKey::ListGroups => &layouts::LIST_GROUPS,
+        ApiKey::DescribeGroups => &layouts::DESCRIBE_GROUPS,
+        ApiKey::ConsumerGroupDescribe => &layouts::CONSUMER_GROUP_DESCRIBE,
+        ApiKey::ShareGroupDescribe => &layouts::SHARE_GROUP_DESCRIBE,
+        ApiKey::DescribeShareGroupOffsets => &layouts::DESCRIBE_SHARE_GROUP_OFFSETS,
         _ => return None,
     })
 }

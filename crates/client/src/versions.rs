@@ -3,14 +3,16 @@
 use std::collections::HashMap;
 
 use kafka_protocol::messages::{
-    ApiVersionsRequest, ApiVersionsResponse, ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse, FetchRequest, FetchResponse, FindCoordinatorRequest,
+    ApiVersionsRequest, ApiVersionsResponse, ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse, ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse,
+    DescribeGroupsRequest, DescribeGroupsResponse, DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsResponse, FetchRequest, FetchResponse, FindCoordinatorRequest,
     FindCoordinatorResponse, HeartbeatRequest, HeartbeatResponse, JoinGroupRequest,
-    JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse, ListOffsetsRequest,
-    ListOffsetsResponse, MetadataRequest, MetadataResponse, OffsetCommitRequest,
-    OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse, SaslAuthenticateRequest,
-    SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse, SyncGroupRequest,
-    SyncGroupResponse,
+    JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse, ListGroupsRequest,
+    ListGroupsResponse, ListOffsetsRequest, ListOffsetsResponse, MetadataRequest, MetadataResponse,
+    OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse,
+    SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
+    ShareGroupDescribeRequest, ShareGroupDescribeResponse, SyncGroupRequest, SyncGroupResponse,
 };
 use kafka_protocol::protocol::Message;
 
@@ -37,12 +39,25 @@ api_request!(JoinGroupRequest, JoinGroupResponse, 11);
 api_request!(HeartbeatRequest, HeartbeatResponse, 12);
 api_request!(LeaveGroupRequest, LeaveGroupResponse, 13);
 api_request!(SyncGroupRequest, SyncGroupResponse, 14);
+api_request!(DescribeGroupsRequest, DescribeGroupsResponse, 15);
+api_request!(ListGroupsRequest, ListGroupsResponse, 16);
 api_request!(SaslHandshakeRequest, SaslHandshakeResponse, 17);
 api_request!(SaslAuthenticateRequest, SaslAuthenticateResponse, 36);
 api_request!(
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
     68
+);
+api_request!(
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    69
+);
+api_request!(ShareGroupDescribeRequest, ShareGroupDescribeResponse, 77);
+api_request!(
+    DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsResponse,
+    90
 );
 
 /// The version range of each API a broker announced in its ApiVersions response.
@@ -99,10 +114,15 @@ pub fn api_name(api_key: i16) -> &'static str {
         12 => "Heartbeat",
         13 => "LeaveGroup",
         14 => "SyncGroup",
+        15 => "DescribeGroups",
+        16 => "ListGroups",
         17 => "SaslHandshake",
         36 => "SaslAuthenticate",
         18 => "ApiVersions",
         68 => "ConsumerGroupHeartbeat",
+        69 => "ConsumerGroupDescribe",
+        77 => "ShareGroupDescribe",
+        90 => "DescribeShareGroupOffsets",
         _ => "request",
     }
 }

@@ -11,7 +11,7 @@ use crate::support::broker::{
 use crate::support::questions::{json_of, krec};
 
 /// The older instances test.sh started, by kafka.sh name.
-fn older_brokers() -> Vec<Broker> {
+pub(crate) fn older_brokers() -> Vec<Broker> {
     let names = std::env::var("KREC_TEST_COMPAT_NAMES")
         .expect("KREC_TEST_COMPAT_NAMES: the kafka.sh instances of older releases (test.sh)");
     let kafka_sh = std::path::PathBuf::from(std::env::var("KREC_KAFKA_SH").expect("KREC_KAFKA_SH"));

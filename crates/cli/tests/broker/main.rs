@@ -20,6 +20,7 @@ mod faults;
 mod fetch_sessions;
 mod filters;
 mod group;
+mod groups;
 #[cfg(feature = "gssapi")]
 mod kerberos;
 mod metrics;

@@ -301,3 +301,126 @@ pub(super) const SASL_AUTHENTICATE: Message = Message {
     flexible_from: 2,
     body: plain(&[all(I16), all(STR), all(BYTES), since(1, I64)]),
 };
+
+const LISTED_GROUP: Layout = plain(&[all(STR), all(STR), since(4, STR), since(5, STR)]);
+pub(super) const LIST_GROUPS: Message = Message {
+    versions: (0, 5),
+    flexible_from: 3,
+    body: plain(&[
+        since(1, I32),
+        all(I16),
+        all(Kind::Array(&Kind::Struct(&LISTED_GROUP))),
+    ]),
+};
+
+const DESCRIBED_GROUP_MEMBER: Layout = plain(&[
+    all(STR),
+    since(4, STR),
+    all(STR),
+    all(STR),
+    all(BYTES),
+    all(BYTES),
+]);
+const DESCRIBED_GROUP: Layout = plain(&[
+    all(I16),
+    since(6, STR),
+    all(STR),
+    all(STR),
+    all(STR),
+    all(STR),
+    all(Kind::Array(&Kind::Struct(&DESCRIBED_GROUP_MEMBER))),
+    since(3, I32),
+]);
+pub(super) const DESCRIBE_GROUPS: Message = Message {
+    versions: (0, 6),
+    flexible_from: 5,
+    body: plain(&[
+        since(1, I32),
+        all(Kind::Array(&Kind::Struct(&DESCRIBED_GROUP))),
+    ]),
+};
+
+const NAMED_TOPIC_PARTITIONS: Layout = plain(&[all(UUID), all(STR), all(I32_ARRAY)]);
+const NAMED_ASSIGNMENT: Layout = plain(&[all(Kind::Array(&Kind::Struct(&NAMED_TOPIC_PARTITIONS)))]);
+const CONSUMER_GROUP_MEMBER: Layout = plain(&[
+    all(STR),
+    all(STR),
+    all(STR),
+    all(I32),
+    all(STR),
+    all(STR),
+    all(Kind::Array(&STR)),
+    all(STR),
+    all(Kind::Struct(&NAMED_ASSIGNMENT)),
+    all(Kind::Struct(&NAMED_ASSIGNMENT)),
+    since(1, I8),
+]);
+const CONSUMER_GROUP_DESCRIBED: Layout = plain(&[
+    all(I16),
+    all(STR),
+    all(STR),
+    all(STR),
+    all(I32),
+    all(I32),
+    all(STR),
+    all(Kind::Array(&Kind::Struct(&CONSUMER_GROUP_MEMBER))),
+    all(I32),
+]);
+pub(super) const CONSUMER_GROUP_DESCRIBE: Message = Message {
+    versions: (0, 1),
+    flexible_from: 0,
+    body: plain(&[
+        all(I32),
+        all(Kind::Array(&Kind::Struct(&CONSUMER_GROUP_DESCRIBED))),
+    ]),
+};
+
+const SHARE_GROUP_MEMBER: Layout = plain(&[
+    all(STR),
+    all(STR),
+    all(I32),
+    all(STR),
+    all(STR),
+    all(Kind::Array(&STR)),
+    all(Kind::Struct(&NAMED_ASSIGNMENT)),
+]);
+const SHARE_GROUP_DESCRIBED: Layout = plain(&[
+    all(I16),
+    all(STR),
+    all(STR),
+    all(STR),
+    all(I32),
+    all(I32),
+    all(STR),
+    all(Kind::Array(&Kind::Struct(&SHARE_GROUP_MEMBER))),
+    all(I32),
+]);
+pub(super) const SHARE_GROUP_DESCRIBE: Message = Message {
+    versions: (1, 1),
+    flexible_from: 0,
+    body: plain(&[
+        all(I32),
+        all(Kind::Array(&Kind::Struct(&SHARE_GROUP_DESCRIBED))),
+    ]),
+};
+
+const SHARE_OFFSETS_PARTITION: Layout = plain(&[all(I32), all(I64), all(I32), all(I16), all(STR)]);
+const SHARE_OFFSETS_TOPIC: Layout = plain(&[
+    all(STR),
+    all(UUID),
+    all(Kind::Array(&Kind::Struct(&SHARE_OFFSETS_PARTITION))),
+]);
+const SHARE_OFFSETS_GROUP: Layout = plain(&[
+    all(STR),
+    all(Kind::Array(&Kind::Struct(&SHARE_OFFSETS_TOPIC))),
+    all(I16),
+    all(STR),
+]);
+pub(super) const DESCRIBE_SHARE_GROUP_OFFSETS: Message = Message {
+    versions: (0, 0),
+    flexible_from: 0,
+    body: plain(&[
+        all(I32),
+        all(Kind::Array(&Kind::Struct(&SHARE_OFFSETS_GROUP))),
+    ]),
+};

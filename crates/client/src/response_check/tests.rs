@@ -219,6 +219,85 @@ fn consumer_group_heartbeat_and_sasl_layouts() {
 }
 
 #[test]
+fn group_listing_and_description_layouts() {
+    let listed = ListGroupsResponse::default().with_groups(vec![
+        list_groups_response::ListedGroup::default()
+            .with_group_id(GroupId(s("g")))
+            .with_protocol_type(s("consumer"))
+            .with_group_state(s("Stable"))
+            .with_group_type(s("classic"));
+        2
+    ]);
+    walks_every_version(ApiKey::ListGroups, &[listed]);
+    use describe_groups_response::{DescribedGroup, DescribedGroupMember};
+    let member = DescribedGroupMember::default()
+        .with_member_id(s("m"))
+        .with_client_id(s("c"))
+        .with_client_host(s("/h"))
+        .with_member_metadata(bytes::Bytes::from_static(b"meta"))
+        .with_member_assignment(bytes::Bytes::from_static(b"assigned"));
+    let classic = DescribeGroupsResponse::default().with_groups(vec![DescribedGroup::default()
+        .with_group_id(GroupId(s("g")))
+        .with_group_state(s("Stable"))
+        .with_protocol_type(s("consumer"))
+        .with_protocol_data(s("range"))
+        .with_members(vec![
+            member.clone(),
+            member.with_group_instance_id(Some(s("i"))),
+        ])]);
+    walks_every_version(ApiKey::DescribeGroups, &[classic]);
+}
+
+#[test]
+fn consumer_and_share_group_layouts() {
+    use consumer_group_describe_response as cgd;
+    let owned =
+        cgd::Assignment::default().with_topic_partitions(vec![cgd::TopicPartitions::default()
+            .with_topic_name(TopicName(s("t")))
+            .with_partitions(vec![0, 1])]);
+    let member = cgd::Member::default()
+        .with_member_id(s("m"))
+        .with_instance_id(Some(s("i")))
+        .with_subscribed_topic_names(vec![TopicName(s("t"))])
+        .with_subscribed_topic_regex(Some(s("t.*")))
+        .with_assignment(owned.clone())
+        .with_target_assignment(owned)
+        .with_member_type(1);
+    let consumer =
+        ConsumerGroupDescribeResponse::default().with_groups(vec![cgd::DescribedGroup::default()
+            .with_error_message(Some(s("e")))
+            .with_group_id(GroupId(s("g")))
+            .with_assignor_name(s("uniform"))
+            .with_members(vec![member.clone(), member])]);
+    walks_every_version(ApiKey::ConsumerGroupDescribe, &[consumer]);
+    use share_group_describe_response as sgd;
+    let member = sgd::Member::default()
+        .with_member_id(s("m"))
+        .with_rack_id(Some(s("r")))
+        .with_subscribed_topic_names(vec![TopicName(s("t"))])
+        .with_assignment(sgd::Assignment::default().with_topic_partitions(vec![
+            sgd::TopicPartitions::default().with_partitions(vec![2]),
+        ]));
+    let share =
+        ShareGroupDescribeResponse::default().with_groups(vec![sgd::DescribedGroup::default()
+            .with_group_id(GroupId(s("g")))
+            .with_members(vec![member])]);
+    walks_every_version(ApiKey::ShareGroupDescribe, &[share]);
+    use describe_share_group_offsets_response as dso;
+    let partition = dso::DescribeShareGroupOffsetsResponsePartition::default()
+        .with_start_offset(5)
+        .with_error_message(Some(s("e")));
+    let offsets = DescribeShareGroupOffsetsResponse::default().with_groups(vec![
+        dso::DescribeShareGroupOffsetsResponseGroup::default()
+            .with_group_id(GroupId(s("g")))
+            .with_topics(vec![dso::DescribeShareGroupOffsetsResponseTopic::default()
+                .with_topic_name(TopicName(s("t")))
+                .with_partitions(vec![partition.clone(), partition])]),
+    ]);
+    walks_every_version(ApiKey::DescribeShareGroupOffsets, &[offsets]);
+}
+
+#[test]
 fn a_count_beyond_the_bytes_left_is_refused_before_decoding() {
     // Metadata v12: throttle, then a compact array of brokers claiming u32::MAX - 1 entries.
     let body = [0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f, 0];
