@@ -128,6 +128,7 @@ fn write_chunk<W: Write>(
         scanned: 0,
         last_written: None,
         reached: false,
+        cut: false,
         passed_end: false,
     };
     // Batches parsed in place and lent (`try_for_each_ref`): moving each out by value costs
@@ -143,13 +144,14 @@ fn write_chunk<W: Write>(
         scanned,
         last_written,
         reached,
+        cut,
         passed_end,
         ..
     } = state;
     writer.flush().map_err(output_error)?;
-    // Cut short by `-c`: written up to the last record; otherwise the whole chunk (control
-    // records and compacted gaps included).
-    let next_offset = if reached {
+    // Cut short by `-c` (here or on another thread): written up to the last record written, if
+    // any; otherwise the whole chunk (control records and compacted gaps included).
+    let next_offset = if cut {
         last_written.map(|offset| offset + 1)
     } else {
         Some(chunk.next_offset())
@@ -203,6 +205,8 @@ struct ChunkWriting<'w, W: Write> {
     last_written: Option<i64>,
     /// `-c`'s count was reached by a record of this chunk.
     reached: bool,
+    /// `-c` stopped this chunk: its count was reached here or by another thread meanwhile.
+    cut: bool,
     /// A record past the range's end was met: nothing after it is written.
     passed_end: bool,
 }
@@ -247,11 +251,13 @@ impl<W: Write> ChunkWriting<'_, W> {
             if let Some(limit) = self.limit {
                 let slot = self.progress.claimed.fetch_add(1, Ordering::Relaxed);
                 if slot >= limit {
+                    self.cut = true;
                     return Ok(ControlFlow::Break(()));
                 }
                 if slot + 1 == limit {
                     self.progress.count_reached.store(true, Ordering::Relaxed);
                     self.reached = true;
+                    self.cut = true;
                 }
             }
             self.writer

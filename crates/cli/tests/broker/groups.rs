@@ -470,3 +470,49 @@ fn older_brokers_list_and_describe_classic_groups() {
         );
     }
 }
+
+/// `-c N` with a group and several decode threads: a chunk another thread cut short at the
+/// count is not committed as written. Every committed offset is at most one past the last
+/// record the member printed of that partition (none printed: nothing committed). Five runs,
+/// since the race needs two threads at the count at once.
+#[test]
+fn a_member_stopped_by_count_commits_only_what_it_printed() {
+    let broker = broker();
+    let topic = unique_topic("groups-count");
+    broker.create_topic(&topic, 4, 1);
+    broker.produce_python(&ProducePlan {
+        topic: topic.clone(),
+        compression: "none".to_owned(),
+        steps: vec![(None, simple_records(0, 4000, 4))],
+        ..ProducePlan::default()
+    });
+    for run in 0..5 {
+        let group = unique_topic("groups-count-g");
+        let args = [
+            "-G",
+            group.as_str(),
+            "-c",
+            "5",
+            "--threads",
+            "4",
+            "--reset",
+            "earliest",
+        ];
+        let printed = broker.consume_records(&topic, &args);
+        assert_eq!(printed.len(), 5, "run {run}");
+        let described = krec_json(&broker.bootstrap, &[group.as_str(), "-J"]);
+        for row in described["partitions"].as_array().expect("partitions") {
+            let partition = row["partition"].as_i64().unwrap() as i32;
+            let next = printed
+                .iter()
+                .filter(|r| r.partition == partition)
+                .map(|r| r.offset + 1)
+                .max();
+            let committed = row["committed_offset"].as_i64();
+            assert!(
+                committed.unwrap_or(0) <= next.unwrap_or(0),
+                "run {run}: partition {partition} committed at {committed:?}, printed up to {next:?}"
+            );
+        }
+    }
+}
