@@ -179,17 +179,3 @@ pub mod codes {
         )
     }
 }
-
-// TEMPORARY scaffold until the SASL seam lands on main.
-#[allow(missing_docs)]
-pub mod sasl {
-    pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
-    #[cfg(feature = "aws-msk-iam")]
-    pub mod aws_msk_iam {
-        pub mod credentials;
-        pub mod region;
-        pub mod sign;
-        pub use aws_credential_types::Credentials as AwsCredentials;
-        pub use sign::{native_payload, oauthbearer_token};
-    }
-}

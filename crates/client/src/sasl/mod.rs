@@ -41,6 +41,7 @@ use crate::security::properties_map::PropertyMap;
 use crate::security::secret::Secret;
 use crate::Error;
 
+pub mod aws_msk_iam;
 pub(crate) mod oauthbearer;
 pub(crate) mod plain;
 pub(crate) mod scram;
@@ -182,6 +183,7 @@ pub(crate) const REGISTERED: &[Registration] = &[
     plain::REGISTRATION,
     scram::REGISTRATION,
     oauthbearer::REGISTRATION,
+    aws_msk_iam::REGISTRATION,
 ];
 
 /// The mechanism `sasl.mechanism` names, built from the properties.
