@@ -3,9 +3,8 @@
 //! by AWS's EC2 metadata mock.
 
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
 use krec_client::sasl::aws_msk_iam::credentials::{
@@ -13,79 +12,7 @@ use krec_client::sasl::aws_msk_iam::credentials::{
 };
 use krec_client::sasl::aws_msk_iam::AwsCredentials;
 
-/// The chain reads process-wide environment variables: one test at a time.
-static ENVIRONMENT: Mutex<()> = Mutex::new(());
-
-/// Every variable the chain reads, cleared for each test and restored after it.
-const CHAIN_VARIABLES: [&str; 16] = [
-    "AWS_ACCESS_KEY_ID",
-    "AWS_SECRET_ACCESS_KEY",
-    "AWS_SESSION_TOKEN",
-    "AWS_PROFILE",
-    "AWS_DEFAULT_PROFILE",
-    "AWS_CONFIG_FILE",
-    "AWS_SHARED_CREDENTIALS_FILE",
-    "AWS_WEB_IDENTITY_TOKEN_FILE",
-    "AWS_ROLE_ARN",
-    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
-    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-    "AWS_EC2_METADATA_DISABLED",
-    "AWS_EC2_METADATA_SERVICE_ENDPOINT",
-    "AWS_REGION",
-    "AWS_DEFAULT_REGION",
-    "HOME",
-];
-
-/// A clean environment with a home directory of its own; restores the old one on drop.
-struct Sandbox {
-    home: PathBuf,
-    saved: Vec<(&'static str, Option<std::ffi::OsString>)>,
-    _lock: std::sync::MutexGuard<'static, ()>,
-}
-
-impl Sandbox {
-    fn new(name: &str) -> Self {
-        let lock = ENVIRONMENT
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let home = std::env::temp_dir().join(format!("krec-msk-iam-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&home);
-        std::fs::create_dir_all(home.join(".aws")).unwrap();
-        let saved = CHAIN_VARIABLES
-            .iter()
-            .map(|v| (*v, std::env::var_os(v)))
-            .collect();
-        for variable in CHAIN_VARIABLES {
-            std::env::remove_var(variable);
-        }
-        std::env::set_var("HOME", &home);
-        // The last link, unless a test serves it: no waiting on an address that is not there.
-        std::env::set_var("AWS_EC2_METADATA_DISABLED", "true");
-        Self {
-            home,
-            saved,
-            _lock: lock,
-        }
-    }
-
-    fn write(&self, relative: &str, text: &str) -> PathBuf {
-        let path = self.home.join(relative);
-        std::fs::write(&path, text).unwrap();
-        path
-    }
-}
-
-impl Drop for Sandbox {
-    fn drop(&mut self) {
-        for (variable, value) in &self.saved {
-            match value {
-                Some(value) => std::env::set_var(variable, value),
-                None => std::env::remove_var(variable),
-            }
-        }
-        let _ = std::fs::remove_dir_all(&self.home);
-    }
-}
+use super::sandbox::Sandbox;
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -236,7 +163,6 @@ impl Drop for MetadataMock {
 
 #[test]
 fn ec2_instance_metadata_over_imdsv2() {
-    // Found before the sandbox moves HOME, where scripts/aws.sh keeps it by default.
     let binary = super::tool("KREC_TEST_EC2_METADATA_MOCK", "metadata-mock");
     let sandbox = Sandbox::new("imds");
     let config = sandbox.write(

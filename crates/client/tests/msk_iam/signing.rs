@@ -1,38 +1,12 @@
 //! The signatures, byte for byte against AWS's Python signer and botocore, with fixed
 //! credentials and a frozen clock.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
 
 use krec_client::sasl::aws_msk_iam::{native_payload, oauthbearer_token, AwsCredentials};
 use serde_json::{json, Value};
 
-/// Asks `reference.py` (AWS's libraries) the questions of `requests`, in one run.
-fn reference(requests: &[Value]) -> Vec<Value> {
-    let python = super::tool("KREC_TEST_AWS_PYTHON", "python");
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/msk_iam/reference.py");
-    let mut child = Command::new(python)
-        .arg(script)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the reference python");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(Value::from(requests.to_vec()).to_string().as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    assert!(
-        output.status.success(),
-        "reference.py failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).unwrap()
-}
+use super::reference;
 
 struct Case {
     access_key: &'static str,
