@@ -8,6 +8,7 @@ mod chain;
 mod mechanism;
 mod sandbox;
 mod signing;
+mod wire;
 
 use std::io::Write;
 use std::path::PathBuf;

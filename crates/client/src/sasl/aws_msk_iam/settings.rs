@@ -231,7 +231,9 @@ mod tests {
 
     #[test]
     fn mistakes_name_the_property_to_fix() {
-        let cases: [(&[(&str, &str)], &str, &str); 5] = [
+        // (extra properties, the property named, words of the detail)
+        type Case<'a> = (&'a [(&'a str, &'a str)], &'a str, &'a str);
+        let cases: [Case; 5] = [
             (
                 &[("sasl.client.callback.handler.class", "com.example.Handler")],
                 "sasl.client.callback.handler.class",
