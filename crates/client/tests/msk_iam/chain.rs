@@ -97,6 +97,7 @@ fn profiles_of_the_shared_files_by_name_by_aws_profile_and_by_credential_process
         Err(CredentialsFailure::Fatal(error)) => {
             let text = error.to_string();
             assert!(text.contains("AWS profile \"missing\""), "{text}");
+            assert!(text.contains("is the profile in ~/.aws/config"), "{text}");
         }
         other => panic!("an unknown profile must fail for good: {other:?}"),
     }

@@ -6,6 +6,8 @@
 use std::error::Error as _;
 use std::fmt::Write as _;
 
+use aws_config::profile::ProfileFileCredentialsProvider;
+use aws_config::provider_config::ProviderConfig;
 use aws_config::sts::AssumeRoleProvider;
 use aws_config::{BehaviorVersion, Region};
 use aws_credential_types::provider::error::CredentialsError;
@@ -82,12 +84,20 @@ impl CredentialChain {
             .get_or_init(|| build_provider(&self.source, region))
             .await;
         provider.provide_credentials().await.map_err(|error| {
-            let detail: BoxError = format!(
+            let mut text = format!(
                 "no AWS credentials from {}: {}",
                 self.source.describe(),
                 with_causes(&error)
-            )
-            .into();
+            );
+            if self.source.profile.is_some()
+                && matches!(error, CredentialsError::CredentialsNotLoaded(_))
+            {
+                text.push_str(
+                    " (is the profile in ~/.aws/config or ~/.aws/credentials, or the files \
+                     AWS_CONFIG_FILE and AWS_SHARED_CREDENTIALS_FILE name?)",
+                );
+            }
+            let detail: BoxError = text.into();
             match error {
                 CredentialsError::ProviderTimedOut(_) | CredentialsError::Unhandled(_) => {
                     CredentialsFailure::Retriable(detail)
@@ -103,16 +113,32 @@ async fn build_provider(source: &CredentialSource, region: &str) -> SharedCreden
     let http_client = aws_smithy_http_client::Builder::new()
         .tls_provider(Provider::Rustls(CryptoMode::Ring))
         .build_https();
+    let region = Region::new(region.to_owned());
     let mut loader = aws_config::defaults(BehaviorVersion::latest())
-        .http_client(http_client)
-        .region(Region::new(region.to_owned()));
+        .http_client(http_client.clone())
+        .region(region.clone());
     if let Some(profile) = &source.profile {
         loader = loader.profile_name(profile);
     }
     let config = loader.load().await;
-    let base = config
-        .credentials_provider()
-        .expect("aws-config's loader always sets a credentials provider");
+    let base = match &source.profile {
+        // A named profile alone, as AWS's CLI and Java library read it: a missing one is an
+        // error, not a fall through to the instance's role.
+        Some(profile) => {
+            let conf = ProviderConfig::without_region()
+                .with_region(Some(region))
+                .with_http_client(http_client);
+            SharedCredentialsProvider::new(
+                ProfileFileCredentialsProvider::builder()
+                    .configure(&conf)
+                    .profile_name(profile)
+                    .build(),
+            )
+        }
+        None => config
+            .credentials_provider()
+            .expect("aws-config's loader always sets a credentials provider"),
+    };
     match &source.role_arn {
         None => base,
         Some(role) => {
