@@ -121,6 +121,11 @@ fn oauthbearer_carries_a_token_botocore_signs_alike() {
         url.ends_with(&format!("&User-Agent=krec%2F{}", env!("CARGO_PKG_VERSION"))),
         "{url}"
     );
+    let debug = format!("{sasl:?}");
+    assert!(
+        !debug.contains(token) && !debug.contains(SECRET_KEY),
+        "{debug}"
+    );
 }
 
 #[test]
