@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# A real Apache Kafka 4.x broker (KRaft) on 127.0.0.1, assembled from the Maven Central jars.
+# A real Apache Kafka 4.x broker (KRaft) on 127.0.0.1, assembled from the Maven Central jars;
+# or, with --version, an older release on ZooKeeper.
 #
-#   scripts/kafka.sh fetch
+#   scripts/kafka.sh fetch      [--version V]
 #   scripts/kafka.sh start      [--name N] [--brokers 1|3] [--owner-pid P]
-#                               [--secured [--reauth-ms MS]] [--proxies K]
+#                               [--secured [--reauth-ms MS] [--kdc ENVFILE]] [--proxies K]
+#                               [--version V]
 #                                                           prints the bootstrap string; with
 #                                                           --owner-pid, stops itself when P exits
 #   scripts/kafka.sh stop       [--name N] [--clean]
@@ -20,6 +22,10 @@
 #   scripts/kafka.sh pid        [--name N] [--node K]          that node's broker pid (SIGSTOP)
 #   scripts/kafka.sh proxy-env  [--name N]                     prints the path of proxy.env
 #
+# --version V: the release pom.xml names (the default, KRaft), or 2.8.x..3.9.x: one plain node
+# on its own ZooKeeper (scripts/kafka/legacy.sh, jars in target/kafka/lib-V); later commands
+# on that instance use its version by themselves.
+#
 # Each named instance keeps its state in target/kafka/<name>/ (default name: "default"), so
 # several brokers can run side by side; ports are picked free at start. Node K sits in rack
 # `rack-K` (broker.rack) with the rack-aware replica selector (KIP-392), so a client giving
@@ -31,8 +37,9 @@
 # inter-broker and admin listener: its ANONYMOUS principal is a super user, so `topic`, `tool`
 # and kcat producers work as on a plain instance) and CONTROLLER, it serves, each on its own
 # 127.0.0.1 port and advertised as such:
-#   SASL_SSL         SASL mechanisms PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER
-#   SASL_PLAINTEXT   the same four mechanisms
+#   SASL_SSL         SASL mechanisms PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER (and GSSAPI
+#                    with --kdc)
+#   SASL_PLAINTEXT   the same mechanisms
 #   SSL              mutual TLS (ssl.client.auth=required); a certificate CN=alice is User:alice
 #   SASL_PLAIN_ONLY  protocol SASL_PLAINTEXT, PLAIN only (for "mechanism not enabled")
 #   SSL_WRONG_HOST   protocol SSL, no client auth; its certificate, from the same CA, names
@@ -45,6 +52,12 @@
 # (default 4000): clients must re-authenticate (KIP-368) or are disconnected; Debian's kcat
 # (librdkafka 2.0.2) does not, so a kcat on a SASL listener is cut off after MS. Certificates
 # and keys are made fresh at every start with openssl, in <instance>/secure/.
+# With `--kdc ENVFILE` (the kdc.env of a running scripts/kdc.sh KDC, which must be serving
+# before the broker starts: the broker logs in with its keytab), SASL_SSL and SASL_PLAINTEXT
+# also offer GSSAPI: the broker is BROKER_PRINCIPAL (kafka/127.0.0.1@KREC.TEST) with
+# BROKER_KEYTAB, sasl.kerberos.service.name=kafka, and its JVM reads the KDC's krb5.conf
+# (-Djava.security.krb5.conf). Kafka's DEFAULT principal mapping drops the realm, so the
+# Kerberos principal alice@KREC.TEST is User:alice, under the ACLs below.
 # The instance directory then holds secure.env, KEY=value lines (no quoting, absolute paths):
 #   PLAINTEXT SASL_SSL SASL_PLAINTEXT SSL SASL_PLAIN_ONLY SSL_WRONG_HOST
 #                            each listener as 127.0.0.1:PORT
@@ -66,6 +79,7 @@
 #   SASL_MECHANISMS          PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER
 #   ACL_PREFIX               sec-
 #   REAUTH_MS                connections.max.reauth.ms of the SASL listeners (0: none)
+#   KDC_ENV                  with --kdc only: the kdc.env given (principals, keytabs, krb5.conf)
 # secure.env is written last, once the ACLs are in place. The broker certificate has the SANs
 # IP:127.0.0.1 and DNS:localhost. Broker-side, SASL authentications and re-authentications
 # are logged (DEBUG lines let through by log4j2-broker.xml) to node1/broker.log.
@@ -97,8 +111,16 @@ REPO_ROOT="$(cd "$SCRIPT_DIR/.." && pwd)"
 KAFKA_CONF_DIR="$SCRIPT_DIR/kafka"
 # shellcheck source=kafka/secured.sh
 source "$KAFKA_CONF_DIR/secured.sh"
+# shellcheck source=kafka/kerberos.sh
+source "$KAFKA_CONF_DIR/kerberos.sh"
+# shellcheck source=kafka/legacy.sh
+source "$KAFKA_CONF_DIR/legacy.sh"
 KAFKA_HOME="${KREC_KAFKA_HOME:-$REPO_ROOT/target/kafka}"
 KAFKA_LIB="$KAFKA_HOME/lib"
+# The release pom.xml names: what every instance runs unless started with --version.
+DEFAULT_KAFKA_VERSION="$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$KAFKA_CONF_DIR/pom.xml")"
+# Broker and tool logging: log4j2 for 4.x, log4j 1 for the older releases (legacy.sh).
+LEGACY=0
 BROKER_HEAP="${KREC_KAFKA_HEAP:-512m}"
 # Seconds to wait for a node to serve, and for a node to exit after SIGTERM.
 START_TIMEOUT_S=120
@@ -118,6 +140,10 @@ fetch_stamp() {
 }
 
 cmd_fetch() {
+    if ((LEGACY)); then
+        legacy_fetch "$KAFKA_VERSION"
+        return
+    fi
     local stamp
     stamp="$(fetch_stamp)"
     [[ -f "$stamp" ]] && return 0
@@ -145,6 +171,10 @@ cmd_fetch() {
 }
 
 require_jars() {
+    if ((LEGACY)); then
+        legacy_fetch "$KAFKA_VERSION"
+        return
+    fi
     [[ -f "$(fetch_stamp)" ]] || cmd_fetch
 }
 
@@ -162,8 +192,9 @@ run_tool() {
         # C1 only: most tools live a second or two, and this cuts their start-up time.
         opts=(-Xmx512m -XX:TieredStopAtLevel=1)
     fi
-    local java_cmd=(java "${opts[@]}" -Djava.awt.headless=true
-        -Dlog4j2.configurationFile="$KAFKA_CONF_DIR/log4j2-tools.xml"
+    local logging="-Dlog4j2.configurationFile=$KAFKA_CONF_DIR/log4j2-tools.xml"
+    ((LEGACY)) && logging="$(legacy_logging)"
+    local java_cmd=(java "${opts[@]}" -Djava.awt.headless=true "$logging"
         -cp "$KAFKA_LIB/*" "$@")
     if ((${TOOL_REPLACES_SHELL:-0})); then
         # `kafka.sh tool`: the JVM takes this process's place, so whoever started kafka.sh
@@ -290,8 +321,10 @@ launch_node() {
     node_running "$name" "$node" && die "node $node of '$name' is already running (pid $(node_pid "$name" "$node"))"
     # A stale pid file (a node that crashed) must not pass for the new process.
     rm -f "$dir/pid"
-    local jmx_port
+    local jmx_port logging="-Dlog4j2.configurationFile=$KAFKA_CONF_DIR/log4j2-broker.xml" kerberos_options
     jmx_port="$(cat "$dir/jmx-port")"
+    ((LEGACY)) && logging="$(legacy_logging)"
+    read -r -a kerberos_options <<<"$(kerberos_jvm_options "$(instance_dir "$name")")"
     # setsid: a Ctrl-C in the terminal goes to the test script, whose trap stops the broker
     # in order; the broker's output goes to a file so that $(kafka.sh start) returns.
     setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' _ "$dir/pid" \
@@ -301,8 +334,7 @@ launch_node() {
         -Dcom.sun.management.jmxremote.port="$jmx_port" -Dcom.sun.management.jmxremote.rmi.port="$jmx_port" \
         -Dcom.sun.management.jmxremote.authenticate=false -Dcom.sun.management.jmxremote.ssl=false \
         -Dcom.sun.management.jmxremote.host=127.0.0.1 -Djava.rmi.server.hostname=127.0.0.1 \
-        -Dlog4j2.configurationFile="$KAFKA_CONF_DIR/log4j2-broker.xml" \
-        -cp "$KAFKA_LIB/*" kafka.Kafka "$dir/server.properties" \
+        "$logging" "${kerberos_options[@]}" -cp "$KAFKA_LIB/*" kafka.Kafka "$dir/server.properties" \
         </dev/null >"$dir/broker.log" 2>&1 &
     local i
     for ((i = 0; i < 50; i++)); do
@@ -312,12 +344,13 @@ launch_node() {
     die "node $node of '$name' did not start a process"
 }
 
-# Waits until the node has logged "Kafka Server started" (KafkaRaftServer.startup end).
+# Waits until the node has logged "Kafka Server started" (KafkaRaftServer.startup end), or on
+# ZooKeeper "[KafkaServer id=K] started".
 wait_node_started() {
     local name="$1" node="$2" dir deadline
     dir="$(node_dir "$name" "$node")"
     deadline=$((SECONDS + START_TIMEOUT_S))
-    while ! grep -q 'Kafka Server started' "$dir/broker.log" 2>/dev/null; do
+    while ! grep -Eq 'Kafka Server started|KafkaServer id=[0-9]+\] started' "$dir/broker.log" 2>/dev/null; do
         if ! node_running "$name" "$node"; then
             tail -n 40 "$dir/broker.log" >&2
             die "node $node of '$name' exited during start-up (log: $dir/broker.log)"
@@ -392,7 +425,7 @@ bootstrap_of() {
 # With SECURED=1 (one node only) the node also serves the secured listeners; REAUTH_MS is
 # their connections.max.reauth.ms. PROXIES lanes of proxied listeners (see the header).
 try_start() {
-    local name="$1" nodes="$2" secured="$3" reauth_ms="$4" proxies="$5" dir
+    local name="$1" nodes="$2" secured="$3" reauth_ms="$4" proxies="$5" kdc_env="$6" dir
     dir="$(instance_dir "$name")"
     bash "$SCRIPT_DIR/toxiproxy.sh" stop --name "$name"
     rm -rf "$dir"
@@ -417,6 +450,7 @@ try_start() {
             k=$((k + 1))
         done
         gen_secure_material "$dir/secure"
+        [[ -z "$kdc_env" ]] || echo "$kdc_env" >"$dir/kdc-env"
         mapfile -t format_args < <(scram_format_args)
     fi
     if ((proxies)); then
@@ -439,7 +473,7 @@ try_start() {
         write_server_properties "$name" "$k" "$nodes" "${ports[2 * k - 2]}" "${ports[2 * k - 1]}" "$voters" \
             "$served" "$map" "$advertised"
         if ((secured)); then
-            write_security_properties "$(node_dir "$name" "$k")/server.properties" "$dir/secure" "$reauth_ms"
+            write_security_properties "$(node_dir "$name" "$k")/server.properties" "$dir/secure" "$reauth_ms" "$kdc_env"
             for ((lane = 1; lane <= proxies; lane++)); do
                 sasl_listener_properties "PROXY$lane" "$SECURE_SASL_MECHANISMS" "$reauth_ms" \
                     >>"$(node_dir "$name" "$k")/server.properties"
@@ -466,7 +500,7 @@ try_start() {
     ((ok)) && { (wait_metadata "$bootstrap" "$nodes") || ok=0; }
     if ((ok && secured)); then
         if (create_acls "$bootstrap"); then
-            write_secure_env "$dir/secure.env" "$dir/secure" "$reauth_ms" "${env_ports[@]}"
+            write_secure_env "$dir/secure.env" "$dir/secure" "$reauth_ms" "$kdc_env" "${env_ports[@]}"
         else
             log "creating the ACLs of '$name' failed"
             ok=0
@@ -550,14 +584,23 @@ stop_watcher() {
 }
 
 cmd_start() {
-    local name="$1" nodes="$2" owner="$3" secured="$4" reauth_ms="$5" proxies="$6"
+    local name="$1" nodes="$2" owner="$3" secured="$4" reauth_ms="$5" proxies="$6" kdc_env="$7"
     [[ "$nodes" == 1 || "$nodes" == 3 ]] || die "--brokers must be 1 or 3, not '$nodes'"
     [[ "$proxies" =~ ^[0-9]$ ]] || die "--proxies must be a number of lanes 0..9, not '$proxies'"
     if ((secured)); then
         ((nodes == 1)) || die "--secured runs one node only"
         require_openssl
     fi
+    if [[ -n "$kdc_env" ]]; then
+        ((secured)) || die "--kdc needs --secured"
+        kdc_env="$(realpath "$kdc_env")"
+        check_kdc_env "$kdc_env"
+    fi
     [[ "$reauth_ms" =~ ^[0-9]+$ ]] || die "--reauth-ms must be a number of milliseconds, not '$reauth_ms'"
+    if ((LEGACY)); then
+        ((nodes == 1 && !secured && proxies == 0)) ||
+            die "--version $KAFKA_VERSION runs one plain node: no --brokers 3, --secured or --proxies"
+    fi
     require_jars
     local dir
     dir="$(instance_dir "$name")"
@@ -571,7 +614,11 @@ cmd_start() {
     local attempt rc
     for attempt in 1 2 3; do
         rc=0
-        try_start "$name" "$nodes" "$secured" "$reauth_ms" "$proxies" || rc=$?
+        if ((LEGACY)); then
+            legacy_start "$name" "$KAFKA_VERSION" || rc=$?
+        else
+            try_start "$name" "$nodes" "$secured" "$reauth_ms" "$proxies" "$kdc_env" || rc=$?
+        fi
         ((rc == 2)) || break
         log "a port picked for '$name' was taken meanwhile; retrying with new ports"
     done
@@ -582,7 +629,9 @@ cmd_start() {
     if ((secured)); then
         log "instance '$name' (secured) serving at $bootstrap (PLAINTEXT); listeners and files in $dir/secure.env"
     else
-        log "instance '$name' ($nodes node(s)) serving at $bootstrap"
+        local kind="$nodes node(s)"
+        ((LEGACY)) && kind="Kafka $KAFKA_VERSION on ZooKeeper"
+        log "instance '$name' ($kind) serving at $bootstrap"
     fi
     echo "$bootstrap"
 }
@@ -597,6 +646,7 @@ cmd_stop() {
         for ((k = 1; k <= n; k++)); do all+=("$k"); done
         stop_nodes "$name" "${all[@]}"
     fi
+    legacy_stop_zookeeper "$name"
     bash "$SCRIPT_DIR/toxiproxy.sh" stop --name "$name"
     ((clean)) && rm -rf "$dir"
     return 0
@@ -638,7 +688,9 @@ cmd_topic() {
         *) die "topic create: unknown option '$1'" ;;
         esac
     done
-    run_tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$(bootstrap_of "$name")" \
+    local command=org.apache.kafka.tools.TopicCommand
+    ((LEGACY)) && command="$(legacy_topic_command)"
+    run_tool "$command" --bootstrap-server "$(bootstrap_of "$name")" \
         --create --topic "$topic" --partitions "$partitions" --replication-factor "$rf" \
         "${configs[@]}" >&2
 }
@@ -673,11 +725,28 @@ cmd_status() {
     return $rc
 }
 
+# Sets KAFKA_VERSION, LEGACY and KAFKA_LIB: the version asked for (fetch, start), else the one
+# the instance was started with, else pom.xml's.
+select_version() {
+    local cmd="$1" name="$2" version="$3" recorded
+    recorded="$(instance_dir "$name")/version"
+    if [[ -z "$version" && "$cmd" != start && "$cmd" != fetch && -f "$recorded" ]]; then
+        version="$(cat "$recorded")"
+    fi
+    KAFKA_VERSION="${version:-$DEFAULT_KAFKA_VERSION}"
+    [[ "$KAFKA_VERSION" == "$DEFAULT_KAFKA_VERSION" ]] && return 0
+    is_legacy_version "$KAFKA_VERSION" ||
+        die "--version $KAFKA_VERSION: kafka.sh runs $DEFAULT_KAFKA_VERSION (pom.xml) or a release 2.8.x..3.9.x"
+    LEGACY=1
+    KAFKA_LIB="$(legacy_lib "$KAFKA_VERSION")"
+}
+
 main() {
     local cmd="${1:-}"
     [[ -n "$cmd" ]] || die "usage: kafka.sh fetch|start|stop|stop-node|start-node|topic|tool|datadir|bootstrap|secure-env|status|jmx-url|pid|proxy-env [options]"
     shift
-    local name=default named=0 brokers=1 node="" clean=0 owner="" secured=0 reauth_ms=$DEFAULT_REAUTH_MS proxies=0 rest=()
+    local name=default named=0 brokers=1 node="" clean=0 owner="" secured=0 reauth_ms=$DEFAULT_REAUTH_MS proxies=0 kdc_env="" rest=()
+    local version=""
     # Options common to all commands may come anywhere before the command's own arguments;
     # `tool` passes everything after the main class through untouched.
     while (($#)); do
@@ -690,6 +759,8 @@ main() {
         --secured) secured=1; shift ;;
         --reauth-ms) reauth_ms="${2:?--reauth-ms needs a value}"; shift 2 ;;
         --proxies) proxies="${2:?--proxies needs a value}"; shift 2 ;;
+        --kdc) kdc_env="${2:?--kdc needs a value}"; shift 2 ;;
+        --version) version="${2:?--version needs a value}"; shift 2 ;;
         *)
             rest=("$@")
             break
@@ -697,10 +768,11 @@ main() {
         esac
     done
     [[ "$name" =~ ^[A-Za-z0-9_-]+$ ]] || die "--name may use letters, digits, '_', '-' only"
-    [[ "$name" != lib ]] || die "--name lib is taken by the jars directory"
+    [[ "$name" != lib* ]] || die "--name lib... is taken by the jars directories"
+    select_version "$cmd" "$name" "$version"
     case "$cmd" in
     fetch) cmd_fetch ;;
-    start) cmd_start "$name" "$brokers" "$owner" "$secured" "$reauth_ms" "$proxies" ;;
+    start) cmd_start "$name" "$brokers" "$owner" "$secured" "$reauth_ms" "$proxies" "$kdc_env" ;;
     stop) cmd_stop "$name" "$clean" ;;
     stop-node)
         check_node "$name" "$node"

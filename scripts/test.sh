@@ -3,8 +3,9 @@
 #
 # Order, chosen so that nothing waits that need not (2 cores):
 #   1. dependencies, rustfmt;
-#   2. the brokers start in the background: a single node with Toxiproxy lanes, a secured node
-#      (TLS, SASL, ACLs) with lanes, the Schema Registry, and a three-node cluster;
+#   2. the Kerberos KDC (scripts/kdc.sh, a second), then the brokers in the background: a single
+#      node with Toxiproxy lanes, a secured node (TLS, SASL, GSSAPI against the KDC, ACLs) with
+#      lanes, the Schema Registry, and a three-node cluster;
 #   3. clippy, then one build of every target (tests, benches, examples, and the broker and
 #      cluster test binaries, which `cargo test` alone leaves out: `test = false`);
 #   4. the broker tests and the cluster tests run as soon as their brokers answer, in the
@@ -12,13 +13,18 @@
 #   5. the benchmark scripts on tiny inputs (`--quick`), to prove they run, not to measure.
 # Every broker started here is stopped on exit, failure or Ctrl-C.
 #
+# Every cargo step builds with the features in KREC_CARGO_FEATURES (exported for the bench
+# scripts, so that they reuse the same builds): `krec-cli/gssapi`, Kerberos, which links the
+# system's MIT krb5 (libkrb5-dev) and so is not a default feature.
+#
 # Environment given to the broker tests (crates/*/tests/broker) and cluster tests
 # (crates/*/tests/cluster):
 #   KREC_TEST_BOOTSTRAP          bootstrap string of the single broker (127.0.0.1:PORT)
 #   KREC_KAFKA_SH                absolute path of scripts/kafka.sh (topics, Java tools, datadir)
 #   KREC_KAFKA_NAME              kafka.sh instance name of that broker
 #   KREC_TEST_SECURE_ENV         secure.env of a second, secured single-node broker
-#                                (kafka.sh start --secured: listeners, certificates, users)
+#                                (kafka.sh start --secured: listeners, certificates, users;
+#                                its KDC_ENV is the kdc.env of the KDC, scripts/kdc.sh)
 #   KREC_TEST_SECURE_NAME        kafka.sh instance name of the secured broker
 #   KREC_TEST_PROXY_ENV          proxy.env of the single broker, started with --proxies: lanes
 #                                of listeners advertised through Toxiproxy (the fault tests)
@@ -30,6 +36,8 @@
 #   KREC_TEST_EC2_METADATA_MOCK  AWS's EC2 metadata mock, for crates/client/tests/msk_iam (aws.sh)
 #   KREC_TEST_CLUSTER_BOOTSTRAP  bootstrap string of the three-node cluster
 #   KREC_TEST_CLUSTER_NAME       kafka.sh instance name of the cluster
+#   KREC_TEST_COMPAT_NAMES       kafka.sh instance names of older releases on ZooKeeper
+#                                (kafka.sh start --version V; the compat broker test)
 # KREC_TEST_INSTANCE (default "test") names the instances, so two checkouts sharing one
 # target directory can run the suite at once. KREC_BROKER_TEST_THREADS (default 6) is how many
 # broker tests run at once: they mostly wait on the brokers, not on the cores.
@@ -37,11 +45,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO_ROOT="$(pwd)"
 KAFKA_SH="$REPO_ROOT/scripts/kafka.sh"
+KDC_SH="$REPO_ROOT/scripts/kdc.sh"
 REGISTRY_SH="$REPO_ROOT/scripts/registry.sh"
 INSTANCE="${KREC_TEST_INSTANCE:-test}"
 SECURE_INSTANCE="${INSTANCE}-secure"
+# Older releases the compatibility test reads: the oldest Amazon MSK offers, the last on ZooKeeper.
+COMPAT_VERSIONS=(2.8.2 3.9.1)
+COMPAT_INSTANCES=()
 CLUSTER_INSTANCE="${INSTANCE}-cluster"
 REGISTRY_INSTANCE="${INSTANCE}-registry"
+KDC_INSTANCE="${INSTANCE}-kdc"
+export KREC_CARGO_FEATURES=krec-cli/gssapi
+FEATURES=(--features "$KREC_CARGO_FEATURES")
 BROKER_TEST_THREADS="${KREC_BROKER_TEST_THREADS:-6}"
 LOGS="$REPO_ROOT/target/test-logs"
 
@@ -49,6 +64,7 @@ section() { printf '\n===== %s (at %dm%02ds) =====\n' "$*" $((SECONDS / 60)) $((
 
 started=()
 registries=()
+kdcs=()
 stop_brokers() {
     local name
     for name in "${registries[@]}"; do
@@ -59,6 +75,11 @@ stop_brokers() {
         bash "$KAFKA_SH" stop --name "$name" || true
     done
     started=()
+    # After the brokers, which hold no session with it but log their last words about it.
+    for name in "${kdcs[@]}"; do
+        bash "$KDC_SH" stop --name "$name" || true
+    done
+    kdcs=()
 }
 cleanup() {
     local pid
@@ -100,7 +121,7 @@ wait_started() {
 # $LOGS/$1.executables, as "MANIFEST_DIR EXECUTABLE" lines. Called after the build step, so it
 # compiles nothing; called before the tests start, so it never waits for cargo's lock.
 list_test_executables() {
-    cargo test --workspace --test "$1" --no-run --message-format=json 2>/dev/null | python3 -c '
+    cargo test --workspace "${FEATURES[@]}" --test "$1" --no-run --message-format=json 2>/dev/null | python3 -c '
 import json, os, sys
 for line in sys.stdin:
     message = json.loads(line)
@@ -141,11 +162,19 @@ export KREC_TEST_AWS_PYTHON KREC_TEST_EC2_METADATA_MOCK
 section "cargo fmt --check"
 cargo fmt --all -- --check
 
-section "start the brokers in the background (logs in target/test-logs)"
+section "start the KDC, then the brokers in the background (logs in target/test-logs)"
+# The secured broker logs in to the KDC with its keytab as it starts: the KDC comes first.
+bash "$KDC_SH" stop --name "$KDC_INSTANCE"
+kdcs+=("$KDC_INSTANCE")
+KDC_ENV="$(bash "$KDC_SH" start --name "$KDC_INSTANCE" --owner-pid $$)"
 # Lanes of proxied listeners for the fault tests (one lane per fault test running at once).
 start_instance "$INSTANCE" 1 --proxies 3
-start_instance "$SECURE_INSTANCE" 1 --secured --proxies 2
+start_instance "$SECURE_INSTANCE" 1 --secured --proxies 2 --kdc "$KDC_ENV"
 start_instance "$CLUSTER_INSTANCE" 3
+for version in "${COMPAT_VERSIONS[@]}"; do
+    COMPAT_INSTANCES+=("$INSTANCE-compat-${version//./}")
+    start_instance "${COMPAT_INSTANCES[-1]}" 1 --version "$version"
+done
 # The Schema Registry needs the secured broker's certificate for its HTTPS port.
 registries+=("$REGISTRY_INSTANCE")
 (
@@ -158,24 +187,26 @@ registries+=("$REGISTRY_INSTANCE")
 registry_pid=$!
 
 section "cargo clippy"
-cargo clippy --workspace --all-targets -- -D warnings
+cargo clippy --workspace "${FEATURES[@]}" --all-targets -- -D warnings
 # `--all-targets` leaves out the `test = false` targets: the broker and cluster tests.
-cargo clippy --workspace --test broker --test cluster -- -D warnings
+cargo clippy --workspace "${FEATURES[@]}" --test broker --test cluster -- -D warnings
 
 section "build every target (tests, benches, examples, broker and cluster tests)"
 # Benches are built, not run: the test profile reuses what the tests build, where the bench
 # profile (thin LTO, one codegen unit) would rebuild every dependency. Real runs: `cargo bench`.
-cargo test --workspace --all-targets --no-run
-cargo test --workspace --test broker --test cluster --no-run
+cargo test --workspace "${FEATURES[@]}" --all-targets --no-run
+cargo test --workspace "${FEATURES[@]}" --test broker --test cluster --no-run
 # The examples as programs (`--all-targets` above builds them as test harnesses): the broker
 # tests run them and check what they print.
-cargo build --workspace --examples
+cargo build --workspace "${FEATURES[@]}" --examples
 list_test_executables broker
 list_test_executables cluster
 
 section "broker and cluster tests start in the background"
 wait_started "$INSTANCE"
 wait_started "$SECURE_INSTANCE"
+for name in "${COMPAT_INSTANCES[@]}"; do wait_started "$name"; done
+export KREC_TEST_COMPAT_NAMES="${COMPAT_INSTANCES[*]}"
 wait "$registry_pid" || { cat "$LOGS/start-$REGISTRY_INSTANCE.log" >&2; exit 1; }
 KREC_TEST_BOOTSTRAP="$(bash "$KAFKA_SH" bootstrap --name "$INSTANCE")"
 export KREC_TEST_BOOTSTRAP KREC_KAFKA_SH="$KAFKA_SH" KREC_KAFKA_NAME="$INSTANCE"
@@ -210,7 +241,7 @@ broker_tests=$!
 cluster_tests=$!
 
 section "cargo test (every test that needs no broker)"
-cargo test --workspace
+cargo test --workspace "${FEATURES[@]}"
 
 failed=()
 for lane in broker cluster; do

@@ -42,11 +42,14 @@ use crate::security::secret::Secret;
 use crate::Error;
 
 pub mod aws_msk_iam;
+mod gssapi;
 pub(crate) mod oauthbearer;
 pub(crate) mod plain;
 pub(crate) mod scram;
 pub(crate) mod token;
 
+#[cfg(feature = "gssapi")]
+pub use gssapi::Gssapi;
 pub use plain::Plain;
 pub use scram::{Scram, ScramMechanism};
 pub use token::{BearerToken, TokenProvider};
@@ -184,6 +187,7 @@ pub(crate) const REGISTERED: &[Registration] = &[
     scram::REGISTRATION,
     oauthbearer::REGISTRATION,
     aws_msk_iam::REGISTRATION,
+    gssapi::REGISTRATION,
 ];
 
 /// The mechanism `sasl.mechanism` names, built from the properties.
