@@ -54,6 +54,8 @@ bash scripts/kafka.sh fetch
 # Apicurio Registry (built from Maven Central) and the venv of the Confluent Python serializers,
 # for the Schema Registry tests (broker_schema.rs) and scripts/bench-schema.sh.
 bash scripts/registry.sh fetch
+# AWS's MSK IAM signer and botocore (a venv) and EC2 metadata mock (Go), for the MSK IAM tests.
+bash scripts/aws.sh fetch
 
 # Toxiproxy, the fault proxy of the fault tests (scripts/toxiproxy.sh), built once from the Go
 # module proxy into a cache directory named after its version, so a version bump rebuilds.

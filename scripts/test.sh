@@ -32,6 +32,8 @@
 #   KREC_TEST_REGISTRY_URL       the Schema Registry (Apicurio) of the broker tests; and
 #   KREC_TEST_REGISTRY_HTTPS_URL the same registry over HTTPS (the secured broker's CA)
 #   KREC_TEST_PYTHON             the Python with the Confluent serializers (registry.sh python)
+#   KREC_TEST_AWS_PYTHON         the Python with AWS's MSK IAM signer and botocore, and
+#   KREC_TEST_EC2_METADATA_MOCK  AWS's EC2 metadata mock, for crates/client/tests/msk_iam (aws.sh)
 #   KREC_TEST_CLUSTER_BOOTSTRAP  bootstrap string of the three-node cluster
 #   KREC_TEST_CLUSTER_NAME       kafka.sh instance name of the cluster
 #   KREC_TEST_COMPAT_NAMES       kafka.sh instance names of older releases on ZooKeeper
@@ -152,6 +154,10 @@ mkdir -p "$LOGS"
 
 section "install dependencies"
 bash scripts/install-deps.sh
+
+KREC_TEST_AWS_PYTHON="$(bash scripts/aws.sh python)"
+KREC_TEST_EC2_METADATA_MOCK="$(bash scripts/aws.sh metadata-mock)"
+export KREC_TEST_AWS_PYTHON KREC_TEST_EC2_METADATA_MOCK
 
 section "cargo fmt --check"
 cargo fmt --all -- --check

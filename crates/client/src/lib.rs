@@ -13,6 +13,8 @@
 //! - [`sasl`]: the SASL mechanisms, one module each behind the [`sasl::SaslMechanism`] seam,
 //!   and OAUTHBEARER's token sources behind [`sasl::TokenProvider`]. A new mechanism is one
 //!   module and one line in its registration table.
+//!   [`sasl::aws_msk_iam`] (Amazon MSK's IAM, both forms) needs the cargo feature
+//!   `aws-msk-iam`, which brings AWS's credential chain and signer.
 //! - `transport`, `authenticate`: plain TCP or TLS under a connection; the SASL exchange and
 //!   the session lifetime that schedules re-authentication.
 //! - `response_check`: every length and count of a response body checked against the bytes

@@ -41,6 +41,7 @@ use crate::security::properties_map::PropertyMap;
 use crate::security::secret::Secret;
 use crate::Error;
 
+pub mod aws_msk_iam;
 mod gssapi;
 pub(crate) mod oauthbearer;
 pub(crate) mod plain;
@@ -185,6 +186,7 @@ pub(crate) const REGISTERED: &[Registration] = &[
     plain::REGISTRATION,
     scram::REGISTRATION,
     oauthbearer::REGISTRATION,
+    aws_msk_iam::REGISTRATION,
     gssapi::REGISTRATION,
 ];
 

@@ -17,6 +17,7 @@ use super::oauthbearer::message;
 use super::{BoxError, BoxFuture};
 
 // Used by the sources that fetch tokens over the network.
+pub(crate) mod aws_msk_iam;
 #[allow(dead_code)]
 pub(crate) mod refresh;
 mod unsecured;
@@ -81,7 +82,7 @@ pub(crate) struct Method {
 }
 
 /// Every token source krec knows. The first is the default.
-pub(crate) const METHODS: &[Method] = &[unsecured::DEFAULT_METHOD];
+pub(crate) const METHODS: &[Method] = &[unsecured::DEFAULT_METHOD, aws_msk_iam::METHOD];
 
 /// Keys every method shares: how one is chosen.
 const CHOOSING: &[&str] = &["sasl.login.callback.handler.class"];

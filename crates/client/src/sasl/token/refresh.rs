@@ -1,6 +1,7 @@
 //! The token cache every fetched token source shares (OIDC, AWS): one token for all of a
 //! process's connections, fetched again once most of its life has passed, with retries while
-//! the source is down and the current token still serves.
+//! the source is down and the current token still serves. It caches anything that expires:
+//! AWS_MSK_IAM keeps its credentials in one.
 
 use std::future::Future;
 use std::time::{Duration, Instant, SystemTime};
@@ -42,10 +43,22 @@ impl Default for RetryPolicy {
     }
 }
 
+/// What the cache holds: a value that knows when it stops being valid.
+pub(crate) trait Expiring: Clone {
+    /// When it stops being valid; `None`: unknown, so it is fetched anew at every use.
+    fn expires_at(&self) -> Option<SystemTime>;
+}
+
+impl Expiring for BearerToken {
+    fn expires_at(&self) -> Option<SystemTime> {
+        self.expires_at
+    }
+}
+
 /// A cached token and when to fetch the next one.
 #[derive(Debug)]
-struct Cached {
-    token: BearerToken,
+struct Cached<T> {
+    token: T,
     /// Fetch again from this point on.
     refresh_at: SystemTime,
     /// After a failed refresh: not before this point.
@@ -54,12 +67,15 @@ struct Cached {
 
 /// One token shared by every caller; fetched by the first caller that finds it missing or old.
 #[derive(Debug, Default)]
-pub(crate) struct RefreshingToken {
-    cached: Mutex<Option<Cached>>,
+pub(crate) struct Refreshing<T> {
+    cached: Mutex<Option<Cached<T>>>,
     policy: RetryPolicy,
 }
 
-impl RefreshingToken {
+/// The cache of a token source.
+pub(crate) type RefreshingToken = Refreshing<BearerToken>;
+
+impl<T: Expiring> Refreshing<T> {
     /// An empty cache that retries as `policy` says.
     pub(crate) fn new(policy: RetryPolicy) -> Self {
         Self {
@@ -70,10 +86,10 @@ impl RefreshingToken {
 
     /// The cached token, or a fresh one from `fetch` when it is missing or past its refresh
     /// point. Callers that come while a fetch runs wait for it and share its token.
-    pub(crate) async fn get<F, Fut>(&self, fetch: F) -> Result<BearerToken, BoxError>
+    pub(crate) async fn get<F, Fut>(&self, fetch: F) -> Result<T, BoxError>
     where
         F: Fn() -> Fut,
-        Fut: Future<Output = Result<BearerToken, FetchError>>,
+        Fut: Future<Output = Result<T, FetchError>>,
     {
         let mut cached = self.cached.lock().await;
         if let Some(current) = cached.as_ref().filter(|c| c.serves_without_fetch()) {
@@ -109,10 +125,10 @@ impl RefreshingToken {
     }
 }
 
-impl Cached {
-    fn new(token: BearerToken) -> Self {
+impl<T: Expiring> Cached<T> {
+    fn new(token: T) -> Self {
         let now = SystemTime::now();
-        let refresh_at = match token.expires_at {
+        let refresh_at = match token.expires_at() {
             Some(expires) => {
                 let life = expires.duration_since(now).unwrap_or_default();
                 now + life.mul_f64(REFRESH_AT)
@@ -128,13 +144,15 @@ impl Cached {
 
     /// Young enough, or its refresh failed a moment ago and it still holds.
     fn serves_without_fetch(&self) -> bool {
-        let young = self.token.expires_at.is_some() && SystemTime::now() < self.refresh_at;
+        let young = self.token.expires_at().is_some() && SystemTime::now() < self.refresh_at;
         let resting = self.retry_after.is_some_and(|t| Instant::now() < t) && self.is_valid();
         young || resting
     }
 
     fn is_valid(&self) -> bool {
-        self.token.expires_at.is_some_and(|e| SystemTime::now() < e)
+        self.token
+            .expires_at()
+            .is_some_and(|e| SystemTime::now() < e)
     }
 }
 
