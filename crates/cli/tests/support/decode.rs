@@ -48,7 +48,7 @@ pub fn fixtures() -> Vec<(PathBuf, PathBuf)> {
 }
 
 pub fn hex_decode(text: &str) -> Vec<u8> {
-    assert!(text.len() % 2 == 0, "odd hex length: {text}");
+    assert!(text.len().is_multiple_of(2), "odd hex length: {text}");
     (0..text.len())
         .step_by(2)
         .map(|i| u8::from_str_radix(&text[i..i + 2], 16).expect("hex digits"))
@@ -218,7 +218,7 @@ pub fn mixed_segment(
             let value = format!("value {n} {}", "lorem ipsum dolor ".repeat(1 + n % 13));
             builder = builder.record(
                 Some(key.as_bytes()),
-                (n % 11 != 0).then_some(value.as_bytes()),
+                (!n.is_multiple_of(11)).then_some(value.as_bytes()),
                 &[(b"trace", Some(format!("t{n}").as_bytes())), (b"src", None)],
             );
         }
