@@ -3,7 +3,7 @@
 #
 #   scripts/kafka.sh fetch
 #   scripts/kafka.sh start      [--name N] [--brokers 1|3] [--owner-pid P]
-#                               [--secured [--reauth-ms MS]] [--proxies K]
+#                               [--secured [--reauth-ms MS] [--oauth ENVFILE]] [--proxies K]
 #                                                           prints the bootstrap string; with
 #                                                           --owner-pid, stops itself when P exits
 #   scripts/kafka.sh stop       [--name N] [--clean]
@@ -290,14 +290,18 @@ launch_node() {
     node_running "$name" "$node" && die "node $node of '$name' is already running (pid $(node_pid "$name" "$node"))"
     # A stale pid file (a node that crashed) must not pass for the new process.
     rm -f "$dir/pid"
-    local jmx_port
+    local jmx_port extra_opts=()
     jmx_port="$(cat "$dir/jmx-port")"
+    # JVM options the secured part asks for (secured.sh: oauth_jvm_options).
+    if [[ -s "$(instance_dir "$name")/jvm-options" ]]; then
+        read -r -a extra_opts <"$(instance_dir "$name")/jvm-options" || true
+    fi
     # setsid: a Ctrl-C in the terminal goes to the test script, whose trap stops the broker
     # in order; the broker's output goes to a file so that $(kafka.sh start) returns.
     setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' _ "$dir/pid" \
         java -Xms256m -Xmx"$BROKER_HEAP" -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
         -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent \
-        -XX:MaxInlineLevel=15 -Djava.awt.headless=true \
+        -XX:MaxInlineLevel=15 -Djava.awt.headless=true "${extra_opts[@]}" \
         -Dcom.sun.management.jmxremote.port="$jmx_port" -Dcom.sun.management.jmxremote.rmi.port="$jmx_port" \
         -Dcom.sun.management.jmxremote.authenticate=false -Dcom.sun.management.jmxremote.ssl=false \
         -Dcom.sun.management.jmxremote.host=127.0.0.1 -Djava.rmi.server.hostname=127.0.0.1 \
@@ -417,6 +421,7 @@ try_start() {
             k=$((k + 1))
         done
         gen_secure_material "$dir/secure"
+        oauth_jvm_options >"$dir/jvm-options"
         mapfile -t format_args < <(scram_format_args)
     fi
     if ((proxies)); then
@@ -677,7 +682,7 @@ main() {
     local cmd="${1:-}"
     [[ -n "$cmd" ]] || die "usage: kafka.sh fetch|start|stop|stop-node|start-node|topic|tool|datadir|bootstrap|secure-env|status|jmx-url|pid|proxy-env [options]"
     shift
-    local name=default named=0 brokers=1 node="" clean=0 owner="" secured=0 reauth_ms=$DEFAULT_REAUTH_MS proxies=0 rest=()
+    local name=default named=0 brokers=1 node="" clean=0 owner="" secured=0 reauth_ms=$DEFAULT_REAUTH_MS proxies=0 oauth="" rest=()
     # Options common to all commands may come anywhere before the command's own arguments;
     # `tool` passes everything after the main class through untouched.
     while (($#)); do
@@ -689,6 +694,7 @@ main() {
         --owner-pid) owner="${2:?--owner-pid needs a value}"; shift 2 ;;
         --secured) secured=1; shift ;;
         --reauth-ms) reauth_ms="${2:?--reauth-ms needs a value}"; shift 2 ;;
+        --oauth) oauth="${2:?--oauth needs a value}"; shift 2 ;;
         --proxies) proxies="${2:?--proxies needs a value}"; shift 2 ;;
         *)
             rest=("$@")
@@ -698,6 +704,10 @@ main() {
     done
     [[ "$name" =~ ^[A-Za-z0-9_-]+$ ]] || die "--name may use letters, digits, '_', '-' only"
     [[ "$name" != lib ]] || die "--name lib is taken by the jars directory"
+    if [[ -n "$oauth" ]]; then
+        ((secured)) || die "--oauth needs --secured"
+        use_oauth "$oauth"
+    fi
     case "$cmd" in
     fetch) cmd_fetch ;;
     start) cmd_start "$name" "$brokers" "$owner" "$secured" "$reauth_ms" "$proxies" ;;

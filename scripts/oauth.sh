@@ -26,21 +26,24 @@
 #   CA_PEM                 the CA of the HTTPS certificate ("CN=krec oauth test CA")
 #   TTL_S                  lifetime of an access token, seconds
 #   SCOPE                  kafka: the scope the good client may ask for
-#   AUDIENCE               kafka-broker: an audience the good client may ask for
-#   OTHER_AUDIENCE         other-service: an audience both clients may ask for
+#   AUDIENCE               kafka-broker: the `aud` of the good clients' tokens
+#   OTHER_AUDIENCE         other-service: the `aud` of the other client's tokens
 #   CLIENT_ID CLIENT_SECRET              the good client (client_secret_basic, scope kafka)
-#   POST_CLIENT_ID POST_CLIENT_SECRET    the same grants, but client_secret_post only
-#   OTHER_CLIENT_ID OTHER_CLIENT_SECRET  a client allowed only scope `other` and audience
-#                                        other-service (the wrong-scope/audience cases)
+#   POST_CLIENT_ID POST_CLIENT_SECRET    the same, but client_secret_post only
+#   OTHER_CLIENT_ID OTHER_CLIENT_SECRET  a client allowed only scope `other`, whose tokens are
+#                                        for other-service (the wrong-scope/audience cases)
+# A token names the client's audience when the request names none (see cmd_build's patch).
 # State of server N lives in $KREC_OAUTH_HOME/N/ (default target/oauth/N/); its log is
 # hydra.log there. KREC_HYDRA_HOME (default ~/.cache/krec/hydra-VERSION) holds the binary.
 set -euo pipefail
 
 HYDRA_VERSION=v2.3.0
+# Bumped whenever the build's patch (cmd_build) changes, so that a changed patch rebuilds.
+HYDRA_PATCH=p1
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO_ROOT="$(cd "$SCRIPT_DIR/.." && pwd)"
 OAUTH_HOME="${KREC_OAUTH_HOME:-$REPO_ROOT/target/oauth}"
-HYDRA_HOME="${KREC_HYDRA_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/krec/hydra-$HYDRA_VERSION}"
+HYDRA_HOME="${KREC_HYDRA_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/krec/hydra-$HYDRA_VERSION-$HYDRA_PATCH}"
 HYDRA_BIN="$HYDRA_HOME/hydra"
 START_TIMEOUT_S=30
 SCOPE=kafka
@@ -72,6 +75,10 @@ print(a.getsockname()[1], b.getsockname()[1])'
 # Hydra's go.mod replaces its API client with a directory the module zip leaves out, so
 # `go install ...@version` refuses it: build a copy of the module whose client comes from the
 # module proxy instead (the version its go.mod requires). The sqlite tags give the memory DSN.
+# One patch: a client-credentials token names the client's allowed audiences when the request
+# names none, as Entra ID, Okta and Keycloak do. Stock Hydra grants only requested audiences
+# (an empty `aud`), and neither librdkafka nor the Java client can request one, while Kafka's
+# validator refuses an empty `aud`.
 cmd_build() {
     [[ -x "$HYDRA_BIN" ]] && return 0
     command -v go >/dev/null || die "go not found: Go is needed once to build Hydra"
@@ -86,6 +93,24 @@ cmd_build() {
     (
         cd "$tmp/src"
         go mod edit -dropreplace github.com/ory/hydra-client-go/v2
+        /usr/bin/python3 - oauth2/handler.go <<'PY'
+import sys
+path = sys.argv[1]
+source = open(path).read()
+anchor = """				accessRequest.GrantAudience(audience)
+			}
+		}
+"""
+patch = """		if len(accessRequest.GetRequestedAudience()) == 0 {
+			for _, audience := range accessRequest.GetClient().GetAudience() {
+				accessRequest.GrantAudience(audience)
+			}
+		}
+"""
+if source.count(anchor) != 1:
+    sys.exit("oauth.sh: the audience patch no longer fits " + path)
+open(path, "w").write(source.replace(anchor, anchor + patch))
+PY
         GOFLAGS=-mod=mod go build -trimpath -tags sqlite,sqlite_omit_load_extension \
             -ldflags "-X github.com/ory/hydra/v2/driver/config.Version=$HYDRA_VERSION" \
             -o "$tmp/hydra" .
@@ -224,10 +249,8 @@ EOF
     done
     local secret post_secret other_secret
     secret="$(random_secret)" post_secret="$(random_secret)" other_secret="$(random_secret)"
-    create_client "$admin_url" krec-good "$secret" client_secret_basic "$SCOPE" \
-        "[\"$AUDIENCE\",\"$OTHER_AUDIENCE\"]" &&
-        create_client "$admin_url" krec-post "$post_secret" client_secret_post "$SCOPE" \
-            "[\"$AUDIENCE\",\"$OTHER_AUDIENCE\"]" &&
+    create_client "$admin_url" krec-good "$secret" client_secret_basic "$SCOPE" "[\"$AUDIENCE\"]" &&
+        create_client "$admin_url" krec-post "$post_secret" client_secret_post "$SCOPE" "[\"$AUDIENCE\"]" &&
         create_client "$admin_url" krec-other "$other_secret" client_secret_basic other \
             "[\"$OTHER_AUDIENCE\"]" || { cmd_stop "$name"; die "creating the OAuth clients failed"; }
     if [[ -n "$owner" ]]; then
