@@ -48,11 +48,11 @@ fn typed(user: &str, ca: &str) -> Result<SecurityConfig, Box<dyn std::error::Err
             ca: Some(Pem::File(ca.into())),
             ..TlsConfig::default()
         },
-        sasl: Some(SaslConfig::Scram {
-            mechanism: ScramMechanism::Sha512,
-            username: user.to_owned(),
-            password: Secret::new(std::env::var("KREC_PASSWORD")?),
-        }),
+        sasl: Some(SaslConfig::scram(
+            ScramMechanism::Sha512,
+            user,
+            Secret::new(std::env::var("KREC_PASSWORD")?),
+        )),
     })
 }
 

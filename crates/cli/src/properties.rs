@@ -150,7 +150,8 @@ fn property_error(error: krec_consumer::Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use krec_client::{SaslConfig, SecurityProtocol};
+    use krec_client::sasl::Plain;
+    use krec_client::SecurityProtocol;
     use std::time::Duration;
 
     fn arg(text: &str) -> PropertyArg {
@@ -184,9 +185,9 @@ mod tests {
             SecurityProtocol::SaslSsl
         );
         assert_eq!(loaded.bootstrap, ["b:9093"]);
-        let Some(SaslConfig::Plain { username, password }) = loaded.connection.security.sasl else {
-            panic!("PLAIN expected");
-        };
+        let sasl = loaded.connection.security.sasl.unwrap();
+        let plain = sasl.downcast_ref::<Plain>().expect("PLAIN");
+        let (username, password) = (plain.username(), plain.password());
         assert_eq!(username, "x-user");
         assert_eq!(password.expose(), "file-pass");
         // With -b, the properties' brokers are not read at all.

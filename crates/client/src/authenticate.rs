@@ -11,9 +11,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use crate::connection::Connection;
-use crate::security::config::{OAuthBearerToken, SaslConfig};
-use crate::security::secret::Secret;
-use crate::security::{oauthbearer, scram};
+use crate::sasl::{BoxError, SaslConfig};
 use crate::Error;
 
 /// UNSUPPORTED_SASL_MECHANISM.
@@ -35,45 +33,28 @@ pub(crate) async fn authenticate(
     sasl: &SaslConfig,
 ) -> Result<Option<SessionLifetime>, Error> {
     handshake(connection, sasl.mechanism()).await?;
-    let last = match sasl {
-        SaslConfig::Plain { username, password } => {
-            let mut message = Vec::with_capacity(username.len() + password.expose().len() + 2);
-            message.push(0);
-            message.extend_from_slice(username.as_bytes());
-            message.push(0);
-            message.extend_from_slice(password.expose().as_bytes());
-            step(connection, sasl, message).await?
-        }
-        SaslConfig::Scram {
-            mechanism,
-            username,
-            password,
-        } => {
-            let fault = |fault: scram::ScramFault| failed(connection, sasl, fault.to_string());
-            let mut client =
-                scram::ScramClient::new(*mechanism, username, password).map_err(fault)?;
-            let server_first = step(connection, sasl, client.client_first()).await?;
-            // Up to a million PBKDF2 rounds: off the runtime thread, which serves the fetches.
-            let challenge = server_first.auth_bytes;
-            let (returned, answer) = tokio::task::spawn_blocking(move || {
-                let answer = client.handle_server_first(&challenge);
-                (client, answer)
-            })
+    let broker = connection.address().to_owned();
+    let failed = |detail: BoxError| failure(&broker, sasl, detail.to_string());
+    let mut exchange = sasl.get().start(&broker).await.map_err(failed)?;
+    let mut message = exchange.step(None).await.map_err(failed)?;
+    let mut last_lifetime_ms = 0;
+    while let Some(bytes) = message {
+        let response = step(connection, sasl, bytes).await?;
+        last_lifetime_ms = response.session_lifetime_ms;
+        message = exchange
+            .step(Some(&response.auth_bytes))
             .await
-            .map_err(|e| failed(connection, sasl, format!("SCRAM key derivation: {e}")))?;
-            client = returned;
-            let client_final = answer.map_err(|f| failed(connection, sasl, f.to_string()))?;
-            let server_final = step(connection, sasl, client_final).await?;
-            client
-                .handle_server_final(&server_final.auth_bytes)
-                .map_err(|f| failed(connection, sasl, f.to_string()))?;
-            server_final
-        }
-        SaslConfig::OAuthBearer { token, extensions } => {
-            oauthbearer_exchange(connection, sasl, token, extensions).await?
-        }
-    };
-    Ok(lifetime(last.session_lifetime_ms))
+            .map_err(failed)?;
+    }
+    Ok(lifetime(last_lifetime_ms))
+}
+
+/// Lets `sasl` fetch what it needs before a connection to `broker` opens.
+pub(crate) async fn prepare(broker: &str, sasl: &SaslConfig) -> Result<(), Error> {
+    sasl.get()
+        .prepare(broker)
+        .await
+        .map_err(|detail| failure(broker, sasl, detail.to_string()))
 }
 
 async fn handshake(connection: &mut Connection, mechanism: &'static str) -> Result<(), Error> {
@@ -117,59 +98,14 @@ async fn step(
             Some(text) if !text.is_empty() => text.as_str().to_owned(),
             _ => crate::error_name(response.error_code),
         };
-        return Err(failed(connection, sasl, detail));
+        return Err(failure(connection.address(), sasl, detail));
     }
     Ok(response)
 }
 
-/// RFC 7628: a failure comes back as a JSON challenge, answered with a lone 0x01 so that the
-/// broker sends its error.
-async fn oauthbearer_exchange(
-    connection: &mut Connection,
-    sasl: &SaslConfig,
-    token: &OAuthBearerToken,
-    extensions: &[(String, String)],
-) -> Result<SaslAuthenticateResponse, Error> {
-    let fault = |f: oauthbearer::OAuthConfigFault| failed(connection, sasl, f.to_string());
-    let (token, extensions): (Secret, Vec<(String, String)>) = match token {
-        OAuthBearerToken::File(path) => (
-            oauthbearer::read_token_file(path).map_err(fault)?,
-            extensions.to_vec(),
-        ),
-        OAuthBearerToken::UnsecuredJwt(config) => {
-            let jwt = oauthbearer::unsecured_jwt(config, SystemTime::now()).map_err(fault)?;
-            tracing::debug!(principal = %jwt.principal, lifetime = ?jwt.lifetime, "unsecured JWT built");
-            let mut all = jwt.extensions;
-            all.extend_from_slice(extensions);
-            (jwt.token, all)
-        }
-    };
-    let message = oauthbearer::client_first_message(&token, &extensions)
-        .map_err(|f| failed(connection, sasl, f.to_string()))?;
-    let response = step(connection, sasl, message).await?;
-    if response.auth_bytes.is_empty() {
-        return Ok(response);
-    }
-    let challenge = String::from_utf8_lossy(&response.auth_bytes).into_owned();
-    match step(
-        connection,
-        sasl,
-        oauthbearer::FAILURE_ACKNOWLEDGEMENT.to_vec(),
-    )
-    .await
-    {
-        Err(error) => Err(error),
-        Ok(_) => Err(failed(
-            connection,
-            sasl,
-            format!("token refused: {challenge}"),
-        )),
-    }
-}
-
-fn failed(connection: &Connection, sasl: &SaslConfig, detail: String) -> Error {
+fn failure(broker: &str, sasl: &SaslConfig, detail: String) -> Error {
     Error::Authentication {
-        broker: connection.address().to_owned(),
+        broker: broker.to_owned(),
         mechanism: sasl.mechanism(),
         identity: sasl.identity(),
         detail,

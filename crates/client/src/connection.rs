@@ -91,6 +91,10 @@ impl Connection {
     /// Opens a connection to `address` (`host:port`), negotiates API versions and
     /// authenticates as the settings' security asks.
     pub async fn connect(address: &str, settings: &ConnectionSettings) -> Result<Self, Error> {
+        if let Some(sasl) = settings.security.sasl.as_ref() {
+            // A token or ticket is fetched before the socket opens, not while it waits.
+            authenticate::prepare(address, sasl).await?;
+        }
         let connecting = TcpStream::connect(address);
         let stream = match tokio::time::timeout(settings.connect_timeout, connecting).await {
             Ok(Ok(stream)) => stream,

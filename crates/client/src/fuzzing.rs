@@ -8,7 +8,7 @@ use kafka_protocol::messages::*;
 
 use crate::connection::decode_body;
 use crate::fetch::{scan_batches, split_response, Scan, ScanError};
-use crate::security::scram::{ScramClient, ScramMechanism};
+use crate::sasl::scram::{ScramClient, ScramMechanism};
 use crate::security::{jaas, properties, Secret};
 use crate::versions::highest_supported;
 

@@ -9,8 +9,10 @@
 //! - `frame_buffers`, `receive_wait`: the reused response buffers and the socket's wake-up mark.
 //! - [`versions`]: ApiVersions and the version each request is sent at.
 //! - [`security`]: [`SecurityConfig`] (from typed fields or client properties), the rustls
-//!   configuration, SASL credentials ([`Secret`]), the SCRAM and OAUTHBEARER messages, and
-//!   the JAAS and properties-file parsers.
+//!   configuration, secrets ([`Secret`]), and the JAAS and properties-file parsers.
+//! - [`sasl`]: the SASL mechanisms, one module each behind the [`sasl::SaslMechanism`] seam,
+//!   and OAUTHBEARER's token sources behind [`sasl::TokenProvider`]. A new mechanism is one
+//!   module and one line in its registration table.
 //! - `transport`, `authenticate`: plain TCP or TLS under a connection; the SASL exchange and
 //!   the session lifetime that schedules re-authentication.
 //! - `response_check`: every length and count of a response body checked against the bytes
@@ -55,7 +57,8 @@
 //! # Public surface
 //!
 //! - Connecting: [`Connection`], [`ConnectionSettings`], [`SecurityConfig`] (with
-//!   [`SaslConfig`], [`TlsConfig`], [`Secret`]), [`Error`].
+//!   [`SaslConfig`], [`TlsConfig`], [`Secret`]), [`Error`]; your own SASL mechanism or token
+//!   source through [`sasl`].
 //! - Asking: [`metadata::MetadataClient`] ([`metadata::ClusterMetadata`]),
 //!   [`offsets::list_offsets`], [`describe::describe_cluster`], the group calls in [`group`].
 //! - Fetching: [`fetch_session::FetchSession`] with [`fetch::FetchParams`], its answers as
@@ -83,6 +86,7 @@ pub mod metadata;
 pub mod offsets;
 mod receive_wait;
 mod response_check;
+pub mod sasl;
 pub mod security;
 mod transport;
 pub mod versions;

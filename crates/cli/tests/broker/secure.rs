@@ -723,7 +723,7 @@ fn bad_properties_exit_2_naming_the_property() {
         (&["ssl.truststore.location=/x.jks"], "keytool"),
         (
             &["security.protocol=SASL_SSL", "sasl.mechanism=GSSAPI"],
-            "Kerberos",
+            "GSSAPI",
         ),
         (
             &[

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 use std::str::FromStr;
 
-use super::scram::ScramMechanism;
 use super::secret::Secret;
+use crate::sasl::SaslConfig;
 use crate::Error;
 
 /// `security.protocol`: whether connections use TLS, SASL, both or neither.
@@ -108,73 +108,6 @@ impl Default for TlsConfig {
     }
 }
 
-/// Where an OAUTHBEARER token comes from; read afresh at every (re-)authentication.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum OAuthBearerToken {
-    /// A file holding the token (krec's `sasl.oauthbearer.token.file`), rewritten by whatever
-    /// refreshes it.
-    File(PathBuf),
-    /// An unsigned JWT built from librdkafka's `sasl.oauthbearer.config`
-    /// (`principal=NAME [scope=..] [lifeSeconds=..]`): test clusters only.
-    UnsecuredJwt(String),
-}
-
-/// The SASL mechanism and its credentials.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SaslConfig {
-    /// PLAIN: user name and password, sent as they are (use it over TLS).
-    Plain {
-        /// User name.
-        username: String,
-        /// Password.
-        password: Secret,
-    },
-    /// SCRAM-SHA-256 or SCRAM-SHA-512: the password never crosses the wire.
-    Scram {
-        /// Which hash.
-        mechanism: ScramMechanism,
-        /// User name.
-        username: String,
-        /// Password.
-        password: Secret,
-    },
-    /// OAUTHBEARER with a bearer token.
-    OAuthBearer {
-        /// Where the token comes from.
-        token: OAuthBearerToken,
-        /// SASL extensions sent with the token (`key=value`).
-        extensions: Vec<(String, String)>,
-    },
-}
-
-impl SaslConfig {
-    /// The mechanism's name as brokers list it.
-    pub fn mechanism(&self) -> &'static str {
-        match self {
-            Self::Plain { .. } => "PLAIN",
-            Self::Scram { mechanism, .. } => mechanism.name(),
-            Self::OAuthBearer { .. } => "OAUTHBEARER",
-        }
-    }
-
-    /// Who authenticates, for messages: the user name, or the token's source.
-    pub fn identity(&self) -> String {
-        match self {
-            Self::Plain { username, .. } | Self::Scram { username, .. } => {
-                format!("user {username:?}")
-            }
-            Self::OAuthBearer {
-                token: OAuthBearerToken::File(path),
-                ..
-            } => format!("the token in {}", path.display()),
-            Self::OAuthBearer {
-                token: OAuthBearerToken::UnsecuredJwt(config),
-                ..
-            } => format!("an unsecured JWT ({config})"),
-        }
-    }
-}
-
 /// How connections are secured: the protocol, TLS and SASL settings.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SecurityConfig {
@@ -186,7 +119,8 @@ pub struct SecurityConfig {
     pub sasl: Option<SaslConfig>,
 }
 
-/// Every property [`SecurityConfig::from_properties`] understands.
+/// The properties [`SecurityConfig::from_properties`] understands besides those of each SASL
+/// mechanism (which [`SecurityConfig::handles`] also knows).
 pub const SECURITY_PROPERTIES: &[&str] = &[
     "security.protocol",
     "sasl.mechanisms",
@@ -194,11 +128,6 @@ pub const SECURITY_PROPERTIES: &[&str] = &[
     "sasl.username",
     "sasl.password",
     "sasl.jaas.config",
-    "sasl.oauthbearer.token.file",
-    "sasl.oauthbearer.config",
-    "sasl.oauthbearer.extensions",
-    "enable.sasl.oauthbearer.unsecure.jwt",
-    "sasl.oauthbearer.method",
     "ssl.ca.location",
     "ssl.ca.pem",
     "ssl.certificate.location",
@@ -233,14 +162,15 @@ const SECRET_PROPERTIES: &[&str] = &[
 ];
 
 impl SecurityConfig {
-    /// Whether `key` is a security property (one of [`SECURITY_PROPERTIES`]).
+    /// Whether `key` is a security property: one of [`SECURITY_PROPERTIES`] or a SASL
+    /// mechanism's.
     pub fn handles(key: &str) -> bool {
-        SECURITY_PROPERTIES.contains(&key)
+        SECURITY_PROPERTIES.contains(&key) || crate::sasl::handles(key)
     }
 
     /// Whether the value of property `key` must never be shown.
     pub fn is_secret(key: &str) -> bool {
-        SECRET_PROPERTIES.contains(&key)
+        SECRET_PROPERTIES.contains(&key) || crate::sasl::is_secret(key)
     }
 
     /// Builds the configuration from librdkafka or Java client properties, in order (a later

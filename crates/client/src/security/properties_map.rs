@@ -7,32 +7,32 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use super::config::{
-    config_error, OAuthBearerToken, Pem, SaslConfig, SecurityConfig, SecurityProtocol, TlsConfig,
-};
+use super::config::{config_error, Pem, SecurityConfig, SecurityProtocol, TlsConfig};
 use super::jaas::{self, JaasLogin};
-use super::scram::ScramMechanism;
 use super::secret::Secret;
+use crate::sasl::SaslConfig;
 use crate::Error;
 
 /// Largest file a `${file:PATH}` value may name.
 const MAX_VALUE_FILE_BYTES: u64 = 1 << 20;
 
 /// The properties, last value of each key kept, secret indirections resolved.
-struct Properties(HashMap<String, String>);
+pub(crate) struct PropertyMap(HashMap<String, String>);
 
-impl Properties {
-    fn get(&self, key: &str) -> Option<&str> {
+impl PropertyMap {
+    /// The value of `key`, if set.
+    pub(crate) fn get(&self, key: &str) -> Option<&str> {
         self.0.get(key).map(String::as_str)
     }
 
     /// The first of `keys` that is set.
-    fn first(&self, keys: &[&'static str]) -> Option<(&'static str, &str)> {
+    pub(crate) fn first(&self, keys: &[&'static str]) -> Option<(&'static str, &str)> {
         keys.iter()
             .find_map(|&key| self.get(key).map(|value| (key, value)))
     }
 
-    fn flag(&self, key: &str) -> Result<Option<bool>, Error> {
+    /// A `true`/`false` property.
+    pub(crate) fn flag(&self, key: &str) -> Result<Option<bool>, Error> {
         match self.get(key) {
             None => Ok(None),
             Some(value) => match value.to_ascii_lowercase().as_str() {
@@ -57,7 +57,7 @@ pub(super) fn build<'a>(
         }
         map.insert(key.to_owned(), resolve_indirection(key, value)?);
     }
-    let properties = Properties(map);
+    let properties = PropertyMap(map);
     let protocol = match properties.get("security.protocol") {
         Some(name) => name.parse()?,
         None => SecurityProtocol::Plaintext,
@@ -102,7 +102,20 @@ fn resolve_indirection(key: &str, value: &str) -> Result<String, Error> {
     ))
 }
 
-fn tls_config(properties: &Properties) -> Result<TlsConfig, Error> {
+fn sasl_config(properties: &PropertyMap) -> Result<SaslConfig, Error> {
+    let Some((key, mechanism)) = properties.first(&["sasl.mechanisms", "sasl.mechanism"]) else {
+        return Err(config_error(
+            "sasl.mechanism",
+            format!(
+                "SASL needs a mechanism: one of {}",
+                crate::sasl::known_names().join(", ")
+            ),
+        ));
+    };
+    crate::sasl::from_properties(key, mechanism, properties)
+}
+
+fn tls_config(properties: &PropertyMap) -> Result<TlsConfig, Error> {
     reject_java_store_types(properties)?;
     let ca = pem_from(
         properties,
@@ -168,7 +181,7 @@ fn tls_config(properties: &Properties) -> Result<TlsConfig, Error> {
 
 /// A PEM from the first file key set, else from the first inline key set.
 fn pem_from(
-    properties: &Properties,
+    properties: &PropertyMap,
     file_keys: &[&'static str],
     text_keys: &[&'static str],
 ) -> Option<Pem> {
@@ -181,7 +194,7 @@ fn pem_from(
 }
 
 /// JKS and PKCS12 stores are binary formats krec does not read: say how to get PEM files.
-fn reject_java_store_types(properties: &Properties) -> Result<(), Error> {
+fn reject_java_store_types(properties: &PropertyMap) -> Result<(), Error> {
     for (key, store) in [
         ("ssl.truststore.type", "ssl.truststore.location"),
         ("ssl.keystore.type", "ssl.keystore.location"),
@@ -210,7 +223,7 @@ fn reject_java_store_types(properties: &Properties) -> Result<(), Error> {
 
 /// Which of TLS 1.2 and 1.3 to offer: `ssl.enabled.protocols` picks; `ssl.protocol` (Java's
 /// SSLContext name) is only checked. An older version asked for is refused, not ignored.
-fn tls_versions(properties: &Properties) -> Result<(bool, bool), Error> {
+fn tls_versions(properties: &PropertyMap) -> Result<(bool, bool), Error> {
     let mut enabled = (true, true);
     for key in ["ssl.protocol", "ssl.enabled.protocols"] {
         let Some(value) = properties.get(key) else {
@@ -243,91 +256,50 @@ fn tls_versions(properties: &Properties) -> Result<(bool, bool), Error> {
     Ok(enabled)
 }
 
-fn sasl_config(properties: &Properties) -> Result<SaslConfig, Error> {
-    let Some((key, mechanism)) = properties.first(&["sasl.mechanisms", "sasl.mechanism"]) else {
-        return Err(config_error(
-            "sasl.mechanism",
-            "SASL needs a mechanism: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER \
-             (the Java default GSSAPI is not supported)"
-                .to_owned(),
-        ));
-    };
-    let jaas = match properties.get("sasl.jaas.config") {
-        Some(text) => Some(
-            jaas::parse(text)
-                .map_err(|fault| config_error("sasl.jaas.config", fault.to_string()))?,
-        ),
-        None => None,
-    };
-    match mechanism.to_ascii_uppercase().as_str() {
-        "PLAIN" => {
-            let (username, password) = credentials(properties, jaas.as_ref(), "PlainLoginModule")?;
-            Ok(SaslConfig::Plain { username, password })
-        }
-        name @ ("SCRAM-SHA-256" | "SCRAM-SHA-512") => {
-            let mechanism = if name == "SCRAM-SHA-256" {
-                ScramMechanism::Sha256
-            } else {
-                ScramMechanism::Sha512
-            };
-            let (username, password) = credentials(properties, jaas.as_ref(), "ScramLoginModule")?;
-            Ok(SaslConfig::Scram {
-                mechanism,
-                username,
-                password,
+impl PropertyMap {
+    /// User name and password: librdkafka's two properties, else the JAAS line's options (of
+    /// login `module`).
+    pub(crate) fn credentials(&self, module: &str) -> Result<(String, Secret), Error> {
+        let jaas = self.jaas()?;
+        let from_jaas = |option: &str| -> Result<Option<String>, Error> {
+            let Some(login) = &jaas else { return Ok(None) };
+            check_module(login, module)?;
+            Ok(login.option(option).map(str::to_owned))
+        };
+        let username = match self.get("sasl.username") {
+            Some(name) => name.to_owned(),
+            None => from_jaas("username")?.ok_or_else(|| {
+                config_error(
+                    "sasl.username",
+                    "not set (nor a username in sasl.jaas.config)".to_owned(),
+                )
+            })?,
+        };
+        let password = match self.get("sasl.password") {
+            Some(password) => password.to_owned(),
+            None => from_jaas("password")?.ok_or_else(|| {
+                config_error(
+                    "sasl.password",
+                    "not set (nor a password in sasl.jaas.config)".to_owned(),
+                )
+            })?,
+        };
+        Ok((username, Secret::new(password)))
+    }
+
+    /// `sasl.jaas.config` parsed, if set.
+    pub(crate) fn jaas(&self) -> Result<Option<JaasLogin>, Error> {
+        self.get("sasl.jaas.config")
+            .map(|text| {
+                jaas::parse(text)
+                    .map_err(|fault| config_error("sasl.jaas.config", fault.to_string()))
             })
-        }
-        "OAUTHBEARER" => oauthbearer_config(properties, jaas.as_ref()),
-        "GSSAPI" => Err(config_error(
-            key,
-            "GSSAPI (Kerberos) is not supported; use PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or \
-             OAUTHBEARER"
-                .to_owned(),
-        )),
-        other => Err(config_error(
-            key,
-            format!(
-                "unknown mechanism {other:?}: use PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or \
-                 OAUTHBEARER"
-            ),
-        )),
+            .transpose()
     }
 }
 
-/// User name and password: librdkafka's two properties, else the JAAS line's options.
-fn credentials(
-    properties: &Properties,
-    jaas: Option<&JaasLogin>,
-    module: &str,
-) -> Result<(String, Secret), Error> {
-    let from_jaas = |option: &str| -> Result<Option<String>, Error> {
-        let Some(login) = jaas else { return Ok(None) };
-        check_module(login, module)?;
-        Ok(login.option(option).map(str::to_owned))
-    };
-    let username = match properties.get("sasl.username") {
-        Some(name) => name.to_owned(),
-        None => from_jaas("username")?.ok_or_else(|| {
-            config_error(
-                "sasl.username",
-                "not set (nor a username in sasl.jaas.config)".to_owned(),
-            )
-        })?,
-    };
-    let password = match properties.get("sasl.password") {
-        Some(password) => password.to_owned(),
-        None => from_jaas("password")?.ok_or_else(|| {
-            config_error(
-                "sasl.password",
-                "not set (nor a password in sasl.jaas.config)".to_owned(),
-            )
-        })?,
-    };
-    Ok((username, Secret::new(password)))
-}
-
 /// The JAAS login module must be the mechanism's (its last dotted part is compared).
-fn check_module(login: &JaasLogin, expected: &str) -> Result<(), Error> {
+pub(crate) fn check_module(login: &JaasLogin, expected: &str) -> Result<(), Error> {
     let class = login.module.rsplit('.').next().unwrap_or(&login.module);
     if class == expected {
         Ok(())
@@ -340,96 +312,6 @@ fn check_module(login: &JaasLogin, expected: &str) -> Result<(), Error> {
             ),
         ))
     }
-}
-
-fn oauthbearer_config(
-    properties: &Properties,
-    jaas: Option<&JaasLogin>,
-) -> Result<SaslConfig, Error> {
-    if let Some(method) = properties.get("sasl.oauthbearer.method") {
-        if !method.eq_ignore_ascii_case("default") {
-            return Err(config_error(
-                "sasl.oauthbearer.method",
-                format!(
-                    "{method:?} is not supported: fetch the token yourself and point \
-                     sasl.oauthbearer.token.file at it (re-read at every authentication)"
-                ),
-            ));
-        }
-    }
-    let extensions = extensions(properties)?;
-    if let Some(path) = properties.get("sasl.oauthbearer.token.file") {
-        return Ok(SaslConfig::OAuthBearer {
-            token: OAuthBearerToken::File(path.into()),
-            extensions,
-        });
-    }
-    if properties.flag("enable.sasl.oauthbearer.unsecure.jwt")? == Some(true) {
-        let config = properties.get("sasl.oauthbearer.config").ok_or_else(|| {
-            config_error(
-                "sasl.oauthbearer.config",
-                "the unsecured JWT needs principal=NAME".to_owned(),
-            )
-        })?;
-        return Ok(SaslConfig::OAuthBearer {
-            token: OAuthBearerToken::UnsecuredJwt(config.to_owned()),
-            extensions,
-        });
-    }
-    if let Some(login) = jaas {
-        check_module(login, "OAuthBearerLoginModule")?;
-        return Ok(SaslConfig::OAuthBearer {
-            token: OAuthBearerToken::UnsecuredJwt(java_unsecured_config(login)?),
-            extensions,
-        });
-    }
-    Err(config_error(
-        "sasl.oauthbearer.token.file",
-        "OAUTHBEARER needs a token: sasl.oauthbearer.token.file=PATH, or for test clusters \
-         enable.sasl.oauthbearer.unsecure.jwt=true with sasl.oauthbearer.config=principal=NAME"
-            .to_owned(),
-    ))
-}
-
-/// librdkafka's `sasl.oauthbearer.extensions`: `key=value` pairs separated by commas.
-fn extensions(properties: &Properties) -> Result<Vec<(String, String)>, Error> {
-    let Some(text) = properties.get("sasl.oauthbearer.extensions") else {
-        return Ok(Vec::new());
-    };
-    text.split(',')
-        .filter(|pair| !pair.trim().is_empty())
-        .map(|pair| match pair.split_once('=') {
-            Some((key, value)) => Ok((key.trim().to_owned(), value.trim().to_owned())),
-            None => Err(config_error(
-                "sasl.oauthbearer.extensions",
-                format!("{pair:?} is not key=value"),
-            )),
-        })
-        .collect()
-}
-
-/// The Java client's unsecured login options, as librdkafka's `sasl.oauthbearer.config`.
-fn java_unsecured_config(login: &JaasLogin) -> Result<String, Error> {
-    let principal = login
-        .option("unsecuredLoginStringClaim_sub")
-        .ok_or_else(|| {
-            config_error(
-                "sasl.jaas.config",
-                "OAuthBearerLoginModule needs unsecuredLoginStringClaim_sub (only the unsecured \
-             login is supported from JAAS; use sasl.oauthbearer.token.file otherwise)"
-                    .to_owned(),
-            )
-        })?;
-    let mut config = format!("principal={principal}");
-    if let Some(life) = login.option("unsecuredLoginLifetimeSeconds") {
-        config.push_str(&format!(" lifeSeconds={life}"));
-    }
-    if let Some(scope) = login.option("unsecuredLoginListClaim_scope") {
-        // Java lists claims as a separator-prefixed string (",a,b"); librdkafka wants "a,b".
-        let scope = scope.trim_start_matches(|c: char| !c.is_alphanumeric());
-        config.push_str(&format!(" scope={scope}"));
-    }
-    Ok(config)
 }
 
 #[cfg(test)]
@@ -452,12 +334,10 @@ mod tests {
         .unwrap();
         assert_eq!(config.protocol, SecurityProtocol::SaslSsl);
         assert_eq!(config.tls.ca, Some(Pem::File("/ca.pem".into())));
+        let sasl = config.sasl.unwrap();
         assert_eq!(
-            config.sasl,
-            Some(SaslConfig::Plain {
-                username: "alice".into(),
-                password: Secret::new("alice-secret".into())
-            })
+            (sasl.mechanism(), sasl.identity()),
+            ("PLAIN", r#"user "alice""#.into())
         );
     }
 
@@ -476,13 +356,10 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(config.tls.ca, Some(Pem::File("/ca.pem".into())));
+        let sasl = config.sasl.unwrap();
         assert_eq!(
-            config.sasl,
-            Some(SaslConfig::Scram {
-                mechanism: ScramMechanism::Sha512,
-                username: "alice".into(),
-                password: Secret::new("alice-secret".into())
-            })
+            (sasl.mechanism(), sasl.identity()),
+            ("SCRAM-SHA-512", r#"user "alice""#.into())
         );
     }
 
@@ -542,14 +419,10 @@ mod tests {
             ("sasl.password", &file_value),
         ])
         .unwrap();
+        let password = resolve_indirection("sasl.password", &file_value).unwrap();
         std::fs::remove_file(&dir).unwrap();
-        assert_eq!(
-            config.sasl,
-            Some(SaslConfig::Plain {
-                username: "from-env".into(),
-                password: Secret::new("from-file".into())
-            })
-        );
+        assert_eq!(password, "from-file");
+        assert_eq!(config.sasl.unwrap().identity(), r#"user "from-env""#);
         let error = build_from(&[("sasl.password", "${env:KREC_NO_SUCH_VARIABLE}")]).unwrap_err();
         assert!(
             error.to_string().contains("KREC_NO_SUCH_VARIABLE"),
@@ -567,11 +440,8 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(
-            unsecured.sasl,
-            Some(SaslConfig::OAuthBearer {
-                token: OAuthBearerToken::UnsecuredJwt("principal=alice".into()),
-                extensions: Vec::new()
-            })
+            unsecured.sasl.as_ref().unwrap().identity(),
+            "an unsecured JWT (principal=alice)"
         );
         let java = build_from(&[
             ("security.protocol", "SASL_SSL"),
@@ -601,7 +471,7 @@ mod tests {
             ("sasl.mechanism", "GSSAPI"),
         ])
         .unwrap_err();
-        assert!(error.to_string().contains("Kerberos"), "{error}");
+        assert!(error.to_string().contains("GSSAPI"), "{error}");
         let error = build_from(&[("security.protocol", "TLS")]).unwrap_err();
         assert!(error.to_string().contains("security.protocol"), "{error}");
     }

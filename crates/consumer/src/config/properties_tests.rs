@@ -1,6 +1,7 @@
 use std::time::Duration;
 
-use krec_client::{SaslConfig, SecurityProtocol};
+use krec_client::sasl::Plain;
+use krec_client::SecurityProtocol;
 
 use super::*;
 use crate::group::{Assignor, GroupProtocol};
@@ -187,9 +188,9 @@ fn a_file_is_read_in_order_the_last_value_winning() {
         config.connection.security.protocol,
         SecurityProtocol::SaslSsl
     );
-    let Some(SaslConfig::Plain { username, password }) = &config.connection.security.sasl else {
-        panic!("PLAIN expected");
-    };
+    let sasl = config.connection.security.sasl.as_ref().unwrap();
+    let plain = sasl.downcast_ref::<Plain>().expect("PLAIN");
+    let (username, password) = (plain.username(), plain.password());
     assert_eq!(username, "later-user");
     assert_eq!(password.expose(), "file-pass");
 }
@@ -223,9 +224,8 @@ fn secret_values_are_resolved_and_never_shown() {
         ("schema.registry.basic.auth.user.info", "reg:s3cret"),
     ])
     .unwrap();
-    let Some(SaslConfig::Plain { password, .. }) = &config.connection.security.sasl else {
-        panic!("PLAIN expected");
-    };
+    let sasl = config.connection.security.sasl.as_ref().unwrap();
+    let password = sasl.downcast_ref::<Plain>().expect("PLAIN").password();
     assert_eq!(password.expose(), "hunter2");
     let shown = format!("{config:?}");
     assert!(
