@@ -16,8 +16,7 @@ use crate::Error;
 use super::oauthbearer::message;
 use super::{BoxError, BoxFuture};
 
-// Used by the sources that fetch tokens over the network.
-#[allow(dead_code)]
+mod oidc;
 pub(crate) mod refresh;
 mod unsecured;
 
@@ -81,7 +80,7 @@ pub(crate) struct Method {
 }
 
 /// Every token source krec knows. The first is the default.
-pub(crate) const METHODS: &[Method] = &[unsecured::DEFAULT_METHOD];
+pub(crate) const METHODS: &[Method] = &[unsecured::DEFAULT_METHOD, oidc::OIDC_METHOD];
 
 /// Keys every method shares: how one is chosen.
 const CHOOSING: &[&str] = &["sasl.login.callback.handler.class"];
