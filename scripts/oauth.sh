@@ -29,7 +29,8 @@
 #   AUDIENCE               kafka-broker: the `aud` of the good clients' tokens
 #   OTHER_AUDIENCE         other-service: the `aud` of the other client's tokens
 #   CLIENT_ID CLIENT_SECRET              the good client (client_secret_basic, scope kafka)
-#   POST_CLIENT_ID POST_CLIENT_SECRET    the same, but client_secret_post only
+#   LONG_CLIENT_ID LONG_CLIENT_SECRET    the same, but its tokens live LONG_TTL_S seconds
+#   LONG_TTL_S             30 (for a test that takes the endpoint away while a token holds)
 #   OTHER_CLIENT_ID OTHER_CLIENT_SECRET  a client allowed only scope `other`, whose tokens are
 #                                        for other-service (the wrong-scope/audience cases)
 # A token names the client's audience when the request names none (see cmd_build's patch).
@@ -49,6 +50,7 @@ START_TIMEOUT_S=30
 SCOPE=kafka
 AUDIENCE=kafka-broker
 OTHER_AUDIENCE=other-service
+LONG_TTL_S=30
 
 die() {
     echo "oauth.sh: $*" >&2
@@ -247,10 +249,12 @@ EOF
         ((SECONDS < deadline)) || die "OAuth server '$name' not ready after ${START_TIMEOUT_S}s"
         sleep 0.2
     done
-    local secret post_secret other_secret
-    secret="$(random_secret)" post_secret="$(random_secret)" other_secret="$(random_secret)"
+    local secret long_secret other_secret
+    secret="$(random_secret)" long_secret="$(random_secret)" other_secret="$(random_secret)"
     create_client "$admin_url" krec-good "$secret" client_secret_basic "$SCOPE" "[\"$AUDIENCE\"]" &&
-        create_client "$admin_url" krec-post "$post_secret" client_secret_post "$SCOPE" "[\"$AUDIENCE\"]" &&
+        create_client "$admin_url" krec-long "$long_secret" client_secret_basic "$SCOPE" "[\"$AUDIENCE\"]" &&
+        admin_call PUT "$admin_url" /admin/clients/krec-long/lifespans \
+            "{\"client_credentials_grant_access_token_lifespan\":\"${LONG_TTL_S}s\"}" >/dev/null &&
         create_client "$admin_url" krec-other "$other_secret" client_secret_basic other \
             "[\"$OTHER_AUDIENCE\"]" || { cmd_stop "$name"; die "creating the OAuth clients failed"; }
     if [[ -n "$owner" ]]; then
@@ -271,8 +275,9 @@ AUDIENCE=$AUDIENCE
 OTHER_AUDIENCE=$OTHER_AUDIENCE
 CLIENT_ID=krec-good
 CLIENT_SECRET=$secret
-POST_CLIENT_ID=krec-post
-POST_CLIENT_SECRET=$post_secret
+LONG_CLIENT_ID=krec-long
+LONG_CLIENT_SECRET=$long_secret
+LONG_TTL_S=$LONG_TTL_S
 OTHER_CLIENT_ID=krec-other
 OTHER_CLIENT_SECRET=$other_secret
 EOF

@@ -18,7 +18,8 @@
 #   KREC_KAFKA_SH                absolute path of scripts/kafka.sh (topics, Java tools, datadir)
 #   KREC_KAFKA_NAME              kafka.sh instance name of that broker
 #   KREC_TEST_SECURE_ENV         secure.env of a second, secured single-node broker
-#                                (kafka.sh start --secured: listeners, certificates, users)
+#                                (kafka.sh start --secured: listeners, certificates, users;
+#                                its OAUTH_ENV is the oauth.env of the OAuth server below)
 #   KREC_TEST_SECURE_NAME        kafka.sh instance name of the secured broker
 #   KREC_TEST_PROXY_ENV          proxy.env of the single broker, started with --proxies: lanes
 #                                of listeners advertised through Toxiproxy (the fault tests)
@@ -40,6 +41,10 @@ INSTANCE="${KREC_TEST_INSTANCE:-test}"
 SECURE_INSTANCE="${INSTANCE}-secure"
 CLUSTER_INSTANCE="${INSTANCE}-cluster"
 REGISTRY_INSTANCE="${INSTANCE}-registry"
+OAUTH_INSTANCE="${INSTANCE}-oauth"
+OAUTH_SH="$REPO_ROOT/scripts/oauth.sh"
+# Access tokens live this long, so that a read of a few seconds spans several refreshes.
+OAUTH_TOKEN_TTL_S=4
 BROKER_TEST_THREADS="${KREC_BROKER_TEST_THREADS:-6}"
 LOGS="$REPO_ROOT/target/test-logs"
 
@@ -47,6 +52,7 @@ section() { printf '\n===== %s (at %dm%02ds) =====\n' "$*" $((SECONDS / 60)) $((
 
 started=()
 registries=()
+oauth_servers=()
 stop_brokers() {
     local name
     for name in "${registries[@]}"; do
@@ -57,6 +63,10 @@ stop_brokers() {
         bash "$KAFKA_SH" stop --name "$name" || true
     done
     started=()
+    for name in "${oauth_servers[@]}"; do
+        bash "$OAUTH_SH" stop --name "$name" || true
+    done
+    oauth_servers=()
 }
 cleanup() {
     local pid
@@ -138,7 +148,10 @@ cargo fmt --all -- --check
 section "start the brokers in the background (logs in target/test-logs)"
 # Lanes of proxied listeners for the fault tests (one lane per fault test running at once).
 start_instance "$INSTANCE" 1 --proxies 3
-start_instance "$SECURE_INSTANCE" 1 --secured --proxies 2
+# The secured broker validates OAUTHBEARER tokens against the OAuth server: that starts first.
+oauth_servers+=("$OAUTH_INSTANCE")
+oauth_env="$(bash "$OAUTH_SH" start --name "$OAUTH_INSTANCE" --ttl "$OAUTH_TOKEN_TTL_S" --owner-pid $$)"
+start_instance "$SECURE_INSTANCE" 1 --secured --oauth "$oauth_env" --proxies 2
 start_instance "$CLUSTER_INSTANCE" 3
 # The Schema Registry needs the secured broker's certificate for its HTTPS port.
 registries+=("$REGISTRY_INSTANCE")

@@ -296,7 +296,7 @@ use_oauth() {
     [[ -f "$1" ]] || die "--oauth $1: no such file (the oauth.env of scripts/oauth.sh start)"
     OAUTH_ENV_FILE="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
     SECURE_LISTENERS+=(SASL_OAUTH:SASL_SSL)
-    ACL_EXTRA_PRINCIPALS=("User:$(oauth_value CLIENT_ID)" "User:$(oauth_value POST_CLIENT_ID)")
+    ACL_EXTRA_PRINCIPALS=("User:$(oauth_value CLIENT_ID)" "User:$(oauth_value LONG_CLIENT_ID)")
 }
 
 # JVM options of the broker: Kafka fetches only URLs this property allows (JWKS here).

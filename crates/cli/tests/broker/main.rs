@@ -19,6 +19,7 @@ mod fetch_sessions;
 mod filters;
 mod group;
 mod metrics;
+mod oidc;
 mod producers;
 mod questions;
 mod ranges;
