@@ -37,6 +37,14 @@
 #   SASL_PLAIN_ONLY  protocol SASL_PLAINTEXT, PLAIN only (for "mechanism not enabled")
 #   SSL_WRONG_HOST   protocol SSL, no client auth; its certificate, from the same CA, names
 #                    only DNS:wrong.example (for the host-name-mismatch test)
+#   SASL_OAUTH       only with --oauth ENVFILE (the oauth.env of scripts/oauth.sh start):
+#                    protocol SASL_SSL, OAUTHBEARER only, tokens validated by Kafka itself
+#                    (OAuthBearerValidatorCallbackHandler with BrokerJwtValidator): signature
+#                    against the OAuth server's JWKS (fetched over HTTPS, its CA_PEM trusted),
+#                    `iss` = its ISSUER, `aud` must hold its AUDIENCE; `sub` is the principal
+#                    (the OAuth client id). The broker JVM gets
+#                    -Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=JWKS_URL,TOKEN_URL.
+#                    The clients CLIENT_ID and LONG_CLIENT_ID get alice's ACLs.
 # Users alice/alice-secret and bob/bob-secret exist for PLAIN and both SCRAMs; OAUTHBEARER uses
 # Kafka's unsecured validator (an unsigned JWT, alg "none"; its `sub` is the principal).
 # StandardAuthorizer, allow.everyone.if.no.acl.found=false; the only ACLs (prefixed): User:alice
@@ -66,6 +74,7 @@
 #   SASL_MECHANISMS          PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER
 #   ACL_PREFIX               sec-
 #   REAUTH_MS                connections.max.reauth.ms of the SASL listeners (0: none)
+#   SASL_OAUTH OAUTH_ENV     with --oauth only: that listener, and the oauth.env it trusts
 # secure.env is written last, once the ACLs are in place. The broker certificate has the SANs
 # IP:127.0.0.1 and DNS:localhost. Broker-side, SASL authentications and re-authentications
 # are logged (DEBUG lines let through by log4j2-broker.xml) to node1/broker.log.
