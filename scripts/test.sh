@@ -242,7 +242,11 @@ export KREC_BIN="${CARGO_TARGET_DIR:-$REPO_ROOT/target}/debug/krec" KREC_BENCH_B
 bash "$KAFKA_SH" stop --name "$KREC_BENCH_BROKER" >/dev/null
 started+=("$KREC_BENCH_BROKER")
 registries+=("$KREC_BENCH_BROKER")
-bash "$KAFKA_SH" start --name "$KREC_BENCH_BROKER" --owner-pid $$ --secured --reauth-ms 86400000 >/dev/null &
+# Its OAuth server lets bench-consume --tls compare OIDC with SCRAM.
+oauth_servers+=("$KREC_BENCH_BROKER-oauth")
+bench_oauth_env="$(bash "$OAUTH_SH" start --name "$KREC_BENCH_BROKER-oauth" --owner-pid $$)"
+bash "$KAFKA_SH" start --name "$KREC_BENCH_BROKER" --owner-pid $$ --secured --reauth-ms 86400000 \
+    --oauth "$bench_oauth_env" >/dev/null &
 bench_broker=$!
 bench_smoke() {
     local TIMEFORMAT="----- $* --quick: %0R s"
