@@ -34,6 +34,7 @@ pub(super) const OIDC_METHOD: Method = Method {
         "sasl.oauthbearer.client.credentials.client.secret",
         "sasl.oauthbearer.token.endpoint.url",
         "sasl.oauthbearer.scope",
+        "sasl.oauthbearer.header.urlencode",
         "https.ca.location",
         "https.ca.pem",
         "sasl.login.connect.timeout.ms",
@@ -60,6 +61,9 @@ pub(crate) struct OidcSettings {
     pub(crate) client_id: String,
     pub(crate) client_secret: Secret,
     pub(crate) scope: Option<String>,
+    /// Form-encode the id and secret in the Basic header (RFC 6749 section 2.3.1); off by
+    /// default, as in librdkafka and the Java client, whose users' providers expect them raw.
+    pub(crate) urlencode_credentials: bool,
     /// SASL extensions from the JAAS line's `extension_NAME` options.
     pub(crate) extensions: Vec<(String, String)>,
     /// The endpoint's CA certificates (PEM); `None`: the system's roots.
@@ -121,6 +125,9 @@ pub(crate) fn settings(properties: &PropertyMap) -> Result<OidcSettings, Error> 
         client_id: client_id.to_owned(),
         client_secret: Secret::new(client_secret.to_owned()),
         scope: scope.map(str::to_owned),
+        urlencode_credentials: properties
+            .flag("sasl.oauthbearer.header.urlencode")?
+            .unwrap_or(false),
         extensions,
         ca_pem: ca_pem(properties, jaas.as_ref())?,
         connect_timeout: millis(properties, "sasl.login.connect.timeout.ms", 10_000)?,
@@ -342,13 +349,21 @@ fn request_token(
     }
 }
 
-/// `Authorization: Basic` of the form-encoded client id and secret (RFC 6749 section 2.3.1).
+/// `Authorization: Basic` of the client id and secret, form-encoded if asked.
 fn basic_authorization(settings: &OidcSettings) -> Secret {
-    let pair = Secret::new(format!(
-        "{}:{}",
-        form_encode(&settings.client_id),
-        form_encode(settings.client_secret.expose())
-    ));
+    let pair = if settings.urlencode_credentials {
+        Secret::new(format!(
+            "{}:{}",
+            form_encode(&settings.client_id),
+            form_encode(settings.client_secret.expose())
+        ))
+    } else {
+        Secret::new(format!(
+            "{}:{}",
+            settings.client_id,
+            settings.client_secret.expose()
+        ))
+    };
     let encoded = base64::engine::general_purpose::STANDARD.encode(pair.expose());
     Secret::new(format!("Basic {encoded}"))
 }

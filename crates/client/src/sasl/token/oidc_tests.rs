@@ -127,6 +127,23 @@ fn the_secret_comes_from_the_environment_and_never_shows() {
 }
 
 #[test]
+fn credentials_go_raw_unless_url_encoding_is_asked_for() {
+    let mut pairs = librdkafka();
+    pairs.push(("sasl.oauthbearer.client.secret", "a~b:c"));
+    let basic = |pairs: &[(&str, &str)]| {
+        let settings = settings_of(pairs).unwrap();
+        let encoded = basic_authorization(&settings).expose().to_owned();
+        let decoded = base64::engine::general_purpose::STANDARD
+            .decode(encoded.strip_prefix("Basic ").unwrap())
+            .unwrap();
+        String::from_utf8(decoded).unwrap()
+    };
+    assert_eq!(basic(&pairs), "krec-good:a~b:c");
+    pairs.push(("sasl.oauthbearer.header.urlencode", "true"));
+    assert_eq!(basic(&pairs), "krec-good:a%7Eb%3Ac");
+}
+
+#[test]
 fn missing_or_wrong_settings_name_the_property() {
     let without = |key: &str| {
         let mut pairs = librdkafka();
