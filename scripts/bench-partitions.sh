@@ -272,7 +272,7 @@ wait "$SAMPLER_PID" 2>/dev/null || true
 SAMPLER_PID=""
 {
     echo "Machine: $(machine_line); load average $(cut -d' ' -f1-3 /proc/loadavg)"
-    echo "Versions: $("$KREC" --version 2>/dev/null || echo krec) at $(git -C "$REPO_ROOT" rev-parse --short HEAD); Kafka 4.1.1 (one node, scripts/kafka.sh)"
+    echo "Versions: $("$KREC" --version 2>/dev/null || echo krec) at $(git -C "$REPO_ROOT" rev-parse --short HEAD); Kafka $(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$REPO_ROOT/scripts/kafka/pom.xml") (one node, scripts/kafka.sh)"
     echo "Command: scripts/bench-partitions.sh --records $RECORDS --runs $RUNS --partitions $PARTITIONS --topics $TOPICS --rates $RATES --tail-seconds $TAIL_SECONDS"
     echo
     /usr/bin/python3 "$SCRIPT_DIR/bench_partitions_report.py" "$RUNS_TSV" "$JMX_CSV" \

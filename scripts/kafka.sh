@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# A real Apache Kafka 4.x broker (KRaft) on 127.0.0.1, assembled from the Maven Central jars.
+# A real Apache Kafka 4.x broker (KRaft) on 127.0.0.1, assembled from the Maven Central jars;
+# or, with --version, an older release on ZooKeeper.
 #
-#   scripts/kafka.sh fetch
+#   scripts/kafka.sh fetch      [--version V]
 #   scripts/kafka.sh start      [--name N] [--brokers 1|3] [--owner-pid P]
 #                               [--secured [--reauth-ms MS] [--oauth ENVFILE]] [--proxies K]
+#                               [--version V]
 #                                                           prints the bootstrap string; with
 #                                                           --owner-pid, stops itself when P exits
 #   scripts/kafka.sh stop       [--name N] [--clean]
@@ -19,6 +21,10 @@
 #   scripts/kafka.sh jmx-url    [--name N] [--node K]          that node's JMX service URL
 #   scripts/kafka.sh pid        [--name N] [--node K]          that node's broker pid (SIGSTOP)
 #   scripts/kafka.sh proxy-env  [--name N]                     prints the path of proxy.env
+#
+# --version V: the release pom.xml names (the default, KRaft), or 2.8.x..3.9.x: one plain node
+# on its own ZooKeeper (scripts/kafka/legacy.sh, jars in target/kafka/lib-V); later commands
+# on that instance use its version by themselves.
 #
 # Each named instance keeps its state in target/kafka/<name>/ (default name: "default"), so
 # several brokers can run side by side; ports are picked free at start. Node K sits in rack
@@ -106,8 +112,14 @@ REPO_ROOT="$(cd "$SCRIPT_DIR/.." && pwd)"
 KAFKA_CONF_DIR="$SCRIPT_DIR/kafka"
 # shellcheck source=kafka/secured.sh
 source "$KAFKA_CONF_DIR/secured.sh"
+# shellcheck source=kafka/legacy.sh
+source "$KAFKA_CONF_DIR/legacy.sh"
 KAFKA_HOME="${KREC_KAFKA_HOME:-$REPO_ROOT/target/kafka}"
 KAFKA_LIB="$KAFKA_HOME/lib"
+# The release pom.xml names: what every instance runs unless started with --version.
+DEFAULT_KAFKA_VERSION="$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$KAFKA_CONF_DIR/pom.xml")"
+# Broker and tool logging: log4j2 for 4.x, log4j 1 for the older releases (legacy.sh).
+LEGACY=0
 BROKER_HEAP="${KREC_KAFKA_HEAP:-512m}"
 # Seconds to wait for a node to serve, and for a node to exit after SIGTERM.
 START_TIMEOUT_S=120
@@ -127,6 +139,10 @@ fetch_stamp() {
 }
 
 cmd_fetch() {
+    if ((LEGACY)); then
+        legacy_fetch "$KAFKA_VERSION"
+        return
+    fi
     local stamp
     stamp="$(fetch_stamp)"
     [[ -f "$stamp" ]] && return 0
@@ -154,6 +170,10 @@ cmd_fetch() {
 }
 
 require_jars() {
+    if ((LEGACY)); then
+        legacy_fetch "$KAFKA_VERSION"
+        return
+    fi
     [[ -f "$(fetch_stamp)" ]] || cmd_fetch
 }
 
@@ -171,8 +191,9 @@ run_tool() {
         # C1 only: most tools live a second or two, and this cuts their start-up time.
         opts=(-Xmx512m -XX:TieredStopAtLevel=1)
     fi
-    local java_cmd=(java "${opts[@]}" -Djava.awt.headless=true
-        -Dlog4j2.configurationFile="$KAFKA_CONF_DIR/log4j2-tools.xml"
+    local logging="-Dlog4j2.configurationFile=$KAFKA_CONF_DIR/log4j2-tools.xml"
+    ((LEGACY)) && logging="$(legacy_logging)"
+    local java_cmd=(java "${opts[@]}" -Djava.awt.headless=true "$logging"
         -cp "$KAFKA_LIB/*" "$@")
     if ((${TOOL_REPLACES_SHELL:-0})); then
         # `kafka.sh tool`: the JVM takes this process's place, so whoever started kafka.sh
@@ -299,8 +320,9 @@ launch_node() {
     node_running "$name" "$node" && die "node $node of '$name' is already running (pid $(node_pid "$name" "$node"))"
     # A stale pid file (a node that crashed) must not pass for the new process.
     rm -f "$dir/pid"
-    local jmx_port extra_opts=()
+    local jmx_port logging="-Dlog4j2.configurationFile=$KAFKA_CONF_DIR/log4j2-broker.xml" extra_opts=()
     jmx_port="$(cat "$dir/jmx-port")"
+    ((LEGACY)) && logging="$(legacy_logging)"
     # JVM options the secured part asks for (secured.sh: oauth_jvm_options).
     if [[ -s "$(instance_dir "$name")/jvm-options" ]]; then
         read -r -a extra_opts <"$(instance_dir "$name")/jvm-options" || true
@@ -314,8 +336,7 @@ launch_node() {
         -Dcom.sun.management.jmxremote.port="$jmx_port" -Dcom.sun.management.jmxremote.rmi.port="$jmx_port" \
         -Dcom.sun.management.jmxremote.authenticate=false -Dcom.sun.management.jmxremote.ssl=false \
         -Dcom.sun.management.jmxremote.host=127.0.0.1 -Djava.rmi.server.hostname=127.0.0.1 \
-        -Dlog4j2.configurationFile="$KAFKA_CONF_DIR/log4j2-broker.xml" \
-        -cp "$KAFKA_LIB/*" kafka.Kafka "$dir/server.properties" \
+        "$logging" -cp "$KAFKA_LIB/*" kafka.Kafka "$dir/server.properties" \
         </dev/null >"$dir/broker.log" 2>&1 &
     local i
     for ((i = 0; i < 50; i++)); do
@@ -325,12 +346,13 @@ launch_node() {
     die "node $node of '$name' did not start a process"
 }
 
-# Waits until the node has logged "Kafka Server started" (KafkaRaftServer.startup end).
+# Waits until the node has logged "Kafka Server started" (KafkaRaftServer.startup end), or on
+# ZooKeeper "[KafkaServer id=K] started".
 wait_node_started() {
     local name="$1" node="$2" dir deadline
     dir="$(node_dir "$name" "$node")"
     deadline=$((SECONDS + START_TIMEOUT_S))
-    while ! grep -q 'Kafka Server started' "$dir/broker.log" 2>/dev/null; do
+    while ! grep -Eq 'Kafka Server started|KafkaServer id=[0-9]+\] started' "$dir/broker.log" 2>/dev/null; do
         if ! node_running "$name" "$node"; then
             tail -n 40 "$dir/broker.log" >&2
             die "node $node of '$name' exited during start-up (log: $dir/broker.log)"
@@ -572,6 +594,10 @@ cmd_start() {
         require_openssl
     fi
     [[ "$reauth_ms" =~ ^[0-9]+$ ]] || die "--reauth-ms must be a number of milliseconds, not '$reauth_ms'"
+    if ((LEGACY)); then
+        ((nodes == 1 && !secured && proxies == 0)) ||
+            die "--version $KAFKA_VERSION runs one plain node: no --brokers 3, --secured or --proxies"
+    fi
     require_jars
     local dir
     dir="$(instance_dir "$name")"
@@ -585,7 +611,11 @@ cmd_start() {
     local attempt rc
     for attempt in 1 2 3; do
         rc=0
-        try_start "$name" "$nodes" "$secured" "$reauth_ms" "$proxies" || rc=$?
+        if ((LEGACY)); then
+            legacy_start "$name" "$KAFKA_VERSION" || rc=$?
+        else
+            try_start "$name" "$nodes" "$secured" "$reauth_ms" "$proxies" || rc=$?
+        fi
         ((rc == 2)) || break
         log "a port picked for '$name' was taken meanwhile; retrying with new ports"
     done
@@ -596,7 +626,9 @@ cmd_start() {
     if ((secured)); then
         log "instance '$name' (secured) serving at $bootstrap (PLAINTEXT); listeners and files in $dir/secure.env"
     else
-        log "instance '$name' ($nodes node(s)) serving at $bootstrap"
+        local kind="$nodes node(s)"
+        ((LEGACY)) && kind="Kafka $KAFKA_VERSION on ZooKeeper"
+        log "instance '$name' ($kind) serving at $bootstrap"
     fi
     echo "$bootstrap"
 }
@@ -611,6 +643,7 @@ cmd_stop() {
         for ((k = 1; k <= n; k++)); do all+=("$k"); done
         stop_nodes "$name" "${all[@]}"
     fi
+    legacy_stop_zookeeper "$name"
     bash "$SCRIPT_DIR/toxiproxy.sh" stop --name "$name"
     ((clean)) && rm -rf "$dir"
     return 0
@@ -652,7 +685,9 @@ cmd_topic() {
         *) die "topic create: unknown option '$1'" ;;
         esac
     done
-    run_tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$(bootstrap_of "$name")" \
+    local command=org.apache.kafka.tools.TopicCommand
+    ((LEGACY)) && command="$(legacy_topic_command)"
+    run_tool "$command" --bootstrap-server "$(bootstrap_of "$name")" \
         --create --topic "$topic" --partitions "$partitions" --replication-factor "$rf" \
         "${configs[@]}" >&2
 }
@@ -687,11 +722,28 @@ cmd_status() {
     return $rc
 }
 
+# Sets KAFKA_VERSION, LEGACY and KAFKA_LIB: the version asked for (fetch, start), else the one
+# the instance was started with, else pom.xml's.
+select_version() {
+    local cmd="$1" name="$2" version="$3" recorded
+    recorded="$(instance_dir "$name")/version"
+    if [[ -z "$version" && "$cmd" != start && "$cmd" != fetch && -f "$recorded" ]]; then
+        version="$(cat "$recorded")"
+    fi
+    KAFKA_VERSION="${version:-$DEFAULT_KAFKA_VERSION}"
+    [[ "$KAFKA_VERSION" == "$DEFAULT_KAFKA_VERSION" ]] && return 0
+    is_legacy_version "$KAFKA_VERSION" ||
+        die "--version $KAFKA_VERSION: kafka.sh runs $DEFAULT_KAFKA_VERSION (pom.xml) or a release 2.8.x..3.9.x"
+    LEGACY=1
+    KAFKA_LIB="$(legacy_lib "$KAFKA_VERSION")"
+}
+
 main() {
     local cmd="${1:-}"
     [[ -n "$cmd" ]] || die "usage: kafka.sh fetch|start|stop|stop-node|start-node|topic|tool|datadir|bootstrap|secure-env|status|jmx-url|pid|proxy-env [options]"
     shift
     local name=default named=0 brokers=1 node="" clean=0 owner="" secured=0 reauth_ms=$DEFAULT_REAUTH_MS proxies=0 oauth="" rest=()
+    local version=""
     # Options common to all commands may come anywhere before the command's own arguments;
     # `tool` passes everything after the main class through untouched.
     while (($#)); do
@@ -705,6 +757,7 @@ main() {
         --reauth-ms) reauth_ms="${2:?--reauth-ms needs a value}"; shift 2 ;;
         --oauth) oauth="${2:?--oauth needs a value}"; shift 2 ;;
         --proxies) proxies="${2:?--proxies needs a value}"; shift 2 ;;
+        --version) version="${2:?--version needs a value}"; shift 2 ;;
         *)
             rest=("$@")
             break
@@ -712,7 +765,8 @@ main() {
         esac
     done
     [[ "$name" =~ ^[A-Za-z0-9_-]+$ ]] || die "--name may use letters, digits, '_', '-' only"
-    [[ "$name" != lib ]] || die "--name lib is taken by the jars directory"
+    [[ "$name" != lib* ]] || die "--name lib... is taken by the jars directories"
+    select_version "$cmd" "$name" "$version"
     if [[ -n "$oauth" ]]; then
         ((secured)) || die "--oauth needs --secured"
         use_oauth "$oauth"

@@ -29,6 +29,8 @@
 #   KREC_TEST_PYTHON             the Python with the Confluent serializers (registry.sh python)
 #   KREC_TEST_CLUSTER_BOOTSTRAP  bootstrap string of the three-node cluster
 #   KREC_TEST_CLUSTER_NAME       kafka.sh instance name of the cluster
+#   KREC_TEST_COMPAT_NAMES       kafka.sh instance names of older releases on ZooKeeper
+#                                (kafka.sh start --version V; the compat broker test)
 # KREC_TEST_INSTANCE (default "test") names the instances, so two checkouts sharing one
 # target directory can run the suite at once. KREC_BROKER_TEST_THREADS (default 6) is how many
 # broker tests run at once: they mostly wait on the brokers, not on the cores.
@@ -39,6 +41,9 @@ KAFKA_SH="$REPO_ROOT/scripts/kafka.sh"
 REGISTRY_SH="$REPO_ROOT/scripts/registry.sh"
 INSTANCE="${KREC_TEST_INSTANCE:-test}"
 SECURE_INSTANCE="${INSTANCE}-secure"
+# Older releases the compatibility test reads: the oldest Amazon MSK offers, the last on ZooKeeper.
+COMPAT_VERSIONS=(2.8.2 3.9.1)
+COMPAT_INSTANCES=()
 CLUSTER_INSTANCE="${INSTANCE}-cluster"
 REGISTRY_INSTANCE="${INSTANCE}-registry"
 OAUTH_INSTANCE="${INSTANCE}-oauth"
@@ -153,6 +158,10 @@ oauth_servers+=("$OAUTH_INSTANCE")
 oauth_env="$(bash "$OAUTH_SH" start --name "$OAUTH_INSTANCE" --ttl "$OAUTH_TOKEN_TTL_S" --owner-pid $$)"
 start_instance "$SECURE_INSTANCE" 1 --secured --oauth "$oauth_env" --proxies 2
 start_instance "$CLUSTER_INSTANCE" 3
+for version in "${COMPAT_VERSIONS[@]}"; do
+    COMPAT_INSTANCES+=("$INSTANCE-compat-${version//./}")
+    start_instance "${COMPAT_INSTANCES[-1]}" 1 --version "$version"
+done
 # The Schema Registry needs the secured broker's certificate for its HTTPS port.
 registries+=("$REGISTRY_INSTANCE")
 (
@@ -183,6 +192,8 @@ list_test_executables cluster
 section "broker and cluster tests start in the background"
 wait_started "$INSTANCE"
 wait_started "$SECURE_INSTANCE"
+for name in "${COMPAT_INSTANCES[@]}"; do wait_started "$name"; done
+export KREC_TEST_COMPAT_NAMES="${COMPAT_INSTANCES[*]}"
 wait "$registry_pid" || { cat "$LOGS/start-$REGISTRY_INSTANCE.log" >&2; exit 1; }
 KREC_TEST_BOOTSTRAP="$(bash "$KAFKA_SH" bootstrap --name "$INSTANCE")"
 export KREC_TEST_BOOTSTRAP KREC_KAFKA_SH="$KAFKA_SH" KREC_KAFKA_NAME="$INSTANCE"

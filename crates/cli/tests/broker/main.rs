@@ -1,7 +1,8 @@
 //! `krec` against a real single-node Kafka broker, and against the secured one next to it
 //! (TLS, mTLS, SASL, ACLs), with the Toxiproxy lanes and the Schema Registry that
 //! `scripts/test.sh` starts and describes in the environment that `support::broker`,
-//! `support::secure` and `support::faults` read. `cargo test` leaves this binary out
+//! `support::secure` and `support::faults` read; `compat` reads the older releases test.sh
+//! starts on ZooKeeper (`kafka.sh start --version V`). `cargo test` leaves this binary out
 //! (`test = false`); run it by name: `cargo test -p krec-cli --test broker`.
 //!
 //! Most tests share the brokers and run concurrently, each on topics of its own. The tests
@@ -12,6 +13,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod compat;
 mod consume;
 mod count;
 mod faults;

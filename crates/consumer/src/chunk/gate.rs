@@ -1,6 +1,7 @@
 //! Which of a walk's batches a chunk delivers: not those wholly before the fetch offset, not
 //! aborted transactions under `read_committed`; and where the walk has got to.
 
+use krec_batch::layout::{self, v2};
 use krec_batch::{Batch, BatchSummary, ControlKind};
 
 use super::PartitionChunk;
@@ -92,6 +93,44 @@ impl<'c> BatchGate<'c> {
         Ok(batch.next_offset > self.chunk.data.fetch_offset)
     }
 
+    /// Notes a corrupt batch stepped over; under `read_committed`, the producer whose aborted
+    /// transaction it ended, if any. The batch's header is unverified (its CRC or records
+    /// failed), but when it names a control batch of a producer aborted here, the fetch
+    /// response's list (aborted transactions only) says it can only be that producer's ABORT
+    /// marker: lost, it would hide the producer's later committed records.
+    pub(super) fn pass_corrupt(&mut self, entry: &[u8], last_offset: i64) -> Option<i64> {
+        if !self.chunk.read_committed
+            || entry.len() < v2::HEADER_SIZE
+            || entry[layout::MAGIC_AT] != layout::magic::V2
+        {
+            return None;
+        }
+        self.reach(last_offset);
+        let field = |at: usize, len: usize| &entry[at..at + len];
+        let attributes = i16::from_be_bytes(field(v2::ATTRIBUTES_AT, 2).try_into().ok()?);
+        let producer_id = i64::from_be_bytes(field(v2::PRODUCER_ID_AT, 8).try_into().ok()?);
+        let control = attributes & v2::attributes::CONTROL != 0;
+        let aborted = self.producers.contains(&producer_id);
+        if !(control && aborted) {
+            return None;
+        }
+        self.producers.retain(|p| *p != producer_id);
+        Some(producer_id)
+    }
+
+    /// Producers whose aborted transaction starts at or before `last_offset` join the aborted.
+    fn reach(&mut self, last_offset: i64) {
+        while let Some(next) = self.pending.last() {
+            if next.first_offset > last_offset {
+                break;
+            }
+            if !self.producers.contains(&next.producer_id) {
+                self.producers.push(next.producer_id);
+            }
+            self.pending.pop();
+        }
+    }
+
     /// Whether `batch` belongs to an aborted transaction, following the fetch response's
     /// aborted list the way Kafka's Java consumer does: a producer becomes aborted once the
     /// walk passes the first offset of one of its aborted transactions, and stops being
@@ -101,15 +140,7 @@ impl<'c> BatchGate<'c> {
         if !self.chunk.read_committed || producer_id < 0 {
             return false;
         }
-        while let Some(next) = self.pending.last() {
-            if next.first_offset > batch.last_offset {
-                break;
-            }
-            if !self.producers.contains(&next.producer_id) {
-                self.producers.push(next.producer_id);
-            }
-            self.pending.pop();
-        }
+        self.reach(batch.last_offset);
         if batch.control {
             if batch.aborts {
                 self.producers.retain(|p| *p != producer_id);

@@ -330,6 +330,17 @@ impl<'a> ChunkBatches<'a> {
     ) -> Result<(), E> {
         let next_offset = skip.span.last_offset.saturating_add(1);
         self.gate.last_next_offset = Some(next_offset);
+        let entry = &self.chunk.data.records[skip.span.position..][..skip.span.size];
+        if let Some(producer_id) = self.gate.pass_corrupt(entry, skip.span.last_offset) {
+            tracing::warn!(
+                topic = %self.chunk.topic,
+                partition = self.chunk.partition,
+                offset = skip.span.base_offset,
+                producer_id,
+                "the corrupt batch skipped was a transaction marker of an aborted transaction; \
+                 the producer's records after it are delivered"
+            );
+        }
         if next_offset <= self.chunk.data.fetch_offset {
             return Ok(());
         }

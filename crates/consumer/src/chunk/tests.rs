@@ -294,3 +294,57 @@ fn under_skip_a_corrupt_batch_is_stepped_over_whole_and_counted() {
     // The default is to stop at the first one.
     assert!(matches!(values(&c), Err(Error::Decode { .. })));
 }
+
+/// The batch's last byte flipped: its CRC fails, its header still reads.
+fn corrupted(mut batch: Vec<u8>) -> Vec<u8> {
+    *batch.last_mut().unwrap() ^= 0x55;
+    batch
+}
+
+/// Offsets `try_for_each_ref_or_skip` delivers with `OnCorrupt::Skip`, and the skipped spans.
+fn skipping(chunk: &PartitionChunk) -> (Vec<i64>, Vec<(i64, i64)>) {
+    let (mut offsets, mut skipped) = (Vec::new(), Vec::new());
+    chunk
+        .batches()
+        .try_for_each_ref_or_skip(
+            OnCorrupt::Skip,
+            |batch| -> Result<_, Error> {
+                let mut records = batch.records_in_place();
+                while let Some(record) = records.next_ref() {
+                    offsets.push(record?.offset());
+                }
+                Ok(std::ops::ControlFlow::Continue(()))
+            },
+            |skip| {
+                skipped.push((skip.span.base_offset, skip.span.last_offset));
+                Ok(())
+            },
+        )
+        .unwrap();
+    (offsets, skipped)
+}
+
+#[test]
+fn a_skipped_abort_marker_does_not_hide_the_producers_later_commits() {
+    // Producer 2 aborts 0-1 (marker 2, corrupt), then commits 3 (marker 4); producer 5
+    // aborts 5 (marker 6, corrupt too, but its header now claims another producer).
+    let mut stray = marker(6, 5, ControlKind::Abort);
+    stray[krec_batch::layout::v2::PRODUCER_ID_AT + 7] ^= 1;
+    let batches = vec![
+        data_batch(0, 2, true, &["x0", "x1"]),
+        corrupted(marker(2, 2, ControlKind::Abort)),
+        data_batch(3, 2, true, &["c3"]),
+        marker(4, 2, ControlKind::Commit),
+        data_batch(5, 5, true, &["x5"]),
+        stray,
+        data_batch(7, 5, true, &["x7"]),
+    ];
+    let read_committed = chunk(&batches, 0, 8, &[(2, 0), (5, 5)], true);
+    let (offsets, skipped) = skipping(&read_committed);
+    assert_eq!(
+        offsets,
+        [3],
+        "producer 2's commit delivered; producer 5 stays aborted"
+    );
+    assert_eq!(skipped, [(2, 2), (6, 6)]);
+}

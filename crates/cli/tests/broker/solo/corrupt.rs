@@ -13,7 +13,7 @@ use crate::support::broker::{
 use crate::support::decode::{batch_spans, resign_v2};
 use crate::support::group::MEMBER_LOG;
 use crate::support::metrics::{free_port, get, samples};
-use krec_batch::layout::v2::RECORD_COUNT_AT;
+use krec_batch::layout::v2::{attributes, ATTRIBUTES_AT, RECORD_COUNT_AT};
 use krec_batch::layout::LENGTH_AT;
 
 /// A corrupt batch as the report must name it.
@@ -27,8 +27,11 @@ struct Bad {
 /// Produces five batches of five records (one producer each, so one batch each), and patches
 /// the segment: batch 1 gets a flipped payload byte (CRC), batch 2 a record count that lies
 /// with its CRC recomputed, batch 3 its LZ4 data cut short (length and CRC made to agree).
-/// Returns the good records and the bad batches.
-fn corrupt_topic(broker: &Broker, topic: &str) -> (Vec<Produced>, Vec<Bad>) {
+/// Beside it, topic `TOPIC-txn` gets a corrupt ABORT marker. Returns the good records, the
+/// bad batches, and the `-txn` topic's committed records.
+fn corrupt_topic(broker: &Broker, topic: &str) -> (Vec<Produced>, Vec<Bad>, Vec<Produced>) {
+    let txn_topic = format!("{topic}-txn");
+    let committed = aborted_then_committed(broker, &txn_topic);
     broker.create_topic(topic, 1, 1);
     let mut produced = Vec::new();
     for batch in 0..5 {
@@ -66,8 +69,10 @@ fn corrupt_topic(broker: &Broker, topic: &str) -> (Vec<Produced>, Vec<Bad>) {
     data[cut.start + LENGTH_AT..][..4].copy_from_slice(&length.to_be_bytes());
     resign_v2(&mut data[cut.start..cut.start + kept]);
     std::fs::write(&segment, &data).expect("patch the segment");
+    corrupt_the_abort_marker(broker, &txn_topic);
     broker.kafka_sh("start-node", &["--node", "1"]);
     broker.wait_for_leaders(topic, 1);
+    broker.wait_for_leaders(&txn_topic, 1);
 
     let bad = |index: usize, offsets, reason| Bad {
         offsets,
@@ -85,7 +90,58 @@ fn corrupt_topic(broker: &Broker, topic: &str) -> (Vec<Produced>, Vec<Bad>) {
         bad(3, (15, 19), "Lz4"),
     ];
     bad[2].size -= 16;
-    (good, bad)
+    (good, bad, committed)
+}
+
+/// One transactional producer aborts ten records, then commits ten: data, ABORT marker, data,
+/// COMMIT marker. Returns the committed records.
+fn aborted_then_committed(broker: &Broker, topic: &str) -> Vec<Produced> {
+    broker.create_topic(topic, 1, 1);
+    let plan = ProducePlan {
+        topic: topic.to_owned(),
+        compression: "none".into(),
+        transactional_id: Some(unique_topic("corrupt-txn")),
+        steps: vec![
+            (Some(false), simple_records(0, 10, 1)),
+            (Some(true), simple_records(10, 10, 1)),
+        ],
+    };
+    let produced = broker.produce_python(&plan);
+    produced.into_iter().filter(|r| r.committed).collect()
+}
+
+/// Flips the last byte of the first control batch (the ABORT marker) of `topic`'s segment.
+fn corrupt_the_abort_marker(broker: &Broker, topic: &str) {
+    let segment = PathBuf::from(broker.kafka_sh("datadir", &["--node", "1"]).trim())
+        .join(format!("{topic}-0"))
+        .join("00000000000000000000.log");
+    let mut data = std::fs::read(&segment).expect("the partition's first segment");
+    let control = |span: &std::ops::Range<usize>| {
+        let attributes = &data[span.start + ATTRIBUTES_AT..][..2];
+        i16::from_be_bytes([attributes[0], attributes[1]]) & attributes::CONTROL != 0
+    };
+    let marker = batch_spans(&data)
+        .into_iter()
+        .find(control)
+        .expect("an ABORT marker");
+    data[marker.end - 1] ^= 0x55;
+    std::fs::write(&segment, &data).expect("patch the segment");
+}
+
+/// Under read_committed, the ABORT marker skipped as corrupt leaves the producer's later
+/// committed records delivered, and is reported.
+fn a_corrupt_abort_marker_hides_no_committed_record(
+    broker: &Broker,
+    topic: &str,
+    committed: &[Produced],
+) {
+    let txn_topic = format!("{topic}-txn");
+    let args = ["--on-corrupt", "skip", "--isolation", "read_committed"];
+    let (code, printed, stderr) = run(&mut consume(broker, &txn_topic, &args));
+    assert_eq!(code, Some(3), "{stderr}");
+    assert_same_records(&printed, committed);
+    assert!(stderr.contains("skipped corrupt batch"), "{stderr}");
+    assert!(stderr.contains("transaction marker"), "{stderr}");
 }
 
 fn report_prefix(topic: &str, bad: &Bad) -> String {
@@ -147,7 +203,7 @@ fn consume(broker: &Broker, topic: &str, args: &[&str]) -> Command {
 fn corrupt_batches_served_by_a_broker_are_skipped_and_reported_or_stop_the_consumer() {
     let broker = broker();
     let topic = unique_topic("corrupt");
-    let (good, bad) = corrupt_topic(&broker, &topic);
+    let (good, bad, txn_committed) = corrupt_topic(&broker, &topic);
 
     // Assign mode, skip: the good batches exactly once, each bad one reported, exit 3.
     let (code, printed, stderr) = run(&mut consume(&broker, &topic, &["--on-corrupt", "skip"]));
@@ -162,6 +218,7 @@ fn corrupt_batches_served_by_a_broker_are_skipped_and_reported_or_stop_the_consu
     );
 
     skipped_batches_are_counted_in_the_metrics_and_the_stats(&broker, &topic);
+    a_corrupt_abort_marker_hides_no_committed_record(&broker, &topic, &txn_committed);
 
     // The default stops at the first bad batch, naming where it is.
     let (code, printed, stderr) = run(&mut consume(&broker, &topic, &[]));
