@@ -96,7 +96,12 @@ fn a_read_through_several_token_refreshes_and_reauthentications_is_exact() {
     let batches = 7;
     let per_batch = 50;
     let count = (batches * per_batch).to_string();
-    let properties = oidc_properties(&broker, &oauth, "");
+    // Extensions as Confluent Cloud wants them; the broker accepts any.
+    let properties = with(
+        oidc_properties(&broker, &oauth, ""),
+        "sasl.oauthbearer.extensions",
+        "logicalCluster=lkc-test,identityPoolId=pool-test",
+    );
     let args = ["-J", "-c", &count, "--max-wait-ms", "100"];
     let mut command = krec_secure_command(broker.get("SASL_OAUTH"), &topic, &properties, &args);
     command.env(
@@ -397,7 +402,7 @@ fn java_console_consumer_and_krec_read_the_same_records_with_one_properties_file
          sasl.login.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler\n\
          sasl.oauthbearer.token.endpoint.url={url}\n\
          sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required \
-         clientId=\"{id}\" clientSecret=\"{secret}\" scope=\"{scope}\" \
+         clientId=\"{id}\" clientSecret=\"{secret}\" scope=\"{scope}\" extension_logicalCluster=\"lkc-test\" \
          ssl.truststore.type=\"PEM\" ssl.truststore.location=\"{oauth_ca}\";\n",
         ca = broker.get("CA_PEM"),
         url = oauth["TOKEN_URL"],
