@@ -32,9 +32,10 @@ if ((QUICK)); then
     # the speed, so it reuses the debug builds of `cargo test --workspace [--benches --no-run]`
     # (the test suite has just made them) where the release and bench profiles would compile
     # everything again.
-    GEN_CARGO=(--workspace)
+    # With the suite's features (KREC_CARGO_FEATURES, set by test.sh), or they would differ.
+    GEN_CARGO=(--workspace ${KREC_CARGO_FEATURES:+--features "$KREC_CARGO_FEATURES"})
     GEN_BIN="$TARGET_DIR/debug/examples/gen_bench_segments"
-    BENCH_CARGO=(--workspace --profile test)
+    BENCH_CARGO=("${GEN_CARGO[@]}" --profile test)
     OUT="$REPO_ROOT/target/bench-decode-quick"
     SEGMENTS="$OUT/segments"
     CHART="$OUT/bench-decode.png"

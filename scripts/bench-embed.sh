@@ -60,9 +60,9 @@ RESULTS="$OUT/results.tsv"
 
 # A full run measures release builds; a smoke run reuses the test-profile builds of the benches
 # that `cargo test --workspace --all-targets --no-run` makes (the same command, so the same
-# units: nothing to compile after the test suite's build step).
+# units, with the suite's features from test.sh: nothing to compile after its build step).
 if ((QUICK)); then
-    BUILD_BENCH=(cargo test -q --workspace --no-run)
+    BUILD_BENCH=(cargo test -q --workspace --no-run ${KREC_CARGO_FEATURES:+--features "$KREC_CARGO_FEATURES"})
     BUILD_NOTE="test profile"
 else
     BUILD_BENCH=(cargo build -q --release -p krec)

@@ -10,8 +10,11 @@ cd "$(dirname "$0")/.."
 # Debian's python3 clients and codecs: the broker tests' producers and scripts/fixtures/
 # (python3-xxhash only for the magic-0 lz4 fixture). prometheus: `promtool check metrics` and a
 # Prometheus server that scrapes `krec consume --metrics` in the broker tests (each test starts
-# its own on a free port; the package's own service is not used).
-APT_PACKAGES=(kcat openssl python3-kafka python3-confluent-kafka python3-lz4 python3-snappy python3-zstandard python3-xxhash prometheus)
+# its own on a free port; the package's own service is not used). krb5-kdc, krb5-admin-server,
+# krb5-user: the KDC of scripts/kdc.sh and kinit (their own services are not used);
+# libkrb5-dev, clang, libclang-dev: building krec's `gssapi` feature (bindgen over gssapi.h).
+APT_PACKAGES=(kcat openssl python3-kafka python3-confluent-kafka python3-lz4 python3-snappy python3-zstandard python3-xxhash prometheus
+    krb5-kdc krb5-admin-server krb5-user libkrb5-dev clang libclang-dev)
 
 log() { echo "install-deps: $*" >&2; }
 

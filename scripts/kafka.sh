@@ -4,7 +4,8 @@
 #
 #   scripts/kafka.sh fetch      [--version V]
 #   scripts/kafka.sh start      [--name N] [--brokers 1|3] [--owner-pid P]
-#                               [--secured [--reauth-ms MS] [--oauth ENVFILE]] [--proxies K]
+#                               [--secured [--reauth-ms MS] [--oauth ENVFILE] [--kdc ENVFILE]]
+#                               [--proxies K]
 #                               [--version V]
 #                                                           prints the bootstrap string; with
 #                                                           --owner-pid, stops itself when P exits
@@ -37,8 +38,9 @@
 # inter-broker and admin listener: its ANONYMOUS principal is a super user, so `topic`, `tool`
 # and kcat producers work as on a plain instance) and CONTROLLER, it serves, each on its own
 # 127.0.0.1 port and advertised as such:
-#   SASL_SSL         SASL mechanisms PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER
-#   SASL_PLAINTEXT   the same four mechanisms
+#   SASL_SSL         SASL mechanisms PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER (and GSSAPI
+#                    with --kdc)
+#   SASL_PLAINTEXT   the same mechanisms
 #   SSL              mutual TLS (ssl.client.auth=required); a certificate CN=alice is User:alice
 #   SASL_PLAIN_ONLY  protocol SASL_PLAINTEXT, PLAIN only (for "mechanism not enabled")
 #   SSL_WRONG_HOST   protocol SSL, no client auth; its certificate, from the same CA, names
@@ -59,6 +61,12 @@
 # (default 4000): clients must re-authenticate (KIP-368) or are disconnected; Debian's kcat
 # (librdkafka 2.0.2) does not, so a kcat on a SASL listener is cut off after MS. Certificates
 # and keys are made fresh at every start with openssl, in <instance>/secure/.
+# With `--kdc ENVFILE` (the kdc.env of a running scripts/kdc.sh KDC, which must be serving
+# before the broker starts: the broker logs in with its keytab), SASL_SSL and SASL_PLAINTEXT
+# also offer GSSAPI: the broker is BROKER_PRINCIPAL (kafka/127.0.0.1@KREC.TEST) with
+# BROKER_KEYTAB, sasl.kerberos.service.name=kafka, and its JVM reads the KDC's krb5.conf
+# (-Djava.security.krb5.conf). Kafka's DEFAULT principal mapping drops the realm, so the
+# Kerberos principal alice@KREC.TEST is User:alice, under the ACLs below.
 # The instance directory then holds secure.env, KEY=value lines (no quoting, absolute paths):
 #   PLAINTEXT SASL_SSL SASL_PLAINTEXT SSL SASL_PLAIN_ONLY SSL_WRONG_HOST
 #                            each listener as 127.0.0.1:PORT
@@ -81,6 +89,7 @@
 #   ACL_PREFIX               sec-
 #   REAUTH_MS                connections.max.reauth.ms of the SASL listeners (0: none)
 #   SASL_OAUTH OAUTH_ENV     with --oauth only: that listener, and the oauth.env it trusts
+#   KDC_ENV                  with --kdc only: the kdc.env given (principals, keytabs, krb5.conf)
 # secure.env is written last, once the ACLs are in place. The broker certificate has the SANs
 # IP:127.0.0.1 and DNS:localhost. Broker-side, SASL authentications and re-authentications
 # are logged (DEBUG lines let through by log4j2-broker.xml) to node1/broker.log.
@@ -112,6 +121,8 @@ REPO_ROOT="$(cd "$SCRIPT_DIR/.." && pwd)"
 KAFKA_CONF_DIR="$SCRIPT_DIR/kafka"
 # shellcheck source=kafka/secured.sh
 source "$KAFKA_CONF_DIR/secured.sh"
+# shellcheck source=kafka/kerberos.sh
+source "$KAFKA_CONF_DIR/kerberos.sh"
 # shellcheck source=kafka/legacy.sh
 source "$KAFKA_CONF_DIR/legacy.sh"
 KAFKA_HOME="${KREC_KAFKA_HOME:-$REPO_ROOT/target/kafka}"
@@ -320,9 +331,10 @@ launch_node() {
     node_running "$name" "$node" && die "node $node of '$name' is already running (pid $(node_pid "$name" "$node"))"
     # A stale pid file (a node that crashed) must not pass for the new process.
     rm -f "$dir/pid"
-    local jmx_port logging="-Dlog4j2.configurationFile=$KAFKA_CONF_DIR/log4j2-broker.xml" extra_opts=()
+    local jmx_port logging="-Dlog4j2.configurationFile=$KAFKA_CONF_DIR/log4j2-broker.xml" kerberos_options extra_opts=()
     jmx_port="$(cat "$dir/jmx-port")"
     ((LEGACY)) && logging="$(legacy_logging)"
+    read -r -a kerberos_options <<<"$(kerberos_jvm_options "$(instance_dir "$name")")"
     # JVM options the secured part asks for (secured.sh: oauth_jvm_options).
     if [[ -s "$(instance_dir "$name")/jvm-options" ]]; then
         read -r -a extra_opts <"$(instance_dir "$name")/jvm-options" || true
@@ -336,7 +348,7 @@ launch_node() {
         -Dcom.sun.management.jmxremote.port="$jmx_port" -Dcom.sun.management.jmxremote.rmi.port="$jmx_port" \
         -Dcom.sun.management.jmxremote.authenticate=false -Dcom.sun.management.jmxremote.ssl=false \
         -Dcom.sun.management.jmxremote.host=127.0.0.1 -Djava.rmi.server.hostname=127.0.0.1 \
-        "$logging" -cp "$KAFKA_LIB/*" kafka.Kafka "$dir/server.properties" \
+        "$logging" "${kerberos_options[@]}" -cp "$KAFKA_LIB/*" kafka.Kafka "$dir/server.properties" \
         </dev/null >"$dir/broker.log" 2>&1 &
     local i
     for ((i = 0; i < 50; i++)); do
@@ -427,7 +439,7 @@ bootstrap_of() {
 # With SECURED=1 (one node only) the node also serves the secured listeners; REAUTH_MS is
 # their connections.max.reauth.ms. PROXIES lanes of proxied listeners (see the header).
 try_start() {
-    local name="$1" nodes="$2" secured="$3" reauth_ms="$4" proxies="$5" dir
+    local name="$1" nodes="$2" secured="$3" reauth_ms="$4" proxies="$5" kdc_env="$6" dir
     dir="$(instance_dir "$name")"
     bash "$SCRIPT_DIR/toxiproxy.sh" stop --name "$name"
     rm -rf "$dir"
@@ -453,6 +465,7 @@ try_start() {
         done
         gen_secure_material "$dir/secure"
         oauth_jvm_options >"$dir/jvm-options"
+        [[ -z "$kdc_env" ]] || echo "$kdc_env" >"$dir/kdc-env"
         mapfile -t format_args < <(scram_format_args)
     fi
     if ((proxies)); then
@@ -475,7 +488,7 @@ try_start() {
         write_server_properties "$name" "$k" "$nodes" "${ports[2 * k - 2]}" "${ports[2 * k - 1]}" "$voters" \
             "$served" "$map" "$advertised"
         if ((secured)); then
-            write_security_properties "$(node_dir "$name" "$k")/server.properties" "$dir/secure" "$reauth_ms"
+            write_security_properties "$(node_dir "$name" "$k")/server.properties" "$dir/secure" "$reauth_ms" "$kdc_env"
             for ((lane = 1; lane <= proxies; lane++)); do
                 sasl_listener_properties "PROXY$lane" "$SECURE_SASL_MECHANISMS" "$reauth_ms" \
                     >>"$(node_dir "$name" "$k")/server.properties"
@@ -502,7 +515,7 @@ try_start() {
     ((ok)) && { (wait_metadata "$bootstrap" "$nodes") || ok=0; }
     if ((ok && secured)); then
         if (create_acls "$bootstrap"); then
-            write_secure_env "$dir/secure.env" "$dir/secure" "$reauth_ms" "${env_ports[@]}"
+            write_secure_env "$dir/secure.env" "$dir/secure" "$reauth_ms" "$kdc_env" "${env_ports[@]}"
         else
             log "creating the ACLs of '$name' failed"
             ok=0
@@ -586,12 +599,17 @@ stop_watcher() {
 }
 
 cmd_start() {
-    local name="$1" nodes="$2" owner="$3" secured="$4" reauth_ms="$5" proxies="$6"
+    local name="$1" nodes="$2" owner="$3" secured="$4" reauth_ms="$5" proxies="$6" kdc_env="$7"
     [[ "$nodes" == 1 || "$nodes" == 3 ]] || die "--brokers must be 1 or 3, not '$nodes'"
     [[ "$proxies" =~ ^[0-9]$ ]] || die "--proxies must be a number of lanes 0..9, not '$proxies'"
     if ((secured)); then
         ((nodes == 1)) || die "--secured runs one node only"
         require_openssl
+    fi
+    if [[ -n "$kdc_env" ]]; then
+        ((secured)) || die "--kdc needs --secured"
+        kdc_env="$(realpath "$kdc_env")"
+        check_kdc_env "$kdc_env"
     fi
     [[ "$reauth_ms" =~ ^[0-9]+$ ]] || die "--reauth-ms must be a number of milliseconds, not '$reauth_ms'"
     if ((LEGACY)); then
@@ -614,7 +632,7 @@ cmd_start() {
         if ((LEGACY)); then
             legacy_start "$name" "$KAFKA_VERSION" || rc=$?
         else
-            try_start "$name" "$nodes" "$secured" "$reauth_ms" "$proxies" || rc=$?
+            try_start "$name" "$nodes" "$secured" "$reauth_ms" "$proxies" "$kdc_env" || rc=$?
         fi
         ((rc == 2)) || break
         log "a port picked for '$name' was taken meanwhile; retrying with new ports"
@@ -742,7 +760,7 @@ main() {
     local cmd="${1:-}"
     [[ -n "$cmd" ]] || die "usage: kafka.sh fetch|start|stop|stop-node|start-node|topic|tool|datadir|bootstrap|secure-env|status|jmx-url|pid|proxy-env [options]"
     shift
-    local name=default named=0 brokers=1 node="" clean=0 owner="" secured=0 reauth_ms=$DEFAULT_REAUTH_MS proxies=0 oauth="" rest=()
+    local name=default named=0 brokers=1 node="" clean=0 owner="" secured=0 reauth_ms=$DEFAULT_REAUTH_MS proxies=0 oauth="" kdc_env="" rest=()
     local version=""
     # Options common to all commands may come anywhere before the command's own arguments;
     # `tool` passes everything after the main class through untouched.
@@ -757,6 +775,7 @@ main() {
         --reauth-ms) reauth_ms="${2:?--reauth-ms needs a value}"; shift 2 ;;
         --oauth) oauth="${2:?--oauth needs a value}"; shift 2 ;;
         --proxies) proxies="${2:?--proxies needs a value}"; shift 2 ;;
+        --kdc) kdc_env="${2:?--kdc needs a value}"; shift 2 ;;
         --version) version="${2:?--version needs a value}"; shift 2 ;;
         *)
             rest=("$@")
@@ -773,7 +792,7 @@ main() {
     fi
     case "$cmd" in
     fetch) cmd_fetch ;;
-    start) cmd_start "$name" "$brokers" "$owner" "$secured" "$reauth_ms" "$proxies" ;;
+    start) cmd_start "$name" "$brokers" "$owner" "$secured" "$reauth_ms" "$proxies" "$kdc_env" ;;
     stop) cmd_stop "$name" "$clean" ;;
     stop-node)
         check_node "$name" "$node"

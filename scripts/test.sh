@@ -3,14 +3,20 @@
 #
 # Order, chosen so that nothing waits that need not (2 cores):
 #   1. dependencies, rustfmt;
-#   2. the brokers start in the background: a single node with Toxiproxy lanes, a secured node
-#      (TLS, SASL, ACLs) with lanes, the Schema Registry, and a three-node cluster;
+#   2. the Kerberos KDC (scripts/kdc.sh) and the OAuth server (scripts/oauth.sh), a second
+#      each, then the brokers in the background: a single node with Toxiproxy lanes, a secured
+#      node (TLS, SASL, GSSAPI against the KDC, OAUTHBEARER against the OAuth server, ACLs)
+#      with lanes, the Schema Registry, and a three-node cluster;
 #   3. clippy, then one build of every target (tests, benches, examples, and the broker and
 #      cluster test binaries, which `cargo test` alone leaves out: `test = false`);
 #   4. the broker tests and the cluster tests run as soon as their brokers answer, in the
 #      background, while `cargo test` runs every test that needs no broker;
 #   5. the benchmark scripts on tiny inputs (`--quick`), to prove they run, not to measure.
 # Every broker started here is stopped on exit, failure or Ctrl-C.
+#
+# Every cargo step builds with the features in KREC_CARGO_FEATURES (exported for the bench
+# scripts, so that they reuse the same builds): `krec-cli/gssapi`, Kerberos, which links the
+# system's MIT krb5 (libkrb5-dev) and so is not a default feature.
 #
 # Environment given to the broker tests (crates/*/tests/broker) and cluster tests
 # (crates/*/tests/cluster):
@@ -20,6 +26,7 @@
 #   KREC_TEST_SECURE_ENV         secure.env of a second, secured single-node broker
 #                                (kafka.sh start --secured: listeners, certificates, users;
 #                                its OAUTH_ENV is the oauth.env of the OAuth server below)
+#                                its KDC_ENV is the kdc.env of the KDC, scripts/kdc.sh)
 #   KREC_TEST_SECURE_NAME        kafka.sh instance name of the secured broker
 #   KREC_TEST_PROXY_ENV          proxy.env of the single broker, started with --proxies: lanes
 #                                of listeners advertised through Toxiproxy (the fault tests)
@@ -38,6 +45,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO_ROOT="$(pwd)"
 KAFKA_SH="$REPO_ROOT/scripts/kafka.sh"
+KDC_SH="$REPO_ROOT/scripts/kdc.sh"
 REGISTRY_SH="$REPO_ROOT/scripts/registry.sh"
 INSTANCE="${KREC_TEST_INSTANCE:-test}"
 SECURE_INSTANCE="${INSTANCE}-secure"
@@ -50,6 +58,9 @@ OAUTH_INSTANCE="${INSTANCE}-oauth"
 OAUTH_SH="$REPO_ROOT/scripts/oauth.sh"
 # Access tokens live this long, so that a read of a few seconds spans several refreshes.
 OAUTH_TOKEN_TTL_S=4
+KDC_INSTANCE="${INSTANCE}-kdc"
+export KREC_CARGO_FEATURES=krec-cli/gssapi
+FEATURES=(--features "$KREC_CARGO_FEATURES")
 BROKER_TEST_THREADS="${KREC_BROKER_TEST_THREADS:-6}"
 LOGS="$REPO_ROOT/target/test-logs"
 
@@ -58,6 +69,7 @@ section() { printf '\n===== %s (at %dm%02ds) =====\n' "$*" $((SECONDS / 60)) $((
 started=()
 registries=()
 oauth_servers=()
+kdcs=()
 stop_brokers() {
     local name
     for name in "${registries[@]}"; do
@@ -72,6 +84,11 @@ stop_brokers() {
         bash "$OAUTH_SH" stop --name "$name" || true
     done
     oauth_servers=()
+    # After the brokers, which hold no session with it but log their last words about it.
+    for name in "${kdcs[@]}"; do
+        bash "$KDC_SH" stop --name "$name" || true
+    done
+    kdcs=()
 }
 cleanup() {
     local pid
@@ -113,7 +130,7 @@ wait_started() {
 # $LOGS/$1.executables, as "MANIFEST_DIR EXECUTABLE" lines. Called after the build step, so it
 # compiles nothing; called before the tests start, so it never waits for cargo's lock.
 list_test_executables() {
-    cargo test --workspace --test "$1" --no-run --message-format=json 2>/dev/null | python3 -c '
+    cargo test --workspace "${FEATURES[@]}" --test "$1" --no-run --message-format=json 2>/dev/null | python3 -c '
 import json, os, sys
 for line in sys.stdin:
     message = json.loads(line)
@@ -150,13 +167,17 @@ bash scripts/install-deps.sh
 section "cargo fmt --check"
 cargo fmt --all -- --check
 
-section "start the brokers in the background (logs in target/test-logs)"
+section "start the KDC, then the brokers in the background (logs in target/test-logs)"
+# The secured broker logs in to the KDC with its keytab as it starts: the KDC comes first.
+bash "$KDC_SH" stop --name "$KDC_INSTANCE"
+kdcs+=("$KDC_INSTANCE")
+KDC_ENV="$(bash "$KDC_SH" start --name "$KDC_INSTANCE" --owner-pid $$)"
 # Lanes of proxied listeners for the fault tests (one lane per fault test running at once).
 start_instance "$INSTANCE" 1 --proxies 3
 # The secured broker validates OAUTHBEARER tokens against the OAuth server: that starts first.
 oauth_servers+=("$OAUTH_INSTANCE")
 oauth_env="$(bash "$OAUTH_SH" start --name "$OAUTH_INSTANCE" --ttl "$OAUTH_TOKEN_TTL_S" --owner-pid $$)"
-start_instance "$SECURE_INSTANCE" 1 --secured --oauth "$oauth_env" --proxies 2
+start_instance "$SECURE_INSTANCE" 1 --secured --oauth "$oauth_env" --proxies 2 --kdc "$KDC_ENV"
 start_instance "$CLUSTER_INSTANCE" 3
 for version in "${COMPAT_VERSIONS[@]}"; do
     COMPAT_INSTANCES+=("$INSTANCE-compat-${version//./}")
@@ -174,18 +195,18 @@ registries+=("$REGISTRY_INSTANCE")
 registry_pid=$!
 
 section "cargo clippy"
-cargo clippy --workspace --all-targets -- -D warnings
+cargo clippy --workspace "${FEATURES[@]}" --all-targets -- -D warnings
 # `--all-targets` leaves out the `test = false` targets: the broker and cluster tests.
-cargo clippy --workspace --test broker --test cluster -- -D warnings
+cargo clippy --workspace "${FEATURES[@]}" --test broker --test cluster -- -D warnings
 
 section "build every target (tests, benches, examples, broker and cluster tests)"
 # Benches are built, not run: the test profile reuses what the tests build, where the bench
 # profile (thin LTO, one codegen unit) would rebuild every dependency. Real runs: `cargo bench`.
-cargo test --workspace --all-targets --no-run
-cargo test --workspace --test broker --test cluster --no-run
+cargo test --workspace "${FEATURES[@]}" --all-targets --no-run
+cargo test --workspace "${FEATURES[@]}" --test broker --test cluster --no-run
 # The examples as programs (`--all-targets` above builds them as test harnesses): the broker
 # tests run them and check what they print.
-cargo build --workspace --examples
+cargo build --workspace "${FEATURES[@]}" --examples
 list_test_executables broker
 list_test_executables cluster
 
@@ -228,7 +249,7 @@ broker_tests=$!
 cluster_tests=$!
 
 section "cargo test (every test that needs no broker)"
-cargo test --workspace
+cargo test --workspace "${FEATURES[@]}"
 
 failed=()
 for lane in broker cluster; do

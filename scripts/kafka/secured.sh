@@ -182,10 +182,11 @@ sasl_listener_properties() {
     done
 }
 
-# write_security_properties FILE DIR REAUTH_MS: appended to the plain instance's
-# server.properties, whose listener lines already name the secured listeners.
+# write_security_properties FILE DIR REAUTH_MS [KDC_ENV]: appended to the plain instance's
+# server.properties, whose listener lines already name the secured listeners; with KDC_ENV
+# (kerberos.sh), GSSAPI too.
 write_security_properties() {
-    local file="$1" d="$2" reauth_ms="$3"
+    local file="$1" d="$2" reauth_ms="$3" kdc_env="${4:-}"
     {
         cat <<EOT
 
@@ -209,10 +210,13 @@ listener.name.ssl_wrong_host.ssl.keystore.type=PEM
 listener.name.ssl_wrong_host.ssl.keystore.location=$d/wrong-host-keystore.pem
 
 EOT
-        sasl_listener_properties SASL_SSL "$SECURE_SASL_MECHANISMS" "$reauth_ms"
-        sasl_listener_properties SASL_PLAINTEXT "$SECURE_SASL_MECHANISMS" "$reauth_ms"
+        local l
+        for l in SASL_SSL SASL_PLAINTEXT; do
+            sasl_listener_properties "$l" "$(kerberos_mechanisms "$l" "$SECURE_SASL_MECHANISMS" "$kdc_env")" "$reauth_ms"
+        done
         sasl_listener_properties SASL_PLAIN_ONLY PLAIN "$reauth_ms"
         oauth_listener_properties "$reauth_ms"
+        [[ -z "$kdc_env" ]] || kerberos_properties "$kdc_env"
     } >>"$file"
 }
 
@@ -240,10 +244,11 @@ create_acls() {
     done
 }
 
-# write_secure_env FILE DIR REAUTH_MS LISTENER=PORT...: the file tests read (see kafka.sh).
+# write_secure_env FILE DIR REAUTH_MS KDC_ENV LISTENER=PORT...: the file tests read (see
+# kafka.sh); KDC_ENV may be empty (no Kerberos).
 write_secure_env() {
-    local file="$1" d="$2" reauth_ms="$3" entry
-    shift 3
+    local file="$1" d="$2" reauth_ms="$3" kdc_env="$4" entry
+    shift 4
     {
         for entry in "$@"; do
             echo "${entry%%=*}=127.0.0.1:${entry#*=}"
@@ -271,6 +276,7 @@ ACL_PREFIX=$SECURE_ACL_PREFIX
 REAUTH_MS=$reauth_ms
 EOT
         [[ -z "$OAUTH_ENV_FILE" ]] || echo "OAUTH_ENV=$OAUTH_ENV_FILE"
+        [[ -z "$kdc_env" ]] || echo "KDC_ENV=$kdc_env"
     } >"$file.tmp"
     # Renamed into place: a reader never sees half a file.
     mv "$file.tmp" "$file"

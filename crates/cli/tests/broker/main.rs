@@ -20,6 +20,8 @@ mod faults;
 mod fetch_sessions;
 mod filters;
 mod group;
+#[cfg(feature = "gssapi")]
+mod kerberos;
 mod metrics;
 mod oidc;
 mod producers;

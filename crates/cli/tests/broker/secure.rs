@@ -722,8 +722,17 @@ fn bad_properties_exit_2_naming_the_property() {
         (&["security.protocol=TLS"], "security.protocol"),
         (&["ssl.truststore.location=/x.jks"], "keytool"),
         (
-            &["security.protocol=SASL_SSL", "sasl.mechanism=GSSAPI"],
-            "GSSAPI",
+            &[
+                "security.protocol=SASL_SSL",
+                "sasl.mechanism=GSSAPI",
+                "sasl.kerberos.keytab=/x.keytab",
+            ],
+            // With the feature, a keytab without its principal; without, the feature to add.
+            if cfg!(feature = "gssapi") {
+                "sasl.kerberos.principal"
+            } else {
+                "feature `gssapi`"
+            },
         ),
         (
             &[

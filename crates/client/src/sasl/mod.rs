@@ -41,11 +41,14 @@ use crate::security::properties_map::PropertyMap;
 use crate::security::secret::Secret;
 use crate::Error;
 
+mod gssapi;
 pub(crate) mod oauthbearer;
 pub(crate) mod plain;
 pub(crate) mod scram;
 pub(crate) mod token;
 
+#[cfg(feature = "gssapi")]
+pub use gssapi::Gssapi;
 pub use plain::Plain;
 pub use scram::{Scram, ScramMechanism};
 pub use token::{BearerToken, TokenProvider};
@@ -182,6 +185,7 @@ pub(crate) const REGISTERED: &[Registration] = &[
     plain::REGISTRATION,
     scram::REGISTRATION,
     oauthbearer::REGISTRATION,
+    gssapi::REGISTRATION,
 ];
 
 /// The mechanism `sasl.mechanism` names, built from the properties.

@@ -245,7 +245,7 @@ fn secret_values_are_resolved_and_never_shown() {
     );
     let wrong = error(&[
         ("security.protocol", "SASL_SSL"),
-        ("sasl.mechanism", "GSSAPI"),
+        ("sasl.mechanism", "NTLM"),
         ("sasl.password", "hunter2"),
     ]);
     assert!(
