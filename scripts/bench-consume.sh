@@ -20,6 +20,9 @@
 #   --tls           TLS instead: a secured broker (kafka.sh --secured: KREC_BENCH_BROKER if that
 #                   instance runs secured, else instance <broker>-tls), the lz4 and uncompressed
 #                   topics read by krec and kcat over PLAINTEXT and over SASL_SSL (PLAIN),
+#                   and by krec over SASL_SSL with SCRAM-SHA-512 and with OAUTHBEARER tokens
+#                   from an OAuth server (OIDC, when the broker has the SASL_OAUTH listener
+#                   of `kafka.sh start --secured --oauth`; a broker started here gets one),
 #                   interleaved; report in target/bench-consume/<N>-tls/
 #
 # Topics (filled once per record count, reused after):
@@ -105,7 +108,12 @@ if ((TLS)); then
         KREC_BENCH_BROKER="$KREC_BENCH_BROKER-tls"
     fi
     # Sessions outlive the run: Debian's kcat (librdkafka 2.0.2) cannot re-authenticate.
-    bench_broker bench-consume-tls --secured --reauth-ms 86400000
+    # A broker started here validates OIDC tokens of an OAuth server that ends with this run.
+    oauth_args=()
+    if ! bash "$KAFKA" status --name "$KREC_BENCH_BROKER" >/dev/null 2>&1; then
+        oauth_args=(--oauth "$(bash "$SCRIPT_DIR/oauth.sh" start --name "$KREC_BENCH_BROKER-oauth" --owner-pid $$)")
+    fi
+    bench_broker bench-consume-tls --secured --reauth-ms 86400000 "${oauth_args[@]}"
 else
     bench_broker bench-consume
 fi
@@ -208,10 +216,21 @@ if ((TLS)); then
     SASL_SSL="$(sed -n 's/^SASL_SSL=//p' "$SECURE_ENV")"
     CA_PEM="$(sed -n 's/^CA_PEM=//p' "$SECURE_ENV")"
     PASSWORD="$(sed -n 's/^ALICE_PASSWORD=//p' "$SECURE_ENV")"
+    OAUTH_ENV="$(sed -n 's/^OAUTH_ENV=//p' "$SECURE_ENV")"
+    principals=(--allow-principal User:alice)
+    if [[ -n "$OAUTH_ENV" ]]; then
+        oauth() { sed -n "s/^$1=//p" "$OAUTH_ENV"; }
+        SASL_OAUTH="$(sed -n 's/^SASL_OAUTH=//p' "$SECURE_ENV")"
+        principals+=(--allow-principal "User:$(oauth CLIENT_ID)")
+        OIDC_PROPS="-X security.protocol=SASL_SSL -X ssl.ca.location=$CA_PEM -X sasl.mechanisms=OAUTHBEARER -X sasl.oauthbearer.method=oidc -X sasl.oauthbearer.client.id=$(oauth CLIENT_ID) -X sasl.oauthbearer.client.secret=$(oauth CLIENT_SECRET) -X sasl.oauthbearer.token.endpoint.url=$(oauth TOKEN_URL) -X sasl.oauthbearer.scope=$(oauth SCOPE) -X https.ca.location=$(oauth CA_PEM)"
+    else
+        log "the secured broker has no SASL_OAUTH listener (started without --oauth): no OIDC runs"
+    fi
     "$KAFKA" tool --name "$BROKER_NAME" org.apache.kafka.tools.AclCommand --bootstrap-server "{bootstrap}" \
-        --add --allow-principal User:alice --operation Read --operation Describe \
+        --add "${principals[@]}" --operation Read --operation Describe \
         --topic "bc-$RECORDS-" --resource-pattern-type prefixed >/dev/null
     SASL_PROPS="-X security.protocol=SASL_SSL -X sasl.mechanisms=PLAIN -X sasl.username=alice -X sasl.password=$PASSWORD -X ssl.ca.location=$CA_PEM"
+    SCRAM_PROPS="-X security.protocol=SASL_SSL -X sasl.mechanisms=SCRAM-SHA-512 -X sasl.username=alice -X sasl.password=$PASSWORD -X ssl.ca.location=$CA_PEM"
 fi
 
 # --- consumers --------------------------------------------------------------------------------
@@ -220,7 +239,8 @@ fi
 # JSON object per record (json) to stdout; ConsumerPerformance writes nothing per record.
 CONSUMERS=(krec-raw kcat-raw krec-json kcat-json java)
 [[ -n "$RDKAFKA_BIN" ]] && CONSUMERS+=(rdkafka-raw)
-((TLS)) && CONSUMERS=(krec-raw kcat-raw krec-raw-tls kcat-raw-tls)
+((TLS)) && CONSUMERS=(krec-raw kcat-raw krec-raw-tls kcat-raw-tls krec-raw-scram)
+((TLS)) && [[ -n "${OAUTH_ENV:-}" ]] && CONSUMERS+=(krec-raw-oidc)
 
 consumer_command() {
     local consumer="$1" topic="$2" count
@@ -233,6 +253,8 @@ consumer_command() {
         kcat-raw) echo "kcat -C -q -b $BOOTSTRAP -t $topic -o beginning -e -f '%s\\n'" ;;
         krec-raw-tls) echo "$KREC consume -b $SASL_SSL -t $topic -e -f raw $SASL_PROPS" ;;
         kcat-raw-tls) echo "kcat -C -q -b $SASL_SSL -t $topic -o beginning -e -f '%s\\n' $SASL_PROPS" ;;
+        krec-raw-scram) echo "$KREC consume -b $SASL_SSL -t $topic -e -f raw $SCRAM_PROPS" ;;
+        krec-raw-oidc) echo "$KREC consume -b $SASL_OAUTH -t $topic -e -f raw $OIDC_PROPS" ;;
         kcat-json) echo "kcat -C -q -b $BOOTSTRAP -t $topic -o beginning -e -J" ;;
         rdkafka-raw) echo "$RDKAFKA_BIN $BOOTSTRAP $topic" ;;
         java) echo "$KAFKA tool --name $BROKER_NAME org.apache.kafka.tools.ConsumerPerformance --bootstrap-server {bootstrap} --topic $topic --messages $count --group bench-\$RANDOM --timeout 60000" ;;

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Table of scripts/bench-consume.sh --tls results: medians over the runs of CPU per record
-and records/s for krec and kcat over PLAINTEXT and SASL_SSL, and the two ratios the issue
-sets targets for (TLS over plaintext for krec, krec over kcat on TLS).
+and records/s for krec and kcat over PLAINTEXT and SASL_SSL, and the ratios the issues set
+targets for (TLS over plaintext for krec, krec over kcat on TLS, OIDC over SCRAM for krec).
 
     bench_tls_report.py RESULTS.tsv
 """
@@ -28,16 +28,21 @@ def main(path):
     print("| topic | consumer | runs | CPU µs/record | records/s | over TLS / plaintext |")
     print("|---|---|---|---|---|---|")
     for topic in sorted({t for t, _ in runs}):
-        for consumer in ("krec-raw", "krec-raw-tls", "kcat-raw", "kcat-raw-tls"):
+        for consumer in ("krec-raw", "krec-raw-tls", "kcat-raw", "kcat-raw-tls",
+                         "krec-raw-scram", "krec-raw-oidc"):
             if (topic, consumer) not in runs:
                 continue
             cpu, rate, n = median((topic, consumer))
             ratio = ""
-            if consumer.endswith("-tls"):
-                ratio = "%.2fx" % (cpu / median((topic, consumer[: -len("-tls")]))[0])
+            if consumer.endswith("-tls") or consumer in ("krec-raw-scram", "krec-raw-oidc"):
+                plain = consumer.split("-raw")[0] + "-raw"
+                ratio = "%.2fx" % (cpu / median((topic, plain))[0])
             print("| %s | %s | %d | %.3f | %.0f | %s |" % (topic, consumer, n, cpu, rate, ratio))
         krec, kcat = median((topic, "krec-raw-tls"))[0], median((topic, "kcat-raw-tls"))[0]
         print("| %s | **krec / kcat CPU over TLS** | | %.2f | | |" % (topic, krec / kcat))
+        if (topic, "krec-raw-oidc") in runs:
+            oidc, scram = median((topic, "krec-raw-oidc"))[0], median((topic, "krec-raw-scram"))[0]
+            print("| %s | **krec OIDC / SCRAM CPU** | | %.2f | | |" % (topic, oidc / scram))
 
 
 if __name__ == "__main__":

@@ -74,3 +74,7 @@ if [[ ! -x "$TOXIPROXY_BIN" ]]; then
     rm -rf "$(dirname "$TOXIPROXY_BIN")"
     mv "$tmp" "$(dirname "$TOXIPROXY_BIN")"
 fi
+
+# Ory Hydra, the OAuth 2 server of the OIDC tests (scripts/oauth.sh), built once from the Go
+# module proxy into a cache directory named after its version, like Toxiproxy.
+bash scripts/oauth.sh build

@@ -4,7 +4,8 @@
 #
 #   scripts/kafka.sh fetch      [--version V]
 #   scripts/kafka.sh start      [--name N] [--brokers 1|3] [--owner-pid P]
-#                               [--secured [--reauth-ms MS] [--kdc ENVFILE]] [--proxies K]
+#                               [--secured [--reauth-ms MS] [--oauth ENVFILE] [--kdc ENVFILE]]
+#                               [--proxies K]
 #                               [--version V]
 #                                                           prints the bootstrap string; with
 #                                                           --owner-pid, stops itself when P exits
@@ -44,6 +45,14 @@
 #   SASL_PLAIN_ONLY  protocol SASL_PLAINTEXT, PLAIN only (for "mechanism not enabled")
 #   SSL_WRONG_HOST   protocol SSL, no client auth; its certificate, from the same CA, names
 #                    only DNS:wrong.example (for the host-name-mismatch test)
+#   SASL_OAUTH       only with --oauth ENVFILE (the oauth.env of scripts/oauth.sh start):
+#                    protocol SASL_SSL, OAUTHBEARER only, tokens validated by Kafka itself
+#                    (OAuthBearerValidatorCallbackHandler with BrokerJwtValidator): signature
+#                    against the OAuth server's JWKS (fetched over HTTPS, its CA_PEM trusted),
+#                    `iss` = its ISSUER, `aud` must hold its AUDIENCE; `sub` is the principal
+#                    (the OAuth client id). The broker JVM gets
+#                    -Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=JWKS_URL,TOKEN_URL.
+#                    The clients CLIENT_ID and LONG_CLIENT_ID get alice's ACLs.
 # Users alice/alice-secret and bob/bob-secret exist for PLAIN and both SCRAMs; OAUTHBEARER uses
 # Kafka's unsecured validator (an unsigned JWT, alg "none"; its `sub` is the principal).
 # StandardAuthorizer, allow.everyone.if.no.acl.found=false; the only ACLs (prefixed): User:alice
@@ -79,6 +88,7 @@
 #   SASL_MECHANISMS          PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER
 #   ACL_PREFIX               sec-
 #   REAUTH_MS                connections.max.reauth.ms of the SASL listeners (0: none)
+#   SASL_OAUTH OAUTH_ENV     with --oauth only: that listener, and the oauth.env it trusts
 #   KDC_ENV                  with --kdc only: the kdc.env given (principals, keytabs, krb5.conf)
 # secure.env is written last, once the ACLs are in place. The broker certificate has the SANs
 # IP:127.0.0.1 and DNS:localhost. Broker-side, SASL authentications and re-authentications
@@ -321,16 +331,20 @@ launch_node() {
     node_running "$name" "$node" && die "node $node of '$name' is already running (pid $(node_pid "$name" "$node"))"
     # A stale pid file (a node that crashed) must not pass for the new process.
     rm -f "$dir/pid"
-    local jmx_port logging="-Dlog4j2.configurationFile=$KAFKA_CONF_DIR/log4j2-broker.xml" kerberos_options
+    local jmx_port logging="-Dlog4j2.configurationFile=$KAFKA_CONF_DIR/log4j2-broker.xml" kerberos_options extra_opts=()
     jmx_port="$(cat "$dir/jmx-port")"
     ((LEGACY)) && logging="$(legacy_logging)"
     read -r -a kerberos_options <<<"$(kerberos_jvm_options "$(instance_dir "$name")")"
+    # JVM options the secured part asks for (secured.sh: oauth_jvm_options).
+    if [[ -s "$(instance_dir "$name")/jvm-options" ]]; then
+        read -r -a extra_opts <"$(instance_dir "$name")/jvm-options" || true
+    fi
     # setsid: a Ctrl-C in the terminal goes to the test script, whose trap stops the broker
     # in order; the broker's output goes to a file so that $(kafka.sh start) returns.
     setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' _ "$dir/pid" \
         java -Xms256m -Xmx"$BROKER_HEAP" -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
         -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent \
-        -XX:MaxInlineLevel=15 -Djava.awt.headless=true \
+        -XX:MaxInlineLevel=15 -Djava.awt.headless=true "${extra_opts[@]}" \
         -Dcom.sun.management.jmxremote.port="$jmx_port" -Dcom.sun.management.jmxremote.rmi.port="$jmx_port" \
         -Dcom.sun.management.jmxremote.authenticate=false -Dcom.sun.management.jmxremote.ssl=false \
         -Dcom.sun.management.jmxremote.host=127.0.0.1 -Djava.rmi.server.hostname=127.0.0.1 \
@@ -450,6 +464,7 @@ try_start() {
             k=$((k + 1))
         done
         gen_secure_material "$dir/secure"
+        oauth_jvm_options >"$dir/jvm-options"
         [[ -z "$kdc_env" ]] || echo "$kdc_env" >"$dir/kdc-env"
         mapfile -t format_args < <(scram_format_args)
     fi
@@ -745,7 +760,7 @@ main() {
     local cmd="${1:-}"
     [[ -n "$cmd" ]] || die "usage: kafka.sh fetch|start|stop|stop-node|start-node|topic|tool|datadir|bootstrap|secure-env|status|jmx-url|pid|proxy-env [options]"
     shift
-    local name=default named=0 brokers=1 node="" clean=0 owner="" secured=0 reauth_ms=$DEFAULT_REAUTH_MS proxies=0 kdc_env="" rest=()
+    local name=default named=0 brokers=1 node="" clean=0 owner="" secured=0 reauth_ms=$DEFAULT_REAUTH_MS proxies=0 oauth="" kdc_env="" rest=()
     local version=""
     # Options common to all commands may come anywhere before the command's own arguments;
     # `tool` passes everything after the main class through untouched.
@@ -758,6 +773,7 @@ main() {
         --owner-pid) owner="${2:?--owner-pid needs a value}"; shift 2 ;;
         --secured) secured=1; shift ;;
         --reauth-ms) reauth_ms="${2:?--reauth-ms needs a value}"; shift 2 ;;
+        --oauth) oauth="${2:?--oauth needs a value}"; shift 2 ;;
         --proxies) proxies="${2:?--proxies needs a value}"; shift 2 ;;
         --kdc) kdc_env="${2:?--kdc needs a value}"; shift 2 ;;
         --version) version="${2:?--version needs a value}"; shift 2 ;;
@@ -770,6 +786,10 @@ main() {
     [[ "$name" =~ ^[A-Za-z0-9_-]+$ ]] || die "--name may use letters, digits, '_', '-' only"
     [[ "$name" != lib* ]] || die "--name lib... is taken by the jars directories"
     select_version "$cmd" "$name" "$version"
+    if [[ -n "$oauth" ]]; then
+        ((secured)) || die "--oauth needs --secured"
+        use_oauth "$oauth"
+    fi
     case "$cmd" in
     fetch) cmd_fetch ;;
     start) cmd_start "$name" "$brokers" "$owner" "$secured" "$reauth_ms" "$proxies" "$kdc_env" ;;

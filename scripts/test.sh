@@ -3,9 +3,10 @@
 #
 # Order, chosen so that nothing waits that need not (2 cores):
 #   1. dependencies, rustfmt;
-#   2. the Kerberos KDC (scripts/kdc.sh, a second), then the brokers in the background: a single
-#      node with Toxiproxy lanes, a secured node (TLS, SASL, GSSAPI against the KDC, ACLs) with
-#      lanes, the Schema Registry, and a three-node cluster;
+#   2. the Kerberos KDC (scripts/kdc.sh) and the OAuth server (scripts/oauth.sh), a second
+#      each, then the brokers in the background: a single node with Toxiproxy lanes, a secured
+#      node (TLS, SASL, GSSAPI against the KDC, OAUTHBEARER against the OAuth server, ACLs)
+#      with lanes, the Schema Registry, and a three-node cluster;
 #   3. clippy, then one build of every target (tests, benches, examples, and the broker and
 #      cluster test binaries, which `cargo test` alone leaves out: `test = false`);
 #   4. the broker tests and the cluster tests run as soon as their brokers answer, in the
@@ -24,7 +25,9 @@
 #   KREC_KAFKA_NAME              kafka.sh instance name of that broker
 #   KREC_TEST_SECURE_ENV         secure.env of a second, secured single-node broker
 #                                (kafka.sh start --secured: listeners, certificates, users;
-#                                its KDC_ENV is the kdc.env of the KDC, scripts/kdc.sh)
+#                                its OAUTH_ENV is the oauth.env of the OAuth server,
+#                                scripts/oauth.sh; its KDC_ENV the kdc.env of the KDC,
+#                                scripts/kdc.sh)
 #   KREC_TEST_SECURE_NAME        kafka.sh instance name of the secured broker
 #   KREC_TEST_PROXY_ENV          proxy.env of the single broker, started with --proxies: lanes
 #                                of listeners advertised through Toxiproxy (the fault tests)
@@ -54,6 +57,10 @@ COMPAT_VERSIONS=(2.8.2 3.9.1)
 COMPAT_INSTANCES=()
 CLUSTER_INSTANCE="${INSTANCE}-cluster"
 REGISTRY_INSTANCE="${INSTANCE}-registry"
+OAUTH_INSTANCE="${INSTANCE}-oauth"
+OAUTH_SH="$REPO_ROOT/scripts/oauth.sh"
+# Access tokens live this long, so that a read of a few seconds spans several refreshes.
+OAUTH_TOKEN_TTL_S=4
 KDC_INSTANCE="${INSTANCE}-kdc"
 export KREC_CARGO_FEATURES=krec-cli/gssapi
 FEATURES=(--features "$KREC_CARGO_FEATURES")
@@ -64,6 +71,7 @@ section() { printf '\n===== %s (at %dm%02ds) =====\n' "$*" $((SECONDS / 60)) $((
 
 started=()
 registries=()
+oauth_servers=()
 kdcs=()
 stop_brokers() {
     local name
@@ -75,6 +83,10 @@ stop_brokers() {
         bash "$KAFKA_SH" stop --name "$name" || true
     done
     started=()
+    for name in "${oauth_servers[@]}"; do
+        bash "$OAUTH_SH" stop --name "$name" || true
+    done
+    oauth_servers=()
     # After the brokers, which hold no session with it but log their last words about it.
     for name in "${kdcs[@]}"; do
         bash "$KDC_SH" stop --name "$name" || true
@@ -169,7 +181,10 @@ kdcs+=("$KDC_INSTANCE")
 KDC_ENV="$(bash "$KDC_SH" start --name "$KDC_INSTANCE" --owner-pid $$)"
 # Lanes of proxied listeners for the fault tests (one lane per fault test running at once).
 start_instance "$INSTANCE" 1 --proxies 3
-start_instance "$SECURE_INSTANCE" 1 --secured --proxies 2 --kdc "$KDC_ENV"
+# The secured broker validates OAUTHBEARER tokens against the OAuth server: that starts first.
+oauth_servers+=("$OAUTH_INSTANCE")
+oauth_env="$(bash "$OAUTH_SH" start --name "$OAUTH_INSTANCE" --ttl "$OAUTH_TOKEN_TTL_S" --owner-pid $$)"
+start_instance "$SECURE_INSTANCE" 1 --secured --oauth "$oauth_env" --proxies 2 --kdc "$KDC_ENV"
 start_instance "$CLUSTER_INSTANCE" 3
 for version in "${COMPAT_VERSIONS[@]}"; do
     COMPAT_INSTANCES+=("$INSTANCE-compat-${version//./}")
@@ -266,7 +281,11 @@ export KREC_BIN="${CARGO_TARGET_DIR:-$REPO_ROOT/target}/debug/krec" KREC_BENCH_B
 bash "$KAFKA_SH" stop --name "$KREC_BENCH_BROKER" >/dev/null
 started+=("$KREC_BENCH_BROKER")
 registries+=("$KREC_BENCH_BROKER")
-bash "$KAFKA_SH" start --name "$KREC_BENCH_BROKER" --owner-pid $$ --secured --reauth-ms 86400000 >/dev/null &
+# Its OAuth server lets bench-consume --tls compare OIDC with SCRAM.
+oauth_servers+=("$KREC_BENCH_BROKER-oauth")
+bench_oauth_env="$(bash "$OAUTH_SH" start --name "$KREC_BENCH_BROKER-oauth" --owner-pid $$)"
+bash "$KAFKA_SH" start --name "$KREC_BENCH_BROKER" --owner-pid $$ --secured --reauth-ms 86400000 \
+    --oauth "$bench_oauth_env" >/dev/null &
 bench_broker=$!
 bench_smoke() {
     local TIMEFORMAT="----- $* --quick: %0R s"

@@ -215,6 +215,7 @@ EOT
             sasl_listener_properties "$l" "$(kerberos_mechanisms "$l" "$SECURE_SASL_MECHANISMS" "$kdc_env")" "$reauth_ms"
         done
         sasl_listener_properties SASL_PLAIN_ONLY PLAIN "$reauth_ms"
+        oauth_listener_properties "$reauth_ms"
         [[ -z "$kdc_env" ]] || kerberos_properties "$kdc_env"
     } >>"$file"
 }
@@ -228,7 +229,7 @@ create_acls() {
     local bootstrap="$1" out deadline
     # --consumer is exactly Read and Describe on the topics plus Read on the group.
     run_tool org.apache.kafka.tools.AclCommand --bootstrap-server "$bootstrap" --add \
-        --allow-principal User:alice --consumer \
+        --allow-principal User:alice "${ACL_EXTRA_PRINCIPALS[@]/#/--allow-principal=}" --consumer \
         --topic "$SECURE_ACL_PREFIX" --group "$SECURE_ACL_PREFIX" --resource-pattern-type prefixed \
         >/dev/null || return 1
     deadline=$((SECONDS + 30))
@@ -274,8 +275,60 @@ SASL_MECHANISMS=$SECURE_SASL_MECHANISMS
 ACL_PREFIX=$SECURE_ACL_PREFIX
 REAUTH_MS=$reauth_ms
 EOT
+        [[ -z "$OAUTH_ENV_FILE" ]] || echo "OAUTH_ENV=$OAUTH_ENV_FILE"
         [[ -z "$kdc_env" ]] || echo "KDC_ENV=$kdc_env"
     } >"$file.tmp"
     # Renamed into place: a reader never sees half a file.
     mv "$file.tmp" "$file"
+}
+
+# --- OAuth listeners (start --secured --oauth ENVFILE) --------------------------------------
+
+# The oauth.env of scripts/oauth.sh the broker validates tokens against; empty: no OAuth.
+OAUTH_ENV_FILE=""
+# Principals (besides alice) given alice's ACLs: the OAuth clients that read.
+ACL_EXTRA_PRINCIPALS=()
+
+# oauth_value KEY: a value of the OAuth server's env file.
+oauth_value() {
+    local value
+    value="$(sed -n "s/^$1=//p" "$OAUTH_ENV_FILE")"
+    [[ -n "$value" ]] || die "$OAUTH_ENV_FILE has no $1 (not written by scripts/oauth.sh start?)"
+    echo "$value"
+}
+
+# use_oauth ENVFILE: adds the OAuth listener, validated against the server of ENVFILE.
+use_oauth() {
+    [[ -f "$1" ]] || die "--oauth $1: no such file (the oauth.env of scripts/oauth.sh start)"
+    OAUTH_ENV_FILE="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
+    SECURE_LISTENERS+=(SASL_OAUTH:SASL_SSL)
+    ACL_EXTRA_PRINCIPALS=("User:$(oauth_value CLIENT_ID)" "User:$(oauth_value LONG_CLIENT_ID)")
+}
+
+# JVM options of the broker: Kafka fetches only URLs this property allows (JWKS here).
+oauth_jvm_options() {
+    [[ -n "$OAUTH_ENV_FILE" ]] || return 0
+    echo "-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=$(oauth_value JWKS_URL),$(oauth_value TOKEN_URL)"
+}
+
+# The OAuth listener: OAUTHBEARER only, each token's signature checked against the server's
+# JWKS (fetched over HTTPS trusting its CA, given as JAAS ssl.* options), its issuer and its
+# audience AUDIENCE. The validator class is named: Kafka 4.1's default (DefaultJwtValidator)
+# was found to accept a token whose signature is wrong. The broker's own login (which it does
+# although it never uses the token) takes the unsecured token of the JAAS `sub`.
+oauth_listener_properties() {
+    local reauth_ms="$1" l=sasl_oauth
+    [[ -n "$OAUTH_ENV_FILE" ]] || return 0
+    cat <<EOT
+
+# --- OAuth listener (kafka.sh start --secured --oauth $OAUTH_ENV_FILE) ---
+listener.name.$l.sasl.enabled.mechanisms=OAUTHBEARER
+listener.name.$l.connections.max.reauth.ms=$reauth_ms
+listener.name.$l.oauthbearer.sasl.server.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler
+listener.name.$l.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="broker" ssl.truststore.type="PEM" ssl.truststore.location="$(oauth_value CA_PEM)";
+listener.name.$l.sasl.oauthbearer.jwt.validator.class=org.apache.kafka.common.security.oauthbearer.BrokerJwtValidator
+listener.name.$l.sasl.oauthbearer.jwks.endpoint.url=$(oauth_value JWKS_URL)
+listener.name.$l.sasl.oauthbearer.expected.issuer=$(oauth_value ISSUER)
+listener.name.$l.sasl.oauthbearer.expected.audience=$(oauth_value AUDIENCE)
+EOT
 }

@@ -24,6 +24,7 @@ mod groups;
 #[cfg(feature = "gssapi")]
 mod kerberos;
 mod metrics;
+mod oidc;
 mod producers;
 mod questions;
 mod ranges;

@@ -47,6 +47,16 @@ impl PropertyMap {
     }
 }
 
+/// The properties as `build` reads them, for the unit tests of the modules that read them.
+#[cfg(test)]
+pub(crate) fn map_for_test(pairs: &[(&str, &str)]) -> Result<PropertyMap, Error> {
+    let mut map = HashMap::new();
+    for &(key, value) in pairs {
+        map.insert(key.to_owned(), resolve_indirection(key, value)?);
+    }
+    Ok(PropertyMap(map))
+}
+
 pub(super) fn build<'a>(
     properties: impl IntoIterator<Item = (&'a str, &'a str)>,
 ) -> Result<SecurityConfig, Error> {

@@ -16,9 +16,8 @@ use crate::Error;
 use super::oauthbearer::message;
 use super::{BoxError, BoxFuture};
 
-// Used by the sources that fetch tokens over the network.
 pub(crate) mod aws_msk_iam;
-#[allow(dead_code)]
+mod oidc;
 pub(crate) mod refresh;
 mod unsecured;
 
@@ -82,7 +81,11 @@ pub(crate) struct Method {
 }
 
 /// Every token source krec knows. The first is the default.
-pub(crate) const METHODS: &[Method] = &[unsecured::DEFAULT_METHOD, aws_msk_iam::METHOD];
+pub(crate) const METHODS: &[Method] = &[
+    unsecured::DEFAULT_METHOD,
+    oidc::OIDC_METHOD,
+    aws_msk_iam::METHOD,
+];
 
 /// Keys every method shares: how one is chosen.
 const CHOOSING: &[&str] = &["sasl.login.callback.handler.class"];
