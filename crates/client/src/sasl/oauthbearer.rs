@@ -108,9 +108,12 @@ impl SaslExchange for OAuthBearerExchange {
                     OAuthBearerExchange::Refused(String::from_utf8_lossy(challenge).into_owned());
                 Ok(Some(message::FAILURE_ACKNOWLEDGEMENT.to_vec()))
             }
-            (OAuthBearerExchange::Refused(challenge), _) => {
-                Err(format!("token refused: {challenge}").into())
-            }
+            (OAuthBearerExchange::Refused(challenge), _) => Err(format!(
+                "token refused: {challenge} (the broker checks a token's signature, \
+                     issuer, audience and expiry: compare them with its \
+                     sasl.oauthbearer.expected.* and JWKS settings)"
+            )
+            .into()),
             (_, _) => Err("OAUTHBEARER messages out of order".into()),
         };
         Box::pin(async move { next })
