@@ -12,7 +12,9 @@ use std::time::Duration;
 
 use crate::support::broker::{assert_same_records, parse_json_lines, unique_topic, varied_record};
 use crate::support::broker::{ProducePlan, Produced};
-use crate::support::secure::{krec_secure_command, run_limited, secure_broker, SecureBroker};
+use crate::support::secure::{
+    krec_secure_command, produce_paced, run_limited, secure_broker, SecureBroker,
+};
 
 /// A failure must end krec within this (no reconnect loop, no long KDC time-out).
 const FAILURE_LIMIT: Duration = Duration::from_secs(10);
@@ -407,22 +409,13 @@ fn a_consume_across_session_lifetimes_re_authenticates_with_kerberos() {
         .env("KRB5CCNAME", no_cache(dir.path()))
         .env("RUST_LOG", "krec_client::connection=debug");
     let reader = std::thread::spawn(move || run_limited(command, READ_LIMIT).0);
-    let mut produced = Vec::new();
-    for batch in 0..batches {
-        let plan = ProducePlan {
-            topic: topic.clone(),
-            compression: "none".to_owned(),
-            steps: vec![(
-                None,
-                (0..per_batch)
-                    .map(|i| varied_record(batch * per_batch + i, 2))
-                    .collect(),
-            )],
-            ..ProducePlan::default()
-        };
-        produced.extend(broker.admin.produce_python(&plan));
-        std::thread::sleep(Duration::from_millis(reauth_ms / 2));
-    }
+    let produced = produce_paced(
+        &broker.admin,
+        &topic,
+        "none",
+        (batches, per_batch),
+        Duration::from_millis(reauth_ms / 2),
+    );
     let output = reader.join().unwrap();
     let log = stderr(&output);
     assert!(output.status.success(), "{log}");

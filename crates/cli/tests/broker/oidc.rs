@@ -16,7 +16,9 @@ use std::time::Duration;
 use crate::support::broker::{assert_same_records, parse_json_lines, unique_topic, varied_record};
 use crate::support::broker::{ProducePlan, Produced};
 use crate::support::secure::SecureBroker;
-use crate::support::secure::{krec_secure, krec_secure_command, run_limited, secure_broker};
+use crate::support::secure::{
+    krec_secure, krec_secure_command, produce_paced, run_limited, secure_broker,
+};
 
 /// A failure must end krec within this.
 const FAILURE_LIMIT: Duration = Duration::from_secs(10);
@@ -109,22 +111,13 @@ fn a_read_through_several_token_refreshes_and_reauthentications_is_exact() {
         "krec_client::connection=debug,krec_client::sasl=debug",
     );
     let reader = std::thread::spawn(move || run_limited(command, Duration::from_secs(90)).0);
-    let mut produced = Vec::new();
-    for batch in 0..batches {
-        let plan = ProducePlan {
-            topic: topic.clone(),
-            compression: "lz4".to_owned(),
-            steps: vec![(
-                None,
-                (0..per_batch)
-                    .map(|i| varied_record(batch * per_batch + i, 2))
-                    .collect(),
-            )],
-            ..ProducePlan::default()
-        };
-        produced.extend(broker.admin.produce_python(&plan));
-        std::thread::sleep(Duration::from_millis(ttl_s * 1000 / 2));
-    }
+    let produced = produce_paced(
+        &broker.admin,
+        &topic,
+        "lz4",
+        (batches, per_batch),
+        Duration::from_millis(ttl_s * 1000 / 2),
+    );
     let output = reader.join().unwrap();
     let log = stderr(&output);
     assert!(output.status.success(), "{log}");

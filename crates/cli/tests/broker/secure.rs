@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::support::broker::{assert_same_records, parse_json_lines, unique_topic, varied_record};
 use crate::support::broker::{ProducePlan, Produced};
 use crate::support::secure::{
-    krec_secure, krec_secure_command, run_limited, secure_broker, SecureBroker,
+    krec_secure, krec_secure_command, produce_paced, run_limited, secure_broker, SecureBroker,
 };
 
 /// A failure must end krec within this (no reconnect loop).
@@ -455,23 +455,13 @@ fn a_long_consume_through_many_reauthentications_is_exact() {
     let mut command = krec_secure_command(broker.get("SASL_SSL"), &topic, &properties, &args);
     command.env("RUST_LOG", "krec_client::connection=debug");
     let reader = std::thread::spawn(move || run_limited(command, Duration::from_secs(120)).0);
-    let mut produced = Vec::new();
-    for batch in 0..batches {
-        let plan = ProducePlan {
-            topic: topic.clone(),
-            compression: "none".to_owned(),
-            steps: vec![(
-                None,
-                (0..per_batch)
-                    .map(|i| varied_record(batch * per_batch + i, 2))
-                    .collect(),
-            )],
-            ..ProducePlan::default()
-        };
-        produced.extend(broker.admin.produce_python(&plan));
-        std::thread::sleep(Duration::from_millis(reauth_ms / 2));
-    }
-    produced.sort_by_key(|r| (r.partition, r.offset));
+    let produced = produce_paced(
+        &broker.admin,
+        &topic,
+        "none",
+        (batches, per_batch),
+        Duration::from_millis(reauth_ms / 2),
+    );
     let output = reader.join().unwrap();
     let log = stderr(&output);
     assert!(output.status.success(), "{log}");

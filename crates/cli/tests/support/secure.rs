@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use super::broker::Broker;
+use super::broker::{varied_record, Broker, ProducePlan, Produced};
 
 /// The secured single node.
 pub struct SecureBroker {
@@ -131,4 +131,34 @@ pub fn run_limited(mut command: Command, limit: Duration) -> (Output, Duration) 
         String::from_utf8_lossy(&output.stderr)
     );
     (output, started.elapsed())
+}
+
+/// Produces `batches` batches of `per_batch` varied records on two partitions, one batch per
+/// producer run with `pause` after each: records that keep coming while a reader goes through
+/// several sessions (re-authentication tests). Returns them sorted by partition and offset.
+pub fn produce_paced(
+    broker: &Broker,
+    topic: &str,
+    compression: &str,
+    (batches, per_batch): (usize, usize),
+    pause: Duration,
+) -> Vec<Produced> {
+    let mut produced = Vec::new();
+    for batch in 0..batches {
+        let plan = ProducePlan {
+            topic: topic.to_owned(),
+            compression: compression.to_owned(),
+            steps: vec![(
+                None,
+                (0..per_batch)
+                    .map(|i| varied_record(batch * per_batch + i, 2))
+                    .collect(),
+            )],
+            ..ProducePlan::default()
+        };
+        produced.extend(broker.produce_python(&plan));
+        std::thread::sleep(pause);
+    }
+    produced.sort_by_key(|r| (r.partition, r.offset));
+    produced
 }
