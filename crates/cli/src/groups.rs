@@ -47,6 +47,21 @@ pub struct GroupsArgs {
     pub json: bool,
 }
 
+/// How many times a question is asked when the broker drops the connection or does not answer.
+const ATTEMPTS: u32 = 3;
+
+/// After a dropped connection or a timeout (a broker restarting, a coordinator loading its
+/// state), waits and says whether to ask again; other errors are final.
+async fn ask_again(error: &krec_client::Error, attempt: &mut u32) -> bool {
+    if *attempt >= ATTEMPTS || error.is_security_failure() || !error.is_connection_failure() {
+        return false;
+    }
+    *attempt += 1;
+    tracing::warn!(%error, "krec groups: asking again");
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    true
+}
+
 /// Runs `krec groups`.
 pub fn run(args: GroupsArgs) -> ExitCode {
     run_command("groups", groups(args))
@@ -67,9 +82,13 @@ async fn groups(args: GroupsArgs) -> Result<(), Error> {
             types: args.types.clone(),
             states: args.states.clone(),
         };
-        let list = list_groups(&mut client, &access.settings, &filter)
-            .await
-            .map_err(client_error)?;
+        let mut attempt = 1;
+        let list = loop {
+            match list_groups(&mut client, &access.settings, &filter).await {
+                Err(error) if ask_again(&error, &mut attempt).await => continue,
+                listed => break listed.map_err(client_error)?,
+            }
+        };
         if !list.types_reported {
             eprintln!(
                 "krec groups: note: a broker does not report group types (ListGroups before \
@@ -94,9 +113,13 @@ async fn groups(args: GroupsArgs) -> Result<(), Error> {
         .map_or(access.config.read_committed, |level| {
             level == "read_committed"
         });
-    let described = describe_group(&mut client, &access.settings, group, read_committed)
-        .await
-        .map_err(client_error)?;
+    let mut attempt = 1;
+    let described = loop {
+        match describe_group(&mut client, &access.settings, group, read_committed).await {
+            Err(error) if ask_again(&error, &mut attempt).await => continue,
+            described => break described.map_err(client_error)?,
+        }
+    };
     if args.json {
         print(&format!("{}\n", describe_json(&described)))?;
     } else {
