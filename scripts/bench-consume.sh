@@ -268,8 +268,11 @@ check_count() {
     expected="$(expected_count "$topic")"
     command="$(consumer_command "$consumer" "$topic")"
     if [[ "$consumer" == java ]]; then
-        # ConsumerPerformance prints one CSV line; field 5 is data.consumed.in.nMsg.
-        got="$(eval "$command" 2>/dev/null | awk -F', *' 'NR == 2 { print $5 }')"
+        # ConsumerPerformance prints a CSV heading and one line (after a deprecation warning on
+        # stdout in Kafka 4.4): the count is the line's data.consumed.in.nMsg field.
+        got="$(eval "$command" 2>/dev/null | awk -F', *' '
+            column { print $column; exit }
+            { for (i = 1; i <= NF; i++) if ($i == "data.consumed.in.nMsg") column = i }')"
     else
         got="$(eval "$command" 2>/dev/null | wc -l)"
     fi
