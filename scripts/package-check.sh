@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 
 PUBLISHED=(krec-lz4 krec-batch krec-client krec-consumer krec-schema krec-cli krec)
 
-cargo metadata --format-version 1 --no-deps --locked | python3 -c '
+cargo metadata --format-version 1 --no-deps | python3 -c '
 import json, sys
 published = set(sys.argv[1:])
 wrong = []
@@ -25,7 +25,7 @@ if wrong:
              "PUBLISHED (scripts/package-check.sh): " + ", ".join(wrong))
 ' "${PUBLISHED[@]}"
 
-cargo fetch --locked --target "$(rustc -vV | sed -n 's/^host: //p')"
+cargo fetch --target "$(rustc -vV | sed -n 's/^host: //p')"
 packages=()
 for name in "${PUBLISHED[@]}"; do packages+=(-p "$name"); done
 # --allow-dirty: this checks the manifests, not whether the work is committed. The tests and
