@@ -77,8 +77,8 @@ macro_rules! api_requests {
             }
         )*
 
-        /// Every API this client sends, by API key, with the versions it sends: the table
-        /// negotiation reads (`krec version -v` prints it).
+        /// Every API this client sends, by API key, with the versions it sends: made from the
+        /// declarations negotiation uses, so it cannot drift from them (`krec version -v`).
         pub const SPOKEN: &[SpokenApi] = &[
             $(SpokenApi::new::<$request>($name, fixed_range!($($range)?)),)*
         ];
