@@ -69,6 +69,8 @@
 //! - Fetching: [`fetch_session::FetchSession`] with [`fetch::FetchParams`], its answers as
 //!   [`fetch::PartitionResponse`]s; [`fetch::scan_batches`] splits their record bytes.
 //! - Helpers: [`error_name`], [`codes`], [`versions::api_name`].
+//! - What this build speaks (`krec version -v`): [`versions::SPOKEN`], [`sasl::mechanisms`],
+//!   [`sasl::token_methods`], [`security::TLS_PROVIDER`].
 //!
 //! Internal: framing buffers, transport, authentication, the response checks. `kafka-protocol`
 //! types appear only where the raw wire calls need them, and only under one module,
