@@ -362,7 +362,7 @@ impl GroupConsumer {
     }
 
     /// For threads that write records out: whether a chunk handed out earlier still belongs
-    /// to this member (its partition not revoked or lost since).
+    /// to this member (its partition not lost since; see [`GroupEvent::Lost`]).
     pub fn ownership(&self) -> Ownership {
         self.ownership.clone()
     }
