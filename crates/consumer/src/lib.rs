@@ -89,8 +89,8 @@
 //!   views in [`chunk`] ([`ChunkBatches`], [`ChunkBatch`], [`ChunkBatchRef`],
 //!   [`ChunkRecords`], [`ChunkRecordIter`]).
 //! - Groups: [`GroupConsumer`], [`GroupConfig`], [`GroupEvent`], and in [`group`] the
-//!   protocol and assignor choices, [`group::RebalanceListener`] and
-//!   [`group::WrittenOffsets`].
+//!   protocol and assignor choices, [`group::RebalanceListener`],
+//!   [`group::WrittenOffsets`] and [`group::Ownership`].
 //! - Watching: [`Consumer::positions`] ([`PartitionPosition`]), [`MetricsSnapshot`] and the
 //!   counters in [`metrics`], [`MetricsSource`].
 //! - Helpers: [`partitioner::Partitioner`], [`config::Property`], [`Error`].
