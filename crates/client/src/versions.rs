@@ -12,7 +12,9 @@ use kafka_protocol::messages::{
     ListGroupsResponse, ListOffsetsRequest, ListOffsetsResponse, MetadataRequest, MetadataResponse,
     OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse,
     SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
-    ShareGroupDescribeRequest, ShareGroupDescribeResponse, SyncGroupRequest, SyncGroupResponse,
+    ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest, ShareFetchResponse,
+    ShareGroupDescribeRequest, ShareGroupDescribeResponse, ShareGroupHeartbeatRequest,
+    ShareGroupHeartbeatResponse, SyncGroupRequest, SyncGroupResponse,
 };
 use kafka_protocol::protocol::Message;
 
@@ -54,6 +56,9 @@ api_request!(
     69
 );
 api_request!(ShareGroupDescribeRequest, ShareGroupDescribeResponse, 77);
+api_request!(ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, 76);
+api_request!(ShareFetchRequest, ShareFetchResponse, 78);
+api_request!(ShareAcknowledgeRequest, ShareAcknowledgeResponse, 79);
 api_request!(
     DescribeShareGroupOffsetsRequest,
     DescribeShareGroupOffsetsResponse,
@@ -121,7 +126,10 @@ pub fn api_name(api_key: i16) -> &'static str {
         18 => "ApiVersions",
         68 => "ConsumerGroupHeartbeat",
         69 => "ConsumerGroupDescribe",
+        76 => "ShareGroupHeartbeat",
         77 => "ShareGroupDescribe",
+        78 => "ShareFetch",
+        79 => "ShareAcknowledge",
         90 => "DescribeShareGroupOffsets",
         _ => "request",
     }
