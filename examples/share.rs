@@ -29,14 +29,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     ])?;
     let topics: Vec<&str> = topics.split(',').collect();
     let mut share = ShareConsumer::subscribe(config, &topics).await?;
+    // Ctrl-C stops fetching after the current fetch (next_chunk then gives None).
+    let stopper = share.stopper();
+    tokio::spawn(async move {
+        let _ = tokio::signal::ctrl_c().await;
+        stopper.stop();
+    });
     let mut out = std::io::stdout().lock();
     let mut printed = 0u64;
     while limit.is_none_or(|limit| printed < limit) {
-        let chunk = tokio::select! {
-            chunk = share.next_chunk() => chunk?,
-            _ = tokio::signal::ctrl_c() => break,
+        let Some(chunk) = share.next_chunk().await? else {
+            break;
         };
-        let Some(chunk) = chunk else { break };
         let mut last_printed = None;
         for record in chunk.records() {
             let record = record?;

@@ -142,6 +142,6 @@ pub use error::Error;
 pub use group::{GroupConfig, GroupConsumer, GroupEvent};
 pub use metrics::MetricsSnapshot;
 pub use position::{MetricsSource, PartitionPosition};
-pub use share::{AcknowledgeType, ShareChunk, ShareConsumer};
+pub use share::{AcknowledgeType, Acknowledger, ShareChunk, ShareConsumer, ShareStopper};
 pub use subscription::TopicSubscription;
 pub use topic_partition::TopicPartition;

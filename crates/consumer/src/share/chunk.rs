@@ -54,6 +54,12 @@ impl ShareChunk {
         self.chunk.until_offset() - 1
     }
 
+    /// Counts the corrupt batches skipped in this chunk into `metrics`.
+    pub(super) fn with_metrics(mut self, metrics: Arc<crate::metrics::Metrics>) -> Self {
+        self.chunk = self.chunk.with_metrics(metrics);
+        self
+    }
+
     /// The chunk as the consumer's chunk type.
     pub fn chunk(&self) -> &PartitionChunk {
         &self.chunk

@@ -58,6 +58,10 @@ pub(crate) fn new_member_id() -> String {
     Uuid::from_u64_pair(halves[0], halves[1]).to_string()
 }
 
+/// How soon a member without partitions heartbeats again: the coordinator assigns a new
+/// member's partitions shortly after it joins.
+const UNASSIGNED_HEARTBEAT: Duration = Duration::from_millis(500);
+
 /// Codes after which the member joins again with epoch 0 (its membership lapsed).
 fn must_rejoin(code: i16) -> bool {
     matches!(
@@ -104,7 +108,14 @@ impl Membership {
                         tracing::info!(group = %self.group, ?assignment, "share group assignment");
                         state.send_modify(|s| s.assignment = Arc::new(assignment));
                     }
-                    answer.heartbeat_interval.max(Duration::from_millis(100))
+                    // Not assigned yet: ask again soon rather than an interval later.
+                    let unassigned = state.borrow().assignment.is_empty();
+                    let interval = answer.heartbeat_interval.max(Duration::from_millis(100));
+                    if unassigned {
+                        interval.min(UNASSIGNED_HEARTBEAT)
+                    } else {
+                        interval
+                    }
                 }
                 Ok(answer) if must_rejoin(answer.error_code) => {
                     tracing::warn!(

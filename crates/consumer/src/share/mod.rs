@@ -39,7 +39,7 @@ mod membership;
 mod round;
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use krec_batch::DecodeConfig;
@@ -98,6 +98,62 @@ impl ShareCounters {
     }
 }
 
+/// An acknowledgement queued by an [`Acknowledger`].
+#[derive(Debug)]
+struct QueuedAck {
+    key: acks::PartitionKey,
+    generation: u64,
+    first: i64,
+    last: i64,
+    kind: AcknowledgeType,
+}
+
+/// Acknowledges chunks from any thread (a decode thread, once the records are written out):
+/// the consumer takes what was queued at its next fetch, [`ShareConsumer::send_acks`] or
+/// [`ShareConsumer::close`].
+#[derive(Clone, Debug)]
+pub struct Acknowledger {
+    queue: tokio::sync::mpsc::UnboundedSender<QueuedAck>,
+}
+
+impl Acknowledger {
+    /// Acknowledges every record of `chunk` not acknowledged yet as `kind`.
+    pub fn ack(&self, chunk: &ShareChunk, kind: AcknowledgeType) {
+        self.ack_offsets(chunk, chunk.first_offset(), chunk.last_offset(), kind);
+    }
+
+    /// Acknowledges `first..=last` of `chunk` (within its range) as `kind`.
+    pub fn ack_offsets(&self, chunk: &ShareChunk, first: i64, last: i64, kind: AcknowledgeType) {
+        let (first, last) = (
+            first.max(chunk.first_offset()),
+            last.min(chunk.last_offset()),
+        );
+        if first <= last {
+            let _ = self.queue.send(QueuedAck {
+                key: (chunk.topic_id(), chunk.partition()),
+                generation: chunk.generation,
+                first,
+                last,
+                kind,
+            });
+        }
+    }
+}
+
+/// Makes [`ShareConsumer::next_chunk`] return `Ok(None)` after its current fetch, from any
+/// task or thread; then [`ShareConsumer::close`].
+#[derive(Clone, Debug)]
+pub struct ShareStopper {
+    stopping: Arc<AtomicBool>,
+}
+
+impl ShareStopper {
+    /// Asks the consumer to stop fetching.
+    pub fn stop(&self) {
+        self.stopping.store(true, Ordering::Relaxed);
+    }
+}
+
 /// A member of a share group: [`ShareConsumer::next_chunk`] gives the records acquired for
 /// it, and each is acknowledged with [`ShareConsumer::ack`] or [`ShareConsumer::ack_record`].
 pub struct ShareConsumer {
@@ -119,6 +175,13 @@ pub struct ShareConsumer {
     ready: VecDeque<ShareChunk>,
     counters: Arc<ShareCounters>,
     backoff: crate::shared::Backoff,
+    /// The consumer's usual counters (fetch requests and latency, errors, bytes), for
+    /// [`ShareConsumer::metrics_source`].
+    shared: Arc<crate::shared::Shared>,
+    /// What [`Acknowledger`]s queued, taken before each fetch.
+    queue: tokio::sync::mpsc::UnboundedSender<QueuedAck>,
+    queued: tokio::sync::mpsc::UnboundedReceiver<QueuedAck>,
+    stopping: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for ShareConsumer {
@@ -180,7 +243,15 @@ impl ShareConsumer {
             max_records: DEFAULT_MAX_RECORDS,
             batch_size: DEFAULT_MAX_RECORDS,
         };
+        // Holds the usual counters; nothing reads its event channel.
+        let (events, _) = tokio::sync::mpsc::unbounded_channel();
+        let shared = crate::shared::Shared::new(config.clone(), events);
+        let (queue, queued) = tokio::sync::mpsc::unbounded_channel();
         Ok(Self {
+            queue,
+            queued,
+            stopping: Arc::new(AtomicBool::new(false)),
+            shared,
             group,
             member_id,
             topics,
@@ -207,6 +278,38 @@ impl ShareConsumer {
         self.params.batch_size = records.max(1);
     }
 
+    /// A handle that acknowledges from any thread.
+    pub fn acknowledger(&self) -> Acknowledger {
+        Acknowledger {
+            queue: self.queue.clone(),
+        }
+    }
+
+    /// A handle that stops [`ShareConsumer::next_chunk`] from any task or thread.
+    pub fn stopper(&self) -> ShareStopper {
+        ShareStopper {
+            stopping: self.stopping.clone(),
+        }
+    }
+
+    /// Takes what the [`Acknowledger`]s queued.
+    fn take_queued(&mut self) {
+        while let Ok(ack) = self.queued.try_recv() {
+            let QueuedAck {
+                key,
+                generation,
+                first,
+                last,
+                kind,
+            } = ack;
+            let counted = self.book.acknowledge_in(key, generation, first, last, kind);
+            self.counters.count(kind, counted);
+        }
+        self.counters
+            .in_flight
+            .store(self.book.in_flight(), Ordering::Relaxed);
+    }
+
     /// The member id this client made for itself.
     pub fn member_id(&self) -> &str {
         &self.member_id
@@ -217,19 +320,32 @@ impl ShareConsumer {
         self.counters.clone()
     }
 
+    /// The usual consumer counters (fetch requests and latency, bytes, errors, whether it
+    /// stopped on an error), readable from anywhere; no partition positions (a share group
+    /// has none).
+    pub fn metrics_source(&self) -> crate::MetricsSource {
+        crate::MetricsSource {
+            shared: self.shared.clone(),
+        }
+    }
+
     /// The next range of records acquired for this member. Waits for records; `Ok(None)`
-    /// only after [`ShareConsumer::close`] began. Pending acknowledgements go out with the
+    /// once a [`ShareStopper`] asked it to stop. Pending acknowledgements go out with the
     /// fetches this makes.
     pub async fn next_chunk(&mut self) -> Result<Option<ShareChunk>, Error> {
         loop {
             if let Some(chunk) = self.ready.pop_front() {
                 return Ok(Some(chunk));
             }
-            self.check_membership()?;
-            if *self.leave.borrow() {
-                return Ok(None);
+            let fetched = match self.check_membership() {
+                Ok(()) if self.stopping.load(Ordering::Relaxed) => return Ok(None),
+                Ok(()) => self.fetch_round().await,
+                Err(error) => Err(error),
+            };
+            if let Err(error) = fetched {
+                self.shared.metrics.stopped_on_error();
+                return Err(error);
             }
-            self.fetch_round().await?;
         }
     }
 
@@ -276,12 +392,14 @@ impl ShareConsumer {
 
     /// Sends the acknowledgements waiting for a fetch now, with ShareAcknowledge.
     pub async fn send_acks(&mut self) -> Result<(), Error> {
+        self.take_queued();
         self.acknowledge_all(false).await
     }
 
     /// Releases every acquired record not acknowledged, delivers the acknowledgements and
     /// closes the share sessions, then leaves the group (heartbeat with epoch -1).
     pub async fn close(mut self) -> Result<(), Error> {
+        self.take_queued();
         let released = self.book.acknowledge_all(AcknowledgeType::Release);
         self.counters.count(AcknowledgeType::Release, released);
         self.counters.in_flight.store(0, Ordering::Relaxed);

@@ -13,6 +13,7 @@ use super::chunk::share_chunks;
 use super::leader::{LeaderSession, Member};
 use super::membership::Assignment;
 use super::ShareConsumer;
+use crate::metrics::ErrorKind;
 use crate::Error;
 
 /// TOPIC_AUTHORIZATION_FAILED, GROUP_AUTHORIZATION_FAILED.
@@ -43,6 +44,7 @@ impl Placement {
 impl ShareConsumer {
     /// One ShareFetch per leader of the assigned partitions; the chunks go to `ready`.
     pub(super) async fn fetch_round(&mut self) -> Result<(), Error> {
+        self.take_queued();
         let assignment = self.state.borrow().assignment.clone();
         if assignment.is_empty() {
             // Not assigned yet (or nothing to read): wait for the coordinator's word.
@@ -72,7 +74,11 @@ impl ShareConsumer {
                 settings: &self.config.connection,
             };
             let session = &mut self.leaders[index];
+            tracing::debug!(node, ?acks, partitions = wanted.len(), "ShareFetch");
+            let sent = std::time::Instant::now();
             let answer = session.fetch(member, &self.params, &wanted, &acks).await;
+            let counters = self.shared.metrics.broker(node);
+            counters.fetched(answer.is_ok().then(|| sent.elapsed()));
             failed |= !self.take_answer(index, answer, &keys)?;
         }
         if failed {
@@ -102,6 +108,7 @@ impl ShareConsumer {
                 ) {
                     return Err(self.refusal(index, code));
                 }
+                self.shared.metrics.error(ErrorKind::Fetch);
                 if !share_codes::is_session_error(code) {
                     tracing::warn!(broker = %session.address, code, name = %error_name(code),
                         message = ?answer.error_message, "ShareFetch refused");
@@ -110,6 +117,7 @@ impl ShareConsumer {
                 return Ok(false);
             }
             Err(error) if error.is_connection_failure() => {
+                self.shared.metrics.error(ErrorKind::Connection);
                 tracing::warn!(%error, "share session lost; its records go back to the group");
                 self.lose_session(index, keys);
                 self.placement.stale = true;
@@ -141,6 +149,8 @@ impl ShareConsumer {
             if partition.acquired.is_empty() {
                 continue;
             }
+            tracing::debug!(partition = partition.partition, acquired = ?partition.acquired,
+                "records acquired");
             let topic = match self.placement.partitions.get(&key) {
                 Some((topic, _)) => topic.clone(),
                 None => Arc::from(""),
@@ -167,7 +177,16 @@ impl ShareConsumer {
                     .acknowledge(key, first, last, AcknowledgeType::Release);
                 self.counters.count(AcknowledgeType::Release, released);
             }
-            self.ready.extend(chunks);
+            let bytes = chunks
+                .iter()
+                .map(|c| c.records_bytes().len())
+                .sum::<usize>();
+            self.shared
+                .metrics
+                .fetched_bytes(std::iter::once((&topic, bytes)));
+            let metrics = &self.shared.metrics;
+            self.ready
+                .extend(chunks.into_iter().map(|c| c.with_metrics(metrics.clone())));
         }
         self.counters
             .in_flight
@@ -256,6 +275,7 @@ impl ShareConsumer {
                 member_id: &self.member_id,
                 settings: &self.config.connection,
             };
+            tracing::debug!(?acks, close, "ShareAcknowledge");
             match self.leaders[index].acknowledge(member, &acks, close).await {
                 Ok(answers) => {
                     let refused = answers.iter().filter(|(_, code)| *code != 0).count();
