@@ -313,10 +313,12 @@ fn rejected_records_never_come_back_and_released_ones_come_back_at_once() {
     );
 
     let (topic, group) = share_topic(&broker, "share-release", 20, 60_000);
-    let counted = member(&broker, &topic, &group, &["-c", "5"])
+    let counted = member(&broker, &topic, &group, &["-c", "5", "--stats", "60"])
         .output()
         .expect("run krec");
     assert_success(&counted);
+    let report = stderr(&counted);
+    assert!(report.contains("5 accepted, 15 released, 0 rejected"), "{report}");
     let first = deliveries(&counted);
     assert_eq!(first, (0..5).map(|o| (o, 1)).collect::<Deliveries>());
     let rest = drain(&broker, &topic, &group, "3s");
