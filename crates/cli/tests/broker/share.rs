@@ -10,6 +10,8 @@ use std::time::Duration;
 use crate::support::broker::{
     broker, simple_records, unique_topic, wait_with_timeout, Broker, ProducePlan,
 };
+use crate::support::group::wait_until;
+use crate::support::metrics::{free_port, get, promtool_check, samples};
 use crate::support::secure::{run_limited, secure_broker};
 
 /// `offset -> delivery count` of what a member printed with [`LINE`].
@@ -318,7 +320,10 @@ fn rejected_records_never_come_back_and_released_ones_come_back_at_once() {
         .expect("run krec");
     assert_success(&counted);
     let report = stderr(&counted);
-    assert!(report.contains("5 accepted, 15 released, 0 rejected"), "{report}");
+    assert!(
+        report.contains("5 accepted, 15 released, 0 rejected"),
+        "{report}"
+    );
     let first = deliveries(&counted);
     assert_eq!(first, (0..5).map(|o| (o, 1)).collect::<Deliveries>());
     let rest = drain(&broker, &topic, &group, "3s");
@@ -351,6 +356,43 @@ fn a_member_without_read_on_the_share_group_fails_naming_it() {
             && text.contains(&format!("lacks the ACL Read on Group:{group}")),
         "{text}"
     );
+}
+
+#[test]
+fn metrics_count_the_acknowledgements_and_health_answers() {
+    let broker = broker();
+    let (topic, group) = share_topic(&broker, "share-metrics", 12, 30_000);
+    let address = format!("127.0.0.1:{}", free_port());
+    let running = spawn(member(
+        &broker,
+        &topic,
+        &group,
+        &["--metrics", &address, "--idle-timeout", "4s"],
+    ));
+    let url = format!("http://{address}");
+    let mut text = String::new();
+    wait_until(Duration::from_secs(20), "12 records accepted", || {
+        text = get(&format!("{url}/metrics"), &[]).map_or_else(String::new, |(_, t)| t);
+        samples(&text, "krec_share_acknowledgements_total").contains(&("type=\"accept\"", 12.0))
+    });
+    assert_eq!(
+        samples(&text, "krec_share_acknowledgements_total"),
+        [
+            ("type=\"accept\"", 12.0),
+            ("type=\"release\"", 0.0),
+            ("type=\"reject\"", 0.0)
+        ]
+    );
+    assert_eq!(samples(&text, "krec_share_records_in_flight"), [("", 0.0)]);
+    let (accepted, report) = promtool_check(&text);
+    assert!(accepted, "promtool check metrics: {report}\n{text}");
+    assert_eq!(
+        get(&format!("{url}/health"), &[]).map(|(s, _)| s),
+        Some(200)
+    );
+    let output = finish(running);
+    assert_success(&output);
+    assert_eq!(deliveries(&output).len(), 12);
 }
 
 #[test]
