@@ -226,15 +226,18 @@ fn records_a_killed_member_held_reach_another_member_delivered_twice() {
         ..ProducePlan::default()
     });
     let mut held = spawn(member(&broker, &topic, &group, &[]));
-    std::thread::sleep(Duration::from_secs(3));
+    // Its first line: it has fetched (every record, in one acquired range) and is writing.
+    let mut stdout = std::io::BufReader::new(held.stdout.take().expect("stdout"));
+    let mut text = String::new();
+    std::io::BufRead::read_line(&mut stdout, &mut text).expect("a first line");
+    std::thread::sleep(Duration::from_secs(1));
     let killed = Command::new("kill")
         .args(["-KILL", &held.id().to_string()])
         .status()
         .expect("kill");
     assert!(killed.success());
     let _ = wait_with_timeout(&mut held, Duration::from_secs(10));
-    let output = held.wait_with_output().expect("killed member's output");
-    let text = String::from_utf8_lossy(&output.stdout);
+    std::io::Read::read_to_string(&mut stdout, &mut text).expect("the rest of its output");
     let written: Vec<i64> = text
         .lines()
         .filter(|l| l.ends_with('.'))
