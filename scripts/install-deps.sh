@@ -13,8 +13,10 @@ cd "$(dirname "$0")/.."
 # its own on a free port; the package's own service is not used). krb5-kdc, krb5-admin-server,
 # krb5-user: the KDC of scripts/kdc.sh and kinit (their own services are not used);
 # libkrb5-dev, clang, libclang-dev: building krec's `gssapi` feature (bindgen over gssapi.h).
+# zsh, fish, groff-base, man-db: the ship tests check `krec completions` in each shell and
+# render `krec man`'s pages.
 APT_PACKAGES=(kcat openssl python3-kafka python3-confluent-kafka python3-lz4 python3-snappy python3-zstandard python3-xxhash prometheus
-    krb5-kdc krb5-admin-server krb5-user libkrb5-dev clang libclang-dev)
+    krb5-kdc krb5-admin-server krb5-user libkrb5-dev clang libclang-dev zsh fish groff-base man-db)
 
 log() { echo "install-deps: $*" >&2; }
 

@@ -128,6 +128,10 @@ class Soak:
             self.counted[i] = len(lines)
         return self.counts
 
+    def repeats(self):
+        """Records written more than once so far, counted once per extra write."""
+        return sum(n - 1 for n in self.printed().values() if n > 1)
+
     def acked(self):
         return set(self.acks.read())
 
@@ -211,6 +215,7 @@ class Soak:
         while time.time() < deadline:
             name, hold, apply, lift = cycle[i % len(cycle)]
             i += 1
+            repeated_before = self.repeats()
             started = time.time()
             if name == "sigstop":
                 node = random.randint(1, 3)
@@ -229,8 +234,11 @@ class Soak:
             if recovery is None:
                 sys.exit("soak: not caught up %d s after fault %s" % (RECOVERY_BOUND_S, name))
             recoveries.append((name, recovery))
-            print("soak: fault %-16s held %2d s, caught up %5.1f s after it ended" % (name, held, recovery), flush=True)
             time.sleep(5)
+            # Repeats settle within the pause: a rebalance after the fault rewrites from the
+            # last commits at once.
+            print("soak: fault %-16s held %2d s, caught up %5.1f s after it ended, %5d repeats"
+                  % (name, held, recovery, self.repeats() - repeated_before), flush=True)
         return recoveries
 
     def finish(self):

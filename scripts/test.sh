@@ -2,21 +2,22 @@
 # The whole test suite: the README's test command, run by CI through .ci/run.
 #
 # Order, chosen so that nothing waits that need not (2 cores):
-#   1. dependencies, rustfmt;
+#   1. dependencies, rustfmt, `cargo package` of the publishable crates (no compiling);
 #   2. the Kerberos KDC (scripts/kdc.sh) and the OAuth server (scripts/oauth.sh), a second
 #      each, then the brokers in the background: a single node with Toxiproxy lanes, a secured
 #      node (TLS, SASL, GSSAPI against the KDC, OAUTHBEARER against the OAuth server, ACLs)
 #      with lanes, the Schema Registry, and a three-node cluster;
-#   3. clippy, then one build of every target (tests, benches, examples, and the broker and
+#   3. the ship tests built without the gssapi feature (krec version -v drops it), clippy,
+#      then one build of every target (tests, benches, examples, and the broker and
 #      cluster test binaries, which `cargo test` alone leaves out: `test = false`);
 #   4. the broker tests and the cluster tests run as soon as their brokers answer, in the
 #      background, while `cargo test` runs every test that needs no broker;
 #   5. the benchmark scripts on tiny inputs (`--quick`), to prove they run, not to measure.
 # Every broker started here is stopped on exit, failure or Ctrl-C.
 #
-# Every cargo step builds with the features in KREC_CARGO_FEATURES (exported for the bench
-# scripts, so that they reuse the same builds): `krec-cli/gssapi`, Kerberos, which links the
-# system's MIT krb5 (libkrb5-dev) and so is not a default feature.
+# Every cargo step but the first of step 3 builds with the features in KREC_CARGO_FEATURES
+# (exported for the bench scripts, so that they reuse the same builds): `krec-cli/gssapi`,
+# Kerberos, which links the system's MIT krb5 (libkrb5-dev) and so is not a default feature.
 #
 # Environment given to the broker tests (crates/*/tests/broker) and cluster tests
 # (crates/*/tests/cluster):
@@ -174,6 +175,9 @@ export KREC_TEST_AWS_PYTHON KREC_TEST_EC2_METADATA_MOCK
 section "cargo fmt --check"
 cargo fmt --all -- --check
 
+section "cargo package --no-verify of the crates meant for crates.io"
+bash scripts/package-check.sh
+
 section "start the KDC, then the brokers in the background (logs in target/test-logs)"
 # The secured broker logs in to the KDC with its keytab as it starts: the KDC comes first.
 bash "$KDC_SH" stop --name "$KDC_INSTANCE"
@@ -200,6 +204,13 @@ registries+=("$REGISTRY_INSTANCE")
         --tls-cert "$secure_dir/broker.pem" --tls-key "$secure_dir/broker.key"
 ) >"$LOGS/start-$REGISTRY_INSTANCE.log" 2>&1 &
 registry_pid=$!
+
+section "krec built without gssapi: the feature and its mechanism leave krec version -v"
+# The ship tests compare `krec version -v -J` with the features cargo built them with; here
+# without krec-cli/gssapi, later with it. The same selection as the build below, so only the
+# krec crates that the feature reaches are compiled twice, and the build below puts the
+# gssapi krec back in place before any other test runs it.
+cargo test --workspace --test ship
 
 section "cargo clippy"
 cargo clippy --workspace "${FEATURES[@]}" --all-targets -- -D warnings

@@ -54,6 +54,26 @@ pub enum Compression {
 }
 
 impl Compression {
+    /// Every codec this crate decodes, `None` first.
+    pub const ALL: &'static [Compression] = &[
+        Compression::None,
+        Compression::Gzip,
+        Compression::Snappy,
+        Compression::Lz4,
+        Compression::Zstd,
+    ];
+
+    /// The codec's name as Kafka's `compression.type` spells it (`"lz4"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Compression::None => "none",
+            Compression::Gzip => "gzip",
+            Compression::Snappy => "snappy",
+            Compression::Lz4 => "lz4",
+            Compression::Zstd => "zstd",
+        }
+    }
+
     /// The codec for the attributes' codec bits, `None` if Kafka defines no such codec.
     pub fn from_id(id: u8) -> Option<Compression> {
         Some(match id {
@@ -87,4 +107,19 @@ pub enum TimestampType {
     LogAppendTime,
     /// Magic 0 messages carry no timestamp.
     NoTimestamp,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Compression;
+
+    #[test]
+    fn all_lists_every_codec_id_once() {
+        let ids: Vec<u8> = Compression::ALL.iter().map(|c| c.id()).collect();
+        assert_eq!(ids, [0, 1, 2, 3, 4]);
+        for &codec in Compression::ALL {
+            assert_eq!(Compression::from_id(codec.id()), Some(codec));
+        }
+        assert_eq!(Compression::from_id(5), None);
+    }
 }

@@ -108,6 +108,11 @@ pub fn run_command(command: &str, work: impl Future<Output = Result<(), Error>>)
             source,
         })
         .and_then(|runtime| runtime.block_on(work));
+    finish(command, outcome)
+}
+
+/// The exit status of `krec COMMAND` from its outcome; an error is reported on stderr.
+pub fn finish(command: &str, outcome: Result<(), Error>) -> ExitCode {
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         // The reader went away (`krec ... | head`): stopping is what it asked for.

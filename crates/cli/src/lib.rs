@@ -23,6 +23,8 @@
 //! - [`metadata`], [`offsets`]: `krec metadata` and `krec offsets`, questions about a cluster.
 //! - [`count`]: `krec count`, exact record counts of a topic or of segment files.
 //! - [`groups`](mod@groups): `krec groups`, the cluster's groups, or one group's members and lag.
+//! - [`completions`], [`man`], [`version`]: shell completions, man pages, and what this build
+//!   can do (`krec version -v`).
 //!
 //! ```
 //! use krec_cli::format::{OutputFormat, RecordContext, RecordWriter};
@@ -45,6 +47,7 @@
 #![deny(missing_docs)]
 
 pub mod cluster;
+pub mod completions;
 pub mod consume;
 pub mod corrupt;
 pub mod count;
@@ -52,6 +55,7 @@ pub mod decode;
 pub mod error;
 pub mod format;
 pub mod groups;
+pub mod man;
 pub mod metadata;
 pub mod metrics_server;
 pub mod offsets;
@@ -60,6 +64,7 @@ pub mod properties;
 pub mod range;
 pub mod stats;
 pub mod time;
+pub mod version;
 pub mod workers;
 
 pub use error::Error;

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use krec_cli as cli;
 
 /// krec: a fast Kafka consumer and record-batch decoder.
@@ -35,6 +35,16 @@ enum Command {
         after_help = "Examples:\n  krec groups -b h1:9092\n  krec groups -b h1:9092 --type share,consumer -J\n  krec groups -b h1:9092 billing --isolation read_committed"
     )]
     Groups(cli::groups::GroupsArgs),
+    /// Print a tab-completion script for bash, zsh, fish, elvish or PowerShell.
+    #[command(
+        after_help = "Example:\n  krec completions bash > ~/.local/share/bash-completion/completions/krec"
+    )]
+    Completions(cli::completions::CompletionsArgs),
+    /// Write man pages: krec.1 and one per subcommand (krec-consume.1, ...).
+    #[command(after_help = "Example:\n  krec man ~/.local/share/man/man1")]
+    Man(cli::man::ManArgs),
+    /// Print the version; with -v also the commit, features, codecs, SASL, TLS and Kafka APIs.
+    Version(cli::version::VersionArgs),
 }
 
 const DECODE_EXAMPLES: &str = "Examples:
@@ -59,5 +69,8 @@ fn main() -> ExitCode {
         Command::Offsets(args) => cli::offsets::run(args),
         Command::Count(args) => cli::count::run(args),
         Command::Groups(args) => cli::groups::run(args),
+        Command::Completions(args) => cli::completions::run(args, Command::command()),
+        Command::Man(args) => cli::man::run(args, Command::command()),
+        Command::Version(args) => cli::version::run(args),
     }
 }

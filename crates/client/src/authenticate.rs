@@ -60,8 +60,9 @@ pub(crate) async fn prepare(broker: &str, sasl: &SaslConfig) -> Result<(), Error
 async fn handshake(connection: &mut Connection, mechanism: &'static str) -> Result<(), Error> {
     let request =
         SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str(mechanism));
-    // v1: the mechanism's messages then travel in SaslAuthenticate requests (KIP-152).
-    let response = connection.exchange(&request, 1).await?;
+    let response = connection
+        .exchange(&request, crate::versions::SASL_HANDSHAKE_VERSION)
+        .await?;
     match response.error_code {
         0 => Ok(()),
         UNSUPPORTED_SASL_MECHANISM => Err(Error::MechanismNotEnabled {

@@ -404,7 +404,9 @@ impl Connection {
             .with_client_software_name(StrBytes::from_static_str("krec"))
             .with_client_software_version(StrBytes::from_static_str(env!("CARGO_PKG_VERSION")));
         let timeout = self.settings.request_timeout;
-        let mut response: ApiVersionsResponse = self.timed_round_trip(&request, 3, timeout).await?;
+        let mut response: ApiVersionsResponse = self
+            .timed_round_trip(&request, crate::versions::API_VERSIONS_VERSION, timeout)
+            .await?;
         // UNSUPPORTED_VERSION: an old broker answers in v0 layout; v0 is understood by all.
         if response.error_code == super::codes::UNSUPPORTED_VERSION {
             response = self.timed_round_trip(&request, 0, timeout).await?;

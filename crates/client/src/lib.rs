@@ -73,6 +73,8 @@
 //! - Share groups: [`share::share_group_heartbeat`], [`share::share_fetch`],
 //!   [`share::share_acknowledge`], [`share::AcknowledgeType`].
 //! - Helpers: [`error_name`], [`codes`], [`versions::api_name`].
+//! - What this build speaks (`krec version -v`): [`versions::SPOKEN`], [`sasl::mechanisms`],
+//!   [`sasl::token_methods`], [`security::TLS_PROVIDER`].
 //!
 //! Internal: framing buffers, transport, authentication, the response checks. `kafka-protocol`
 //! types appear only where the raw wire calls need them, and only under one module,

@@ -21,49 +21,98 @@ use kafka_protocol::protocol::Message;
 use crate::wire::ApiRequest;
 use crate::Error;
 
-macro_rules! api_request {
-    ($request:ty, $response:ty, $key:expr) => {
-        impl ApiRequest for $request {
-            const KEY: i16 = $key;
-            type Response = $response;
+/// The ApiVersions version asked first; a broker that answers UNSUPPORTED_VERSION is asked
+/// again at v0, which every broker understands.
+pub(crate) const API_VERSIONS_VERSION: i16 = 3;
+
+/// The SaslHandshake version sent: v1, after which the mechanism's messages travel in
+/// SaslAuthenticate requests (KIP-152).
+pub(crate) const SASL_HANDSHAKE_VERSION: i16 = 1;
+
+/// One API this client sends, and the range of versions it sends it at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SpokenApi {
+    /// Kafka's API key.
+    pub key: i16,
+    /// Its name in Kafka's protocol guide.
+    pub name: &'static str,
+    /// The lowest version sent.
+    pub min: i16,
+    /// The highest version sent.
+    pub max: i16,
+}
+
+impl SpokenApi {
+    /// An API sent at a fixed range, or at what kafka-protocol implements of it: the range
+    /// [`ApiVersions::negotiate`] meets the broker's with.
+    const fn new<R: ApiRequest>(name: &'static str, fixed: Option<(i16, i16)>) -> Self {
+        let (min, max) = match fixed {
+            Some(range) => range,
+            None => (R::VERSIONS.min, R::VERSIONS.max),
+        };
+        Self {
+            key: R::KEY,
+            name,
+            min,
+            max,
         }
+    }
+}
+
+macro_rules! fixed_range {
+    () => {
+        None
+    };
+    ($range:expr) => {
+        Some($range)
     };
 }
 
-api_request!(FetchRequest, FetchResponse, 1);
-api_request!(ListOffsetsRequest, ListOffsetsResponse, 2);
-api_request!(MetadataRequest, MetadataResponse, 3);
-api_request!(ApiVersionsRequest, ApiVersionsResponse, 18);
-api_request!(OffsetCommitRequest, OffsetCommitResponse, 8);
-api_request!(OffsetFetchRequest, OffsetFetchResponse, 9);
-api_request!(FindCoordinatorRequest, FindCoordinatorResponse, 10);
-api_request!(JoinGroupRequest, JoinGroupResponse, 11);
-api_request!(HeartbeatRequest, HeartbeatResponse, 12);
-api_request!(LeaveGroupRequest, LeaveGroupResponse, 13);
-api_request!(SyncGroupRequest, SyncGroupResponse, 14);
-api_request!(DescribeGroupsRequest, DescribeGroupsResponse, 15);
-api_request!(ListGroupsRequest, ListGroupsResponse, 16);
-api_request!(SaslHandshakeRequest, SaslHandshakeResponse, 17);
-api_request!(SaslAuthenticateRequest, SaslAuthenticateResponse, 36);
-api_request!(
-    ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse,
-    68
-);
-api_request!(
-    ConsumerGroupDescribeRequest,
-    ConsumerGroupDescribeResponse,
-    69
-);
-api_request!(ShareGroupDescribeRequest, ShareGroupDescribeResponse, 77);
-api_request!(ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, 76);
-api_request!(ShareFetchRequest, ShareFetchResponse, 78);
-api_request!(ShareAcknowledgeRequest, ShareAcknowledgeResponse, 79);
-api_request!(
-    DescribeShareGroupOffsetsRequest,
-    DescribeShareGroupOffsetsResponse,
-    90
-);
+/// Declares each request type with its API key and response, and lists them in [`SPOKEN`].
+macro_rules! api_requests {
+    ($($request:ty => $response:ty, $key:expr, $name:literal $(, sent $range:expr)?;)*) => {
+        $(
+            impl ApiRequest for $request {
+                const KEY: i16 = $key;
+                type Response = $response;
+            }
+        )*
+
+        /// Every API this client sends, by API key, with the versions it sends: made from the
+        /// declarations negotiation uses, so it cannot drift from them (`krec version -v`).
+        pub const SPOKEN: &[SpokenApi] = &[
+            $(SpokenApi::new::<$request>($name, fixed_range!($($range)?)),)*
+        ];
+    };
+}
+
+api_requests! {
+    FetchRequest => FetchResponse, 1, "Fetch";
+    ListOffsetsRequest => ListOffsetsResponse, 2, "ListOffsets";
+    MetadataRequest => MetadataResponse, 3, "Metadata";
+    OffsetCommitRequest => OffsetCommitResponse, 8, "OffsetCommit";
+    OffsetFetchRequest => OffsetFetchResponse, 9, "OffsetFetch";
+    FindCoordinatorRequest => FindCoordinatorResponse, 10, "FindCoordinator";
+    JoinGroupRequest => JoinGroupResponse, 11, "JoinGroup";
+    HeartbeatRequest => HeartbeatResponse, 12, "Heartbeat";
+    LeaveGroupRequest => LeaveGroupResponse, 13, "LeaveGroup";
+    SyncGroupRequest => SyncGroupResponse, 14, "SyncGroup";
+    DescribeGroupsRequest => DescribeGroupsResponse, 15, "DescribeGroups";
+    ListGroupsRequest => ListGroupsResponse, 16, "ListGroups";
+    SaslHandshakeRequest => SaslHandshakeResponse, 17, "SaslHandshake",
+        sent (SASL_HANDSHAKE_VERSION, SASL_HANDSHAKE_VERSION);
+    ApiVersionsRequest => ApiVersionsResponse, 18, "ApiVersions", sent (0, API_VERSIONS_VERSION);
+    SaslAuthenticateRequest => SaslAuthenticateResponse, 36, "SaslAuthenticate";
+    ConsumerGroupHeartbeatRequest => ConsumerGroupHeartbeatResponse, 68, "ConsumerGroupHeartbeat";
+    ConsumerGroupDescribeRequest => ConsumerGroupDescribeResponse, 69, "ConsumerGroupDescribe";
+    ShareGroupHeartbeatRequest => ShareGroupHeartbeatResponse, 76, "ShareGroupHeartbeat";
+    ShareGroupDescribeRequest => ShareGroupDescribeResponse, 77, "ShareGroupDescribe";
+    ShareFetchRequest => ShareFetchResponse, 78, "ShareFetch";
+    ShareAcknowledgeRequest => ShareAcknowledgeResponse, 79, "ShareAcknowledge";
+    DescribeShareGroupOffsetsRequest => DescribeShareGroupOffsetsResponse, 90,
+        "DescribeShareGroupOffsets";
+}
 
 /// The version range of each API a broker announced in its ApiVersions response.
 #[derive(Clone, Debug, Default)]
@@ -108,31 +157,10 @@ impl ApiVersions {
 
 /// A readable name for the APIs this client uses (for errors and logs).
 pub fn api_name(api_key: i16) -> &'static str {
-    match api_key {
-        1 => "Fetch",
-        2 => "ListOffsets",
-        3 => "Metadata",
-        8 => "OffsetCommit",
-        9 => "OffsetFetch",
-        10 => "FindCoordinator",
-        11 => "JoinGroup",
-        12 => "Heartbeat",
-        13 => "LeaveGroup",
-        14 => "SyncGroup",
-        15 => "DescribeGroups",
-        16 => "ListGroups",
-        17 => "SaslHandshake",
-        36 => "SaslAuthenticate",
-        18 => "ApiVersions",
-        68 => "ConsumerGroupHeartbeat",
-        69 => "ConsumerGroupDescribe",
-        76 => "ShareGroupHeartbeat",
-        77 => "ShareGroupDescribe",
-        78 => "ShareFetch",
-        79 => "ShareAcknowledge",
-        90 => "DescribeShareGroupOffsets",
-        _ => "request",
-    }
+    SPOKEN
+        .iter()
+        .find(|api| api.key == api_key)
+        .map_or("request", |api| api.name)
 }
 
 /// The highest version of a message type kafka-protocol implements.
@@ -169,6 +197,26 @@ mod tests {
             versions.negotiate::<MetadataRequest>("b").unwrap(),
             highest_supported::<MetadataRequest>()
         );
+    }
+
+    #[test]
+    fn spoken_lists_each_api_once_with_the_range_negotiation_uses() {
+        let keys: Vec<i16> = SPOKEN.iter().map(|api| api.key).collect();
+        let mut sorted = keys.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(keys, sorted, "by key, each once");
+        assert!(SPOKEN.iter().all(|api| 0 <= api.min && api.min <= api.max));
+        let fetch = SPOKEN.iter().find(|api| api.name == "Fetch").unwrap();
+        let ours = <FetchRequest as Message>::VERSIONS;
+        assert_eq!((fetch.key, fetch.min, fetch.max), (1, ours.min, ours.max));
+        let api_versions = SPOKEN.iter().find(|api| api.key == 18).unwrap();
+        assert_eq!(
+            (api_versions.min, api_versions.max),
+            (0, API_VERSIONS_VERSION)
+        );
+        assert_eq!(api_name(36), "SaslAuthenticate");
+        assert_eq!(api_name(999), "request");
     }
 
     #[test]

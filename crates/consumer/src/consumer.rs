@@ -446,11 +446,7 @@ impl Consumer {
     }
 
     fn is_current(&self, topic: &Arc<str>, partition: i32, generation: u64) -> bool {
-        let state = self.shared.state();
-        state
-            .cursors
-            .get(&(topic.clone(), partition))
-            .is_some_and(|cursor| cursor.generation == generation)
+        self.shared.is_current(topic, partition, generation)
     }
 }
 

@@ -8,12 +8,16 @@
 //! - `kip848`: the consumer protocol task of KIP-848 (ConsumerGroupHeartbeat).
 //! - `session`: what both share: the coordinator connection, offset lookups and commits.
 //! - [`written`]: the written-out positions, the only offsets ever committed.
+//! - `ownership`: whether a chunk handed out earlier still belongs to the member.
 //!
 //! The membership task runs on its own, so heartbeats go out however slow the output is. It
 //! talks to [`GroupConsumer`] through events: partitions assigned (with their committed
 //! offsets), partitions to revoke (acknowledged once everything handed out for them has been
-//! written, then committed). Commits also happen every [`GroupConfig::commit_interval`] and
-//! on [`GroupConsumer::close`].
+//! written, then committed), partitions lost (given up at once, never committed). A member
+//! loses its partitions when the coordinator says it was fenced, and also on its own once no
+//! heartbeat has been answered for [`GroupConfig::session_timeout`]: by then the coordinator
+//! has given them to another member, so writing on would only repeat records. Commits also
+//! happen every [`GroupConfig::commit_interval`] and on [`GroupConsumer::close`].
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), krec_consumer::Error> {
@@ -36,6 +40,7 @@
 pub mod assignor;
 mod classic;
 mod kip848;
+mod ownership;
 mod session;
 mod wire;
 pub mod written;
@@ -48,6 +53,7 @@ use tokio::sync::{mpsc, oneshot, Mutex as AsyncMutex};
 use tokio::task::JoinHandle;
 
 pub use assignor::{Assignor, TopicPartition};
+pub use ownership::Ownership;
 pub use written::WrittenOffsets;
 
 use super::{Consumer, ConsumerConfig, Fetched, MetricsSnapshot, MetricsSource, StartOffset};
@@ -101,7 +107,10 @@ pub struct GroupConfig {
     pub server_assignor: Option<String>,
     /// `group.instance.id` for static membership.
     pub instance_id: Option<String>,
-    /// Without a heartbeat for this long the coordinator removes the member (classic).
+    /// Without a heartbeat for this long the coordinator removes the member. Classic: sent
+    /// in JoinGroup. KIP-848: the broker's `group.consumer.session.timeout.ms` decides; set
+    /// this to it. Either way, a member whose heartbeats have gone unanswered this long
+    /// treats its partitions as lost ([`GroupEvent::Lost`]) and joins again.
     pub session_timeout: Duration,
     /// Time between heartbeats (classic; KIP-848 uses the interval the broker sends).
     pub heartbeat_interval: Duration,
@@ -189,8 +198,10 @@ pub enum GroupEvent {
     /// Partitions given up in a rebalance. No chunk of theirs follows; what was processed of
     /// them is committed before the next owner starts.
     Revoked(Vec<TopicPartition>),
-    /// Partitions lost without a chance to commit (the membership expired): another member
-    /// may be reading them already.
+    /// Partitions lost without a chance to commit: the coordinator fenced the member, or no
+    /// heartbeat was answered for the session timeout. Another member may be reading them
+    /// already: nothing of them is committed, no chunk of theirs follows, and chunks handed
+    /// out before should be dropped rather than written ([`GroupConsumer::ownership`]).
     Lost(Vec<TopicPartition>),
 }
 
@@ -213,6 +224,7 @@ pub struct GroupConsumer {
     events: mpsc::UnboundedReceiver<MemberEvent>,
     commands: mpsc::UnboundedSender<Command>,
     written: Arc<WrittenOffsets>,
+    ownership: Ownership,
     handed_out: HashMap<TopicPartition, i64>,
     assigned: BTreeSet<TopicPartition>,
     /// Assignment changes not yet handed out by [`GroupConsumer::next_event`].
@@ -291,6 +303,7 @@ impl GroupConsumer {
             events,
             commands,
             written,
+            ownership: Ownership::default(),
             handed_out: HashMap::new(),
             assigned: BTreeSet::new(),
             changes: VecDeque::new(),
@@ -346,6 +359,12 @@ impl GroupConsumer {
     /// The written-positions table, for threads that write records out.
     pub fn written(&self) -> Arc<WrittenOffsets> {
         self.written.clone()
+    }
+
+    /// For threads that write records out: whether a chunk handed out earlier still belongs
+    /// to this member (its partition not lost since; see [`GroupEvent::Lost`]).
+    pub fn ownership(&self) -> Ownership {
+        self.ownership.clone()
     }
 
     /// Records that everything of the partition before `next_offset` has been written out.
@@ -447,6 +466,9 @@ impl GroupConsumer {
                 ack,
             } => {
                 tracing::info!(partitions = %render(&partitions), lost, "partitions revoked");
+                if lost {
+                    self.ownership.lose(self.generations(&partitions));
+                }
                 if let Some(consumer) = self.consumer.as_mut() {
                     consumer.unassign(&partitions);
                 }
@@ -455,18 +477,23 @@ impl GroupConsumer {
                 }
                 self.metrics.shared.metrics.assigned(self.assigned.len());
                 if lost {
+                    // Another member owns them now: nothing to wait for, nothing to commit.
+                    for partition in &partitions {
+                        self.handed_out.remove(partition);
+                    }
                     self.listener.on_lost(&partitions);
-                    self.changes.push_back(GroupEvent::Lost(partitions.clone()));
+                    self.changes.push_back(GroupEvent::Lost(partitions));
+                    let _ = ack.send(());
                 } else {
                     self.listener.on_revoked(&partitions);
                     self.changes
                         .push_back(GroupEvent::Revoked(partitions.clone()));
+                    self.pending_revoke = Some(PendingRevoke {
+                        partitions,
+                        ack,
+                        deadline: tokio::time::Instant::now() + self.revoke_limit,
+                    });
                 }
-                self.pending_revoke = Some(PendingRevoke {
-                    partitions,
-                    ack,
-                    deadline: tokio::time::Instant::now() + self.revoke_limit,
-                });
             }
             MemberEvent::Failed(error) => {
                 self.metrics.shared.metrics.stopped_on_error();
@@ -475,6 +502,18 @@ impl GroupConsumer {
             }
         }
         Ok(())
+    }
+
+    /// The cursor generation each of `partitions` is read under now.
+    fn generations(&self, partitions: &[TopicPartition]) -> Vec<(TopicPartition, u64)> {
+        let state = self.metrics.shared.state();
+        partitions
+            .iter()
+            .filter_map(|key| {
+                let cursor = state.cursors.get(&(key.topic.clone(), key.partition))?;
+                Some((key.clone(), cursor.generation))
+            })
+            .collect()
     }
 
     /// Waits until everything handed out for the partitions being revoked is marked written

@@ -89,8 +89,8 @@
 //!   views in [`chunk`] ([`ChunkBatches`], [`ChunkBatch`], [`ChunkBatchRef`],
 //!   [`ChunkRecords`], [`ChunkRecordIter`]).
 //! - Groups: [`GroupConsumer`], [`GroupConfig`], [`GroupEvent`], and in [`group`] the
-//!   protocol and assignor choices, [`group::RebalanceListener`] and
-//!   [`group::WrittenOffsets`].
+//!   protocol and assignor choices, [`group::RebalanceListener`],
+//!   [`group::WrittenOffsets`] and [`group::Ownership`].
 //! - Share groups (KIP-932): [`ShareConsumer`], [`ShareChunk`], [`AcknowledgeType`] and the
 //!   counters in [`share`]: records acknowledged one by one, no offsets (see [`share`]).
 //! - Watching: [`Consumer::positions`] ([`PartitionPosition`]), [`MetricsSnapshot`] and the

@@ -173,6 +173,15 @@ impl Shared {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// True while the partition is assigned under `generation`: data of an earlier
+    /// assignment, or fetched before a seek, is not.
+    pub fn is_current(&self, topic: &Arc<str>, partition: i32, generation: u64) -> bool {
+        self.state()
+            .cursors
+            .get(&(topic.clone(), partition))
+            .is_some_and(|cursor| cursor.generation == generation)
+    }
+
     /// The cursor generation for partitions of a new assignment: no chunk of an earlier
     /// assignment of the same partition, still queued, carries it.
     pub fn next_generation(&self) -> u64 {

@@ -45,7 +45,10 @@ pub struct GroupArgs {
     #[arg(long = "group-instance-id", value_name = "ID")]
     pub instance_id: Option<String>,
 
-    /// Group session timeout (classic protocol; default 45000, or `session.timeout.ms`).
+    /// Group session timeout (default 45000, or `session.timeout.ms`). Classic: sent to the
+    /// coordinator. KIP-848: the broker's `group.consumer.session.timeout.ms` decides; give the
+    /// same value here. Either way, a member whose heartbeats go unanswered this long drops its
+    /// partitions and stops writing them.
     #[arg(long = "session-timeout-ms", value_name = "MS")]
     pub session_timeout_ms: Option<u64>,
 

@@ -33,6 +33,7 @@ pub(super) async fn consume_from(
     let outputs = Outputs {
         count_done,
         written: source.written(),
+        ownership: source.ownership(),
         range_ends: source.range_ends(),
         range_done,
     };

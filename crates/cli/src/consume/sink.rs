@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use krec_batch::{OnCorrupt, Skipped};
-use krec_consumer::group::WrittenOffsets;
+use krec_consumer::group::{Ownership, WrittenOffsets};
 use krec_consumer::{ChunkBatchRef, PartitionChunk};
 
 use super::ConsumeArgs;
@@ -25,6 +25,8 @@ pub(super) struct Outputs {
     pub(super) count_done: tokio::sync::mpsc::UnboundedSender<()>,
     /// For a group member: what was written, so only that is committed.
     pub(super) written: Option<Arc<WrittenOffsets>>,
+    /// For a group member: which chunks are still its own to write (none of a lost partition).
+    pub(super) ownership: Option<Ownership>,
     /// Where bounded ranges end.
     pub(super) range_ends: Arc<RangeEnds>,
     /// Told when a partition's records passed its range's end.
@@ -46,6 +48,7 @@ pub(super) fn start_output_workers(
         let Outputs {
             count_done,
             written,
+            ownership,
             range_ends,
             range_done,
         } = outputs.clone();
@@ -57,6 +60,17 @@ pub(super) fn start_output_workers(
             let Some(writer) = writer.as_mut() else {
                 return Ok(());
             };
+            if ownership.as_ref().is_some_and(|o| !o.owns(&chunk)) {
+                // Lost since it was fetched: another member may be writing it already.
+                let dropped = ChunkOutput {
+                    records: 0,
+                    scanned: 0,
+                    bytes: 0,
+                    next_offset: None,
+                };
+                progress.written(&mut cells, chunk.topic(), chunk.partition(), dropped);
+                return Ok(());
+            }
             let end = range_ends.get(chunk.topic(), chunk.partition());
             let outcome = write_chunk(&chunk, writer, on_corrupt, &progress, (limit, end))?;
             if outcome.passed_end {

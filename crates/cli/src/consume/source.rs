@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use krec_consumer::group::{GroupConfig, GroupConsumer, NoListener, WrittenOffsets};
+use krec_consumer::group::{GroupConfig, GroupConsumer, NoListener, Ownership, WrittenOffsets};
 use krec_consumer::partitioner::Partitioner;
 use krec_consumer::{
     Consumer, ConsumerConfig, Fetched, MetricsSource, PartitionChunk, PartitionPosition,
@@ -109,6 +109,14 @@ impl Source {
         match self {
             Self::Assigned(_) => None,
             Self::Member(member) => Some(member.group.written()),
+        }
+    }
+
+    /// For a group member: which chunks are still its own to write.
+    pub(super) fn ownership(&self) -> Option<Ownership> {
+        match self {
+            Self::Assigned(_) => None,
+            Self::Member(member) => Some(member.group.ownership()),
         }
     }
 

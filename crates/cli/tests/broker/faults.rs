@@ -5,7 +5,9 @@
 //! after it is lifted krec must catch up within a bound (the time is printed), and then
 //! - assign mode: have printed every acknowledged record exactly once, in order per partition;
 //! - group mode: have lost nothing, repeating only records after its last commit before the
-//!   fault (the number of repeats is printed).
+//!   fault (the number of repeats is printed), and of the records first written after the
+//!   fault began, repeating at most what it had fetched before it (a member cut off past its
+//!   session timeout stops writing: issue 34).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -30,6 +32,9 @@ const PARTITIONS: i32 = 2;
 /// Producer pace and record size: a few tens of KB/s, enough for a bandwidth limit to bite.
 const RECORDS_PER_SECOND: f64 = 300.0;
 const PADDING: usize = 200;
+/// Fetch responses `krec consume` holds per broker ahead of its writers
+/// (`ConsumerConfig::HELD_RESPONSES_FOR_REUSE`).
+const HELD_RESPONSES: usize = 3;
 
 fn plain() -> &'static ProxiedBroker {
     static PLAIN: OnceLock<ProxiedBroker> = OnceLock::new();
@@ -73,6 +78,24 @@ struct Scenario {
     progress_during: bool,
     /// More `krec consume` arguments.
     krec_args: &'static [&'static str],
+}
+
+impl Scenario {
+    /// The most records a member can have fetched but not yet written when the fault begins:
+    /// per partition, each held response carries at most `--partition-max-bytes` of records
+    /// (the producer's batches, a few records each, are smaller), each record at least its
+    /// padding. Those may be written before the session times out, uncommitted, and so be
+    /// written again after the member rejoins; nothing fetched after the fault began may.
+    fn fetched_ahead_bound(&self) -> usize {
+        let partition_max_bytes = self
+            .krec_args
+            .windows(2)
+            .find(|pair| pair[0] == "--partition-max-bytes")
+            .map_or(1 << 20, |pair| {
+                pair[1].parse().expect("--partition-max-bytes")
+            });
+        PARTITIONS as usize * HELD_RESPONSES * (partition_max_bytes / PADDING)
+    }
 }
 
 /// Undoes a fault when dropped, so a failing test leaves neither a toxic nor a frozen broker.
@@ -360,7 +383,8 @@ fn group_mode(broker: &ProxiedBroker, properties: &[String], scenario: Scenario)
     let changes_before = member.assignment_changes();
 
     let applied = apply(broker, &lane, &scenario.fault);
-    let before = printed(&member).len();
+    let printed_before = printed(&member);
+    let before = printed_before.len();
     applied.hold(scenario.hold);
     let during = printed(&member).len() - before;
     applied.lift();
@@ -403,6 +427,21 @@ fn group_mode(broker: &ProxiedBroker, properties: &[String], scenario: Scenario)
             scenario.name
         );
     }
+    // Repeats of records first written after the fault began: written while the member could
+    // not know it still owned the partition. Before issue 34 a member cut off past its session
+    // timeout wrote everything fetched after the fault until a heartbeat learnt of the fence.
+    let late_repeats = duplicates
+        .keys()
+        .filter(|p| !printed_before.contains(p))
+        .count();
+    assert!(
+        late_repeats <= scenario.fetched_ahead_bound(),
+        "{}: {late_repeats} records first written after the fault began were written again \
+         (at most {} were fetched before it):\n{}",
+        scenario.name,
+        scenario.fetched_ahead_bound(),
+        member.log_tail()
+    );
     let log = std::fs::read_to_string(&member.stderr).unwrap_or_default();
     expect_log(&scenario, &log);
     expect_progress(&scenario, during);
@@ -422,7 +461,8 @@ fn group_mode(broker: &ProxiedBroker, properties: &[String], scenario: Scenario)
     };
     eprintln!(
         "fault {} (group mode{over}): {} records, none lost, {} printed twice (after the last \
-         commit before the fault); rejoined: {rejoined}; caught up {} ms after the fault ended",
+         commit before the fault), {late_repeats} of them first printed after the fault began; \
+         rejoined: {rejoined}; caught up {} ms after the fault ended",
         scenario.name,
         acked.len(),
         duplicates.len(),
@@ -528,12 +568,28 @@ fn limit_data() -> Scenario {
 fn disabled() -> Scenario {
     Scenario {
         name: "disabled",
-        // Longer than the members' 6 s session timeout.
+        // Longer than the members' 6 s session timeout. Small fetches keep what a member holds
+        // ahead of its writers small next to the records produced meanwhile.
         fault: Fault::Disabled,
         hold: Duration::from_secs(9),
         expect_log: Some("reconnecting"),
         progress_during: false,
-        krec_args: &[],
+        krec_args: SMALL_FETCHES,
+    }
+}
+
+/// The same with the KIP-848 protocol (the suite's broker sets a 6 s session too, and the
+/// member is told it with `--session-timeout-ms`).
+fn disabled_kip848() -> Scenario {
+    Scenario {
+        name: "disabled-kip848",
+        krec_args: &[
+            "--partition-max-bytes",
+            "8192",
+            "--group-protocol",
+            "consumer",
+        ],
+        ..disabled()
     }
 }
 
@@ -626,6 +682,11 @@ fn group_mode_through_limit_data() {
 #[test]
 fn group_mode_through_a_disabled_proxy() {
     group_mode(plain(), &[], disabled());
+}
+
+#[test]
+fn kip848_group_mode_through_a_disabled_proxy() {
+    group_mode(plain(), &[], disabled_kip848());
 }
 
 #[test]

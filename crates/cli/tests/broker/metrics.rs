@@ -7,16 +7,12 @@
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::RwLock;
 use std::time::{Duration, Instant};
 
 use crate::support::broker::{
     broker, simple_records, unique_topic, wait_with_timeout, ProducePlan,
 };
 use crate::support::metrics::{free_port, get, promtool_check, samples, Prometheus};
-
-/// The health test stops the broker: the other tests of this file wait for it to be back.
-static BROKER_UP: RwLock<()> = RwLock::new(());
 
 const PARTITIONS: i32 = 3;
 const PER_PARTITION: usize = 10_000;
@@ -112,7 +108,6 @@ fn records_written(text: &str) -> BTreeMap<String, f64> {
 
 #[test]
 fn prometheus_sees_a_group_member_s_lag_records_and_assignment() {
-    let _up = BROKER_UP.read().unwrap_or_else(|e| e.into_inner());
     let broker = broker();
     let topic = unique_topic("metrics");
     broker.create_topic(&topic, PARTITIONS as u32, 1);
@@ -226,90 +221,94 @@ fn prometheus_sees_a_group_member_s_lag_records_and_assignment() {
     assert_eq!(reader.join().expect("reader thread"), total_records);
 }
 
-/// Restarts the broker's node when dropped, even if the test failed halfway.
-struct NodeStopped;
+/// It stops the shared broker: under `solo::`, run alone after the others (scripts/test.sh).
+mod solo {
+    use super::*;
 
-impl Drop for NodeStopped {
-    fn drop(&mut self) {
-        broker().kafka_sh("start-node", &["--node", "1"]);
+    /// Restarts the broker's node when dropped, even if the test failed halfway.
+    struct NodeStopped;
+
+    impl Drop for NodeStopped {
+        fn drop(&mut self) {
+            broker().kafka_sh("start-node", &["--node", "1"]);
+        }
     }
-}
 
-#[test]
-fn health_is_200_while_fetching_and_503_once_krec_gives_up() {
-    let _down = BROKER_UP.write().unwrap_or_else(|e| e.into_inner());
-    let broker = broker();
-    let topic = unique_topic("health");
-    broker.create_topic(&topic, 1, 1);
-    broker.produce_python(&ProducePlan {
-        topic: topic.clone(),
-        compression: "none".into(),
-        steps: vec![(None, simple_records(0, 100, 1))],
-        ..ProducePlan::default()
-    });
-    let give_up = Duration::from_millis(1600);
-    let mut krec = Krec::start(
-        &topic,
-        &["--give-up-after-ms", &give_up.as_millis().to_string()],
-        Stdio::null(),
-    );
-    wait_for(Duration::from_secs(60), "all records written", || {
-        let text = krec.scrape()?;
-        let written: f64 = samples(&text, "krec_records_total")
-            .iter()
-            .map(|s| s.1)
-            .sum();
-        (written == 100.0).then_some(())
-    });
-    let health_url = krec.url("/health");
-    let health = || get(&health_url, &[]);
-    assert_eq!(
-        health(),
-        Some((200, "ok\n".to_owned())),
-        "while fetching works"
-    );
-
-    // Stop the broker and watch /health until krec has exited.
-    let stopped_at = Instant::now();
-    let guard = NodeStopped;
-    let stopping = std::thread::spawn(move || broker.kafka_sh("stop-node", &["--node", "1"]));
-    let mut answers: Vec<(Duration, u16, String)> = Vec::new();
-    let status = loop {
-        if let Some(status) = krec.child.try_wait().expect("try_wait") {
-            break status;
-        }
-        assert!(
-            stopped_at.elapsed() < Duration::from_secs(120),
-            "krec did not give up:\n{}",
-            krec.log()
+    #[test]
+    fn health_is_200_while_fetching_and_503_once_krec_gives_up() {
+        let broker = broker();
+        let topic = unique_topic("health");
+        broker.create_topic(&topic, 1, 1);
+        broker.produce_python(&ProducePlan {
+            topic: topic.clone(),
+            compression: "none".into(),
+            steps: vec![(None, simple_records(0, 100, 1))],
+            ..ProducePlan::default()
+        });
+        let give_up = Duration::from_millis(1600);
+        let mut krec = Krec::start(
+            &topic,
+            &["--give-up-after-ms", &give_up.as_millis().to_string()],
+            Stdio::null(),
         );
-        if let Some((code, text)) = health() {
-            answers.push((stopped_at.elapsed(), code, text));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    stopping.join().expect("stop-node");
-    drop(guard);
+        wait_for(Duration::from_secs(60), "all records written", || {
+            let text = krec.scrape()?;
+            let written: f64 = samples(&text, "krec_records_total")
+                .iter()
+                .map(|s| s.1)
+                .sum();
+            (written == 100.0).then_some(())
+        });
+        let health_url = krec.url("/health");
+        let health = || get(&health_url, &[]);
+        assert_eq!(
+            health(),
+            Some((200, "ok\n".to_owned())),
+            "while fetching works"
+        );
 
-    let first_503 = answers.iter().position(|(_, code, _)| *code == 503);
-    let first_503 = first_503.unwrap_or_else(|| {
-        panic!(
-            "never saw a 503 before krec exited: {answers:?}\n{}",
-            krec.log()
-        )
-    });
-    let (at, _, text) = &answers[first_503];
-    assert!(
-        *at >= give_up,
-        "503 after {at:?}, before the give-up time {give_up:?}: {text}"
-    );
-    let reason_named =
-        text.contains("the give-up time is 1.6 s") || text.contains("stopped on an error");
-    assert!(reason_named, "{text}");
-    assert!(
-        answers[first_503..].iter().all(|(_, code, _)| *code == 503),
-        "once given up, /health stays 503: {answers:?}"
-    );
-    assert_eq!(status.code(), Some(1), "{}", krec.log());
-    assert!(krec.log().contains("gave up after"), "{}", krec.log());
+        // Stop the broker and watch /health until krec has exited.
+        let stopped_at = Instant::now();
+        let guard = NodeStopped;
+        let stopping = std::thread::spawn(move || broker.kafka_sh("stop-node", &["--node", "1"]));
+        let mut answers: Vec<(Duration, u16, String)> = Vec::new();
+        let status = loop {
+            if let Some(status) = krec.child.try_wait().expect("try_wait") {
+                break status;
+            }
+            assert!(
+                stopped_at.elapsed() < Duration::from_secs(120),
+                "krec did not give up:\n{}",
+                krec.log()
+            );
+            if let Some((code, text)) = health() {
+                answers.push((stopped_at.elapsed(), code, text));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        stopping.join().expect("stop-node");
+        drop(guard);
+
+        let first_503 = answers.iter().position(|(_, code, _)| *code == 503);
+        let first_503 = first_503.unwrap_or_else(|| {
+            panic!(
+                "never saw a 503 before krec exited: {answers:?}\n{}",
+                krec.log()
+            )
+        });
+        let (at, _, text) = &answers[first_503];
+        assert!(
+            *at >= give_up,
+            "503 after {at:?}, before the give-up time {give_up:?}: {text}"
+        );
+        let reason_named =
+            text.contains("the give-up time is 1.6 s") || text.contains("stopped on an error");
+        assert!(reason_named, "{text}");
+        assert!(
+            answers[first_503..].iter().all(|(_, code, _)| *code == 503),
+            "once given up, /health stays 503: {answers:?}"
+        );
+        assert_eq!(status.code(), Some(1), "{}", krec.log());
+        assert!(krec.log().contains("gave up after"), "{}", krec.log());
+    }
 }

@@ -68,6 +68,7 @@ pub(super) const REGISTRATION: Registration = Registration {
     ],
     secrets: &[],
     build,
+    available: cfg!(feature = "aws-msk-iam"),
 };
 
 /// The cargo feature both forms need, for the error of a build without it.

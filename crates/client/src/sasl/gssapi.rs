@@ -48,6 +48,7 @@ pub(super) const REGISTRATION: Registration = Registration {
     ],
     secrets: &[],
     build,
+    available: cfg!(feature = "gssapi"),
 };
 
 /// Kafka's default `sasl.kerberos.service.name`.

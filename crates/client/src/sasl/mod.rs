@@ -178,6 +178,8 @@ pub(crate) struct Registration {
     pub(crate) secrets: &'static [&'static str],
     /// Builds it from the properties; `name` is the one `sasl.mechanism` gave.
     pub(crate) build: fn(name: &str, properties: &PropertyMap) -> Result<SaslConfig, Error>,
+    /// Whether this build can use it (false: its cargo feature is off).
+    pub(crate) available: bool,
 }
 
 /// Every mechanism krec knows by name. A mechanism behind a cargo feature that is off still
@@ -210,6 +212,21 @@ pub(crate) fn from_properties(
             ),
         )),
     }
+}
+
+/// The mechanism names `sasl.mechanism` takes that this build can use: a mechanism whose
+/// cargo feature is off is left out.
+pub fn mechanisms() -> Vec<&'static str> {
+    REGISTERED
+        .iter()
+        .filter(|r| r.available)
+        .flat_map(|r| r.names.iter().copied())
+        .collect()
+}
+
+/// The OAUTHBEARER token sources (`sasl.oauthbearer.method`) this build can use.
+pub fn token_methods() -> Vec<&'static str> {
+    token::available_methods()
 }
 
 /// Every mechanism name `sasl.mechanism` takes, for messages.

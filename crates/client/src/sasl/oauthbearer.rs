@@ -17,6 +17,7 @@ pub(super) const REGISTRATION: Registration = Registration {
     properties: &["sasl.oauthbearer.method", "sasl.oauthbearer.extensions"],
     secrets: &[],
     build,
+    available: true,
 };
 
 fn build(_name: &str, properties: &PropertyMap) -> Result<SaslConfig, Error> {

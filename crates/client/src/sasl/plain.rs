@@ -11,6 +11,7 @@ pub(super) const REGISTRATION: Registration = Registration {
     properties: &[],
     secrets: &[],
     build,
+    available: true,
 };
 
 fn build(_name: &str, properties: &PropertyMap) -> Result<SaslConfig, Error> {

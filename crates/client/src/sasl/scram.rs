@@ -17,6 +17,7 @@ pub(super) const REGISTRATION: Registration = Registration {
     properties: &[],
     secrets: &[],
     build,
+    available: true,
 };
 
 fn build(name: &str, properties: &PropertyMap) -> Result<SaslConfig, Error> {

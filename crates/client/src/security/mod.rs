@@ -13,3 +13,4 @@ pub(crate) mod tls;
 pub use crate::sasl::{SaslConfig, ScramMechanism};
 pub use config::{Pem, SecurityConfig, SecurityProtocol, TlsConfig, SECURITY_PROPERTIES};
 pub use secret::Secret;
+pub use tls::TLS_PROVIDER;

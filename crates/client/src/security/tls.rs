@@ -16,6 +16,9 @@ use crate::Error;
 /// Largest PEM file read (a CA bundle of a few hundred certificates fits many times over).
 const MAX_PEM_BYTES: u64 = 4 << 20;
 
+/// The TLS library and the crypto provider every connection uses, as `krec version -v` says.
+pub const TLS_PROVIDER: &str = "rustls (ring)";
+
 /// The crypto provider every TLS connection uses (see BENCHMARKS.md, TLS).
 fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())

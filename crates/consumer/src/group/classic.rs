@@ -11,7 +11,7 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use super::assignor::{Assignor, TopicPartition};
-use super::session::{CommitOutcome, Identity, Session, FINAL_COMMIT_RETRY};
+use super::session::{within, CommitOutcome, Identity, Session, FINAL_COMMIT_RETRY};
 use super::wire;
 use super::{Command, GroupConfig, MemberEvent};
 use crate::refresh::{self, Matched};
@@ -350,9 +350,11 @@ impl Classic {
     }
 
     /// Gives partitions up: waits for the consumer to release them (heartbeating meanwhile),
-    /// commits their written positions unless they were lost, and forgets them.
+    /// commits their written positions unless they were lost, and forgets them. Lost ones are
+    /// not waited for: another member owns them, and nothing of them is committed.
     async fn revoke(&mut self, partitions: &[TopicPartition], lost: bool) {
-        if let Some(mut done) = self.session.request_revoke(partitions, lost) {
+        let requested = self.session.request_revoke(partitions, lost);
+        if let Some(mut done) = requested.filter(|_| !lost) {
             let config = self.session.config.clone();
             let deadline = tokio::time::Instant::now() + config.rebalance_timeout;
             loop {
@@ -392,7 +394,20 @@ impl Classic {
         result
     }
 
-    /// Heartbeats and periodic commits until a rebalance or a close.
+    /// No heartbeat answered for the session timeout: the coordinator has removed this member
+    /// and handed its partitions to others. They are lost (not committed), and it joins again.
+    async fn expire(&mut self) -> Next {
+        tracing::warn!(session_timeout = ?self.session.config.session_timeout,
+            "no heartbeat answered for the session timeout; partitions lost, rejoining");
+        self.session.lose_coordinator();
+        self.identity = Identity::default();
+        let all: Vec<TopicPartition> = self.owned.iter().cloned().collect();
+        self.revoke(&all, true).await;
+        Next::Rejoin
+    }
+
+    /// Heartbeats and periodic commits until a rebalance, a close, or the session timeout
+    /// without an answered heartbeat.
     async fn heartbeat_phase(&mut self) -> Result<Next, Error> {
         let config = self.session.config.clone();
         let mut heartbeat = tokio::time::interval(config.heartbeat_interval);
@@ -405,8 +420,14 @@ impl Classic {
         let mut refresh = tokio::time::interval(fetching.config.metadata_refresh);
         refresh.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         refresh.tick().await;
+        // When the last heartbeat the coordinator answered was sent: the session runs from
+        // its arrival, so the member's own expiry comes no later than the coordinator's.
+        let mut answered = tokio::time::Instant::now();
         loop {
+            let expiry = answered + config.session_timeout;
             let code = tokio::select! {
+                biased;
+                () = tokio::time::sleep_until(expiry) => return Ok(self.expire().await),
                 // The patterns match other topics, or a matched one went missing: rejoining
                 // tells the group, as a rebalance would.
                 _ = refresh.tick(), if patterns => {
@@ -421,16 +442,11 @@ impl Classic {
                     }
                     group_codes::REBALANCE_IN_PROGRESS
                 }
-                _ = heartbeat.tick() => match self.heartbeat_once().await {
-                    Ok(code) => code,
-                    Err(error) if error.is_connection_failure() => continue,
-                    Err(error @ Error::RetriesExhausted { .. }) => return Err(error),
-                    Err(error) => {
-                        tracing::warn!(%error, "heartbeat failed");
-                        continue;
-                    }
+                _ = heartbeat.tick() => match self.beat(expiry, &mut answered).await? {
+                    Some(code) => code,
+                    None => continue,
                 },
-                _ = commit.tick() => match self.commit_owned(Duration::ZERO).await {
+                _ = commit.tick() => match self.commit_before(expiry).await {
                     Ok(code) => code,
                     Err(error) => {
                         tracing::warn!(%error, "periodic commit failed; retrying later");
@@ -439,7 +455,7 @@ impl Classic {
                 },
                 command = self.session.commands.recv() => match command {
                     Some(Command::Commit(reply)) => {
-                        let result = match self.commit_owned(Duration::ZERO).await {
+                        let result = match self.commit_before(expiry).await {
                             Ok(0) => Ok(()),
                             Ok(code) => Err(self.session.group_error("OffsetCommit", code)),
                             Err(error) => Err(error),
@@ -486,6 +502,48 @@ impl Classic {
                 }
                 code if group_codes::needs_rediscovery(code) => self.session.lose_coordinator(),
                 code => tracing::warn!(error = %krec_client::error_name(code), "heartbeat error"),
+            }
+        }
+    }
+
+    /// One heartbeat, given up at `expiry` (the expiry then ends the phase): the answer's
+    /// code, or None when there is none to act on. An answer that confirms the membership
+    /// moves `answered` to when its request was sent.
+    async fn beat(
+        &mut self,
+        expiry: tokio::time::Instant,
+        answered: &mut tokio::time::Instant,
+    ) -> Result<Option<i16>, Error> {
+        let sent = tokio::time::Instant::now();
+        let Some(result) = within(Some(expiry), self.heartbeat_once()).await else {
+            self.session.lose_coordinator();
+            return Ok(None);
+        };
+        match result {
+            Ok(code) => {
+                if code == 0 || code == group_codes::REBALANCE_IN_PROGRESS {
+                    *answered = sent;
+                }
+                Ok(Some(code))
+            }
+            Err(error) if error.is_connection_failure() => Ok(None),
+            Err(error @ Error::RetriesExhausted { .. }) => Err(error),
+            Err(error) => {
+                tracing::warn!(%error, "heartbeat failed");
+                Ok(None)
+            }
+        }
+    }
+
+    /// [`Classic::commit_owned`] without retries, given up at `expiry`: a commit after it
+    /// would come from a member the coordinator has already removed.
+    async fn commit_before(&mut self, expiry: tokio::time::Instant) -> Result<i16, Error> {
+        match within(Some(expiry), self.commit_owned(Duration::ZERO)).await {
+            Some(result) => result,
+            None => {
+                self.session.lose_coordinator();
+                let code = group_codes::COORDINATOR_NOT_AVAILABLE;
+                Err(self.session.group_error("OffsetCommit", code))
             }
         }
     }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use uuid::Uuid;
 
 use super::assignor::TopicPartition;
-use super::session::{CommitOutcome, Identity, Session, FINAL_COMMIT_RETRY};
+use super::session::{within, CommitOutcome, Identity, Session, FINAL_COMMIT_RETRY};
 use super::{Command, MemberEvent};
 use crate::subscription::is_internal_topic;
 use crate::Error;
@@ -37,6 +37,7 @@ pub async fn run(session: Session) {
         topic_ids: HashMap::new(),
         interval: Duration::from_millis(100),
         report_full: true,
+        answered: tokio::time::Instant::now(),
     };
     member.topic_regex = member.session.subscription.broker_regex();
     if let Err(error) = member.run().await {
@@ -72,6 +73,9 @@ struct Member {
     internal_topics: HashSet<String>,
     /// Owned partitions of internal topics the regex matched, never read.
     held: BTreeSet<TopicPartition>,
+    /// When the last heartbeat the coordinator answered was sent (the session runs from its
+    /// arrival, so the member's own expiry comes no later than the coordinator's).
+    answered: tokio::time::Instant,
 }
 
 impl Member {
@@ -82,20 +86,25 @@ impl Member {
         commit.tick().await;
         let mut next_heartbeat = tokio::time::Instant::now();
         loop {
+            let expiry = self.expiry();
             tokio::select! {
+                biased;
+                () = tokio::time::sleep_until(expiry.unwrap_or(next_heartbeat)), if expiry.is_some() => {
+                    self.expire().await;
+                }
                 _ = tokio::time::sleep_until(next_heartbeat) => {
                     self.heartbeat().await?;
                     let wait = if self.report_full { Duration::ZERO } else { self.interval };
                     next_heartbeat = tokio::time::Instant::now() + wait;
                 }
                 _ = commit.tick() => {
-                    if let Err(error) = self.commit_owned(Duration::ZERO).await {
+                    if let Err(error) = self.commit_before(expiry).await {
                         tracing::warn!(%error, "periodic commit failed; retrying later");
                     }
                 }
                 command = self.session.commands.recv() => match command {
                     Some(Command::Commit(reply)) => {
-                        let result = self.commit_owned(Duration::ZERO).await;
+                        let result = self.commit_before(expiry).await;
                         let _ = reply.send(result);
                     }
                     Some(Command::Close(reply)) => {
@@ -110,6 +119,30 @@ impl Member {
                 },
             }
         }
+    }
+
+    /// When the membership expires without an answered heartbeat (none before joining).
+    fn expiry(&self) -> Option<tokio::time::Instant> {
+        (self.identity.generation > 0).then(|| self.answered + self.session.config.session_timeout)
+    }
+
+    /// No heartbeat answered for the session timeout: the coordinator has removed this member
+    /// and handed its partitions to others. They are lost (not committed); the next heartbeat
+    /// joins again.
+    async fn expire(&mut self) {
+        tracing::warn!(session_timeout = ?self.session.config.session_timeout,
+            "no heartbeat answered for the session timeout; partitions lost, rejoining");
+        self.session.lose_coordinator();
+        self.lose_all().await;
+    }
+
+    /// Gives every partition up as lost and starts over at epoch 0.
+    async fn lose_all(&mut self) {
+        let all: Vec<TopicPartition> = self.owned.iter().cloned().collect();
+        let all = self.release_held(all);
+        self.revoke(&all, true).await;
+        self.identity.generation = 0;
+        self.report_full = true;
     }
 
     async fn heartbeat(&mut self) -> Result<(), Error> {
@@ -127,11 +160,20 @@ impl Member {
             server_assignor: config.server_assignor.as_deref(),
             owned: self.report_full.then_some(&owned),
         };
-        let answer = match self.session.coordinator().await {
-            Ok(connection) => group::consumer_group_heartbeat(connection, &request)
-                .await
-                .map_err(Error::from),
-            Err(error) => Err(error),
+        let sent = tokio::time::Instant::now();
+        let expiry = self.expiry();
+        let asked = async {
+            match self.session.coordinator().await {
+                Ok(connection) => group::consumer_group_heartbeat(connection, &request)
+                    .await
+                    .map_err(Error::from),
+                Err(error) => Err(error),
+            }
+        };
+        let Some(answer) = within(expiry, asked).await else {
+            // The expiry ends the membership at the loop's next turn.
+            self.session.lose_coordinator();
+            return Ok(());
         };
         let response = match answer {
             Ok(response) => response,
@@ -149,11 +191,7 @@ impl Member {
             group_codes::FENCED_MEMBER_EPOCH | group_codes::UNKNOWN_MEMBER_ID => {
                 tracing::warn!(error = %error_name(response.error_code),
                     "membership fenced; partitions lost, rejoining");
-                let all: Vec<TopicPartition> = self.owned.iter().cloned().collect();
-                let all = self.release_held(all);
-                self.revoke(&all, true).await;
-                self.identity.generation = 0;
-                self.report_full = true;
+                self.lose_all().await;
                 return Ok(());
             }
             group_codes::UNRELEASED_INSTANCE_ID => {
@@ -176,6 +214,7 @@ impl Member {
                 return Err(self.session.group_error("ConsumerGroupHeartbeat", code));
             }
         }
+        self.answered = sent;
         if let Some(id) = response.member_id.as_ref() {
             self.identity.member_id = id.as_str().to_owned();
         }
@@ -303,8 +342,11 @@ impl Member {
         owned
     }
 
+    /// Gives partitions up once the consumer has released them (lost ones at once: another
+    /// member owns them), committing their written positions unless they were lost.
     async fn revoke(&mut self, partitions: &[TopicPartition], lost: bool) {
-        if let Some(done) = self.session.request_revoke(partitions, lost) {
+        let requested = self.session.request_revoke(partitions, lost);
+        if let Some(done) = requested.filter(|_| !lost) {
             let limit = self.session.config.rebalance_timeout;
             if tokio::time::timeout(limit, done).await.is_err() {
                 tracing::warn!(?partitions, "revoked partitions not released in time");
@@ -334,6 +376,19 @@ impl Member {
                 Ok(())
             }
             CommitOutcome::Refused(code) => Err(self.session.group_error("OffsetCommit", code)),
+        }
+    }
+
+    /// [`Member::commit_owned`] without retries, given up at `expiry`: a commit after it would
+    /// come from a member the coordinator has already removed.
+    async fn commit_before(&mut self, expiry: Option<tokio::time::Instant>) -> Result<(), Error> {
+        match within(expiry, self.commit_owned(Duration::ZERO)).await {
+            Some(result) => result,
+            None => {
+                self.session.lose_coordinator();
+                let code = group_codes::COORDINATOR_NOT_AVAILABLE;
+                Err(self.session.group_error("OffsetCommit", code))
+            }
         }
     }
 

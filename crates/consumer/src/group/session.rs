@@ -24,6 +24,18 @@ use krec_client::{error_name, Connection, ConnectionSettings};
 /// coordinator is away; periodic commits do not retry (the next period does).
 pub const FINAL_COMMIT_RETRY: Duration = Duration::from_secs(5);
 
+/// Runs `work` until `deadline` (none: to its end); `None` if the deadline came first. What
+/// was cut off may have left the coordinator connection mid-request: drop it then.
+pub async fn within<F: std::future::Future>(
+    deadline: Option<tokio::time::Instant>,
+    work: F,
+) -> Option<F::Output> {
+    match deadline {
+        Some(deadline) => tokio::time::timeout_at(deadline, work).await.ok(),
+        None => Some(work.await),
+    }
+}
+
 /// The member's identity for commits: generation (classic) or epoch (KIP-848).
 #[derive(Clone, Debug, Default)]
 pub struct Identity {

@@ -15,6 +15,7 @@ pub(super) const METHOD: Method = Method {
     properties: crate::sasl::aws_msk_iam::PROPERTIES,
     secrets: &[],
     build,
+    available: cfg!(feature = "aws-msk-iam"),
 };
 
 #[cfg(not(feature = "aws-msk-iam"))]

@@ -78,6 +78,8 @@ pub(crate) struct Method {
     pub(crate) secrets: &'static [&'static str],
     /// Builds it from the properties.
     pub(crate) build: fn(&PropertyMap) -> Result<Arc<dyn TokenProvider>, Error>,
+    /// Whether this build can use it (false: its cargo feature is off).
+    pub(crate) available: bool,
 }
 
 /// Every token source krec knows. The first is the default.
@@ -86,6 +88,15 @@ pub(crate) const METHODS: &[Method] = &[
     oidc::OIDC_METHOD,
     aws_msk_iam::METHOD,
 ];
+
+/// The names of the methods this build can use.
+pub(crate) fn available_methods() -> Vec<&'static str> {
+    METHODS
+        .iter()
+        .filter(|m| m.available)
+        .flat_map(|m| m.names.iter().copied())
+        .collect()
+}
 
 /// Keys every method shares: how one is chosen.
 const CHOOSING: &[&str] = &["sasl.login.callback.handler.class"];

@@ -47,6 +47,7 @@ pub(super) const OIDC_METHOD: Method = Method {
         "sasl.oauthbearer.client.credentials.client.secret",
     ],
     build,
+    available: true,
 };
 
 /// Largest token endpoint answer read: a token response is a few kilobytes.

@@ -23,6 +23,7 @@ pub(super) const DEFAULT_METHOD: Method = Method {
     ],
     secrets: &[],
     build,
+    available: true,
 };
 
 fn build(properties: &PropertyMap) -> Result<Arc<dyn TokenProvider>, Error> {
