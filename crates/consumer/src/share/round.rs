@@ -58,7 +58,9 @@ impl ShareConsumer {
         for (key, (_, node)) in &self.placement.partitions {
             wanted.entry(*node).or_default().insert(*key);
         }
-        let mut failed = false;
+        // No leader to ask (a topic or leader unknown for now) counts as a failed round, so
+        // that looking again backs off.
+        let mut failed = self.placement.partitions.is_empty();
         for index in 0..self.leaders.len() {
             let node = self.leaders[index].node;
             let wanted = wanted.remove(&node).unwrap_or_default();
