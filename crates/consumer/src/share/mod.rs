@@ -295,6 +295,29 @@ impl ShareConsumer {
     /// Takes what the [`Acknowledger`]s queued.
     fn take_queued(&mut self) {
         while let Ok(ack) = self.queued.try_recv() {
+            self.apply_queued(ack);
+        }
+        self.counters
+            .in_flight
+            .store(self.book.in_flight(), Ordering::Relaxed);
+    }
+
+    /// Before a fetch while records are held: waits (at most the fetch wait) for the first
+    /// acknowledgement queued, so that the fetch carries it. A leader hands a partition's
+    /// records to its members only up to a limit of records locked at once, and a fetch sent
+    /// just before the acknowledgements would wait its whole time for nothing.
+    async fn wait_for_queued(&mut self) {
+        if self.book.in_flight() == 0 || !self.queued.is_empty() {
+            return;
+        }
+        if let Ok(Some(ack)) = tokio::time::timeout(self.config.max_wait, self.queued.recv()).await
+        {
+            self.apply_queued(ack);
+        }
+    }
+
+    fn apply_queued(&mut self, ack: QueuedAck) {
+        {
             let QueuedAck {
                 key,
                 generation,
@@ -305,9 +328,6 @@ impl ShareConsumer {
             let counted = self.book.acknowledge_in(key, generation, first, last, kind);
             self.counters.count(kind, counted);
         }
-        self.counters
-            .in_flight
-            .store(self.book.in_flight(), Ordering::Relaxed);
     }
 
     /// The member id this client made for itself.

@@ -44,6 +44,7 @@ impl Placement {
 impl ShareConsumer {
     /// One ShareFetch per leader of the assigned partitions; the chunks go to `ready`.
     pub(super) async fn fetch_round(&mut self) -> Result<(), Error> {
+        self.wait_for_queued().await;
         self.take_queued();
         let assignment = self.state.borrow().assignment.clone();
         if assignment.is_empty() {
