@@ -155,6 +155,10 @@ pub struct Records<'b> {
     current: Record<'b>,
     /// Records below this offset are checked but not yielded ([`Records::from_offset`]).
     from: i64,
+    /// Records at or after this offset are checked but not yielded ([`Records::until_offset`]).
+    until: i64,
+    /// `until - from` as unsigned: one comparison per record tests both bounds.
+    span: u64,
 }
 
 impl<'b> Records<'b> {
@@ -163,6 +167,8 @@ impl<'b> Records<'b> {
             inner: Inner::Empty,
             current: Record::empty(TimestampType::CreateTime, None),
             from: i64::MIN,
+            until: i64::MAX,
+            span: u64::MAX,
         }
     }
     /// The records of a v2 batch; `shared` is the walked input when the records' bytes are
@@ -172,6 +178,8 @@ impl<'b> Records<'b> {
             current: Record::empty(records.header().timestamp_type, shared),
             inner: Inner::V2(records),
             from: i64::MIN,
+            until: i64::MAX,
+            span: u64::MAX,
         }
     }
     /// The records of a legacy batch; `shared` as for [`Records::v2`].
@@ -180,6 +188,8 @@ impl<'b> Records<'b> {
             inner: Inner::Legacy(records),
             current: Record::empty(TimestampType::CreateTime, shared),
             from: i64::MIN,
+            until: i64::MAX,
+            span: u64::MAX,
         }
     }
 
@@ -188,6 +198,16 @@ impl<'b> Records<'b> {
     /// batch from the broker, and the records before the fetch offset must not be delivered.
     pub fn from_offset(mut self, offset: i64) -> Self {
         self.from = offset;
+        self.span = span(offset, self.until);
+        self
+    }
+
+    /// Yields only the records before `offset` (exclusive); those at or after it are still
+    /// checked. A share group's member owns only the offsets acquired for it, which may end
+    /// inside a batch.
+    pub fn until_offset(mut self, offset: i64) -> Self {
+        self.until = offset;
+        self.span = span(self.from, offset);
         self
     }
 
@@ -210,11 +230,16 @@ impl<'b> Records<'b> {
                     }
                 }
             }
-            if self.current.offset >= self.from {
+            if (self.current.offset.wrapping_sub(self.from) as u64) < self.span {
                 return Some(Ok(&self.current));
             }
         }
     }
+}
+
+/// How many offsets `from..until` holds (0 when empty).
+fn span(from: i64, until: i64) -> u64 {
+    (i128::from(until) - i128::from(from)).clamp(0, i128::from(u64::MAX)) as u64
 }
 
 /// Reads the next data record of `records` into `record`, the header index written straight

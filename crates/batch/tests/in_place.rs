@@ -393,3 +393,39 @@ fn from_offset_skips_earlier_records_on_both_paths_but_still_checks_them() {
         .unwrap()
         .is_err());
 }
+
+#[test]
+fn until_offset_ends_the_records_inside_a_batch() {
+    let mut b = BatchBuilder::new(100);
+    for i in 0..6u8 {
+        b = b.record(None, Some(&[i]), &[]);
+    }
+    let input = b.build();
+    let config = DecodeConfig::default();
+    let batch = BatchWalk::new(&input, &config).next().unwrap().unwrap();
+    let offsets = |records: krec_batch::Records<'_>| -> Vec<i64> {
+        records.map(|r| r.unwrap().offset()).collect()
+    };
+    assert_eq!(
+        offsets(batch.records().from_offset(101).until_offset(104)),
+        [101, 102, 103]
+    );
+    assert_eq!(
+        offsets(batch.records().until_offset(102).from_offset(101)),
+        [101]
+    );
+    assert_eq!(
+        offsets(batch.records().until_offset(100)),
+        Vec::<i64>::new()
+    );
+    assert_eq!(
+        offsets(batch.records().from_offset(104).until_offset(i64::MAX)),
+        [104, 105]
+    );
+    let mut in_place = Vec::new();
+    let mut records = batch.records().from_offset(102).until_offset(103);
+    while let Some(r) = records.next_ref() {
+        in_place.push(r.unwrap().offset());
+    }
+    assert_eq!(in_place, [102]);
+}

@@ -524,6 +524,7 @@ impl ContextFromPath {
         RecordContext {
             topic: self.topic.as_deref(),
             partition: self.partition,
+            delivery_count: None,
         }
     }
 }

@@ -18,6 +18,7 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
 use krec_consumer::metrics::{CommitResult, MetricsSnapshot};
+use krec_consumer::share::ShareCounters;
 use krec_consumer::MetricsSource;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, MetricEncoder, NoLabelSet};
@@ -79,6 +80,8 @@ pub struct Exporter {
     source: MetricsSource,
     progress: Arc<Progress>,
     read_committed: bool,
+    /// A share-group member's acknowledgement counters (`--share-group`).
+    share: Option<Arc<ShareCounters>>,
 }
 
 impl Exporter {
@@ -89,7 +92,14 @@ impl Exporter {
             source,
             progress,
             read_committed,
+            share: None,
         }
+    }
+
+    /// Exports a share-group member's counters too.
+    pub fn with_share(mut self, counters: Arc<ShareCounters>) -> Self {
+        self.share = Some(counters);
+        self
     }
 }
 
@@ -157,8 +167,48 @@ impl Collector for Exporter {
         let lags = self
             .progress
             .lags(&snapshot.partitions, self.read_committed);
-        encode_series(&mut encoder, &snapshot, &written, &lags)
+        encode_series(&mut encoder, &snapshot, &written, &lags)?;
+        match &self.share {
+            Some(share) => share_series(&mut encoder, share),
+            None => Ok(()),
+        }
     }
+}
+
+/// The series of a share-group member.
+pub fn share_series(
+    encoder: &mut DescriptorEncoder,
+    share: &ShareCounters,
+) -> Result<(), fmt::Error> {
+    use krec_consumer::AcknowledgeType;
+    let kinds = [
+        AcknowledgeType::Accept,
+        AcknowledgeType::Release,
+        AcknowledgeType::Reject,
+    ];
+    counters(
+        encoder,
+        "krec_share_acknowledgements",
+        "Records acknowledged to the share group, by type",
+        kinds.iter().map(|&kind| {
+            (
+                vec![("type", kind.name().to_owned())],
+                share.acknowledged(kind),
+            )
+        }),
+    )?;
+    gauges(
+        encoder,
+        "krec_share_records_in_flight",
+        "Records acquired for this member and not acknowledged yet",
+        [(Labels::new(), share.in_flight() as i64)],
+    )?;
+    counters(
+        encoder,
+        "krec_share_acknowledgement_errors",
+        "Acknowledgements a leader refused (those records are delivered again)",
+        [(Labels::new(), share.acknowledge_errors())],
+    )
 }
 
 type Labels = Vec<(&'static str, String)>;

@@ -32,6 +32,9 @@ pub fn response_apis() -> Vec<(i16, i16, i16)> {
         entry::<ConsumerGroupHeartbeatRequest>(),
         entry::<SaslHandshakeRequest>(),
         entry::<SaslAuthenticateRequest>(),
+        entry::<ShareGroupHeartbeatRequest>(),
+        entry::<ShareFetchRequest>(),
+        entry::<ShareAcknowledgeRequest>(),
     ]
 }
 
@@ -71,6 +74,11 @@ pub fn decode_response(api_key: i16, version: i16, body: Bytes) -> Result<(), St
         }
         ApiKey::SaslHandshake => decode::<SaslHandshakeResponse>(api_key, version, body),
         ApiKey::SaslAuthenticate => decode::<SaslAuthenticateResponse>(api_key, version, body),
+        ApiKey::ShareGroupHeartbeat => {
+            decode::<ShareGroupHeartbeatResponse>(api_key, version, body)
+        }
+        ApiKey::ShareFetch => decode::<ShareFetchResponse>(api_key, version, body),
+        ApiKey::ShareAcknowledge => decode::<ShareAcknowledgeResponse>(api_key, version, body),
         other => Err(format!("krec does not send {other:?}")),
     }
 }

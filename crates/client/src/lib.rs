@@ -23,6 +23,8 @@
 //! - [`metadata`], [`offsets`], [`fetch`], [`group`]: the requests, each in its own module;
 //!   [`fetch_session`] keeps a broker's KIP-227 fetch session and builds its requests.
 //! - [`describe`]: the cluster as an operator asks about it: racks, replicas, ISR, errors.
+//! - [`share`]: share groups (KIP-932): ShareGroupHeartbeat, ShareFetch (records as a slice
+//!   of the frame, with the ranges acquired for the member), ShareAcknowledge.
 //! - [`groups`], [`group_lag`]: groups as an operator asks about them: every group with its
 //!   type and state, one group's members, assignor and per-partition lag.
 //! - [`error`]: the crate's one error enum, naming the broker and request.
@@ -68,6 +70,8 @@
 //!   [`groups::list_groups`] and [`groups::describe_group`].
 //! - Fetching: [`fetch_session::FetchSession`] with [`fetch::FetchParams`], its answers as
 //!   [`fetch::PartitionResponse`]s; [`fetch::scan_batches`] splits their record bytes.
+//! - Share groups: [`share::share_group_heartbeat`], [`share::share_fetch`],
+//!   [`share::share_acknowledge`], [`share::AcknowledgeType`].
 //! - Helpers: [`error_name`], [`codes`], [`versions::api_name`].
 //! - What this build speaks (`krec version -v`): [`versions::SPOKEN`], [`sasl::mechanisms`],
 //!   [`sasl::token_methods`], [`security::TLS_PROVIDER`].
@@ -97,6 +101,7 @@ mod receive_wait;
 mod response_check;
 pub mod sasl;
 pub mod security;
+pub mod share;
 mod transport;
 pub mod versions;
 pub mod wire;

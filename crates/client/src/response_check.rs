@@ -119,6 +119,9 @@ fn message(api_key: i16) -> Option<&'static Message> {
         ApiKey::ConsumerGroupDescribe => &layouts::CONSUMER_GROUP_DESCRIBE,
         ApiKey::ShareGroupDescribe => &layouts::SHARE_GROUP_DESCRIBE,
         ApiKey::DescribeShareGroupOffsets => &layouts::DESCRIBE_SHARE_GROUP_OFFSETS,
+        ApiKey::ShareGroupHeartbeat => &layouts::SHARE_GROUP_HEARTBEAT,
+        ApiKey::ShareFetch => &layouts::SHARE_FETCH,
+        ApiKey::ShareAcknowledge => &layouts::SHARE_ACKNOWLEDGE,
         _ => return None,
     })
 }

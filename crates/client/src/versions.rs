@@ -12,7 +12,9 @@ use kafka_protocol::messages::{
     ListGroupsResponse, ListOffsetsRequest, ListOffsetsResponse, MetadataRequest, MetadataResponse,
     OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse,
     SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
-    ShareGroupDescribeRequest, ShareGroupDescribeResponse, SyncGroupRequest, SyncGroupResponse,
+    ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest, ShareFetchResponse,
+    ShareGroupDescribeRequest, ShareGroupDescribeResponse, ShareGroupHeartbeatRequest,
+    ShareGroupHeartbeatResponse, SyncGroupRequest, SyncGroupResponse,
 };
 use kafka_protocol::protocol::Message;
 
@@ -104,7 +106,10 @@ api_requests! {
     SaslAuthenticateRequest => SaslAuthenticateResponse, 36, "SaslAuthenticate";
     ConsumerGroupHeartbeatRequest => ConsumerGroupHeartbeatResponse, 68, "ConsumerGroupHeartbeat";
     ConsumerGroupDescribeRequest => ConsumerGroupDescribeResponse, 69, "ConsumerGroupDescribe";
+    ShareGroupHeartbeatRequest => ShareGroupHeartbeatResponse, 76, "ShareGroupHeartbeat";
     ShareGroupDescribeRequest => ShareGroupDescribeResponse, 77, "ShareGroupDescribe";
+    ShareFetchRequest => ShareFetchResponse, 78, "ShareFetch";
+    ShareAcknowledgeRequest => ShareAcknowledgeResponse, 79, "ShareAcknowledge";
     DescribeShareGroupOffsetsRequest => DescribeShareGroupOffsetsResponse, 90,
         "DescribeShareGroupOffsets";
 }

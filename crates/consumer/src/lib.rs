@@ -91,6 +91,8 @@
 //! - Groups: [`GroupConsumer`], [`GroupConfig`], [`GroupEvent`], and in [`group`] the
 //!   protocol and assignor choices, [`group::RebalanceListener`],
 //!   [`group::WrittenOffsets`] and [`group::Ownership`].
+//! - Share groups (KIP-932): [`ShareConsumer`], [`ShareChunk`], [`AcknowledgeType`] and the
+//!   counters in [`share`]: records acknowledged one by one, no offsets (see [`share`]).
 //! - Watching: [`Consumer::positions`] ([`PartitionPosition`]), [`MetricsSnapshot`] and the
 //!   counters in [`metrics`], [`MetricsSource`].
 //! - Helpers: [`partitioner::Partitioner`], [`config::Property`], [`Error`].
@@ -106,9 +108,10 @@
 //! (fetched data and its decoding), `coordinator` (Metadata, ListOffsets, one fetch loop per
 //! node), `fetch_loop` (one fetch in flight per broker), `refresh` (follows a subscription),
 //! [`metrics`], [`group`] (classic and KIP-848 groups over the same fetch pipeline, committing
-//! only what was processed), [`partitioner`], [`error`].
+//! only what was processed), [`share`] (share groups: heartbeat, share sessions per leader,
+//! acknowledgements as ranges), [`partitioner`], [`error`].
 //!
-//! `examples/consume.rs` and `examples/group.rs` run against a broker (each starts with its
+//! `examples/consume.rs`, `examples/group.rs` and `examples/share.rs` run against a broker (each starts with its
 //! `cargo run` line). How this crate fits into krec (the crates, the hot path, the
 //! invariants): `docs/ARCHITECTURE.md` in the repository.
 #![deny(missing_docs)]
@@ -125,6 +128,7 @@ pub mod metrics;
 pub mod partitioner;
 mod position;
 mod refresh;
+pub mod share;
 mod shared;
 pub mod subscription;
 mod topic_partition;
@@ -138,5 +142,6 @@ pub use error::Error;
 pub use group::{GroupConfig, GroupConsumer, GroupEvent};
 pub use metrics::MetricsSnapshot;
 pub use position::{MetricsSource, PartitionPosition};
+pub use share::{AcknowledgeType, Acknowledger, ShareChunk, ShareConsumer, ShareStopper};
 pub use subscription::TopicSubscription;
 pub use topic_partition::TopicPartition;

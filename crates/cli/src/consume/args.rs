@@ -18,6 +18,14 @@ pub struct GroupArgs {
     #[arg(short = 'G', long = "group", value_name = "GROUP")]
     pub group_id: Option<String>,
 
+    /// Join this share group (KIP-932, Kafka 4.2+): members share the records of each
+    /// partition, each record is accepted once written out, rejected when corrupt under
+    /// `--on-corrupt skip`, and released at exit when not written. Not with `-G`, `-e`, `-o`
+    /// or `-p`. A new share group starts at the log end unless its `share.auto.offset.reset`
+    /// group config is `earliest`.
+    #[arg(long = "share-group", value_name = "GROUP")]
+    pub share_group: Option<String>,
+
     /// Group protocol: `classic` (JoinGroup/SyncGroup; default, or `group.protocol`) or
     /// `consumer` (KIP-848).
     #[arg(long = "group-protocol", value_name = "PROTOCOL")]

@@ -9,6 +9,8 @@ mod args;
 mod config;
 mod ends;
 mod run_loop;
+mod share;
+mod share_sink;
 mod sink;
 mod source;
 
@@ -84,6 +86,13 @@ async fn consume(args: ConsumeArgs) -> Result<u64, Error> {
         .schema
         .set_on_corrupt(args.on_corrupt, "consume");
     args.format.output_format()?;
+    if let Some(group) = &args.group.share_group {
+        share::check_args(&args)?;
+        if args.count == Some(0) {
+            return Ok(0);
+        }
+        return share::consume_shared(&args, config, group, idle_timeout).await;
+    }
     let subscription = args.subscription()?;
     if args.count == Some(0) {
         return Ok(0);

@@ -9,6 +9,8 @@
 //! (one line in the output). Fields always appear, in this order:
 //! - `topic`: string, or `null` when unknown (a segment file outside a `TOPIC-N/` directory);
 //! - `partition`: number, or `null` when unknown;
+//! - `delivery_count`: number, for a share group's records only (`--share-group`): how many
+//!   times the group has delivered the record, this time included;
 //! - `offset`, `timestamp` (ms since the epoch, `-1` when the record has none): numbers;
 //! - `timestamp_type`: `"create_time"`, `"log_append_time"` or `"none"` (legacy magic 0);
 //! - `key`, `value`: see below;
@@ -152,6 +154,10 @@ fn push_context(out: &mut Vec<u8>, ctx: &RecordContext<'_>, numbers: &mut itoa::
         Some(partition) => out.extend_from_slice(numbers.format(partition).as_bytes()),
         None => out.extend_from_slice(b"null"),
     }
+    if let Some(count) = ctx.delivery_count {
+        out.extend_from_slice(b",\"delivery_count\":");
+        out.extend_from_slice(numbers.format(count).as_bytes());
+    }
 }
 
 #[cfg(test)]
@@ -194,6 +200,18 @@ mod tests {
                 "headers": [["trace", "abc"], ["empty", ""], ["nil", null],
                             ["trace", {"base64": "/w=="}]],
             })
+        );
+    }
+
+    #[test]
+    fn a_share_group_record_has_its_delivery_count() {
+        let record = TestRecord::default();
+        let shared = render(&RecordContext::new("t", 0).with_delivery_count(3), &record);
+        assert_eq!(shared["delivery_count"], 3);
+        let plain = render(&RecordContext::new("t", 0), &record);
+        assert!(
+            plain.get("delivery_count").is_none(),
+            "only for share groups"
         );
     }
 

@@ -12,6 +12,9 @@ pub struct RecordContext<'a> {
     pub topic: Option<&'a str>,
     /// Partition number, when known.
     pub partition: Option<i32>,
+    /// How many times a share group delivered the record (KIP-932), for share-group records
+    /// only: JSON `delivery_count`, template `%d`.
+    pub delivery_count: Option<i16>,
 }
 
 impl<'a> RecordContext<'a> {
@@ -20,7 +23,14 @@ impl<'a> RecordContext<'a> {
         RecordContext {
             topic: Some(topic),
             partition: Some(partition),
+            delivery_count: None,
         }
+    }
+
+    /// The same context for a share group's record delivered `count` times.
+    pub fn with_delivery_count(mut self, count: i16) -> Self {
+        self.delivery_count = Some(count);
+        self
     }
 
     /// A context where neither topic nor partition is known.

@@ -17,6 +17,7 @@
 //! | `%h`       | all headers as `k=v,k2=v2` in wire order (null value: the null text)|
 //! | `%{h:KEY}` | value of the first header named `KEY` (absent or null: the null text) |
 //! | `%c`       | control type of a control record (`commit`, `abort`, `unknown`); empty for data records |
+//! | `%d`       | delivery count of a share group's record (`--share-group`); `-1` otherwise |
 //! | `%%`       | a literal `%`                                                       |
 //!
 //! Escapes: `\n`, `\r`, `\t`, `\\`, and `\xHH` (one byte, two hex digits). They
@@ -49,6 +50,7 @@ enum Part {
     Headers,
     Header(Box<[u8]>),
     ControlKind,
+    DeliveryCount,
 }
 
 impl Template {
@@ -93,6 +95,7 @@ impl Template {
                         b'I' => Part::TimestampRfc3339,
                         b'h' => Part::Headers,
                         b'c' => Part::ControlKind,
+                        b'd' => Part::DeliveryCount,
                         b'{' => {
                             let (key, next) =
                                 parse_braced(bytes, i).map_err(|reason| error(i, reason))?;
@@ -181,6 +184,10 @@ impl Template {
                 Part::Topic => out.extend_from_slice(ctx.topic.unwrap_or("").as_bytes()),
                 Part::Partition => {
                     out.extend_from_slice(numbers.format(ctx.partition.unwrap_or(-1)).as_bytes())
+                }
+                Part::DeliveryCount => {
+                    let count = ctx.delivery_count.unwrap_or(-1);
+                    out.extend_from_slice(numbers.format(count).as_bytes())
                 }
                 Part::Offset => out.extend_from_slice(numbers.format(record.offset()).as_bytes()),
                 Part::Timestamp => {
@@ -362,6 +369,14 @@ mod tests {
                 "template {template:?}"
             );
         }
+    }
+
+    #[test]
+    fn the_delivery_count_of_a_share_group_record() {
+        let shared = RecordContext::new("orders", 3).with_delivery_count(2);
+        assert_eq!(render("%o:%d", &sample(), shared, b""), b"42:2");
+        let plain = RecordContext::new("orders", 3);
+        assert_eq!(render("%d", &sample(), plain, b""), b"-1");
     }
 
     #[test]

@@ -125,15 +125,16 @@ impl<W: Write> RecordWriter<W> {
         &self.format
     }
 
-    /// Writes one data record.
+    /// Writes one data record; false when it was left out instead, undecodable and reported
+    /// (`--on-corrupt skip` with a Schema Registry format).
     pub fn write_record<R: RecordFields + ?Sized>(
         &mut self,
         ctx: &RecordContext<'_>,
         record: &R,
-    ) -> io::Result<()> {
+    ) -> io::Result<bool> {
         if let Some(schema) = &mut self.schema {
             let Some(parts) = schema.decode(ctx, record)? else {
-                return Ok(());
+                return Ok(false);
             };
             let decoded = DecodedRecord { record, parts };
             match &self.format {
@@ -145,7 +146,7 @@ impl<W: Write> RecordWriter<W> {
                     raw.write_record(&mut self.buffer, &decoded, &self.null_text)
                 }
             }
-            return self.flush_if_full();
+            return self.flush_if_full().map(|()| true);
         }
         match &self.format {
             OutputFormat::Json => json::write_record(&mut self.buffer, ctx, record),
@@ -154,7 +155,7 @@ impl<W: Write> RecordWriter<W> {
             }
             OutputFormat::Raw(raw) => raw.write_record(&mut self.buffer, record, &self.null_text),
         }
-        self.flush_if_full()
+        self.flush_if_full().map(|()| true)
     }
 
     /// Writes one control record, if control records are printed; otherwise does nothing.

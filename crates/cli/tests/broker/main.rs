@@ -30,5 +30,6 @@ mod questions;
 mod ranges;
 mod schema;
 mod secure;
+mod share;
 mod solo;
 mod subscribe;

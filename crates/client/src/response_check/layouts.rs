@@ -424,3 +424,69 @@ pub(super) const DESCRIBE_SHARE_GROUP_OFFSETS: Message = Message {
         all(Kind::Array(&Kind::Struct(&SHARE_OFFSETS_GROUP))),
     ]),
 };
+
+pub(super) const SHARE_GROUP_HEARTBEAT: Message = Message {
+    versions: (1, 1),
+    flexible_from: 0,
+    body: plain(&[
+        all(I32),
+        all(I16),
+        all(STR),
+        all(STR),
+        all(I32),
+        all(I32),
+        all(Kind::OptionalStruct(&ASSIGNMENT)),
+    ]),
+};
+
+const SHARE_LEADER: Layout = plain(&[all(I32), all(I32)]);
+const SHARE_NODE_ENDPOINT: Layout = plain(&[all(I32), all(STR), all(I32), all(STR)]);
+const ACQUIRED_RECORDS: Layout = plain(&[all(I64), all(I64), all(I16)]);
+const SHARE_FETCH_PARTITION: Layout = plain(&[
+    all(I32),
+    all(I16),
+    all(STR),
+    all(I16),
+    all(STR),
+    all(Kind::Struct(&SHARE_LEADER)),
+    all(BYTES),
+    all(Kind::Array(&Kind::Struct(&ACQUIRED_RECORDS))),
+]);
+const SHARE_FETCH_TOPIC: Layout = plain(&[
+    all(UUID),
+    all(Kind::Array(&Kind::Struct(&SHARE_FETCH_PARTITION))),
+]);
+pub(super) const SHARE_FETCH: Message = Message {
+    versions: (1, 1),
+    flexible_from: 0,
+    body: plain(&[
+        all(I32),
+        all(I16),
+        all(STR),
+        all(I32),
+        all(Kind::Array(&Kind::Struct(&SHARE_FETCH_TOPIC))),
+        all(Kind::Array(&Kind::Struct(&SHARE_NODE_ENDPOINT))),
+    ]),
+};
+
+const SHARE_ACKNOWLEDGE_PARTITION: Layout = plain(&[
+    all(I32),
+    all(I16),
+    all(STR),
+    all(Kind::Struct(&SHARE_LEADER)),
+]);
+const SHARE_ACKNOWLEDGE_TOPIC: Layout = plain(&[
+    all(UUID),
+    all(Kind::Array(&Kind::Struct(&SHARE_ACKNOWLEDGE_PARTITION))),
+]);
+pub(super) const SHARE_ACKNOWLEDGE: Message = Message {
+    versions: (1, 1),
+    flexible_from: 0,
+    body: plain(&[
+        all(I32),
+        all(I16),
+        all(STR),
+        all(Kind::Array(&Kind::Struct(&SHARE_ACKNOWLEDGE_TOPIC))),
+        all(Kind::Array(&Kind::Struct(&SHARE_NODE_ENDPOINT))),
+    ]),
+};

@@ -298,6 +298,39 @@ fn consumer_and_share_group_layouts() {
 }
 
 #[test]
+fn share_group_layouts() {
+    use share_fetch_response as sf;
+    let endpoint = sf::NodeEndpoint::default()
+        .with_host(s("h"))
+        .with_rack(Some(s("r")));
+    let fetch = ShareFetchResponse::default()
+        .with_error_message(Some(s("e")))
+        .with_responses(vec![sf::ShareFetchableTopicResponse::default()
+            .with_partitions(vec![sf::PartitionData::default()
+                .with_error_message(Some(s("e")))
+                .with_acknowledge_error_message(Some(s("a")))
+                .with_records(Some(bytes::Bytes::from_static(b"records")))
+                .with_acquired_records(vec![sf::AcquiredRecords::default(); 2])])])
+        .with_node_endpoints(vec![endpoint]);
+    walks_every_version(ApiKey::ShareFetch, &[fetch]);
+    use share_acknowledge_response as sa;
+    let acknowledge = ShareAcknowledgeResponse::default()
+        .with_responses(vec![sa::ShareAcknowledgeTopicResponse::default()
+            .with_partitions(vec![
+                sa::PartitionData::default().with_error_message(Some(s("e")))
+            ])])
+        .with_node_endpoints(vec![sa::NodeEndpoint::default().with_host(s("h"))]);
+    walks_every_version(ApiKey::ShareAcknowledge, &[acknowledge]);
+    use share_group_heartbeat_response as sh;
+    let heartbeat = ShareGroupHeartbeatResponse::default()
+        .with_member_id(Some(s("m")))
+        .with_assignment(Some(sh::Assignment::default().with_topic_partitions(vec![
+            sh::TopicPartitions::default().with_partitions(vec![0, 1]),
+        ])));
+    walks_every_version(ApiKey::ShareGroupHeartbeat, &[heartbeat]);
+}
+
+#[test]
 fn a_count_beyond_the_bytes_left_is_refused_before_decoding() {
     // Metadata v12: throttle, then a compact array of brokers claiming u32::MAX - 1 entries.
     let body = [0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f, 0];

@@ -45,6 +45,9 @@ pub struct PartitionChunk {
     metrics: Option<Arc<Metrics>>,
     /// The consumer's decoding limits (`None`: the defaults).
     decode: Option<Arc<DecodeConfig>>,
+    /// Records at or after this offset are not delivered (a share group's acquired range may
+    /// end inside a batch); `i64::MAX` for a consumer's chunks.
+    until: i64,
     /// The batches [`PartitionChunk::records`] has decoded, in delivery order, kept so that
     /// the records it handed out stay valid as long as the chunk.
     kept: KeptBatches,
@@ -72,6 +75,7 @@ impl PartitionChunk {
             _response: None,
             metrics: None,
             decode: None,
+            until: i64::MAX,
             kept: KeptBatches::default(),
         }
     }
@@ -80,6 +84,18 @@ impl PartitionChunk {
     pub(crate) fn with_decode(mut self, config: Arc<DecodeConfig>) -> Self {
         self.decode = Some(config);
         self
+    }
+
+    /// Delivers no record at or after `offset`.
+    pub(crate) fn with_until(mut self, offset: i64) -> Self {
+        self.until = offset;
+        self
+    }
+
+    /// The offset before which the chunk's records end (exclusive): `i64::MAX` unless the
+    /// chunk is a share group's acquired range.
+    pub fn until_offset(&self) -> i64 {
+        self.until
     }
 
     /// The decoding limits this chunk applies.
@@ -167,7 +183,8 @@ impl PartitionChunk {
             if !gate.admit(&GateInput::of_summary(&summary))? {
                 continue;
             }
-            records += if summary.base_offset < self.data.fetch_offset {
+            let bounded = summary.last_offset >= self.until;
+            records += if summary.base_offset < self.data.fetch_offset || bounded {
                 let bytes = &self.data.records[summary.position..][..summary.size];
                 self.count_from_fetch_offset(bytes, config)?
             } else {
@@ -192,7 +209,8 @@ impl PartitionChunk {
             let batch = batch.map_err(|e| self.decode_error(e))?;
             for record in batch.records() {
                 let record = record.map_err(|e| self.decode_error(e))?;
-                count += u64::from(record.offset() >= self.data.fetch_offset);
+                let offset = record.offset();
+                count += u64::from(offset >= self.data.fetch_offset && offset < self.until);
             }
         }
         Ok(count)
@@ -341,7 +359,8 @@ impl<'a> ChunkBatches<'a> {
                  the producer's records after it are delivered"
             );
         }
-        if next_offset <= self.chunk.data.fetch_offset {
+        if next_offset <= self.chunk.data.fetch_offset || skip.span.base_offset >= self.chunk.until
+        {
             return Ok(());
         }
         if let Some(metrics) = &self.chunk.metrics {
@@ -483,6 +502,7 @@ impl<'b, 'a> ChunkBatchRef<'b, 'a> {
         self.batch
             .records()
             .from_offset(chunk.data.fetch_offset)
+            .until_offset(chunk.until)
             .map(move |record| record.map_err(|source| chunk.decode_error(source)))
     }
 
@@ -498,7 +518,8 @@ impl<'b, 'a> ChunkBatchRef<'b, 'a> {
             records: self
                 .batch
                 .records()
-                .from_offset(self.chunk.data.fetch_offset),
+                .from_offset(self.chunk.data.fetch_offset)
+                .until_offset(self.chunk.until),
         }
     }
 
@@ -511,7 +532,7 @@ impl<'b, 'a> ChunkBatchRef<'b, 'a> {
         self.batch
             .control_records()
             .filter_map(move |control| match control {
-                Ok(control) if control.offset < first => None,
+                Ok(control) if control.offset < first || control.offset >= chunk.until => None,
                 Ok(control) => Some(Ok(control)),
                 Err(source) => Some(Err(chunk.decode_error(source))),
             })

@@ -142,7 +142,12 @@ impl<'c> Iterator for ChunkRecordIter<'c> {
             match self.chunk.kept_batch(self.delivered, bytes, &self.config) {
                 Ok(batch) => {
                     self.delivered += 1;
-                    self.current = Some(batch.records().from_offset(self.chunk.data.fetch_offset));
+                    self.current = Some(
+                        batch
+                            .records()
+                            .from_offset(self.chunk.data.fetch_offset)
+                            .until_offset(self.chunk.until),
+                    );
                 }
                 Err(error) => return self.fail(error),
             }

@@ -139,6 +139,53 @@ fn group_example_prints_count_records_and_commits() {
     );
 }
 
+/// examples/share.rs with COUNT in a share group set to start at the earliest offset: prints
+/// every record once at delivery 1 and accepts them; a second run of the same group, with
+/// two more records produced, gets only those: the first run's were accepted, not released.
+#[test]
+fn share_example_prints_count_records_and_accepts_them() {
+    let broker = live::broker();
+    let (topic, acked) = traced_topic(&broker, "kc-ex-share");
+    let group = live::unique_name("kc-ex-share");
+    broker.tool(
+        "org.apache.kafka.tools.ConfigCommand",
+        &[
+            "--bootstrap-server",
+            "{bootstrap}",
+            "--alter",
+            "--entity-type",
+            "groups",
+            "--entity-name",
+            &group,
+            "--add-config",
+            "share.auto.offset.reset=earliest",
+        ],
+    );
+    let line = |a: &live::Acked| {
+        format!(
+            "{topic}/{} {} (delivery 1): {:?}",
+            a.record.partition, a.offset, a.record.value
+        )
+    };
+    let mut want: Vec<String> = acked.iter().map(line).collect();
+    want.sort();
+    let output = succeed(example("share").args([&broker.bootstrap, &group, &topic, "10"]));
+    assert_eq!(sorted_lines(&output.stdout), want);
+
+    let more = broker.produce(
+        &topic,
+        &[Record::new(0, "k", "late-0"), Record::new(1, "k", "late-1")],
+    );
+    let mut want: Vec<String> = more.iter().map(line).collect();
+    want.sort();
+    let output = succeed(example("share").args([&broker.bootstrap, &group, &topic, "2"]));
+    assert_eq!(
+        sorted_lines(&output.stdout),
+        want,
+        "only the records produced since"
+    );
+}
+
 /// examples/secure.rs on the secured broker's SASL_SSL listener as alice (SCRAM-SHA-512),
 /// with typed settings and from a properties file; as bob, who has no ACL, it fails.
 #[test]

@@ -1,0 +1,270 @@
+//! A share group's chunk: the records of one acquired range of one partition, with their
+//! delivery count. Records the leader returned in the same batches but did not acquire for
+//! this member are not delivered.
+
+use std::ops::Deref;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use krec_batch::layout::{self, EntryHeader};
+use krec_batch::DecodeConfig;
+use krec_client::share::AcquiredRange;
+use uuid::Uuid;
+
+use crate::chunk::PartitionChunk;
+use crate::cursor::ChunkData;
+
+/// The records of one range acquired for this member: a [`PartitionChunk`] (read it with
+/// [`PartitionChunk::records`] or [`PartitionChunk::batches`]) that delivers offsets
+/// [`PartitionChunk::fetch_offset`]`..`[`PartitionChunk::until_offset`] only.
+///
+/// Acknowledge it with [`ShareConsumer::ack`](super::ShareConsumer::ack) or its records one
+/// by one with [`ShareConsumer::ack_record`](super::ShareConsumer::ack_record); what is not
+/// acknowledged is released at [`ShareConsumer::close`](super::ShareConsumer::close), or
+/// comes back to the group when its acquisition lock runs out.
+#[derive(Debug)]
+pub struct ShareChunk {
+    chunk: PartitionChunk,
+    topic_id: Uuid,
+    delivery_count: i16,
+    /// The generation of the share session the records were acquired in (acknowledgements
+    /// for an older one are dropped: the leader released those records when it ended).
+    pub(super) generation: u64,
+}
+
+impl ShareChunk {
+    /// How many times these records have been delivered, this time included (1 the first
+    /// time; more after a release, a lock that ran out, or a member that died holding them).
+    pub fn delivery_count(&self) -> i16 {
+        self.delivery_count
+    }
+
+    /// The chunk's topic id.
+    pub fn topic_id(&self) -> Uuid {
+        self.topic_id
+    }
+
+    /// The first offset of the acquired range.
+    pub fn first_offset(&self) -> i64 {
+        self.chunk.fetch_offset()
+    }
+
+    /// The last offset of the acquired range (inclusive).
+    pub fn last_offset(&self) -> i64 {
+        self.chunk.until_offset() - 1
+    }
+
+    /// Counts the corrupt batches skipped in this chunk into `metrics`.
+    pub(super) fn with_metrics(mut self, metrics: Arc<crate::metrics::Metrics>) -> Self {
+        self.chunk = self.chunk.with_metrics(metrics);
+        self
+    }
+
+    /// The chunk as the consumer's chunk type.
+    pub fn chunk(&self) -> &PartitionChunk {
+        &self.chunk
+    }
+}
+
+impl Deref for ShareChunk {
+    type Target = PartitionChunk;
+
+    fn deref(&self) -> &PartitionChunk {
+        &self.chunk
+    }
+}
+
+/// Where the batches overlapping `first..=last` lie in `records`: their byte span, the offset
+/// after the last of them, and the last offset they cover (at most `last`).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct RangeSpan {
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+    pub(crate) next_offset: i64,
+    pub(crate) last_covered: i64,
+}
+
+/// Finds the complete batches of `records` that overlap `first..=last`, by entry headers only.
+pub(crate) fn range_span(records: &[u8], first: i64, last: i64) -> Option<RangeSpan> {
+    let mut position = 0usize;
+    let mut span: Option<RangeSpan> = None;
+    while position < records.len() {
+        let rest = &records[position..];
+        let (Some(entry), Some(magic)) = (EntryHeader::peek(rest), EntryHeader::peek_magic(rest))
+        else {
+            break;
+        };
+        let size = layout::ENTRY_HEADER_SIZE.saturating_add(entry.length.max(0) as usize);
+        if entry.length < 0 || rest.len() < size {
+            break;
+        }
+        let (base, next) = if magic == layout::magic::V2 {
+            let delta = EntryHeader::peek_last_offset_delta(rest).unwrap_or(0);
+            let next = entry
+                .base_offset
+                .saturating_add(i64::from(delta))
+                .saturating_add(1);
+            (entry.base_offset, next)
+        } else {
+            (entry.base_offset, entry.base_offset.saturating_add(1))
+        };
+        if base > last {
+            break;
+        }
+        if next > first {
+            let found = span.get_or_insert(RangeSpan {
+                start: position,
+                end: position,
+                next_offset: next,
+                last_covered: last,
+            });
+            found.end = position + size;
+            found.next_offset = next;
+            found.last_covered = (next - 1).min(last);
+        }
+        position += size;
+    }
+    span
+}
+
+/// The chunks of one partition's acquired ranges, each cut to the batches it overlaps; the
+/// ranges (or their tails) that no returned batch covers come back in the second list, to be
+/// released unseen.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn share_chunks(
+    topic: &Arc<str>,
+    topic_id: Uuid,
+    partition: i32,
+    records: &Bytes,
+    acquired: &[AcquiredRange],
+    decode: &Arc<DecodeConfig>,
+    generation: u64,
+) -> (Vec<ShareChunk>, Vec<(i64, i64)>) {
+    let mut chunks = Vec::with_capacity(acquired.len());
+    let mut uncovered = Vec::new();
+    for range in acquired {
+        let Some(span) = range_span(records, range.first_offset, range.last_offset) else {
+            uncovered.push((range.first_offset, range.last_offset));
+            continue;
+        };
+        if span.last_covered < range.last_offset {
+            uncovered.push((span.last_covered + 1, range.last_offset));
+        }
+        let data = ChunkData {
+            fetch_offset: range.first_offset,
+            next_offset: span.next_offset,
+            high_watermark: -1,
+            last_stable_offset: -1,
+            aborted: Vec::new(),
+            records: records.slice(span.start..span.end),
+        };
+        let chunk = PartitionChunk::new(topic.clone(), partition, 0, data, false, None)
+            .with_decode(decode.clone())
+            .with_until(span.last_covered + 1);
+        chunks.push(ShareChunk {
+            chunk,
+            topic_id,
+            delivery_count: range.delivery_count,
+            generation,
+        });
+    }
+    (chunks, uncovered)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use krec_batch::encode::BatchBuilder;
+
+    fn batches(starts: &[(i64, u8)]) -> Bytes {
+        let mut bytes = Vec::new();
+        for &(base, count) in starts {
+            let mut builder = BatchBuilder::new(base);
+            for i in 0..count {
+                builder = builder.record(None, Some(&[i]), &[]);
+            }
+            bytes.extend(builder.build());
+        }
+        Bytes::from(bytes)
+    }
+
+    fn offsets(chunk: &ShareChunk) -> Vec<i64> {
+        chunk.records().map(|r| r.unwrap().offset()).collect()
+    }
+
+    #[test]
+    fn only_the_acquired_offsets_are_delivered() {
+        // Batches 0..=4, 5..=9, 10..=14; this member acquired 3..=6 and 12..=12.
+        let records = batches(&[(0, 5), (5, 5), (10, 5)]);
+        let acquired = [
+            AcquiredRange {
+                first_offset: 3,
+                last_offset: 6,
+                delivery_count: 1,
+            },
+            AcquiredRange {
+                first_offset: 12,
+                last_offset: 12,
+                delivery_count: 2,
+            },
+        ];
+        let topic: Arc<str> = Arc::from("t");
+        let config = Arc::new(DecodeConfig::default());
+        let (chunks, uncovered) =
+            share_chunks(&topic, Uuid::nil(), 0, &records, &acquired, &config, 1);
+        assert!(uncovered.is_empty());
+        assert_eq!(offsets(&chunks[0]), [3, 4, 5, 6]);
+        assert_eq!((chunks[0].first_offset(), chunks[0].last_offset()), (3, 6));
+        assert_eq!(chunks[0].count_records().unwrap(), 4);
+        assert_eq!(offsets(&chunks[1]), [12]);
+        assert_eq!(chunks[1].delivery_count(), 2);
+        assert_eq!(chunks[1].count_records().unwrap(), 1);
+        let mut in_place = Vec::new();
+        chunks[0]
+            .batches()
+            .try_for_each_ref(|batch| {
+                let mut records = batch.records_in_place();
+                while let Some(record) = records.next_ref() {
+                    in_place.push(record?.offset());
+                }
+                Ok::<_, crate::Error>(std::ops::ControlFlow::Continue(()))
+            })
+            .unwrap();
+        assert_eq!(in_place, [3, 4, 5, 6]);
+    }
+
+    #[test]
+    fn offsets_no_batch_covers_are_handed_back() {
+        let records = batches(&[(0, 5)]);
+        let acquired = [
+            AcquiredRange {
+                first_offset: 2,
+                last_offset: 9,
+                delivery_count: 1,
+            },
+            AcquiredRange {
+                first_offset: 20,
+                last_offset: 29,
+                delivery_count: 1,
+            },
+        ];
+        let topic: Arc<str> = Arc::from("t");
+        let config = Arc::new(DecodeConfig::default());
+        let (chunks, uncovered) =
+            share_chunks(&topic, Uuid::nil(), 0, &records, &acquired, &config, 1);
+        assert_eq!(chunks.len(), 1);
+        assert_eq!(offsets(&chunks[0]), [2, 3, 4]);
+        assert_eq!(uncovered, [(5, 9), (20, 29)]);
+    }
+
+    #[test]
+    fn a_cut_or_hostile_batch_ends_the_span() {
+        let records = batches(&[(0, 3), (3, 3)]);
+        let cut = records.slice(..records.len() - 1);
+        let span = range_span(&cut, 0, 5).unwrap();
+        assert_eq!((span.next_offset, span.last_covered), (3, 2));
+        let mut hostile = records.to_vec();
+        hostile[8..12].copy_from_slice(&(-5i32).to_be_bytes());
+        assert_eq!(range_span(&hostile, 0, 5), None);
+    }
+}
