@@ -6,7 +6,7 @@ use std::process::Command;
 use crate::krec;
 
 /// A `krec consume` flag and a prefix that only it starts with.
-const CONSUME_FLAG: (&str, &str) = ("--sta", "--stats");
+const CONSUME_FLAG: (&str, &str) = ("--sh", "--share-group");
 
 fn script(shell: &str) -> tempfile::NamedTempFile {
     let file = tempfile::NamedTempFile::new().unwrap();
