@@ -311,6 +311,9 @@ transaction.state.log.min.isr=$min_isr
 transaction.state.log.num.partitions=1
 share.coordinator.state.topic.replication.factor=$rf
 share.coordinator.state.topic.min.isr=$min_isr
+# One share-group state partition, as for offsets: the default 50 are created and loaded at a
+# share group's first use, a burst the tests running beside it would feel.
+share.coordinator.state.topic.num.partitions=1
 # A classic consumer group starts at once instead of after 3 s.
 group.initial.rebalance.delay.ms=0
 # KIP-848 consumer groups: session and heartbeat are set by the broker; short ones let the
