@@ -311,6 +311,7 @@ bench_smoke scripts/bench-embed.sh
 bench_smoke scripts/bench-questions.sh
 bench_smoke scripts/bench-partitions.sh
 bench_smoke scripts/bench-group.sh
+bench_smoke scripts/bench-share.sh
 bench_smoke scripts/bench-metrics.sh
 bench_smoke scripts/bench-schema.sh
 stop_brokers
