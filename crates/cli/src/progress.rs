@@ -113,7 +113,31 @@ impl Cells {
     }
 }
 
+/// Where a record falls against `-c`'s count ([`Progress::claim`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CountSlot {
+    /// Within the count: write it.
+    Within,
+    /// The count's last record: write it, then stop.
+    Last,
+    /// Past the count (other threads took the rest): do not write it.
+    Beyond,
+}
+
 impl Progress {
+    /// Claims one record's place under `-c`'s `limit`, across every decode thread.
+    pub fn claim(&self, limit: u64) -> CountSlot {
+        let slot = self.claimed.fetch_add(1, Ordering::Relaxed);
+        if slot >= limit {
+            CountSlot::Beyond
+        } else if slot + 1 == limit {
+            self.count_reached.store(true, Ordering::Relaxed);
+            CountSlot::Last
+        } else {
+            CountSlot::Within
+        }
+    }
+
     /// A chunk of the partition, starting at `fetch_offset`, went to a decode thread (called
     /// by the thread that hands chunks out).
     pub fn handed_out(&self, cells: &mut Cells, topic: &str, partition: i32, fetch_offset: i64) {

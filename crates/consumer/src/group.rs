@@ -41,7 +41,7 @@ pub mod assignor;
 mod classic;
 mod kip848;
 mod ownership;
-mod session;
+pub(crate) mod session;
 mod wire;
 pub mod written;
 

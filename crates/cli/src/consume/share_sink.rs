@@ -14,7 +14,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use super::ConsumeArgs;
 use crate::corrupt::{report_line, SkipSource};
 use crate::format::{RecordContext, RecordWriter};
-use crate::progress::{Cells, ChunkOutput, Progress};
+use crate::progress::{Cells, ChunkOutput, CountSlot, Progress};
 use crate::workers::{self, PartitionWorkers, Partitioned};
 use crate::Error;
 
@@ -158,17 +158,13 @@ impl<'w, W: Write> ShareWriting<'w, W> {
             if !self.writer.admits(record) {
                 continue;
             }
-            if let Some(limit) = self.limit {
-                let slot = self.progress.claimed.fetch_add(1, Ordering::Relaxed);
-                if slot >= limit {
+            match self.limit.map(|limit| self.progress.claim(limit)) {
+                Some(CountSlot::Beyond) => {
                     self.cut = true;
                     return Ok(ControlFlow::Break(()));
                 }
-                if slot + 1 == limit {
-                    self.progress.count_reached.store(true, Ordering::Relaxed);
-                    self.reached = true;
-                    self.cut = true;
-                }
+                Some(CountSlot::Last) => (self.reached, self.cut) = (true, true),
+                Some(CountSlot::Within) | None => {}
             }
             let offset = record.offset();
             let wrote = self

@@ -13,7 +13,7 @@ use krec_consumer::{ChunkBatchRef, PartitionChunk};
 use super::ConsumeArgs;
 use crate::corrupt::{report_line, SkipSource};
 use crate::format::{RecordContext, RecordWriter};
-use crate::progress::{Cells, ChunkOutput, OutputWorkers, Progress};
+use crate::progress::{Cells, ChunkOutput, CountSlot, OutputWorkers, Progress};
 use crate::range::{PartitionEnd, RangeEnds};
 use crate::workers::{self, PartitionWorkers};
 use crate::Error;
@@ -262,17 +262,13 @@ impl<W: Write> ChunkWriting<'_, W> {
             if !self.writer.admits(record) {
                 continue;
             }
-            if let Some(limit) = self.limit {
-                let slot = self.progress.claimed.fetch_add(1, Ordering::Relaxed);
-                if slot >= limit {
+            match self.limit.map(|limit| self.progress.claim(limit)) {
+                Some(CountSlot::Beyond) => {
                     self.cut = true;
                     return Ok(ControlFlow::Break(()));
                 }
-                if slot + 1 == limit {
-                    self.progress.count_reached.store(true, Ordering::Relaxed);
-                    self.reached = true;
-                    self.cut = true;
-                }
+                Some(CountSlot::Last) => (self.reached, self.cut) = (true, true),
+                Some(CountSlot::Within) | None => {}
             }
             self.writer
                 .write_record(self.context, record)

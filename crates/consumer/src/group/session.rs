@@ -202,34 +202,7 @@ impl Session {
                 candidates.push(address.clone());
             }
         }
-        let mut last = None;
-        for address in candidates {
-            let attempt = async {
-                let mut connection = Connection::connect(&address, &self.settings).await?;
-                match group::find_coordinator(&mut connection, &self.config.group_id).await? {
-                    Ok((_, coordinator)) if coordinator == address => Ok(connection),
-                    Ok((_, coordinator)) => {
-                        Ok(Connection::connect(&coordinator, &self.settings).await?)
-                    }
-                    Err(code) => Err(Error::Group {
-                        group: self.config.group_id.clone(),
-                        broker: address.clone(),
-                        api: "FindCoordinator",
-                        code,
-                        name: error_name(code),
-                    }),
-                }
-            };
-            match attempt.await {
-                Ok(connection) => return Ok(connection),
-                Err(error) if error.is_security_failure() => return Err(error),
-                Err(error) => last = Some(error),
-            }
-        }
-        Err(last.unwrap_or(Error::InvalidArgument {
-            what: "brokers",
-            detail: "the bootstrap list is empty".to_owned(),
-        }))
+        coordinator_among(&candidates, &self.config.group_id, &self.settings).await
     }
 
     /// Where each newly assigned partition starts: its committed offset, or the reset policy
@@ -456,6 +429,41 @@ impl Session {
         self.events.send(event).ok()?;
         Some(done)
     }
+}
+
+/// A connection to `group`'s coordinator, asked of each candidate broker in turn; a security
+/// failure ends the search at once (every broker would refuse the same way).
+pub(crate) async fn coordinator_among(
+    candidates: &[String],
+    group: &str,
+    settings: &ConnectionSettings,
+) -> Result<Connection, Error> {
+    let mut last = None;
+    for address in candidates {
+        let attempt = async {
+            let mut connection = Connection::connect(address, settings).await?;
+            match group::find_coordinator(&mut connection, group).await? {
+                Ok((_, coordinator)) if coordinator == *address => Ok(connection),
+                Ok((_, coordinator)) => Ok(Connection::connect(&coordinator, settings).await?),
+                Err(code) => Err(Error::Group {
+                    group: group.to_owned(),
+                    broker: address.clone(),
+                    api: "FindCoordinator",
+                    code,
+                    name: error_name(code),
+                }),
+            }
+        };
+        match attempt.await {
+            Ok(connection) => return Ok(connection),
+            Err(error) if error.is_security_failure() => return Err(error),
+            Err(error) => last = Some(error),
+        }
+    }
+    Err(last.unwrap_or(Error::InvalidArgument {
+        what: "brokers",
+        detail: "the bootstrap list is empty".to_owned(),
+    }))
 }
 
 #[cfg(test)]

@@ -6,12 +6,13 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use krec_client::group::{self, group_codes};
+use krec_client::group::group_codes;
 use krec_client::share::{share_group_heartbeat, ShareHeartbeat};
 use krec_client::{error_name, Connection, ConnectionSettings};
 use tokio::sync::watch;
 use uuid::Uuid;
 
+use crate::group::session::coordinator_among;
 use crate::shared::Backoff;
 use crate::Error;
 
@@ -182,31 +183,6 @@ impl Membership {
     }
 
     async fn find_coordinator(&self) -> Result<Connection, Error> {
-        let mut last = None;
-        for address in &self.bootstrap {
-            let attempt = async {
-                let mut connection = Connection::connect(address, &self.settings).await?;
-                match group::find_coordinator(&mut connection, &self.group).await? {
-                    Ok((_, found)) if found == *address => Ok(connection),
-                    Ok((_, found)) => Ok(Connection::connect(&found, &self.settings).await?),
-                    Err(code) => Err(Error::Group {
-                        group: self.group.clone(),
-                        broker: address.clone(),
-                        api: "FindCoordinator",
-                        code,
-                        name: error_name(code),
-                    }),
-                }
-            };
-            match attempt.await {
-                Ok(connection) => return Ok(connection),
-                Err(error) if error.is_security_failure() => return Err(error),
-                Err(error) => last = Some(error),
-            }
-        }
-        Err(last.unwrap_or(Error::InvalidArgument {
-            what: "brokers",
-            detail: "the bootstrap list is empty".to_owned(),
-        }))
+        coordinator_among(&self.bootstrap, &self.group, &self.settings).await
     }
 }
