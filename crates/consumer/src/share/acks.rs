@@ -193,8 +193,30 @@ fn take_overlap(ranges: &mut BTreeMap<i64, i64>, first: i64, last: i64) -> Vec<(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use krec_testkit::CountingAllocator;
+
+    // Counts per thread: the crate's other unit tests are not disturbed.
+    #[global_allocator]
+    static ALLOCATOR: CountingAllocator = CountingAllocator::new();
 
     const KEY: PartitionKey = (Uuid::from_u128(1), 0);
+
+    #[test]
+    fn accepting_a_chunk_allocates_the_same_for_ten_records_or_a_million() {
+        let allocations = |records: i64| {
+            let mut book = AckBook::default();
+            book.acquire(KEY, 0, 4);
+            book.acquire(KEY, 1_000, 1_000 + records - 1);
+            let (_, counts) = ALLOCATOR.during(|| {
+                book.acknowledge(KEY, 1_000, 1_000 + records - 1, AcknowledgeType::Accept);
+                book.take_pending(&KEY)
+            });
+            counts.allocations
+        };
+        let few = allocations(10);
+        assert_eq!(few, allocations(1_000_000), "ranges, never offsets");
+        assert!(few <= 4, "{few} allocations to accept a chunk");
+    }
 
     fn range(first: i64, last: i64, kind: AcknowledgeType) -> AcknowledgementRange {
         AcknowledgementRange {
