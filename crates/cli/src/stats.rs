@@ -126,9 +126,13 @@ pub fn interval_line(format: StatsFormat, interval: &StatsInterval) -> String {
     match format {
         StatsFormat::Text => {
             let mut line = format!(
-                "krec stats: {:.0} records/s {:.2} MB/s lag",
+                "krec stats: {:.0} records/s {:.2} MB/s",
                 interval.records_per_second, interval.megabytes_per_second
             );
+            // A share-group member has no lag of its own; a group member may own nothing yet.
+            if !interval.lags.is_empty() {
+                line.push_str(" lag");
+            }
             for lag in &interval.lags {
                 line.push_str(&format!(" {}/{}={}", lag.topic, lag.partition, lag.lag));
             }
@@ -221,6 +225,14 @@ mod tests {
         assert_eq!(
             interval_line(StatsFormat::Text, &interval()),
             "krec stats: 1234 records/s 0.57 MB/s lag orders/0=5 orders/3=0"
+        );
+        let no_partitions = StatsInterval {
+            lags: Vec::new(),
+            ..interval()
+        };
+        assert_eq!(
+            interval_line(StatsFormat::Text, &no_partitions),
+            "krec stats: 1234 records/s 0.57 MB/s"
         );
         assert_eq!(
             total_line(StatsFormat::Text, 9000, 12000, 1_000_000, 0),
