@@ -2,7 +2,7 @@
 //! range out (filtered, formatted, flushed) and then say what became of its records, so that
 //! a record is accepted only once it has left krec's output.
 
-use std::io::{self, Write};
+use std::io::Write;
 use std::ops::ControlFlow;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -11,8 +11,8 @@ use krec_batch::Skipped;
 use krec_consumer::{AcknowledgeType, Acknowledger, ChunkBatchRef, ShareChunk};
 use tokio::sync::mpsc::UnboundedSender;
 
+use super::sink::{self, output_error};
 use super::ConsumeArgs;
-use crate::corrupt::{report_line, SkipSource};
 use crate::format::{RecordContext, RecordWriter};
 use crate::progress::{Cells, ChunkOutput, CountSlot, Progress};
 use crate::workers::{self, PartitionWorkers, Partitioned};
@@ -213,35 +213,18 @@ impl<'w, W: Write> ShareWriting<'w, W> {
     }
 }
 
-/// A corrupt batch stepped over: reported on stderr, counted, and its offsets in the chunk
-/// noted in `corrupt`, to be rejected.
+/// Reports a corrupt batch of `chunk` and keeps the acquired offsets it covered, to REJECT.
 fn report_skipped(
     chunk: &ShareChunk,
     progress: &Progress,
     skipped: &Skipped,
     corrupt: &mut Vec<(i64, i64)>,
 ) -> Result<(), Error> {
-    let source = SkipSource {
-        command: "consume",
-        file: None,
-        topic: Some(chunk.topic()),
-        partition: Some(chunk.partition()),
-        fetch_offset: Some(chunk.first_offset()),
-    };
-    let line = report_line(&source, skipped);
-    writeln!(io::stderr().lock(), "{line}").map_err(|source| Error::Io {
-        context: "reporting a skipped batch".to_owned(),
-        source,
-    })?;
-    progress.batches_skipped.fetch_add(1, Ordering::Relaxed);
+    sink::report_skipped(chunk, progress, skipped)?;
     let first = skipped.span.base_offset.max(chunk.first_offset());
     let last = skipped.span.last_offset.min(chunk.last_offset());
     if first <= last {
         corrupt.push((first, last));
     }
     Ok(())
-}
-
-fn output_error(source: io::Error) -> Error {
-    Error::output("writing records", source)
 }

@@ -180,7 +180,8 @@ fn write_chunk<W: Write>(
 }
 
 /// One report line on stderr for a skipped corrupt batch of `chunk`, counted in `progress`.
-fn report_skipped(
+/// Reports a corrupt batch stepped over in `chunk` (one stderr line) and counts it.
+pub(super) fn report_skipped(
     chunk: &PartitionChunk,
     progress: &Progress,
     skipped: &Skipped,
@@ -201,7 +202,7 @@ fn report_skipped(
     Ok(())
 }
 
-fn output_error(source: io::Error) -> Error {
+pub(super) fn output_error(source: io::Error) -> Error {
     Error::output("writing records", source)
 }
 
