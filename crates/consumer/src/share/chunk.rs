@@ -80,13 +80,16 @@ impl Deref for ShareChunk {
 pub(crate) struct RangeSpan {
     pub(crate) start: usize,
     pub(crate) end: usize,
+    /// Where the last of the batches starts: the next (higher) range can begin in it.
+    pub(crate) last_batch: usize,
     pub(crate) next_offset: i64,
     pub(crate) last_covered: i64,
 }
 
-/// Finds the complete batches of `records` that overlap `first..=last`, by entry headers only.
-pub(crate) fn range_span(records: &[u8], first: i64, last: i64) -> Option<RangeSpan> {
-    let mut position = 0usize;
+/// Finds the complete batches of `records` that overlap `first..=last`, by entry headers only,
+/// looking from byte `from` on (where an earlier, lower range's last batch starts).
+pub(crate) fn range_span(records: &[u8], from: usize, first: i64, last: i64) -> Option<RangeSpan> {
+    let mut position = from;
     let mut span: Option<RangeSpan> = None;
     while position < records.len() {
         let rest = &records[position..];
@@ -115,10 +118,12 @@ pub(crate) fn range_span(records: &[u8], first: i64, last: i64) -> Option<RangeS
             let found = span.get_or_insert(RangeSpan {
                 start: position,
                 end: position,
+                last_batch: position,
                 next_offset: next,
                 last_covered: last,
             });
             found.end = position + size;
+            found.last_batch = position;
             found.next_offset = next;
             found.last_covered = (next - 1).min(last);
         }
@@ -142,11 +147,15 @@ pub(crate) fn share_chunks(
 ) -> (Vec<ShareChunk>, Vec<(i64, i64)>) {
     let mut chunks = Vec::with_capacity(acquired.len());
     let mut uncovered = Vec::new();
+    // The ranges are ordered and disjoint (checked with the response): each scan goes on from
+    // the last batch of the one before, so the record bytes are walked once.
+    let mut from = 0;
     for range in acquired {
-        let Some(span) = range_span(records, range.first_offset, range.last_offset) else {
+        let Some(span) = range_span(records, from, range.first_offset, range.last_offset) else {
             uncovered.push((range.first_offset, range.last_offset));
             continue;
         };
+        from = span.last_batch;
         if span.last_covered < range.last_offset {
             uncovered.push((span.last_covered + 1, range.last_offset));
         }
@@ -258,13 +267,32 @@ mod tests {
     }
 
     #[test]
+    fn ranges_sharing_a_batch_each_get_their_records() {
+        // Batches 0..=4 and 5..=9; 3..=6 and 7..=8 both lie in the second batch.
+        let records = batches(&[(0, 5), (5, 5)]);
+        let range = |first_offset, last_offset| AcquiredRange {
+            first_offset,
+            last_offset,
+            delivery_count: 1,
+        };
+        let acquired = [range(3, 6), range(7, 8)];
+        let topic: Arc<str> = Arc::from("t");
+        let config = Arc::new(DecodeConfig::default());
+        let (chunks, uncovered) =
+            share_chunks(&topic, Uuid::nil(), 0, &records, &acquired, &config, 1);
+        assert!(uncovered.is_empty());
+        assert_eq!(offsets(&chunks[0]), [3, 4, 5, 6]);
+        assert_eq!(offsets(&chunks[1]), [7, 8]);
+    }
+
+    #[test]
     fn a_cut_or_hostile_batch_ends_the_span() {
         let records = batches(&[(0, 3), (3, 3)]);
         let cut = records.slice(..records.len() - 1);
-        let span = range_span(&cut, 0, 5).unwrap();
+        let span = range_span(&cut, 0, 0, 5).unwrap();
         assert_eq!((span.next_offset, span.last_covered), (3, 2));
         let mut hostile = records.to_vec();
         hostile[8..12].copy_from_slice(&(-5i32).to_be_bytes());
-        assert_eq!(range_span(&hostile, 0, 5), None);
+        assert_eq!(range_span(&hostile, 0, 0, 5), None);
     }
 }
