@@ -6,7 +6,8 @@
 //!   request frames, decodes each header and hands the [`Request`](broker::Request) (API,
 //!   version, correlation id, body) to a closure the test supplies, which returns a
 //!   [`Reply`](broker::Reply): a typed answer, a raw body, raw bytes, a late answer, an answer
-//!   under another correlation id, or a closed connection. [`broker::answers`] builds the
+//!   under another correlation id, or a closed connection, each followed if need be by more
+//!   written unasked ([`Reply::then`](broker::Reply::then)). [`broker::answers`] builds the
 //!   answers every script gives alike (ApiVersions, Metadata, ListOffsets).
 //! - [`alloc`]: one counting global allocator, [`CountingAllocator`], counting allocations,
 //!   bytes and live bytes per thread (and process-wide if asked), for tests that prove a path

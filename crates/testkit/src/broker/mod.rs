@@ -62,6 +62,8 @@ impl Request {
 pub struct Reply {
     delay: Duration,
     action: Action,
+    /// What follows at once, unasked (see [`Reply::then`]).
+    next: Option<Box<Reply>>,
 }
 
 #[derive(Clone, Debug)]
@@ -83,6 +85,7 @@ impl Reply {
         Reply {
             delay: Duration::ZERO,
             action,
+            next: None,
         }
     }
 
@@ -100,6 +103,17 @@ impl Reply {
     /// The connection reads nothing meanwhile; other connections go on.
     pub fn after(self, delay: Duration) -> Reply {
         Reply { delay, ..self }
+    }
+
+    /// This reply, then `next` without waiting for another request (after `next`'s own
+    /// delay): a frame written in pieces, bytes no request asked for, a close after them.
+    pub fn then(mut self, next: Reply) -> Reply {
+        let mut last = &mut self;
+        while let Some(ref mut following) = last.next {
+            last = following;
+        }
+        last.next = Some(Box::new(next));
+        self
     }
 
     /// The same answer under another correlation id. Panics if this is no answer.
@@ -152,11 +166,21 @@ where
     while let Some(request) = read_request(&mut socket, port).await {
         // The lock is released before sleeping: a delay holds up this connection only.
         let reply = (script.lock().expect("the script panicked earlier"))(&request);
+        if !write_reply(&mut socket, reply).await {
+            return;
+        }
+    }
+}
+
+/// Carries out `reply` and what it is followed by; false once the connection is done.
+async fn write_reply(socket: &mut TcpStream, reply: Reply) -> bool {
+    let mut next = Some(Box::new(reply));
+    while let Some(reply) = next {
         if !reply.delay.is_zero() {
             tokio::time::sleep(reply.delay).await;
         }
         let bytes = match reply.action {
-            Action::Close => return,
+            Action::Close => return false,
             Action::Raw(bytes) => bytes,
             Action::Answer {
                 correlation_id,
@@ -165,9 +189,11 @@ where
             } => frame(correlation_id, header_version, &body),
         };
         if socket.write_all(&bytes).await.is_err() {
-            return;
+            return false;
         }
+        next = reply.next;
     }
+    true
 }
 
 /// The next request, or `None` once the client closed the connection (or cut a frame).
@@ -257,5 +283,28 @@ mod tests {
             99
         );
         assert_eq!(ask(&mut socket, 9).await, None, "closed");
+    }
+
+    #[tokio::test]
+    async fn a_reply_goes_on_unasked_with_what_follows_it() {
+        let address = start(|request| {
+            let answer = request.answer(&answers::api_versions(&[(ApiKey::Fetch, 4, 12)]));
+            answer
+                .then(Reply::raw(&b"ab"[..]).after(Duration::from_millis(5)))
+                .then(Reply::raw(&b"c"[..]))
+                .then(Reply::close())
+        })
+        .await;
+        let mut socket = TcpStream::connect(&address).await.unwrap();
+        let mut frame = ask(&mut socket, 7).await.unwrap();
+        assert_eq!(
+            ResponseHeader::decode(&mut frame, 0)
+                .unwrap()
+                .correlation_id,
+            7
+        );
+        let mut rest = Vec::new();
+        socket.read_to_end(&mut rest).await.unwrap();
+        assert_eq!(rest, b"abc", "the pieces in order, then the close");
     }
 }
