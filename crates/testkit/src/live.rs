@@ -124,6 +124,33 @@ pub struct Acked {
     pub offset: i64,
 }
 
+/// The Python function both suites' transactional producers end with (this crate's and the
+/// CLI tests'): `wait_for_markers(bootstrap, topic)` returns once every partition's last
+/// stable offset has reached its high watermark.
+pub const WAIT_FOR_MARKERS_PY: &str = r#"
+import sys, time
+def wait_for_markers(bootstrap, topic):
+    # A commit returns before the coordinator writes its markers; until it has, the last stable
+    # offset lags the high watermark and read_committed readers stop short.
+    from confluent_kafka import Consumer, TopicPartition
+    ends = {}
+    for level in ("read_committed", "read_uncommitted"):
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": "krec-test-markers",
+                      "isolation.level": level})
+        ends[level] = c
+    partitions = ends["read_uncommitted"].list_topics(topic, timeout=10).topics[topic].partitions
+    deadline = time.time() + 30
+    for partition in partitions:
+        tp = TopicPartition(topic, partition)
+        while ends["read_committed"].get_watermark_offsets(tp, timeout=10)[1] \
+                != ends["read_uncommitted"].get_watermark_offsets(tp, timeout=10)[1]:
+            if time.time() > deadline:
+                sys.exit("transaction markers of %s-%d not written after 30 s" % (topic, partition))
+            time.sleep(0.05)
+    for c in ends.values():
+        c.close()
+"#;
+
 /// Creates topics and produces: one JSON request on stdin, one JSON line per acknowledged
 /// record on stdout (`[index, offset]`, in the order of `records`).
 const PYTHON: &str = r#"
@@ -147,26 +174,6 @@ if req["op"] == "create":
             sys.exit("topic %s has no leaders after 30 s" % req["topic"])
         time.sleep(0.05)
     sys.exit(0)
-def wait_for_markers(bootstrap, topic):
-    # A commit returns before the coordinator writes its markers; until it has, the last stable
-    # offset lags the high watermark and read_committed readers stop short.
-    from confluent_kafka import Consumer, TopicPartition
-    ends = {}
-    for level in ("read_committed", "read_uncommitted"):
-        c = Consumer({"bootstrap.servers": bootstrap, "group.id": "krec-test-markers",
-                      "isolation.level": level})
-        ends[level] = c
-    partitions = ends["read_uncommitted"].list_topics(topic, timeout=10).topics[topic].partitions
-    deadline = time.time() + 30
-    for partition in partitions:
-        tp = TopicPartition(topic, partition)
-        while ends["read_committed"].get_watermark_offsets(tp, timeout=10)[1] \
-                != ends["read_uncommitted"].get_watermark_offsets(tp, timeout=10)[1]:
-            if time.time() > deadline:
-                sys.exit("transaction markers of %s-%d not written after 30 s" % (topic, partition))
-            time.sleep(0.05)
-    for c in ends.values():
-        c.close()
 conf.update({"linger.ms": 5, "enable.idempotence": True, "acks": "all"})
 txn = req["transactional_id"]
 if txn:
@@ -334,7 +341,7 @@ impl LiveBroker {
 
     fn python(&self, request: &str) -> String {
         let mut child = Command::new("/usr/bin/python3")
-            .args(["-c", PYTHON])
+            .args(["-c", &[WAIT_FOR_MARKERS_PY, PYTHON].concat()])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

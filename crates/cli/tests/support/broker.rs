@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
+use krec_testkit::live;
 
 /// The broker the suite runs against.
 pub struct Broker {
@@ -165,7 +166,7 @@ impl Broker {
     /// acknowledged, with offsets.
     pub fn produce_python(&self, plan: &ProducePlan) -> Vec<Produced> {
         let mut child = Command::new("/usr/bin/python3")
-            .args(["-c", PYTHON_PRODUCER])
+            .args(["-c", &[live::WAIT_FOR_MARKERS_PY, PYTHON_PRODUCER].concat()])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -437,27 +438,6 @@ const PYTHON_PRODUCER: &str = r#"
 import json, sys, time
 from confluent_kafka import Producer
 plan = json.load(sys.stdin)
-def wait_for_markers(bootstrap, topic):
-    # A commit returns before the coordinator writes its markers; until it has, the last stable
-    # offset lags the high watermark and read_committed readers stop short.
-    from confluent_kafka import Consumer, TopicPartition
-    ends = {}
-    for level in ("read_committed", "read_uncommitted"):
-        c = Consumer({"bootstrap.servers": bootstrap, "group.id": "krec-test-markers",
-                      "isolation.level": level})
-        ends[level] = c
-    partitions = ends["read_uncommitted"].list_topics(topic, timeout=10).topics[topic].partitions
-    deadline = time.time() + 30
-    for partition in partitions:
-        tp = TopicPartition(topic, partition)
-        while ends["read_committed"].get_watermark_offsets(tp, timeout=10)[1] \
-                != ends["read_uncommitted"].get_watermark_offsets(tp, timeout=10)[1]:
-            if time.time() > deadline:
-                sys.exit("transaction markers of %s-%d not written after 30 s" % (topic, partition))
-            time.sleep(0.05)
-    for c in ends.values():
-        c.close()
-
 conf = {"bootstrap.servers": plan["bootstrap"], "compression.type": plan["compression"],
         "linger.ms": 20, "enable.idempotence": True, "acks": "all"}
 if plan["transactional_id"]:
