@@ -8,7 +8,7 @@
 #                                            for re-measuring the important ones
 #
 # Steps: build the JMH jar (benches/java, Maven) and the generator; write the inputs with
-# examples/gen_bench_segments.rs; run JMH (one fork) and the criterion bench
+# benches/gen_bench_segments.rs; run JMH (one fork) and the criterion bench
 # benches/decode_vs_java.rs on the same files; print ONE table (shape, krec records/s, Java
 # records/s, ratio) and write it as markdown, plus a PNG chart (log scale, matplotlib).
 #
@@ -26,16 +26,14 @@ cd "$REPO_ROOT" || exit
 SHAPES='.'
 bench_args "--shapes=" "$@"
 
-TARGET_DIR="${CARGO_TARGET_DIR:-$REPO_ROOT/target}"
 if ((QUICK)); then
     # Cargo flags of the generator and the criterion bench: --quick proves the pipeline, not
     # the speed, so it reuses the debug builds of `cargo test --workspace [--benches --no-run]`
     # (the test suite has just made them) where the release and bench profiles would compile
     # everything again.
     # With the suite's features (KREC_CARGO_FEATURES, set by test.sh), or they would differ.
-    GEN_CARGO=(--workspace ${KREC_CARGO_FEATURES:+--features "$KREC_CARGO_FEATURES"})
-    GEN_BIN="$TARGET_DIR/debug/examples/gen_bench_segments"
-    BENCH_CARGO=("${GEN_CARGO[@]}" --profile test)
+    GEN_CARGO=(cargo test -q --workspace --no-run ${KREC_CARGO_FEATURES:+--features "$KREC_CARGO_FEATURES"})
+    BENCH_CARGO=(--workspace ${KREC_CARGO_FEATURES:+--features "$KREC_CARGO_FEATURES"} --profile test)
     OUT="$REPO_ROOT/target/bench-decode-quick"
     SEGMENTS="$OUT/segments"
     CHART="$OUT/bench-decode.png"
@@ -51,8 +49,7 @@ else
         OUT="$REPO_ROOT/target/bench-decode/subset"
         CHART="$OUT/bench-decode.png"
     fi
-    GEN_CARGO=(--release)
-    GEN_BIN="$TARGET_DIR/release/examples/gen_bench_segments"
+    GEN_CARGO=(cargo build -q --release -p krec)
     BENCH_CARGO=()
     GEN_ARGS=()
     # Two noisy cores: one fork, short iterations, medians reported.
@@ -81,7 +78,7 @@ if [[ ! -f "$JAR" || -n "$(find benches/java/pom.xml benches/java/src -newer "$J
 fi
 
 log "building and running the input generator"
-cargo build -q "${GEN_CARGO[@]}" --example gen_bench_segments
+GEN_BIN="$(bench_program gen_bench_segments "${GEN_CARGO[@]}")"
 "$GEN_BIN" --out "$SEGMENTS" "${GEN_ARGS[@]}" >&2
 
 # Shapes to run: manifest names matching the filter.

@@ -71,21 +71,12 @@ fi
 
 PROGRAMS=()
 declare -A COMMAND_OF=()
-# add_bench NAME BENCH: builds the root package's bench target BENCH (benches/BENCH.rs, a
-# program: harness = false) and adds its executable (target/*/deps/BENCH-<hash>) as NAME.
+# add_bench NAME BENCH: builds the root package's program benches/BENCH.rs and adds it as NAME.
 add_bench() {
-    local name="$1" bench="$2" exe
+    local name="$1" bench="$2"
     log "building $name (benches/$bench.rs, $BUILD_NOTE)"
-    exe="$(cd "$REPO_ROOT" && "${BUILD_BENCH[@]}" --bench "$bench" --message-format=json-render-diagnostics \
-        | python3 -c '
-import json, sys
-name = sys.argv[1]
-paths = [m["executable"] for m in map(json.loads, sys.stdin)
-         if m.get("reason") == "compiler-artifact" and m["target"]["name"] == name and m.get("executable")]
-print(paths[-1] if paths else "")' "$bench")" || die "building benches/$bench.rs failed"
-    [[ -n "$exe" && -x "$exe" ]] || die "cargo named no executable for benches/$bench.rs"
     PROGRAMS+=("$name")
-    COMMAND_OF[$name]="$exe"
+    COMMAND_OF[$name]="$(bench_program "$bench" "${BUILD_BENCH[@]}")"
 }
 
 if bench_rdkafka_consumer "$OUT/rdkafka-build.log"; then

@@ -11,6 +11,8 @@
 #   bench_args SPEC "$@"          the flags (below)
 #   bench_krec                    KREC: $KREC_BIN, or a release build of krec made here
 #   bench_rdkafka_consumer LOG    RDKAFKA_BIN: benches/rdkafka-consumer's release build, or ""
+#   bench_program BENCH CARGO...  builds benches/BENCH.rs (a program) with the cargo command
+#                                 CARGO... and prints its executable's path
 #   bench_broker DEFAULT [START_OPTION...]
 #                                 BROKER_NAME, BOOTSTRAP: a kafka.sh broker, started if needed
 #   bench_on_exit COMMAND         run COMMAND (a string, eval'd) when the script exits
@@ -134,6 +136,27 @@ bench_krec() {
         KREC="${CARGO_TARGET_DIR:-$REPO_ROOT/target}/release/krec"
     fi
     [[ -x "$KREC" ]] || die "no krec binary at $KREC"
+}
+
+# --- programs under benches/ -----------------------------------------------------------------
+
+# bench_program BENCH CARGO...
+# Builds the root package's bench target BENCH (benches/BENCH.rs, a program: harness = false)
+# with CARGO... (`cargo build --release -p krec` for a measurement, `cargo test --workspace
+# --no-run` to reuse the suite's test-profile builds) and prints its executable, whose name
+# (target/*/deps/BENCH-<hash>) only cargo's JSON messages tell.
+bench_program() {
+    local bench="$1" exe
+    shift
+    exe="$(cd "$REPO_ROOT" && "$@" --bench "$bench" --message-format=json-render-diagnostics \
+        | python3 -c '
+import json, sys
+name = sys.argv[1]
+paths = [m["executable"] for m in map(json.loads, sys.stdin)
+         if m.get("reason") == "compiler-artifact" and m["target"]["name"] == name and m.get("executable")]
+print(paths[-1] if paths else "")' "$bench")" || die "building benches/$bench.rs failed"
+    [[ -n "$exe" && -x "$exe" ]] || die "cargo named no executable for benches/$bench.rs"
+    echo "$exe"
 }
 
 # --- the rdkafka crate's consumer ------------------------------------------------------------

@@ -1,4 +1,7 @@
-//! cargo run --release --example gen_bench_segments -- [--out DIR] [--target-bytes N] [--max-records N]
+//! ```text
+//! cargo build --release --bench gen_bench_segments     # or: scripts/bench-decode.sh
+//! target/release/deps/gen_bench_segments-<hash> [--out DIR] [--target-bytes N] [--max-records N]
+//! ```
 //!
 //! Writes the inputs of the krec-vs-Java decode benchmark (`scripts/bench-decode.sh`): per
 //! shape, one segment-like file of concatenated RecordBatch v2 batches, and `manifest.tsv`
