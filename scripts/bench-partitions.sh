@@ -33,7 +33,8 @@
 #            for S seconds (the steady state), for each rate: P partitions with and without
 #            sessions; every record written in the window must come out.
 #   idle     `krec consume -o end` on an idle topic of P and of 4 partitions for 3 s: peak RSS,
-#            whose difference is what each partition costs.
+#            whose difference is what each partition costs; and the library's live heap
+#            bytes per partition on the same topics (benches/partition_memory.rs).
 #
 # Environment: KREC_BIN=path benchmarks that krec binary instead of building one;
 # KREC_BENCH_BROKER names the broker instance (default bench-partitions), reused if running.
@@ -265,6 +266,20 @@ for topic in "$IDLE_MANY" "$IDLE_FEW"; do
 done
 settle
 
+# Live heap bytes per partition of the library on the same idle topics: a program under a
+# counting allocator (benches/partition_memory.rs), built as bench-embed.sh builds its own.
+if ((QUICK)); then
+    MEMORY_BUILD=(cargo test -q --workspace --no-run ${KREC_CARGO_FEATURES:+--features "$KREC_CARGO_FEATURES"})
+else
+    MEMORY_BUILD=(cargo build -q --release -p krec)
+fi
+log "building and running benches/partition_memory.rs"
+PARTITION_MEMORY_BIN="$(bench_program partition_memory "${MEMORY_BUILD[@]}")"
+PARTITION_MEMORY="$("$PARTITION_MEMORY_BIN" "$BOOTSTRAP" "$IDLE_MANY" "$IDLE_FEW")" \
+    || die "benches/partition_memory.rs failed"
+memory_line='^live bytes: [0-9]+ with 4 partitions, [0-9]+ with [0-9]+: -?[0-9]+ B per partition$'
+[[ "$PARTITION_MEMORY" =~ $memory_line ]] || die "benches/partition_memory.rs printed: $PARTITION_MEMORY"
+
 # --- report -----------------------------------------------------------------------------------
 
 kill "$SAMPLER_PID" 2>/dev/null || true
@@ -277,6 +292,8 @@ SAMPLER_PID=""
     echo
     /usr/bin/python3 "$SCRIPT_DIR/bench_partitions_report.py" "$RUNS_TSV" "$JMX_CSV" \
         --ticks-per-s "$TICKS_PER_S" --partitions "$PARTITIONS" --rates "$RATES" --topics "$TOPICS" --buffer-mib 256
+    echo
+    echo "Library memory per partition (benches/partition_memory.rs, $IDLE_MANY against $IDLE_FEW): $PARTITION_MEMORY"
 } >"$OUT/report.md"
 cat "$OUT/report.md"
 log "results in $OUT (report.md, runs.tsv, jmx.csv)"

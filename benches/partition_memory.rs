@@ -3,8 +3,11 @@
 //! bytes a counting allocator sees then are compared between a topic of many partitions and
 //! one of few. RSS keeps what was freed; this counts only what is still allocated.
 //!
+//! Run by scripts/bench-partitions.sh on its idle topics; by hand:
+//!
 //! ```text
-//! cargo run --release --example partition_memory -- HOST:PORT MANY_TOPIC FEW_TOPIC
+//! cargo build --release --bench partition_memory
+//! target/release/deps/partition_memory-<hash> HOST:PORT MANY_TOPIC FEW_TOPIC
 //! ```
 
 use std::collections::BTreeSet;
