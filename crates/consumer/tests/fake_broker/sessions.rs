@@ -486,6 +486,38 @@ async fn a_seek_in_a_live_session_is_named_and_its_end_still_reported() {
 }
 
 #[tokio::test]
+async fn an_unassigned_partition_is_forgotten_by_the_live_session() {
+    let (config, broker) = start(granting(None)).await;
+    let mut consumer = Consumer::connect(config.clone()).await.unwrap();
+    let partitions = [0, 1, 2].map(|partition| TopicPartition::new(TOPIC, partition));
+    consumer
+        .assign(&partitions, StartOffset::Beginning)
+        .await
+        .unwrap();
+    assert_eq!(read_to_end(&mut consumer).await, expected());
+    consumer.unassign(&partitions[1..2]);
+    // Partition 0 read again from its start, so that requests go on and carry the change.
+    consumer
+        .seek(&partitions[0], StartOffset::Offset(0))
+        .unwrap();
+    loop {
+        let fetched = tokio::time::timeout(Duration::from_secs(20), consumer.poll())
+            .await
+            .expect("partition 0 is read again")
+            .unwrap();
+        if let Fetched::Chunk(chunk) = fetched {
+            assert_eq!(chunk.partition(), 0, "only partition 0 is still assigned");
+            break;
+        }
+    }
+    let seen = broker.lock().unwrap().seen.clone();
+    let forgetting: Vec<&Seen> = seen.iter().filter(|s| !s.forgotten.is_empty()).collect();
+    assert_eq!(forgetting.len(), 1, "{seen:?}");
+    assert_eq!(forgetting[0].forgotten, vec![1], "{seen:?}");
+    assert!(forgetting[0].epoch > 0, "in the live session: {seen:?}");
+}
+
+#[tokio::test]
 async fn a_partition_answered_first_with_only_a_cut_batch_is_no_progress() {
     // Partition 0 comes back with half a batch at offset 10, every time. Incremental
     // requests do not name it (its offset does not move), yet the broker reads it first
