@@ -1,8 +1,8 @@
 //! krec's decode of whole segment files, the Rust half of the krec-vs-Java benchmark.
 //!
 //! ```text
-//! cargo run --release --example gen_bench_segments     # writes target/bench-segments/
-//! cargo bench --bench decode_vs_java                    # or: scripts/bench-decode.sh
+//! scripts/bench-decode.sh               # writes target/bench-segments/, runs both sides
+//! cargo bench --bench decode_vs_java    # this side alone, once the files exist
 //! ```
 //!
 //! `KREC_BENCH_SEGMENTS` names another input directory. One iteration decodes one whole file
@@ -23,7 +23,7 @@ use krec::batch::{BatchWalk, DecodeConfig};
 
 use floor::{LOOKUP_A, LOOKUP_B};
 
-/// One line of manifest.tsv (written by examples/gen_bench_segments.rs).
+/// One line of manifest.tsv (written by benches/gen_bench_segments.rs).
 struct Entry {
     shape: String,
     file: String,
@@ -36,7 +36,7 @@ fn read_manifest(dir: &Path) -> Result<Vec<Entry>, String> {
     let path = dir.join("manifest.tsv");
     let text = std::fs::read_to_string(&path).map_err(|e| {
         format!(
-            "{}: {e} (run `cargo run --release --example gen_bench_segments` first)",
+            "{}: {e} (run scripts/bench-decode.sh first: it writes the files)",
             path.display()
         )
     })?;
