@@ -10,6 +10,7 @@ mod control;
 mod corrupt;
 mod errors;
 mod fixtures;
+mod json_spelling;
 mod no_alloc;
 mod sample_segment;
 mod streaming;
