@@ -113,31 +113,48 @@ impl Cells {
     }
 }
 
-/// Where a record falls against `-c`'s count ([`Progress::claim`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CountSlot {
-    /// Within the count: write it.
-    Within,
-    /// The count's last record: write it, then stop.
-    Last,
-    /// Past the count (other threads took the rest): do not write it.
-    Beyond,
+/// One chunk's part in `-c`: the count, and whether this chunk reached it or was stopped by it.
+#[derive(Clone, Copy, Debug)]
+pub struct ChunkCount {
+    limit: Option<u64>,
+    /// The count's last record is this chunk's.
+    pub reached: bool,
+    /// The count stopped this chunk: reached here, or by other threads (before it began, when
+    /// made with `cut`, or meanwhile).
+    pub cut: bool,
 }
 
-impl Progress {
-    /// Claims one record's place under `-c`'s `limit`, across every decode thread.
-    pub fn claim(&self, limit: u64) -> CountSlot {
-        let slot = self.claimed.fetch_add(1, Ordering::Relaxed);
-        if slot >= limit {
-            CountSlot::Beyond
-        } else if slot + 1 == limit {
-            self.count_reached.store(true, Ordering::Relaxed);
-            CountSlot::Last
-        } else {
-            CountSlot::Within
+impl ChunkCount {
+    /// `limit` is `-c`'s count (none: no count).
+    pub fn new(limit: Option<u64>, cut: bool) -> Self {
+        ChunkCount {
+            limit,
+            reached: false,
+            cut,
         }
     }
 
+    /// Claims the next record's place across every decode thread: false when it is past the
+    /// count (other threads took the rest), and the chunk stops before it.
+    #[inline]
+    pub fn claim(&mut self, progress: &Progress) -> bool {
+        let Some(limit) = self.limit else {
+            return true;
+        };
+        let slot = progress.claimed.fetch_add(1, Ordering::Relaxed);
+        if slot >= limit {
+            self.cut = true;
+            return false;
+        }
+        if slot + 1 == limit {
+            progress.count_reached.store(true, Ordering::Relaxed);
+            (self.reached, self.cut) = (true, true);
+        }
+        true
+    }
+}
+
+impl Progress {
     /// A chunk of the partition, starting at `fetch_offset`, went to a decode thread (called
     /// by the thread that hands chunks out).
     pub fn handed_out(&self, cells: &mut Cells, topic: &str, partition: i32, fetch_offset: i64) {

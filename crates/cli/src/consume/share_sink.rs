@@ -14,7 +14,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use super::sink::{self, output_error};
 use super::ConsumeArgs;
 use crate::format::{RecordContext, RecordWriter};
-use crate::progress::{Cells, ChunkOutput, CountSlot, Progress};
+use crate::progress::{Cells, ChunkCount, ChunkOutput, Progress};
 use crate::workers::{self, PartitionWorkers, Partitioned};
 use crate::Error;
 
@@ -97,14 +97,12 @@ struct ShareWriting<'w, W: Write> {
     writer: &'w mut RecordWriter<W>,
     progress: &'w Progress,
     context: RecordContext<'w>,
-    limit: Option<u64>,
+    /// Cut short by `-c`, only what was written is accepted.
+    count: ChunkCount,
     range: (i64, i64),
     written: u64,
     scanned: u64,
     last_written: Option<i64>,
-    reached: bool,
-    /// `-c` stopped the chunk (here or on another thread): only what was written is accepted.
-    cut: bool,
     rejected: Vec<(i64, i64)>,
 }
 
@@ -121,19 +119,17 @@ impl<'w, W: Write> ShareWriting<'w, W> {
             progress,
             context: RecordContext::new(chunk.topic(), chunk.partition())
                 .with_delivery_count(chunk.delivery_count()),
-            limit,
+            count: ChunkCount::new(limit, cut),
             range: (chunk.first_offset(), chunk.last_offset()),
             written: 0,
             scanned: 0,
             last_written: None,
-            reached: false,
-            cut,
             rejected: Vec::new(),
         }
     }
 
     fn write_batch(&mut self, batch: ChunkBatchRef<'_, '_>) -> Result<ControlFlow<()>, Error> {
-        if self.cut {
+        if self.count.cut {
             return Ok(ControlFlow::Break(()));
         }
         if batch.batch().is_control() {
@@ -158,13 +154,8 @@ impl<'w, W: Write> ShareWriting<'w, W> {
             if !self.writer.admits(record) {
                 continue;
             }
-            match self.limit.map(|limit| self.progress.claim(limit)) {
-                Some(CountSlot::Beyond) => {
-                    self.cut = true;
-                    return Ok(ControlFlow::Break(()));
-                }
-                Some(CountSlot::Last) => (self.reached, self.cut) = (true, true),
-                Some(CountSlot::Within) | None => {}
+            if !self.count.claim(self.progress) {
+                return Ok(ControlFlow::Break(()));
             }
             let offset = record.offset();
             let wrote = self
@@ -177,7 +168,7 @@ impl<'w, W: Write> ShareWriting<'w, W> {
                 self.reject(offset, offset);
             }
             self.last_written = Some(offset);
-            if self.reached {
+            if self.count.reached {
                 return Ok(ControlFlow::Break(()));
             }
         }
@@ -198,7 +189,7 @@ impl<'w, W: Write> ShareWriting<'w, W> {
         self.writer.flush().map_err(output_error)?;
         // Cut short by `-c`: accepted up to the last record written; else the whole range
         // (filtered records, control records and compacted gaps included).
-        let accept_through = if self.cut {
+        let accept_through = if self.count.cut {
             self.last_written
         } else {
             Some(self.range.1)
@@ -206,7 +197,7 @@ impl<'w, W: Write> ShareWriting<'w, W> {
         Ok(ChunkDone {
             written: self.written,
             scanned: self.scanned,
-            reached: self.reached,
+            reached: self.count.reached,
             accept_through,
             rejected: self.rejected,
         })

@@ -13,7 +13,7 @@ use krec_consumer::{ChunkBatchRef, PartitionChunk};
 use super::ConsumeArgs;
 use crate::corrupt::{report_line, SkipSource};
 use crate::format::{RecordContext, RecordWriter};
-use crate::progress::{Cells, ChunkOutput, CountSlot, OutputWorkers, Progress};
+use crate::progress::{Cells, ChunkCount, ChunkOutput, OutputWorkers, Progress};
 use crate::range::{PartitionEnd, RangeEnds};
 use crate::workers::{self, PartitionWorkers};
 use crate::Error;
@@ -136,13 +136,11 @@ fn write_chunk<W: Write>(
         writer,
         context: &context,
         progress,
-        limit,
+        count: ChunkCount::new(limit, false),
         end,
         written: 0,
         scanned: 0,
         last_written: None,
-        reached: false,
-        cut: false,
         passed_end: false,
     };
     // Batches parsed in place and lent (`try_for_each_ref`): moving each out by value costs
@@ -157,21 +155,20 @@ fn write_chunk<W: Write>(
         written,
         scanned,
         last_written,
-        reached,
-        cut,
+        count,
         passed_end,
         ..
     } = state;
     writer.flush().map_err(output_error)?;
     // Cut short by `-c` (here or on another thread): written up to the last record written, if
     // any; otherwise the whole chunk (control records and compacted gaps included).
-    let next_offset = if cut {
+    let next_offset = if count.cut {
         last_written.map(|offset| offset + 1)
     } else {
         Some(chunk.next_offset())
     };
     Ok(ChunkWritten {
-        reached,
+        reached: count.reached,
         passed_end,
         records: written,
         scanned,
@@ -211,17 +208,13 @@ struct ChunkWriting<'w, W: Write> {
     writer: &'w mut RecordWriter<W>,
     context: &'w RecordContext<'w>,
     progress: &'w Progress,
-    limit: Option<u64>,
+    count: ChunkCount,
     /// Where the partition's range ends.
     end: Option<PartitionEnd>,
     written: u64,
     /// Data records decoded, written or not (filters).
     scanned: u64,
     last_written: Option<i64>,
-    /// `-c`'s count was reached by a record of this chunk.
-    reached: bool,
-    /// `-c` stopped this chunk: its count was reached here or by another thread meanwhile.
-    cut: bool,
     /// A record past the range's end was met: nothing after it is written.
     passed_end: bool,
 }
@@ -263,20 +256,15 @@ impl<W: Write> ChunkWriting<'_, W> {
             if !self.writer.admits(record) {
                 continue;
             }
-            match self.limit.map(|limit| self.progress.claim(limit)) {
-                Some(CountSlot::Beyond) => {
-                    self.cut = true;
-                    return Ok(ControlFlow::Break(()));
-                }
-                Some(CountSlot::Last) => (self.reached, self.cut) = (true, true),
-                Some(CountSlot::Within) | None => {}
+            if !self.count.claim(self.progress) {
+                return Ok(ControlFlow::Break(()));
             }
             self.writer
                 .write_record(self.context, record)
                 .map_err(output_error)?;
             self.last_written = Some(record.offset());
             self.written += 1;
-            if self.reached {
+            if self.count.reached {
                 return Ok(ControlFlow::Break(()));
             }
         }
