@@ -277,8 +277,12 @@ log "building and running benches/partition_memory.rs"
 PARTITION_MEMORY_BIN="$(bench_program partition_memory "${MEMORY_BUILD[@]}")"
 PARTITION_MEMORY="$("$PARTITION_MEMORY_BIN" "$BOOTSTRAP" "$IDLE_MANY" "$IDLE_FEW")" \
     || die "benches/partition_memory.rs failed"
-memory_line='^live bytes: [0-9]+ with 4 partitions, [0-9]+ with [0-9]+: -?[0-9]+ B per partition$'
+memory_line='^live bytes: ([0-9]+) with 4 partitions, ([0-9]+) with ([0-9]+): (-?[0-9]+) B per partition$'
 [[ "$PARTITION_MEMORY" =~ $memory_line ]] || die "benches/partition_memory.rs printed: $PARTITION_MEMORY"
+# Both topics measured, and the per-partition figure is their difference over the extra partitions.
+awk -v few="${BASH_REMATCH[1]}" -v many="${BASH_REMATCH[2]}" -v p="${BASH_REMATCH[3]}" -v per="${BASH_REMATCH[4]}" \
+    'BEGIN { d = per - (many - few) / (p - 4); exit !(few > 0 && many > 0 && p == '"$PARTITIONS"' && d <= 0.5 && d >= -0.5) }' \
+    || die "benches/partition_memory.rs does not add up: $PARTITION_MEMORY"
 
 # --- report -----------------------------------------------------------------------------------
 
