@@ -379,9 +379,19 @@ fn group_mode(broker: &ProxiedBroker, properties: &[String], scenario: Scenario)
     wait_stable(&[&member], PARTITIONS, Duration::from_secs(60));
     let printed =
         |member: &Member| -> BTreeSet<Position> { print_counts(&[member]).into_keys().collect() };
-    wait_until(Duration::from_secs(60), "records and a commit", || {
-        printed(&member).len() >= 300 && member.last_commits().len() == PARTITIONS as usize
-    });
+    let settled =
+        || printed(&member).len() >= 300 && member.last_commits().len() == PARTITIONS as usize;
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !settled() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no 300 records and a commit of each partition within 60 s: {} printed, commits {:?}\n{}",
+            printed(&member).len(),
+            member.last_commits(),
+            member.log_tail()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
     let committed_before = member.last_commits();
     let changes_before = member.assignment_changes();
 
