@@ -173,6 +173,8 @@ pub(crate) enum MemberEvent {
         lost: bool,
         ack: oneshot::Sender<()>,
     },
+    /// Whether a heartbeat has confirmed the membership since the last one that failed.
+    Confirmed(bool),
     /// The membership failed for good.
     Failed(Error),
 }
@@ -234,6 +236,9 @@ pub struct GroupConsumer {
     revoke_limit: Duration,
     task: JoinHandle<()>,
     failed: bool,
+    /// False from a failed heartbeat until one is answered: records fetched meanwhile are held
+    /// back, since the member may already be fenced and could not commit them.
+    confirmed: bool,
     metrics: MetricsSource,
 }
 
@@ -312,6 +317,7 @@ impl GroupConsumer {
             revoke_limit,
             task,
             failed: false,
+            confirmed: true,
             metrics,
         })
     }
@@ -424,7 +430,7 @@ impl GroupConsumer {
                     Err(Error::Stopped)
                 }
             },
-            fetched = consumer.poll() => {
+            fetched = consumer.poll(), if self.confirmed => {
                 let fetched = fetched?;
                 if let Fetched::Chunk(chunk) = &fetched {
                     let key = TopicPartition::new(chunk.topic_arc().clone(), chunk.partition());
@@ -495,6 +501,7 @@ impl GroupConsumer {
                     });
                 }
             }
+            MemberEvent::Confirmed(confirmed) => self.confirmed = confirmed,
             MemberEvent::Failed(error) => {
                 self.metrics.shared.metrics.stopped_on_error();
                 self.failed = true;
@@ -590,7 +597,7 @@ impl GroupConsumer {
                     // Fetching has stopped: everything handed out is written by now.
                     Some(MemberEvent::Revoke { ack, .. }) => { let _ = ack.send(()); }
                     Some(MemberEvent::Failed(error)) => return Err(error),
-                    Some(MemberEvent::Assigned(_)) => {}
+                    Some(MemberEvent::Assigned(_) | MemberEvent::Confirmed(_)) => {}
                     // The task has ended: its answer is already sent, or it never will be.
                     None => return (&mut answer).await.map_err(|_| Error::Stopped)?,
                 },

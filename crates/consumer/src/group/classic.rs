@@ -423,6 +423,8 @@ impl Classic {
         // When the last heartbeat the coordinator answered was sent: the session runs from
         // its arrival, so the member's own expiry comes no later than the coordinator's.
         let mut answered = tokio::time::Instant::now();
+        // Joining confirmed the membership.
+        self.session.confirm(true);
         loop {
             let expiry = answered + config.session_timeout;
             let code = tokio::select! {
@@ -519,9 +521,11 @@ impl Classic {
             self.session.lose_coordinator();
             return Ok(None);
         };
+        let confirmed = matches!(result, Ok(0 | group_codes::REBALANCE_IN_PROGRESS));
+        self.session.confirm(confirmed);
         match result {
             Ok(code) => {
-                if code == 0 || code == group_codes::REBALANCE_IN_PROGRESS {
+                if confirmed {
                     *answered = sent;
                 }
                 Ok(Some(code))

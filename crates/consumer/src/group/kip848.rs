@@ -215,6 +215,7 @@ impl Member {
             }
         }
         self.answered = sent;
+        self.session.confirm(true);
         if let Some(id) = response.member_id.as_ref() {
             self.identity.member_id = id.as_str().to_owned();
         }

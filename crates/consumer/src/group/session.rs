@@ -64,6 +64,8 @@ pub struct Session {
     pub fetching: Arc<Shared>,
     coordinator: Option<Connection>,
     committed: HashMap<TopicPartition, i64>,
+    /// Whether a heartbeat has confirmed the membership since the last one that failed.
+    confirmed: bool,
     /// The consumer's counters: coordinator faults, commits, rebalances.
     pub metrics: Arc<Metrics>,
 }
@@ -105,6 +107,7 @@ impl Session {
             fetching,
             coordinator: None,
             committed: HashMap::new(),
+            confirmed: true,
             metrics,
         }
     }
@@ -135,9 +138,30 @@ impl Session {
         }
     }
 
-    /// Drops the coordinator connection so the next use finds the coordinator again.
+    /// Tells the consumer handle whether the membership stands confirmed. From a lost
+    /// coordinator or a refused heartbeat until a heartbeat is answered, the member may be
+    /// fenced already: records it wrote then could not be committed and the next owner would
+    /// write them again, so the handle holds them back.
+    pub fn confirm(&mut self, confirmed: bool) {
+        if self.confirmed == confirmed {
+            return;
+        }
+        self.confirmed = confirmed;
+        if confirmed {
+            tracing::info!("heartbeat answered; handing records out again");
+        } else {
+            tracing::warn!(
+                "membership unconfirmed; holding records back until a heartbeat is answered"
+            );
+        }
+        let _ = self.events.send(MemberEvent::Confirmed(confirmed));
+    }
+
+    /// Drops the coordinator connection so the next use finds the coordinator again; until a
+    /// heartbeat is answered there, the membership is unconfirmed.
     pub fn lose_coordinator(&mut self) {
         self.coordinator = None;
+        self.confirm(false);
     }
 
     /// The coordinator connection, found (FindCoordinator) and opened when needed, retried

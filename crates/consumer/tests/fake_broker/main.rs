@@ -3,6 +3,7 @@
 //! Kafka. One binary for both, since each test binary links the whole dependency tree.
 
 mod faults;
+mod group;
 mod sessions;
 
 use std::time::Duration;
