@@ -36,7 +36,7 @@ const END: i64 = 1 << 40;
 
 /// How long a fetch waits for its answer while heartbeats fail: long enough that the member
 /// has seen the failure before the records arrive.
-const SLOW_FETCH: Duration = Duration::from_millis(100);
+const SLOW_FETCH: Duration = Duration::from_millis(250);
 
 /// The fake coordinator and leader of `TOPIC`'s one partition, with an endless log.
 #[derive(Debug, Default)]
