@@ -52,8 +52,8 @@ struct Coordinator {
     answered_after_failure: usize,
     /// The last offset committed.
     committed: i64,
-    generation: i32,
-    joins: usize,
+    /// JoinGroups answered, each a new generation.
+    joins: i32,
 }
 
 impl Coordinator {
@@ -108,12 +108,11 @@ impl Coordinator {
     fn join(&mut self, request: &Request) -> Reply {
         let join: JoinGroupRequest = request.decode();
         self.joins += 1;
-        self.generation += 1;
         let protocol = join.protocols.into_iter().next().expect("a protocol");
         let member_id = StrBytes::from_string(format!("member-{}", self.joins));
         request.answer(
             &JoinGroupResponse::default()
-                .with_generation_id(self.generation)
+                .with_generation_id(self.joins)
                 .with_protocol_name(Some(protocol.name))
                 .with_leader(member_id.clone())
                 .with_member_id(member_id.clone())
