@@ -20,7 +20,7 @@
 //! but for the decode path: the same configuration, runtime, `assign_topic` +
 //! `stop_at_end(true)` + `while let Some(chunk) = consumer.next_chunk()` loop and totals; this
 //! one walks `chunk.batches().try_for_each_ref` + `records_in_place`, that one
-//! `chunk.records()`.
+//! `chunk.for_each_record`.
 
 use std::ops::ControlFlow;
 

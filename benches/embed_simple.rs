@@ -1,7 +1,7 @@
 //! The `krec-simple` side of scripts/bench-embed.sh: a program embedding krec-consumer that reads
 //! a topic from the beginning to the end of every partition through the front door, written as
 //! the crate docs show an embedder (`Consumer::connect`, `assign_topic`, `stop_at_end(true)`,
-//! `next_chunk`, `chunk.records()`), then exits.
+//! `next_chunk`, `chunk.for_each_record(|record| ..)`), then exits.
 //!
 //! ```text
 //! cargo build --release --bench embed_simple   # or: scripts/bench-embed.sh
@@ -15,9 +15,9 @@
 //!
 //! For the A/B against benches/embed_fast.rs (`krec-fast`), the two programs are the same but
 //! for the decode path: the same configuration, runtime, `assign_topic` + `stop_at_end(true)` +
-//! `while let Some(chunk) = consumer.next_chunk()` loop and totals; this one iterates
-//! `chunk.records()` (which decodes the chunk's batches on its first call and keeps them with
-//! the chunk), that one walks `chunk.batches().try_for_each_ref` + `records_in_place`.
+//! `while let Some(chunk) = consumer.next_chunk()` loop and totals; this one lends each record
+//! to a closure (`chunk.for_each_record`), that one walks `chunk.batches().try_for_each_ref` +
+//! `records_in_place` itself.
 
 use krec::consumer::{Consumer, ConsumerConfig, StartOffset};
 
@@ -43,13 +43,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let mut totals = Totals::default();
     while let Some(chunk) = consumer.next_chunk().await? {
-        // The only difference from embed_fast.rs: the front door's record iterator.
-        for record in chunk.records() {
-            let value = record?.value().unwrap_or_default();
+        // The only difference from embed_fast.rs: the front door's walk over records.
+        chunk.for_each_record(|record| {
+            let value = record.value().unwrap_or_default();
             totals.records += 1;
             totals.value_bytes += value.len() as u64;
             totals.value_sum += value.iter().map(|&b| u64::from(b)).sum::<u64>();
-        }
+        })?;
     }
     println!(
         "records={} value_bytes={} value_sum={}",

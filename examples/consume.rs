@@ -33,9 +33,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let mut records = 0u64;
     while let Some(chunk) = consumer.next_chunk().await? {
-        // Data records only; records borrow from the chunk, which is decoded here.
-        for record in chunk.records() {
-            let record = record?;
+        // Data records only, each lent to the closure: decoded here, into one reused buffer.
+        chunk.for_each_record(|record| {
             let value = record.value().map(String::from_utf8_lossy);
             let trace = record.headers().get(b"trace").and_then(|h| h.value);
             println!(
@@ -47,7 +46,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 trace.map(String::from_utf8_lossy),
             );
             records += 1;
-        }
+        })?;
     }
     eprintln!("{records} records");
     Ok(())

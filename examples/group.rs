@@ -36,13 +36,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         };
         match event {
             Some(GroupEvent::Chunk(chunk)) => {
-                for record in chunk.records() {
-                    let record = record?;
+                // Each record lent to the closure; the closure's own error (here a write's)
+                // stops the walk and comes back from `for_each_record`.
+                chunk.for_each_record(|record| -> Result<(), Box<dyn std::error::Error>> {
                     let value = record.value().map(String::from_utf8_lossy);
                     let (topic, partition) = (chunk.topic(), chunk.partition());
                     writeln!(out, "{topic}/{partition} {}: {value:?}", record.offset())?;
                     printed += 1;
-                }
+                    Ok(())
+                })?;
                 // Written out: everything of this chunk may now be committed.
                 out.flush()?;
                 group.processed(&chunk);

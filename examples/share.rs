@@ -11,6 +11,7 @@
 //! config is `earliest`.
 
 use std::io::Write;
+use std::ops::ControlFlow;
 
 use krec::consumer::{AcknowledgeType, ConsumerConfig, ShareConsumer};
 
@@ -42,10 +43,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             break;
         };
         let mut last_printed = None;
-        for record in chunk.records() {
-            let record = record?;
+        chunk.for_each_record(|record| -> Result<_, Box<dyn std::error::Error>> {
             if limit.is_some_and(|limit| printed == limit) {
-                break;
+                return Ok(ControlFlow::Break(()));
             }
             let value = record.value().map(String::from_utf8_lossy);
             let (topic, partition) = (chunk.topic(), chunk.partition());
@@ -57,7 +57,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             )?;
             last_printed = Some(record.offset());
             printed += 1;
-        }
+            Ok(ControlFlow::Continue(()))
+        })?;
         out.flush()?;
         // Written out: accepted (one range), never delivered again.
         if let Some(last) = last_printed {

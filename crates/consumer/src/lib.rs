@@ -14,20 +14,19 @@
 //! consumer.assign_topic("orders", StartOffset::Beginning).await?; // every partition
 //! consumer.stop_at_end(true); // like -e: next_chunk gives None once every partition is at its end
 //! while let Some(chunk) = consumer.next_chunk().await? {
-//!     for record in chunk.records() {
+//!     chunk.for_each_record(|record| {
 //!         // data records only; aborted transactions hidden under read_committed
-//!         let record = record?;
 //!         let trace = record.headers().get(b"traceparent").and_then(|h| h.value);
 //!         println!("{}/{} {} {:?} {:?}", chunk.topic(), chunk.partition(), record.offset(),
 //!                  record.value(), trace);
-//!     }
+//!     })?;
 //! }
 //!
 //! let mut group = GroupConsumer::subscribe(config.with("group.id", "billing")?, &["orders", "^refunds-"]).await?;
 //! while let Some(event) = group.next_event().await? {
 //!     match event {
 //!         GroupEvent::Chunk(chunk) => {
-//!             for record in chunk.records() { let _ = record?; }
+//!             chunk.for_each_record(|record| println!("{}", record.offset()))?;
 //!             group.processed(&chunk); // committable up to the end of this chunk
 //!         }
 //!         GroupEvent::Assigned(partitions) | GroupEvent::Revoked(partitions) => eprintln!("{partitions:?}"),
@@ -40,13 +39,17 @@
 //! ```
 //!
 //! Eight names are enough for that: [`ConsumerConfig`], [`Consumer`], [`StartOffset`],
-//! [`PartitionChunk`] (with [`PartitionChunk::records`]), [`GroupConsumer`], [`GroupEvent`],
-//! [`TopicPartition`] and [`Error`]. Records are [`krec_batch::Record`]s borrowed from the
-//! fetched bytes, or from the chunk's decompressed batches: no copy of record bytes.
+//! [`PartitionChunk`] (with [`PartitionChunk::for_each_record`]), [`GroupConsumer`],
+//! [`GroupEvent`], [`TopicPartition`] and [`Error`]. Records are [`krec_batch::Record`]s lent
+//! to the closure, borrowed from the fetched bytes or from one reused decompression buffer: no
+//! copy of record bytes, the fast path's speed. The closure may stop early
+//! ([`std::ops::ControlFlow`]) or return the program's own error ([`RecordFlow`]).
 //!
 //! Underneath, for programs that need it:
-//! - the zero-copy fast path: [`PartitionChunk::batches`] with
-//!   [`ChunkBatches::try_for_each_ref`] parses each batch in place into one reused buffer;
+//! - [`PartitionChunk::records`]: the records as an [`Iterator`], for a loop that awaits
+//!   between records or keeps them until the chunk is dropped (each batch keeps its own buffer);
+//! - batch by batch: [`PartitionChunk::batches`] with [`ChunkBatches::try_for_each_ref`]
+//!   parses each batch in place into one reused buffer (batch headers, control records);
 //! - [`Consumer::poll`] and [`GroupConsumer::poll`]: every event, end-of-partition notices
 //!   and subscription changes included; [`Consumer::into_stream`]: chunks as a `Stream`;
 //! - [`Consumer::subscribe`]: topic patterns followed as topics come and go;
@@ -135,6 +138,7 @@ mod topic_partition;
 
 pub use chunk::{
     ChunkBatch, ChunkBatchRef, ChunkBatches, ChunkRecordIter, ChunkRecords, PartitionChunk,
+    RecordFlow,
 };
 pub use config::{ConsumerConfig, OffsetReset, Property, StartOffset};
 pub use consumer::{Consumer, Fetched, UNKNOWN_TOPIC_LOOKUPS, UNKNOWN_TOPIC_RETRY_DELAY};

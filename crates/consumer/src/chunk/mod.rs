@@ -1,15 +1,18 @@
 //! A fetched partition chunk and its decoding: complete batches in order, records before the
 //! fetch offset skipped, aborted transactions hidden under `read_committed`.
 //!
-//! Two ways to read a chunk: [`PartitionChunk::records`], a plain iterator of its data
-//! records (the chunk decodes its batches once and keeps them, so the records can borrow
-//! them), and [`PartitionChunk::batches`] with [`ChunkBatches::try_for_each_ref`], which
-//! decodes each batch in place into one reused buffer: the fast path.
+//! Three ways to read a chunk: [`PartitionChunk::for_each_record`], its data records lent one
+//! at a time to a closure, and [`PartitionChunk::batches`] with
+//! [`ChunkBatches::try_for_each_ref`], batch by batch: both decode each batch in place into one
+//! reused buffer (the fast path); and [`PartitionChunk::records`], a plain iterator of its
+//! data records, for a loop that awaits or keeps records (the chunk decodes its batches once
+//! and keeps them, so the records can borrow them).
 
+mod each_record;
 mod gate;
 mod records;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::sync::{Arc, LazyLock};
 
@@ -22,6 +25,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use crate::cursor::ChunkData;
 use crate::metrics::Metrics;
 use crate::Error;
+pub use each_record::RecordFlow;
 use gate::{BatchGate, GateInput};
 pub use records::ChunkRecordIter;
 use records::KeptBatches;

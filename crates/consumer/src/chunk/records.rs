@@ -49,6 +49,11 @@ impl PartitionChunk {
     /// ends the iteration. Each batch is decoded once, when an iteration first reaches it,
     /// and kept with the chunk (so a record may outlive the iterator, not the chunk).
     ///
+    /// For a loop that awaits between records, keeps them past the step or wants an
+    /// [`Iterator`]; otherwise [`PartitionChunk::for_each_record`] is faster: it decodes every
+    /// batch into one reused buffer, where this keeps one buffer per batch until the chunk is
+    /// dropped (BENCHMARKS.md, "Embedding").
+    ///
     /// ```no_run
     /// # fn print(chunk: &krec_consumer::PartitionChunk) -> Result<(), krec_consumer::Error> {
     /// for record in chunk.records() {

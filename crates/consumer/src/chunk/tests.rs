@@ -5,6 +5,12 @@ use bytes::Bytes;
 use krec_batch::encode::BatchBuilder;
 use krec_batch::ControlKind;
 use krec_client::fetch::AbortedTransaction;
+use krec_testkit::CountingAllocator;
+
+/// The crate's unit tests' allocator (`share::acks` counts with it too). It counts per
+/// thread, so the other tests running meanwhile do not disturb a count.
+#[global_allocator]
+pub(crate) static ALLOCATOR: CountingAllocator = CountingAllocator::new();
 
 fn data_batch(base: i64, producer: i64, transactional: bool, values: &[&str]) -> Vec<u8> {
     let mut builder = BatchBuilder::new(base)
@@ -90,6 +96,15 @@ fn values(chunk: &PartitionChunk) -> Result<Vec<(i64, String)>, Error> {
         format!("{flat:?}"),
         format!("{by_iterator:?}"),
         "records() and the batches differ"
+    );
+    let mut lent = Vec::new();
+    let lent = chunk
+        .for_each_record(|record| lent.push(value_of(record)))
+        .map(|()| lent);
+    assert_eq!(
+        format!("{lent:?}"),
+        format!("{by_iterator:?}"),
+        "for_each_record() and the batches differ"
     );
     by_iterator
 }
@@ -347,4 +362,114 @@ fn a_skipped_abort_marker_does_not_hide_the_producers_later_commits() {
         "producer 2's commit delivered; producer 5 stays aborted"
     );
     assert_eq!(skipped, [(2, 2), (6, 6)]);
+}
+
+/// Offsets `for_each_record` lends until `each` says stop: `Some(offset)` breaks there.
+fn offsets_until(chunk: &PartitionChunk, stop_at: Option<i64>) -> (Vec<i64>, Result<(), Error>) {
+    let mut offsets = Vec::new();
+    let walked = chunk.for_each_record(|record| {
+        offsets.push(record.offset());
+        if Some(record.offset()) == stop_at {
+            std::ops::ControlFlow::Break(())
+        } else {
+            std::ops::ControlFlow::Continue(())
+        }
+    });
+    (offsets, walked)
+}
+
+#[test]
+fn for_each_record_stops_where_the_closure_says() {
+    let c = chunk(&interleaved(), 0, 8, &[(2, 2)], true);
+    assert_eq!(offsets_until(&c, None).0, [0, 1, 4, 7]);
+    let (offsets, walked) = offsets_until(&c, Some(1));
+    assert_eq!(
+        offsets,
+        [0, 1],
+        "nothing after the break, not even the next batch"
+    );
+    walked.unwrap();
+    // The caller's error stops the walk and comes back as it was.
+    #[derive(Debug, PartialEq)]
+    enum Mine {
+        Rejected(i64),
+        Krec(String),
+    }
+    impl From<Error> for Mine {
+        fn from(error: Error) -> Self {
+            Mine::Krec(error.to_string())
+        }
+    }
+    let mut seen = 0;
+    let walked = c.for_each_record(|record| {
+        seen += 1;
+        match record.offset() {
+            4 => Err(Mine::Rejected(4)),
+            _ => Ok(()),
+        }
+    });
+    assert_eq!((walked, seen), (Err(Mine::Rejected(4)), 3));
+}
+
+#[test]
+fn for_each_record_ends_at_a_share_chunks_bound() {
+    let batches = [
+        data_batch(0, -1, false, &["a0", "a1", "a2"]),
+        data_batch(3, -1, false, &["b3", "b4", "b5"]),
+    ];
+    // A share chunk's acquired range 1..=4: its bytes hold both batches whole.
+    let c = chunk(&batches, 1, 6, &[], false).with_until(5);
+    let (offsets, walked) = offsets_until(&c, None);
+    walked.unwrap();
+    assert_eq!(offsets, [1, 2, 3, 4]);
+}
+
+/// A compressed batch of `records` records of 100 B values with two headers.
+fn compressed_batch(base: i64, codec: krec_batch::Compression, records: usize) -> Vec<u8> {
+    let value = [b'v'; 100];
+    let mut builder = BatchBuilder::new(base).compression(codec);
+    for i in 0..records {
+        let key = (i as u32).to_be_bytes();
+        let headers: [(&[u8], Option<&[u8]>); 2] =
+            [(b"trace-id", Some(b"0123456789")), (b"seq", Some(&key))];
+        builder = builder.record(Some(&key), Some(&value), &headers);
+    }
+    builder.build()
+}
+
+#[test]
+fn for_each_record_over_warm_compressed_batches_allocates_nothing() {
+    use krec_batch::Compression;
+    let (probe, counts) = ALLOCATOR.during(|| std::hint::black_box(Vec::<u8>::with_capacity(64)));
+    assert!(counts.allocations > 0, "the counting allocator counts");
+    drop(probe);
+    for codec in [
+        Compression::Lz4,
+        Compression::Zstd,
+        Compression::Snappy,
+        Compression::Gzip,
+    ] {
+        // Batches of several sizes, so one reused buffer must serve them all.
+        let batches: Vec<Vec<u8>> = [(0, 100), (100, 1000), (1100, 1), (1101, 300)]
+            .iter()
+            .map(|&(base, records)| compressed_batch(base, codec, records))
+            .collect();
+        let c = chunk(&batches, 0, 1401, &[], false);
+        let touch = |sum: &mut usize, record: &Record<'_>| {
+            *sum += record.value().map_or(0, <[u8]>::len)
+                + record.headers().get(b"trace-id").map_or(0, |h| h.key.len())
+                + record.offset() as usize;
+        };
+        let mut cold = 0;
+        c.for_each_record(|record| touch(&mut cold, record))
+            .unwrap();
+        let mut warm = 0;
+        let (walked, counts) = ALLOCATOR.during(|| c.for_each_record(|r| touch(&mut warm, r)));
+        walked.unwrap();
+        assert_eq!(cold, warm);
+        assert_eq!(
+            counts.allocations, 0,
+            "{codec:?}: allocations walking warm batches"
+        );
+    }
 }

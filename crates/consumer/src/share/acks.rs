@@ -193,11 +193,7 @@ fn take_overlap(ranges: &mut BTreeMap<i64, i64>, first: i64, last: i64) -> Vec<(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use krec_testkit::CountingAllocator;
-
-    // Counts per thread: the crate's other unit tests are not disturbed.
-    #[global_allocator]
-    static ALLOCATOR: CountingAllocator = CountingAllocator::new();
+    use crate::chunk::tests::ALLOCATOR;
 
     const KEY: PartitionKey = (Uuid::from_u128(1), 0);
 

@@ -11,12 +11,11 @@
 //!     .with("group.id", "workers")?;
 //! let mut share = ShareConsumer::subscribe(config, &["jobs"]).await?;
 //! while let Some(chunk) = share.next_chunk().await? {
-//!     for record in chunk.records() {
-//!         let record = record?;
+//!     chunk.for_each_record(|record| {
 //!         if record.value().is_none() {
 //!             share.ack_record(&chunk, record.offset(), AcknowledgeType::Reject);
 //!         }
-//!     }
+//!     })?;
 //!     println!("delivery {} of {}/{}", chunk.delivery_count(), chunk.topic(), chunk.partition());
 //!     share.ack(&chunk, AcknowledgeType::Accept); // the records not acknowledged one by one
 //! }
