@@ -25,6 +25,11 @@
 //! # }
 //! ```
 //!
+//! Chunks hold their bytes' share of the buffer budget ([`ConsumerConfig::buffer_bytes`], as every
+//! consumer's chunks do) until dropped; a ShareFetch goes out only once there is room for what it
+//! may bring, so a member whose output falls behind stops acquiring records and leaves them to
+//! the other members. Acknowledgements queued while it waits go out at once.
+//!
 //! Acknowledgements are kept as ranges and go out with the next ShareFetch to the partition's
 //! leader, or in a ShareAcknowledge ([`ShareConsumer::send_acks`], [`ShareConsumer::close`]).
 //! When a share session dies (a broken connection, a session error), the leader releases what
