@@ -203,7 +203,11 @@ impl ShareConsumer {
     /// Joins the share group `group.id` of `config` reading `topics` (names, not patterns).
     /// The group starts at the end of each partition unless its `share.auto.offset.reset`
     /// group config says `earliest`.
-    pub async fn subscribe(config: ConsumerConfig, topics: &[&str]) -> Result<Self, Error> {
+    pub async fn subscribe(mut config: ConsumerConfig, topics: &[&str]) -> Result<Self, Error> {
+        // Reused response buffers are memory the budget does not count: at most half of it,
+        // as for a consumer's fetch loops.
+        let frames = &mut config.connection.frame_buffer_bytes;
+        *frames = (*frames).min(config.buffer_bytes / 2);
         let group = config.group.group_id.clone();
         if group.is_empty() {
             return Err(Error::InvalidArgument {

@@ -86,6 +86,10 @@ impl ShareConsumer {
         wanted: &BTreeSet<PartitionKey>,
     ) -> Result<bool, Error> {
         let mut budget = self.reserve_budget().await;
+        if self.stopping.load(Ordering::Relaxed) {
+            // Asked to stop while waiting for room: acquire nothing more.
+            return Ok(true);
+        }
         let mut params = self.params;
         if let Some(permit) = &budget {
             // The records come back within what was reserved for them.

@@ -1,0 +1,165 @@
+//! A share-group member whose output nobody reads holds no more than its byte budget
+//! (`--buffer-bytes`): it stops acquiring records instead of piling them up, and the pause is
+//! not idle time (`--idle-timeout`). Stopped, it writes out what it holds and releases the
+//! rest, which another member then reads: every record exactly once between the two.
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::share::{member, set_group_config, spawn};
+use crate::support::broker::{broker, unique_topic, wait_with_timeout, Broker};
+
+/// Records of the topic, each about 1 MiB: together eight times the budget.
+const RECORDS: usize = 64;
+const VALUE_BYTES: usize = 1_000_000;
+/// The member's byte budget.
+const BUDGET: u64 = 8 << 20;
+/// What a member (a debug build) holds besides the records under its budget: the program and
+/// its threads, connection buffers, the output buffer of the record being written, memory
+/// the allocator keeps (BENCHMARKS.md, share groups).
+const BESIDES_BUDGET: u64 = 40 << 20;
+/// How long nobody reads the member's output: longer than its idle timeout.
+const BLOCKED: Duration = Duration::from_secs(10);
+const IDLE_TIMEOUT: &str = "3s";
+/// Records read from the member before it is stopped: more than its budget holds, so it
+/// went on fetching after the pause.
+const READ_BEFORE_STOP: usize = 24;
+
+/// Produces `RECORDS` values `value-N` padded with dots to `VALUE_BYTES`, one per batch.
+const PRODUCE_PY: &str = r#"
+import sys
+from confluent_kafka import Producer
+bootstrap, topic, count, size = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+p = Producer({"bootstrap.servers": bootstrap, "message.max.bytes": 2 * size, "linger.ms": 0})
+failed = []
+def report(err, msg):
+    if err is not None:
+        failed.append(err)
+for i in range(count):
+    value = b"value-%d" % i
+    p.produce(topic, value=value + b"." * (size - len(value)), on_delivery=report)
+    p.poll(0)
+p.flush(60)
+sys.exit("delivery failed: %s" % failed[0] if failed else 0)
+"#;
+
+fn produce_large(broker: &Broker, topic: &str) {
+    let output = Command::new("/usr/bin/python3")
+        .args(["-c", PRODUCE_PY, &broker.bootstrap, topic])
+        .args([RECORDS.to_string(), VALUE_BYTES.to_string()])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run /usr/bin/python3 (python3-confluent-kafka, scripts/install-deps.sh)");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// The peak resident memory of process `pid` (VmHWM), in bytes.
+fn peak_rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .expect("VmHWM");
+    let kib: u64 = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .expect("VmHWM kB");
+    kib * 1024
+}
+
+/// The offsets of a member's output lines (`offset count value`), each checked against its
+/// value and seen once.
+fn offsets(output: &[u8]) -> BTreeSet<i64> {
+    let mut seen = BTreeSet::new();
+    for line in output.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        let line = String::from_utf8_lossy(line);
+        let mut fields = line.splitn(3, ' ');
+        let offset: i64 = fields.next().and_then(|f| f.parse().ok()).expect("offset");
+        let value = fields.nth(1).expect("value");
+        assert!(
+            value.starts_with(&format!("value-{offset}.")),
+            "offset {offset}"
+        );
+        assert_eq!(value.len(), VALUE_BYTES, "offset {offset}");
+        assert!(seen.insert(offset), "offset {offset} printed twice");
+    }
+    seen
+}
+
+#[test]
+fn a_member_with_blocked_output_holds_its_budget_and_its_unwritten_records_reach_another() {
+    let broker = broker();
+    let topic = unique_topic("share-budget");
+    broker.create_topic(&topic, 1, 1);
+    let group = format!("{topic}-sg");
+    // A lock longer than the member is blocked: only its release hands records on.
+    set_group_config(&broker, &group, 60_000);
+    produce_large(&broker, &topic);
+
+    let budget = BUDGET.to_string();
+    let args = ["--buffer-bytes", &budget, "--idle-timeout", IDLE_TIMEOUT];
+    let mut blocked = spawn(member(&broker, &topic, &group, &args));
+    std::thread::sleep(BLOCKED);
+    let peak = peak_rss(blocked.id());
+    // Read now: it goes on fetching, the pause not counted as idle.
+    let mut stdout = BufReader::new(blocked.stdout.take().expect("stdout"));
+    let mut written = Vec::new();
+    for _ in 0..READ_BEFORE_STOP {
+        stdout.read_until(b'\n', &mut written).expect("its output");
+    }
+    let stopped = Command::new("kill")
+        .args(["-TERM", &blocked.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(stopped.success());
+    // It writes out what it holds, then releases the rest and leaves.
+    stdout.read_to_end(&mut written).expect("its output");
+    let status = wait_with_timeout(&mut blocked, Duration::from_secs(60));
+    let mut stderr = String::new();
+    let _ = blocked
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut stderr);
+    assert!(status.is_some_and(|s| s.success()), "{stderr}");
+    assert!(
+        peak < BUDGET + BESIDES_BUDGET,
+        "peak RSS {} MiB with a budget of {} MiB",
+        peak >> 20,
+        BUDGET >> 20
+    );
+    let first = offsets(&written);
+    assert!(
+        (READ_BEFORE_STOP..RECORDS).contains(&first.len()),
+        "{} records written by the first member",
+        first.len()
+    );
+
+    let output = member(&broker, &topic, &group, &["--idle-timeout", "4s"])
+        .output()
+        .expect("run krec");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let second = offsets(&output.stdout);
+    let both: Vec<&i64> = first.intersection(&second).collect();
+    assert!(both.is_empty(), "read by both members: {both:?}");
+    let all: BTreeSet<i64> = first.union(&second).copied().collect();
+    assert_eq!(all, (0..RECORDS as i64).collect(), "every record, once");
+    eprintln!(
+        "peak RSS {} MiB, budget {} MiB; {} records written before the stop, {} after",
+        peak >> 20,
+        BUDGET >> 20,
+        first.len(),
+        second.len()
+    );
+}
