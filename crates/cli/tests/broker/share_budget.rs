@@ -120,6 +120,8 @@ fn a_member_with_blocked_output_holds_its_budget_and_its_unwritten_records_reach
     for _ in 0..READ_BEFORE_STOP {
         stdout.read_until(b'\n', &mut written).expect("its output");
     }
+    // Unread again for a moment: it fills its budget again, so it holds records when stopped.
+    std::thread::sleep(Duration::from_secs(2));
     let stopped = Command::new("kill")
         .args(["-TERM", &blocked.id().to_string()])
         .status()
