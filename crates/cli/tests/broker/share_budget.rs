@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use crate::share::{member, set_group_config, spawn};
 use crate::support::broker::{broker, unique_topic, wait_with_timeout, Broker};
+use crate::support::process::peak_rss;
 
 /// Records of the topic, each about 1 MiB: together eight times the budget.
 const RECORDS: usize = 64;
@@ -59,21 +60,6 @@ fn produce_large(broker: &Broker, topic: &str) {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-}
-
-/// The peak resident memory of process `pid` (VmHWM), in bytes.
-fn peak_rss(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
-    let line = status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .expect("VmHWM");
-    let kib: u64 = line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|n| n.parse().ok())
-        .expect("VmHWM kB");
-    kib * 1024
 }
 
 /// `offset -> delivery count` of a member's output lines (`offset count value`), each checked
