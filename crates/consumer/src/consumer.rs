@@ -332,11 +332,11 @@ impl Consumer {
         let Some(ends) = self.ends.as_mut() else {
             return false;
         };
-        if !std::mem::take(&mut ends.changed) {
-            return false;
+        if std::mem::take(&mut ends.changed) {
+            let state = self.shared.state();
+            ends.at_end = ends.covers(state.cursors.keys());
         }
-        let state = self.shared.state();
-        ends.covers(state.cursors.keys())
+        ends.at_end
     }
 
     /// [`Consumer::next_chunk`] as a [`Stream`](futures_core::Stream) of chunks, for code that
@@ -473,6 +473,8 @@ struct EndWatch {
     member: bool,
     /// An end was reached or the partitions changed since the last look.
     changed: bool,
+    /// What the last look found.
+    at_end: bool,
 }
 
 impl EndWatch {
@@ -481,6 +483,7 @@ impl EndWatch {
             reached: BTreeSet::new(),
             member,
             changed: true,
+            at_end: false,
         }
     }
 
@@ -488,7 +491,9 @@ impl EndWatch {
         match fetched {
             Fetched::Chunk(chunk) if self.member && !self.reached.is_empty() => {
                 let key = TopicPartition::new(chunk.topic_arc().clone(), chunk.partition());
-                self.reached.remove(&key);
+                if self.reached.remove(&key) {
+                    self.at_end = false;
+                }
             }
             Fetched::EndOfPartition {
                 topic_partition,
