@@ -49,7 +49,7 @@ use std::sync::{Arc, Mutex};
 
 use krec_batch::DecodeConfig;
 pub use krec_client::share::AcknowledgeType;
-use krec_client::share::ShareFetchParams;
+use krec_client::share::{AcknowledgementRange, ShareFetchParams};
 use tokio::sync::watch;
 
 use crate::{ConsumerConfig, Error};
@@ -72,14 +72,9 @@ pub struct ShareCounters {
 }
 
 impl ShareCounters {
-    /// Offsets acknowledged with `kind` so far.
+    /// Offsets acknowledged with `kind` so far (less those a leader refused).
     pub fn acknowledged(&self, kind: AcknowledgeType) -> u64 {
-        match kind {
-            AcknowledgeType::Accept => &self.accepted,
-            AcknowledgeType::Release => &self.released,
-            AcknowledgeType::Reject => &self.rejected,
-        }
-        .load(Ordering::Relaxed)
+        self.counter(kind).load(Ordering::Relaxed)
     }
 
     /// Offsets acquired for this member and not acknowledged yet.
@@ -87,19 +82,34 @@ impl ShareCounters {
         self.in_flight.load(Ordering::Relaxed)
     }
 
-    /// Acknowledgements a leader refused (their lock had run out, or their session ended):
-    /// those records are delivered again.
+    /// Acknowledgements a leader refused, per partition and request (their lock had run out,
+    /// or their session ended): those records are delivered again.
     pub fn acknowledge_errors(&self) -> u64 {
         self.acknowledge_errors.load(Ordering::Relaxed)
     }
 
-    fn count(&self, kind: AcknowledgeType, offsets: u64) {
+    /// One refusal of the acknowledgements `ranges`: their offsets no longer count as
+    /// acknowledged.
+    fn refuse<'r>(&self, ranges: impl IntoIterator<Item = &'r AcknowledgementRange>) {
+        self.acknowledge_errors.fetch_add(1, Ordering::Relaxed);
+        for range in ranges {
+            let offsets = (range.last_offset - range.first_offset + 1).max(0) as u64;
+            let counter = self.counter(range.kind);
+            let less = |n: u64| Some(n.saturating_sub(offsets));
+            let _ = counter.fetch_update(Ordering::Relaxed, Ordering::Relaxed, less);
+        }
+    }
+
+    fn counter(&self, kind: AcknowledgeType) -> &AtomicU64 {
         match kind {
             AcknowledgeType::Accept => &self.accepted,
             AcknowledgeType::Release => &self.released,
             AcknowledgeType::Reject => &self.rejected,
         }
-        .fetch_add(offsets, Ordering::Relaxed);
+    }
+
+    fn count(&self, kind: AcknowledgeType, offsets: u64) {
+        self.counter(kind).fetch_add(offsets, Ordering::Relaxed);
     }
 }
 
@@ -459,5 +469,29 @@ impl Drop for ShareConsumer {
         // Without close, the heartbeat task stops; the leaders release what it held when
         // its connections close.
         let _ = self.leave.send(true);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refused_acknowledgements_no_longer_count_as_acknowledged() {
+        let counters = ShareCounters::default();
+        counters.count(AcknowledgeType::Accept, 10);
+        counters.count(AcknowledgeType::Reject, 2);
+        let range = |first_offset, last_offset, kind| AcknowledgementRange {
+            first_offset,
+            last_offset,
+            kind,
+        };
+        counters.refuse(&[
+            range(0, 3, AcknowledgeType::Accept),
+            range(4, 4, AcknowledgeType::Reject),
+        ]);
+        assert_eq!(counters.acknowledged(AcknowledgeType::Accept), 6);
+        assert_eq!(counters.acknowledged(AcknowledgeType::Reject), 1);
+        assert_eq!(counters.acknowledge_errors(), 1);
     }
 }

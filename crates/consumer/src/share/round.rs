@@ -10,6 +10,10 @@ use krec_client::{codes, error_name};
 use tokio::sync::OwnedSemaphorePermit;
 
 use super::acks::PartitionKey;
+use krec_client::share::AcknowledgementRange;
+
+/// Acknowledgements sent in one request, per partition.
+type SentAcks = (PartitionKey, Vec<AcknowledgementRange>);
 use super::chunk::{share_chunks, ChunkPlace};
 use super::leader::{LeaderSession, Member};
 use super::membership::Assignment;
@@ -115,6 +119,9 @@ impl ShareConsumer {
             return Ok(false);
         };
         for partition in answer.partitions {
+            if partition.acknowledge_error_code != 0 {
+                self.refused(&acks, &partition);
+            }
             self.take_partition(index, partition, &mut budget)?;
         }
         self.counters
@@ -194,14 +201,6 @@ impl ShareConsumer {
         budget: &mut Option<OwnedSemaphorePermit>,
     ) -> Result<(), Error> {
         let key = (partition.topic_id, partition.partition);
-        if partition.acknowledge_error_code != 0 {
-            self.counters
-                .acknowledge_errors
-                .fetch_add(1, Ordering::Relaxed);
-            tracing::warn!(partition = partition.partition, code = partition.acknowledge_error_code,
-                message = ?partition.acknowledge_error_message,
-                "acknowledgements refused; those records are delivered again");
-        }
         if partition.error_code != 0 {
             if partition.error_code == TOPIC_AUTHORIZATION_FAILED {
                 return Err(self.refusal(index, partition.error_code));
@@ -251,6 +250,18 @@ impl ShareConsumer {
         self.ready
             .extend(chunks.into_iter().map(|c| c.with_metrics(metrics.clone())));
         Ok(())
+    }
+
+    /// The leader refused the acknowledgements `sent` for `partition` (their locks had run
+    /// out, or their session ended): those records are delivered again, so they no longer
+    /// count as acknowledged.
+    fn refused(&self, sent: &[SentAcks], partition: &SharePartitionResponse) {
+        let key = (partition.topic_id, partition.partition);
+        tracing::warn!(partition = partition.partition, code = partition.acknowledge_error_code,
+            message = ?partition.acknowledge_error_message,
+            "acknowledgements refused; those records are delivered again");
+        self.counters
+            .refuse(sent.iter().filter(|(k, _)| *k == key).flat_map(|(_, r)| r));
     }
 
     /// The leader ended the session (or the connection broke): it released every record it
@@ -337,10 +348,10 @@ impl ShareConsumer {
             tracing::debug!(?acks, close, "ShareAcknowledge");
             match self.leaders[index].acknowledge(member, &acks, close).await {
                 Ok(answers) => {
-                    let refused = answers.iter().filter(|(_, code)| *code != 0).count();
-                    self.counters
-                        .acknowledge_errors
-                        .fetch_add(refused as u64, Ordering::Relaxed);
+                    for (key, _) in answers.iter().filter(|(_, code)| *code != 0) {
+                        let ranges = acks.iter().filter(|(k, _)| k == key);
+                        self.counters.refuse(ranges.flat_map(|(_, r)| r));
+                    }
                 }
                 Err(error) => {
                     tracing::warn!(%error, "ShareAcknowledge failed");
