@@ -141,7 +141,9 @@ impl ShareConsumer {
             .clamp(1, u32::MAX as usize) as u32;
         let budget = self.shared.budget.clone();
         loop {
+            // Room at once: the acknowledgements ride on the fetch.
             tokio::select! {
+                biased;
                 permit = budget.clone().acquire_many_owned(wanted) => return permit.ok(),
                 Some(ack) = self.queued.recv() => {
                     self.apply_queued(ack);
