@@ -25,7 +25,9 @@ use crate::fetch_loop::take_budget;
 /// Acknowledge it with [`ShareConsumer::ack`](super::ShareConsumer::ack) or its records one
 /// by one with [`ShareConsumer::ack_record`](super::ShareConsumer::ack_record); what is not
 /// acknowledged is released at [`ShareConsumer::close`](super::ShareConsumer::close), or
-/// comes back to the group when its acquisition lock runs out.
+/// comes back to the group when its acquisition lock runs out. While the chunk is alive it
+/// counts against the consumer's buffer budget: a member holding chunks up to the budget
+/// acquires no more records until one is dropped.
 #[derive(Debug)]
 pub struct ShareChunk {
     chunk: PartitionChunk,
