@@ -14,11 +14,12 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use krec_consumer::{PartitionChunk, PartitionPosition};
 
-use crate::workers::PartitionWorkers;
+use crate::workers::{PartitionWorkers, Partitioned};
 use crate::Error;
 
 /// Counters shared by the decode threads, the stats printer and the metrics endpoint.
@@ -37,7 +38,15 @@ pub struct Progress {
     /// Corrupt batches skipped and reported (`--on-corrupt skip`).
     pub batches_skipped: AtomicU64,
     partitions: Mutex<BTreeMap<(Arc<str>, i32), Cell>>,
+    /// Chunks handed to the decode threads and not yet written, over all partitions.
+    in_output: AtomicU64,
+    /// When a decode thread last finished a chunk: milliseconds after [`CLOCK_START`], plus
+    /// one (0: never).
+    last_written_ms: AtomicU64,
 }
+
+/// What [`Progress`] measures its times from.
+static CLOCK_START: LazyLock<Instant> = LazyLock::new(Instant::now);
 
 type Cell = Arc<Mutex<PartitionOutput>>;
 
@@ -164,6 +173,7 @@ impl Progress {
             output.next_to_write = fetch_offset;
         }
         output.outstanding += 1;
+        self.in_output.fetch_add(1, Ordering::Release);
     }
 
     /// A decode thread is done with a chunk of the partition.
@@ -180,6 +190,28 @@ impl Progress {
         output.outstanding = output.outstanding.saturating_sub(1);
         if let Some(next_offset) = chunk.next_offset {
             output.next_to_write = next_offset;
+        }
+        drop(output);
+        // The time first: whoever sees no chunk left in the output sees when it was written.
+        let since_start = CLOCK_START.elapsed().as_millis() as u64;
+        self.last_written_ms
+            .fetch_max(since_start + 1, Ordering::Release);
+        let _ = self
+            .in_output
+            .fetch_update(Ordering::Release, Ordering::Relaxed, |n| n.checked_sub(1));
+    }
+
+    /// Whether the decode threads hold chunks not written yet: output is behind (or busy),
+    /// and fetching waits for it, not for the broker.
+    pub fn output_behind(&self) -> bool {
+        self.in_output.load(Ordering::Acquire) > 0
+    }
+
+    /// When a decode thread last finished a chunk (none yet: `None`).
+    pub fn last_written(&self) -> Option<Instant> {
+        match self.last_written_ms.load(Ordering::Acquire) {
+            0 => None,
+            ms => Some(*CLOCK_START + Duration::from_millis(ms - 1)),
         }
     }
 
@@ -257,15 +289,15 @@ fn written_lag(
 
 /// The decode threads of `krec consume`, with each chunk marked handed out as it is queued.
 #[derive(Debug)]
-pub struct OutputWorkers {
-    workers: PartitionWorkers,
+pub struct OutputWorkers<T: Partitioned = PartitionChunk> {
+    workers: PartitionWorkers<T>,
     progress: Arc<Progress>,
     cells: Cells,
 }
 
-impl OutputWorkers {
+impl<T: Partitioned> OutputWorkers<T> {
     /// Wraps started workers that report to `progress`.
-    pub fn new(workers: PartitionWorkers, progress: Arc<Progress>) -> Self {
+    pub fn new(workers: PartitionWorkers<T>, progress: Arc<Progress>) -> Self {
         Self {
             workers,
             progress,
@@ -274,7 +306,7 @@ impl OutputWorkers {
     }
 
     /// Queues a chunk on its partition's worker.
-    pub fn submit(&mut self, chunk: PartitionChunk) -> Result<(), Error> {
+    pub fn submit(&mut self, chunk: T) -> Result<(), Error> {
         let (topic, partition) = (chunk.topic(), chunk.partition());
         self.progress
             .handed_out(&mut self.cells, topic, partition, chunk.fetch_offset());

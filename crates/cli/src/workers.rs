@@ -17,6 +17,8 @@ pub trait Partitioned: Send + 'static {
     fn topic(&self) -> &str;
     /// The partition's id.
     fn partition(&self) -> i32;
+    /// The first offset it holds.
+    fn fetch_offset(&self) -> i64;
 }
 
 impl Partitioned for PartitionChunk {
@@ -27,11 +29,15 @@ impl Partitioned for PartitionChunk {
     fn partition(&self) -> i32 {
         PartitionChunk::partition(self)
     }
+
+    fn fetch_offset(&self) -> i64 {
+        PartitionChunk::fetch_offset(self)
+    }
 }
 
 /// Decode threads, each owning the partitions dealt to it. Memory held by queued chunks is
-/// bounded by the consumer's buffer budget, which each chunk keeps reserved until a worker
-/// drops it.
+/// bounded by the consumer's buffer budget, which each chunk (a share group's too) keeps
+/// reserved until a worker drops it.
 #[derive(Debug)]
 pub struct PartitionWorkers<T: Partitioned = PartitionChunk> {
     senders: Vec<std_mpsc::Sender<T>>,
@@ -164,6 +170,10 @@ mod tests {
 
         fn partition(&self) -> i32 {
             self.partition
+        }
+
+        fn fetch_offset(&self) -> i64 {
+            self.offset
         }
     }
 

@@ -63,7 +63,7 @@ pub struct Consumer {
     /// Set by [`Consumer::subscribe`]: a consumer follows one subscription.
     subscribed: bool,
     /// With [`Consumer::stop_at_end`]: the partitions that have reached their end.
-    ends: Option<BTreeSet<TopicPartition>>,
+    ends: Option<EndWatch>,
     /// Set by [`Consumer::stop_fetching`]: [`Consumer::next_chunk`] ends instead of failing.
     fetching_stopped: bool,
 }
@@ -237,7 +237,7 @@ impl Consumer {
             let mut state = self.shared.state();
             for (key, start) in starts {
                 if let Some(ends) = self.ends.as_mut() {
-                    ends.remove(&key);
+                    ends.forget(&key);
                 }
                 let cursor_key = (key.topic.clone(), key.partition);
                 match state.cursors.get_mut(&cursor_key) {
@@ -262,7 +262,7 @@ impl Consumer {
         for key in partitions {
             state.cursors.remove(&(key.topic.clone(), key.partition));
             if let Some(ends) = self.ends.as_mut() {
-                ends.remove(key);
+                ends.forget(key);
             }
         }
     }
@@ -282,23 +282,31 @@ impl Consumer {
             seek_cursor(cursor, start);
         }
         if let Some(ends) = self.ends.as_mut() {
-            ends.remove(partition);
+            ends.forget(partition);
         }
         self.shared.coordinator_wakeup.notify_one();
         self.shared.fetch_wakeup.notify_waiters();
         Ok(())
     }
 
-    /// Like `krec consume -e`: once on, [`Consumer::next_chunk`] gives `None` when every
-    /// assigned partition has reached the end it had when the fetch that got there was
-    /// answered (a partition that is assigned or sought again must reach its end again).
+    /// Once on, [`Consumer::next_chunk`] gives `None` when every partition read now has
+    /// reached the end it had when the fetch that got there was answered. Each partition
+    /// counts once (a partition assigned or sought again must reach its end again); the
+    /// partitions of topics a subscription adds count from when they are added, and those of
+    /// dropped topics no longer count.
     pub fn stop_at_end(&mut self, stop: bool) {
-        self.ends = stop.then(BTreeSet::new);
+        self.ends = stop.then(|| EndWatch::new(false));
+    }
+
+    /// [`Consumer::stop_at_end`] for a group member: a partition that fetches more after its
+    /// end must reach it again, and nothing assigned is not the end.
+    pub(crate) fn stop_at_end_as_member(&mut self, stop: bool) {
+        self.ends = stop.then(|| EndWatch::new(true));
     }
 
     /// The next chunk of records, in fetch order per partition; `None` once every partition
     /// is at its end under [`Consumer::stop_at_end`], or after [`Consumer::stop_fetching`]
-    /// when everything fetched before has been handed out. Errors are final.
+    /// when everything fetched before has been handed out. Errors are final. Cancel-safe.
     pub async fn next_chunk(&mut self) -> Result<Option<PartitionChunk>, Error> {
         loop {
             if self.all_at_end() {
@@ -312,32 +320,23 @@ impl Consumer {
             } else {
                 self.poll().await?
             };
-            match fetched {
-                Fetched::Chunk(chunk) => return Ok(Some(chunk)),
-                Fetched::EndOfPartition {
-                    topic_partition, ..
-                } => {
-                    if let Some(ends) = self.ends.as_mut() {
-                        ends.insert(topic_partition);
-                    }
-                }
-                Fetched::SubscriptionChanged { .. } => {}
+            if let Fetched::Chunk(chunk) = fetched {
+                return Ok(Some(chunk));
             }
         }
     }
 
-    fn all_at_end(&self) -> bool {
-        let Some(ends) = &self.ends else {
+    /// Under [`Consumer::stop_at_end`]: every partition read now is at its end. Looks at the
+    /// partitions only when an end was reached or the partitions changed since the last look.
+    pub(crate) fn all_at_end(&mut self) -> bool {
+        let Some(ends) = self.ends.as_mut() else {
             return false;
         };
-        let state = self.shared.state();
-        // Cheap first: fewer ends than partitions cannot cover them all.
-        if ends.len() < state.cursors.len() {
-            return false;
+        if std::mem::take(&mut ends.changed) {
+            let state = self.shared.state();
+            ends.at_end = ends.covers(state.cursors.keys());
         }
-        state.cursors.keys().all(|(topic, partition)| {
-            ends.contains(&TopicPartition::new(topic.clone(), *partition))
-        })
+        ends.at_end
     }
 
     /// [`Consumer::next_chunk`] as a [`Stream`](futures_core::Stream) of chunks, for code that
@@ -371,6 +370,15 @@ impl Consumer {
     /// What an event means to the caller: nothing (data of a partition given up or sought
     /// since), something to hand out, or the consumer's end.
     fn accept(&mut self, event: Event) -> Result<Option<Fetched>, Error> {
+        let fetched = self.current(event)?;
+        if let (Some(ends), Some(fetched)) = (self.ends.as_mut(), &fetched) {
+            ends.note(fetched);
+        }
+        Ok(fetched)
+    }
+
+    /// [`Consumer::accept`] before `-e`'s bookkeeping.
+    fn current(&mut self, event: Event) -> Result<Option<Fetched>, Error> {
         Ok(match event {
             Event::Chunk(chunk) => self
                 .is_current(chunk.topic_arc(), chunk.partition(), chunk.generation())
@@ -456,6 +464,74 @@ impl Drop for Consumer {
     }
 }
 
+/// [`Consumer::stop_at_end`]'s bookkeeping: which partitions are at their end.
+#[derive(Debug)]
+struct EndWatch {
+    reached: BTreeSet<TopicPartition>,
+    /// A group member's: a partition that fetches more after its end must reach it again,
+    /// and nothing assigned is not the end.
+    member: bool,
+    /// An end was reached or the partitions changed since the last look.
+    changed: bool,
+    /// What the last look found.
+    at_end: bool,
+}
+
+impl EndWatch {
+    fn new(member: bool) -> Self {
+        Self {
+            reached: BTreeSet::new(),
+            member,
+            changed: true,
+            at_end: false,
+        }
+    }
+
+    fn note(&mut self, fetched: &Fetched) {
+        match fetched {
+            Fetched::Chunk(chunk) if self.member && !self.reached.is_empty() => {
+                let key = TopicPartition::new(chunk.topic_arc().clone(), chunk.partition());
+                if self.reached.remove(&key) {
+                    self.at_end = false;
+                }
+            }
+            Fetched::EndOfPartition {
+                topic_partition,
+                offset,
+            } => {
+                tracing::debug!(%topic_partition, offset, "reached the end of the partition");
+                self.reached.insert(topic_partition.clone());
+                self.changed = true;
+            }
+            // Added topics have partitions to read; dropped ones no longer count.
+            Fetched::SubscriptionChanged { .. } => self.changed = true,
+            Fetched::Chunk(_) => {}
+        }
+    }
+
+    /// The partition was assigned, sought or given up: it must reach its end (again).
+    fn forget(&mut self, key: &TopicPartition) {
+        self.reached.remove(key);
+        self.changed = true;
+    }
+
+    /// Every one of `partitions` is at its end. Fewer ends than partitions cannot cover them,
+    /// so the partitions are looked at one by one only once enough have reached their end.
+    fn covers<'p>(&self, partitions: impl ExactSizeIterator<Item = &'p (Arc<str>, i32)>) -> bool {
+        if partitions.len() == 0 {
+            return !self.member;
+        }
+        if self.reached.len() < partitions.len() {
+            return false;
+        }
+        let mut partitions = partitions;
+        partitions.all(|(topic, partition)| {
+            self.reached
+                .contains(&TopicPartition::new(topic.clone(), *partition))
+        })
+    }
+}
+
 fn seek_cursor(cursor: &mut Cursor, start: StartOffset) {
     cursor.generation += 1;
     cursor.at_end = false;
@@ -470,5 +546,67 @@ fn seek_cursor(cursor: &mut Cursor, start: StartOffset) {
             };
         }
         other => cursor.state = CursorState::NeedsOffset(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(list: &[(&str, i32)]) -> Vec<(Arc<str>, i32)> {
+        list.iter().map(|&(t, p)| (Arc::from(t), p)).collect()
+    }
+
+    fn chunk_of(topic: &str, partition: i32) -> PartitionChunk {
+        let data = crate::cursor::ChunkData {
+            fetch_offset: 0,
+            next_offset: 1,
+            high_watermark: 1,
+            last_stable_offset: 1,
+            aborted: Vec::new(),
+            records: bytes::Bytes::new(),
+        };
+        PartitionChunk::new(Arc::from(topic), partition, 0, data, false, None)
+    }
+
+    fn end(topic: &str, partition: i32) -> Fetched {
+        Fetched::EndOfPartition {
+            topic_partition: TopicPartition::new(topic, partition),
+            offset: 0,
+        }
+    }
+
+    #[test]
+    fn a_group_member_is_at_the_end_when_every_assigned_partition_is() {
+        let mut ends = EndWatch::new(true);
+        assert!(!ends.covers(keys(&[]).iter()), "nothing assigned yet");
+        ends.note(&end("a", 0));
+        ends.note(&end("b", 1));
+        assert!(!ends.covers(keys(&[("a", 0), ("a", 1)]).iter()));
+        // More came for a/0 after its end: it must reach the end again.
+        let chunk = chunk_of("a", 0);
+        ends.note(&Fetched::Chunk(chunk));
+        ends.note(&end("a", 1));
+        assert!(!ends.covers(keys(&[("a", 0), ("a", 1)]).iter()));
+        ends.note(&end("a", 0));
+        assert!(ends.covers(keys(&[("a", 0), ("a", 1)]).iter()));
+        // b/1 was revoked: it no longer counts towards a later, larger assignment.
+        ends.forget(&TopicPartition::new("b", 1));
+        let larger = keys(&[("a", 0), ("a", 1), ("c", 0)]);
+        assert!(!ends.covers(larger.iter()));
+        ends.note(&end("c", 0));
+        assert!(ends.covers(larger.iter()));
+    }
+
+    #[test]
+    fn alone_each_partition_counts_once_and_nothing_to_read_is_the_end() {
+        let mut ends = EndWatch::new(false);
+        assert!(ends.covers(keys(&[]).iter()), "nothing to read");
+        ends.note(&end("a", 0));
+        let chunk = chunk_of("a", 0);
+        ends.note(&Fetched::Chunk(chunk));
+        assert!(ends.covers(keys(&[("a", 0)]).iter()), "reached once");
+        // A topic a pattern adds counts from when it is added.
+        assert!(!ends.covers(keys(&[("a", 0), ("n", 0)]).iter()));
     }
 }

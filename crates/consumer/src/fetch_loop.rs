@@ -584,7 +584,7 @@ async fn acquire_budget(shared: &Shared, bytes: usize) -> Option<OwnedSemaphoreP
 }
 
 /// Moves `bytes` of the response's permit into one chunk's permit.
-fn take_budget(
+pub(crate) fn take_budget(
     budget: &mut Option<OwnedSemaphorePermit>,
     bytes: usize,
 ) -> Option<OwnedSemaphorePermit> {

@@ -340,11 +340,15 @@ impl GroupConsumer {
 
     /// The next chunk of an assigned partition, or assignment change, in the order they
     /// happen; `None` after [`GroupConsumer::stop_fetching`] once everything fetched before
-    /// was handed out. Errors are final. Cancel-safe.
+    /// was handed out, or under [`GroupConsumer::stop_at_end`] once every assigned partition
+    /// is at its end. Errors are final. Cancel-safe.
     pub async fn next_event(&mut self) -> Result<Option<GroupEvent>, Error> {
         loop {
             if let Some(change) = self.changes.pop_front() {
                 return Ok(Some(change));
+            }
+            if self.consumer.as_mut().is_some_and(Consumer::all_at_end) {
+                return Ok(None);
             }
             if self.consumer.is_none() && !self.failed {
                 return Ok(self.stopped_chunk().map(GroupEvent::Chunk));
@@ -352,6 +356,16 @@ impl GroupConsumer {
             if let Some(Fetched::Chunk(chunk)) = self.poll_once().await? {
                 return Ok(Some(GroupEvent::Chunk(chunk)));
             }
+        }
+    }
+
+    /// Once on, [`GroupConsumer::next_event`] gives `None` when every partition assigned now
+    /// has reached the end it had when the fetch that got there was answered. A partition that
+    /// fetches more after its end must reach it again, revoked partitions no longer count, and
+    /// nothing assigned (yet) is not the end.
+    pub fn stop_at_end(&mut self, stop: bool) {
+        if let Some(consumer) = self.consumer.as_mut() {
+            consumer.stop_at_end_as_member(stop);
         }
     }
 

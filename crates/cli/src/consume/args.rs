@@ -124,6 +124,7 @@ pub struct ConsumeArgs {
     pub offset: Vec<String>,
 
     /// Exit (status 0) once no record has arrived for this long: `30s`, `5m`, `1h30m`, `500ms`.
+    /// Time in which the output holds fetched records (back-pressure) does not count.
     #[arg(long = "idle-timeout", value_name = "DURATION")]
     pub idle_timeout: Option<String>,
 

@@ -1,5 +1,6 @@
 //! `krec consume`: read topics (names, or patterns followed as topics come and go) from a
-//! Kafka cluster and write their records out, alone or as a member of a consumer group (`-G`).
+//! Kafka cluster and write their records out, alone, as a member of a consumer group (`-G`),
+//! or as a member of a share group (`--share-group`), all through one loop.
 //!
 //! The network side runs on one tokio thread (the consumer's fetch loops); decoding and
 //! formatting run on decode threads, one per core by default, each owning whole partitions so
@@ -10,7 +11,6 @@ mod config;
 mod ends;
 mod run_loop;
 mod share;
-mod share_sink;
 mod sink;
 mod source;
 
@@ -76,7 +76,6 @@ fn report(error: &Error) -> ExitCode {
 async fn consume(args: ConsumeArgs) -> Result<u64, Error> {
     let config = args.consumer_config(args.cluster.config()?)?;
     let range = OffsetRange::parse(&args.offset, now_ms())?;
-    let start = range.start;
     let idle_timeout = args.idle_timeout()?;
     // Check the format and the topics before touching the network.
     args.format
@@ -86,14 +85,12 @@ async fn consume(args: ConsumeArgs) -> Result<u64, Error> {
         .schema
         .set_on_corrupt(args.on_corrupt, "consume");
     args.format.output_format()?;
-    if let Some(group) = &args.group.share_group {
-        share::check_args(&args)?;
-        if args.count == Some(0) {
-            return Ok(0);
-        }
-        return share::consume_shared(&args, config, group, idle_timeout).await;
+    let share_group = args.group.share_group.as_deref();
+    // The topics, checked before anything connects.
+    match share_group {
+        Some(_) => share::check_args(&args)?,
+        None => _ = args.subscription()?,
     }
-    let subscription = args.subscription()?;
     if args.count == Some(0) {
         return Ok(0);
     }
@@ -101,6 +98,22 @@ async fn consume(args: ConsumeArgs) -> Result<u64, Error> {
         Some(address) => Some(crate::metrics_server::bind(address).await?),
         None => None,
     };
+    // Only for the lag, which a share group (no positions) does not have.
+    let read_committed = config.read_committed;
+    let source = match share_group {
+        Some(group) => Source::share(config, group, &args.topic_entries()).await?,
+        None => read_from(&args, config, args.subscription()?, range).await?,
+    };
+    run_loop::consume_from(&args, source, endpoint, idle_timeout, read_committed).await
+}
+
+/// Assigns what `-t` and `-p` name (over `range`), or joins the consumer group `-G` names.
+async fn read_from(
+    args: &ConsumeArgs,
+    config: krec_consumer::ConsumerConfig,
+    subscription: krec_consumer::TopicSubscription,
+    range: OffsetRange,
+) -> Result<Source, Error> {
     let from_properties = Some(config.group.group_id.clone()).filter(|id| !id.is_empty());
     let group_id = args.group.group_id.clone().or(from_properties);
     if range.end.is_some() && (group_id.is_some() || subscription.has_patterns()) {
@@ -110,14 +123,12 @@ async fn consume(args: ConsumeArgs) -> Result<u64, Error> {
                 .to_owned(),
         });
     }
-    let read_committed = config.read_committed;
-    let source = match group_id {
+    match group_id {
         Some(group) => {
-            let given_start = (!args.offset.is_empty()).then_some(start);
+            let given_start = (!args.offset.is_empty()).then_some(range.start);
             let group_config = args.group_config(&group, given_start, &config)?;
-            Source::join(config, group_config).await?
+            Source::join(config, group_config, args.exit_at_end).await
         }
-        None => Source::assign(&args, config, subscription, range).await?,
-    };
-    run_loop::consume_from(&args, source, endpoint, idle_timeout, read_committed).await
+        None => Source::assign(args, config, subscription, range).await,
+    }
 }

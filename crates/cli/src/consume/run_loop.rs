@@ -1,17 +1,18 @@
-//! The one loop of `krec consume`, whatever the [`Source`]: chunks to the decode threads until
-//! `-e`, `-c`, a range's end, `--idle-timeout`, a failure or a signal ends it; then the
-//! shutdown tail: stop fetching, write out what was fetched, close (a group member commits).
+//! The one loop of `krec consume`, whatever the [`Source`] (assigned partitions, a consumer
+//! group or a share group): chunks to the decode threads until `-e`, `-c`, a range's end,
+//! `--idle-timeout`, a failure or a signal ends it; then the shutdown tail: stop fetching,
+//! write out what was fetched, close (a group member commits, a share group member releases
+//! what it did not write).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use krec_consumer::{Fetched, TopicPartition};
 use tokio::signal::unix::Signal;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
 use super::ends::wait_until_ms;
-use super::sink::{start_output_workers, Outputs};
+use super::sink::{start_output_workers, OutputChunk, Outputs};
 use super::source::Source;
 use super::ConsumeArgs;
 use crate::metrics_server::{Exporter, MetricsEndpoint};
@@ -34,11 +35,12 @@ pub(super) async fn consume_from(
         count_done,
         written: source.written(),
         ownership: source.ownership(),
+        acknowledger: source.acknowledger(),
         range_ends: source.range_ends(),
         range_done,
     };
     let workers = start_output_workers(args, &progress, outputs)?;
-    serve_metrics(endpoint, source.metrics_source(), &progress, read_committed);
+    serve_metrics(endpoint, &source, &progress, read_committed);
     let mut running = Running {
         source,
         workers,
@@ -47,7 +49,6 @@ pub(super) async fn consume_from(
         idle: IdleTimer::new(idle_timeout),
         count_reached,
         range_passed,
-        exit_at_end: args.exit_at_end,
         progress: progress.clone(),
     };
     let outcome = running.run().await;
@@ -65,6 +66,9 @@ pub(super) async fn consume_from(
         .unwrap_or(Err(krec_consumer::Error::Stopped.into()));
     let closed = source.close().await;
     stats.finish(&progress);
+    if let (true, Ok(Some(summary))) = (args.monitoring.stats.is_some(), &closed) {
+        eprintln!("{summary}");
+    }
     outcome.and(finished).and(closed)?;
     Ok(progress.batches_skipped.load(Ordering::Relaxed))
 }
@@ -72,7 +76,7 @@ pub(super) async fn consume_from(
 /// What the loop watches besides its source.
 struct Running {
     source: Source,
-    workers: OutputWorkers,
+    workers: OutputWorkers<OutputChunk>,
     stats: Stats,
     terminate: Signal,
     idle: IdleTimer,
@@ -80,48 +84,31 @@ struct Running {
     count_reached: UnboundedReceiver<()>,
     /// Told when a partition's records passed its range's end.
     range_passed: UnboundedReceiver<(String, i32)>,
-    exit_at_end: bool,
     progress: Arc<Progress>,
 }
 
 impl Running {
     /// Hands out chunks until something ends the run: `Ok` for a clean stop.
     async fn run(&mut self) -> Result<(), Error> {
-        // Looked at only when a partition reaches its end or the topics change, not per chunk.
-        let mut check_ends = self.exit_at_end;
         loop {
-            if check_ends && self.source.all_at_end() {
-                return Ok(());
-            }
-            check_ends = false;
             if self.source.ranges_read() {
                 return Ok(());
             }
             let settle_at = self.source.settle_at();
             tokio::select! {
-                fetched = self.source.poll() => match fetched? {
-                    Fetched::Chunk(chunk) => {
-                        self.idle.touch();
-                        self.source.hand_out(chunk, &mut self.workers)?;
-                    }
-                    Fetched::EndOfPartition { topic_partition, offset } => {
-                        let TopicPartition { topic, partition } = topic_partition;
-                        tracing::debug!(%topic, partition, offset, "reached the end of the partition");
-                        self.source.reached_end(topic, partition);
-                        check_ends = self.exit_at_end;
-                    }
-                    // Added topics have partitions to read; dropped ones no longer count for -e.
-                    Fetched::SubscriptionChanged { .. } => check_ends = self.exit_at_end,
-                    // A group's assignment follows the subscription (rebalances).
-                    _ => {}
-                },
+                chunk = self.source.next() => {
+                    // None: every partition is at its end (-e), or fetching stopped.
+                    let Some(chunk) = chunk? else { return Ok(()) };
+                    self.idle.touch();
+                    self.source.hand_out(chunk, &mut self.workers)?;
+                }
                 Some((topic, partition)) = self.range_passed.recv() => {
                     self.source.range_passed(&topic, partition);
                 }
                 _ = wait_until_ms(settle_at), if settle_at.is_some() => self.source.settle().await?,
                 error = self.workers.failure() => return Err(error),
                 _ = self.count_reached.recv() => return Ok(()),
-                _ = self.idle.expired() => {
+                _ = self.idle.expired(&self.progress) => {
                     tracing::info!("no record for the --idle-timeout; exiting");
                     return Ok(());
                 }
@@ -135,7 +122,8 @@ impl Running {
     }
 }
 
-/// `--idle-timeout`: a deadline pushed back by every chunk that arrives.
+/// `--idle-timeout`: a deadline pushed back by every chunk that arrives, and by the output
+/// while it holds fetched records: time paused by back-pressure is not idle.
 struct IdleTimer {
     timeout: Option<Duration>,
     deadline: tokio::time::Instant,
@@ -155,11 +143,24 @@ impl IdleTimer {
         }
     }
 
-    /// Completes once the timeout has passed without a chunk (never without a timeout).
-    async fn expired(&self) {
-        match self.timeout {
-            Some(_) => tokio::time::sleep_until(self.deadline).await,
-            None => std::future::pending().await,
+    /// Completes once the timeout has passed with no chunk arriving and none waiting to be
+    /// written (never without a timeout). Cancel-safe.
+    async fn expired(&mut self, progress: &Progress) {
+        let Some(timeout) = self.timeout else {
+            return std::future::pending().await;
+        };
+        loop {
+            tokio::time::sleep_until(self.deadline).await;
+            if progress.output_behind() {
+                // Idle time starts once the output has caught up: not before now.
+                self.deadline = tokio::time::Instant::now() + timeout;
+                continue;
+            }
+            let written = progress.last_written().map(|at| at + timeout);
+            match written.map(tokio::time::Instant::from_std) {
+                Some(deadline) if deadline > self.deadline => self.deadline = deadline,
+                _ => return,
+            }
         }
     }
 }
@@ -174,16 +175,21 @@ fn stats_printer(args: &ConsumeArgs, read_committed: bool) -> Result<Stats, Erro
 /// Starts answering `--metrics` scrapes, if it was given.
 fn serve_metrics(
     endpoint: Option<MetricsEndpoint>,
-    source: krec_consumer::MetricsSource,
+    source: &Source,
     progress: &Arc<Progress>,
     read_committed: bool,
 ) {
-    if let Some(endpoint) = endpoint {
-        endpoint.serve(Exporter::new(source, progress.clone(), read_committed));
+    let Some(endpoint) = endpoint else {
+        return;
+    };
+    let exporter = Exporter::new(source.metrics_source(), progress.clone(), read_committed);
+    match source.share_counters() {
+        Some(counters) => endpoint.serve(exporter.with_share(counters)),
+        None => endpoint.serve(exporter),
     }
 }
 
-/// SIGTERM, handled like Ctrl-C (a clean stop: write out, commit, leave the group).
+/// SIGTERM, handled like Ctrl-C (a clean stop: write out, commit or release, leave the group).
 fn terminate_signal() -> Result<tokio::signal::unix::Signal, Error> {
     tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).map_err(|source| {
         Error::Io {

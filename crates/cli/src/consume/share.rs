@@ -1,26 +1,20 @@
-//! `krec consume --share-group`: a member of a share group (KIP-932). One task drives the
-//! [`ShareConsumer`]; the run loop hands its chunks to the decode threads, which acknowledge
-//! each chunk once written out, until `-c`, `--idle-timeout`, a failure or a signal. Then it
-//! stops fetching, lets the threads write out what they hold, and closes: records acquired and
-//! not written are released, so another member gets them at once.
+//! `krec consume --share-group`: a member of a share group (KIP-932), one more source of the
+//! run loop. The decode threads acknowledge each chunk once written out; at the end the
+//! member stops fetching, lets them write out what they hold, and closes: records acquired
+//! and not written are released, so another member gets them at once.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
 
-use krec_consumer::{AcknowledgeType, ConsumerConfig, ShareChunk, ShareConsumer};
-use tokio::sync::mpsc::{self, unbounded_channel, UnboundedReceiver};
-use tokio::sync::oneshot;
+use krec_consumer::share::ShareCounters;
+use krec_consumer::{
+    AcknowledgeType, Acknowledger, ConsumerConfig, MetricsSource, ShareChunk, ShareConsumer,
+    ShareStopper,
+};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
 
-use super::share_sink::start_share_workers;
 use super::ConsumeArgs;
-use crate::metrics_server::Exporter;
-use crate::progress::{Cells, Progress};
-use crate::stats::{Stats, StatsFormat};
 use crate::Error;
-
-/// Chunks fetched ahead of the decode threads.
-const CHUNKS_AHEAD: usize = 16;
 
 /// Refuses what has no meaning for a share group, before anything connects.
 pub(super) fn check_args(args: &ConsumeArgs) -> Result<(), Error> {
@@ -63,74 +57,104 @@ pub(super) fn check_args(args: &ConsumeArgs) -> Result<(), Error> {
     Ok(())
 }
 
-/// Consumes as a member of share group `group`; the number of corrupt batches skipped.
-pub(super) async fn consume_shared(
-    args: &ConsumeArgs,
-    config: ConsumerConfig,
-    group: &str,
-    idle_timeout: Option<Duration>,
-) -> Result<u64, Error> {
-    let endpoint = match &args.monitoring.metrics {
-        Some(address) => Some(crate::metrics_server::bind(address).await?),
-        None => None,
-    };
-    let config = config.with("group.id", group)?;
-    let topics = args.topic_entries();
-    let topics: Vec<&str> = topics.iter().map(String::as_str).collect();
-    let share = ShareConsumer::subscribe(config, &topics).await?;
-    let counters = share.counters();
-    let progress = Arc::new(Progress::default());
-    if let Some(endpoint) = endpoint {
-        let exporter = Exporter::new(share.metrics_source(), progress.clone(), false);
-        endpoint.serve(exporter.with_share(counters.clone()));
+/// A member of a share group. One task drives the [`ShareConsumer`] (its fetches are not to
+/// be cancelled halfway) and passes its chunks on; they hold their share of the buffer budget,
+/// so fetching pauses while the output is behind.
+pub(super) struct Member {
+    group: String,
+    chunks: Option<mpsc::Receiver<ShareChunk>>,
+    stopper: ShareStopper,
+    acknowledger: Acknowledger,
+    counters: Arc<ShareCounters>,
+    metrics: MetricsSource,
+    /// Told once the decode threads have written out (and acknowledged) what they hold.
+    written: oneshot::Sender<()>,
+    driver: JoinHandle<Result<(), krec_consumer::Error>>,
+}
+
+impl Member {
+    /// Joins share group `group`, reading `topics`.
+    pub(super) async fn join(
+        config: ConsumerConfig,
+        group: &str,
+        topics: &[String],
+    ) -> Result<Self, Error> {
+        let config = config.with("group.id", group)?;
+        let topics: Vec<&str> = topics.iter().map(String::as_str).collect();
+        let share = ShareConsumer::subscribe(config, &topics).await?;
+        let (chunks_tx, chunks) = mpsc::channel(1);
+        let (written, written_rx) = oneshot::channel();
+        Ok(Self {
+            group: group.to_owned(),
+            chunks: Some(chunks),
+            stopper: share.stopper(),
+            acknowledger: share.acknowledger(),
+            counters: share.counters(),
+            metrics: share.metrics_source(),
+            written,
+            driver: tokio::spawn(drive(share, chunks_tx, written_rx)),
+        })
     }
-    let (count_done, count_reached) = unbounded_channel();
-    let workers = start_share_workers(args, &progress, &share.acknowledger(), count_done)?;
-    let stopper = share.stopper();
-    let (chunks_tx, chunks) = mpsc::channel(CHUNKS_AHEAD);
-    let (written, written_rx) = oneshot::channel();
-    let driver = tokio::spawn(drive(share, chunks_tx, written_rx));
-    let monitoring = &*args.monitoring;
-    let stats_format = monitoring.stats_format.parse::<StatsFormat>()?;
-    let mut running = Running {
-        chunks,
-        workers,
-        stats: Stats::new(monitoring.stats, stats_format, false),
-        count_reached,
-        idle_timeout,
-        progress: progress.clone(),
-        cells: Cells::default(),
-    };
-    let outcome = running.run().await;
-    let Running {
-        chunks,
-        workers,
-        stats,
-        ..
-    } = running;
-    // Stop fetching; the chunks not handed out are released at close.
-    tracing::debug!("share group member stopping");
-    stopper.stop();
-    drop(chunks);
-    let finished = tokio::task::spawn_blocking(move || workers.finish())
-        .await
-        .unwrap_or(Err(krec_consumer::Error::Stopped.into()));
-    let _ = written.send(());
-    let closed = driver
-        .await
-        .unwrap_or(Err(krec_consumer::Error::Stopped))
-        .map_err(Error::from);
-    stats.finish(&progress);
-    if monitoring.stats.is_some() {
-        eprintln!(
-            "share group {group}: {} accepted, {} released, {} rejected",
+
+    /// The next chunk acquired; `None` once the driver stopped (its error comes at close).
+    /// Cancel-safe.
+    pub(super) async fn next(&mut self) -> Option<ShareChunk> {
+        self.chunks.as_mut()?.recv().await
+    }
+
+    pub(super) fn acknowledger(&self) -> Acknowledger {
+        self.acknowledger.clone()
+    }
+
+    pub(super) fn counters(&self) -> Arc<ShareCounters> {
+        self.counters.clone()
+    }
+
+    pub(super) fn metrics_source(&self) -> MetricsSource {
+        self.metrics.clone()
+    }
+
+    /// Stops fetching; the chunks not handed out are released at close.
+    pub(super) fn stop_fetching(&mut self) {
+        tracing::debug!("share group member stopping");
+        self.stopper.stop();
+        self.chunks = None;
+    }
+
+    /// Once the decode threads have written out what they hold: closes the consumer, which
+    /// releases what was acquired and not acknowledged, and leaves the group.
+    pub(super) async fn close(self) -> Result<Summary, Error> {
+        let _ = self.written.send(());
+        let closed = self
+            .driver
+            .await
+            .unwrap_or(Err(krec_consumer::Error::Stopped));
+        closed?;
+        Ok(Summary {
+            group: self.group,
+            counters: self.counters,
+        })
+    }
+}
+
+/// The acknowledgements of a member's run, the last line of its `--stats`.
+pub(super) struct Summary {
+    group: String,
+    counters: Arc<ShareCounters>,
+}
+
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let counters = &self.counters;
+        write!(
+            f,
+            "share group {}: {} accepted, {} released, {} rejected",
+            self.group,
             counters.acknowledged(AcknowledgeType::Accept),
             counters.acknowledged(AcknowledgeType::Release),
             counters.acknowledged(AcknowledgeType::Reject),
-        );
+        )
     }
-    outcome.and(finished).and(closed)?;
-    Ok(progress.batches_skipped.load(Ordering::Relaxed))
 }
 
 /// Fetches into `chunks` until stopped (or the receiver is gone); once the decode threads
@@ -157,56 +181,4 @@ async fn drive(
     let _ = written.await;
     let closed = share.close().await;
     fetched.and(closed)
-}
-
-/// What the loop watches.
-struct Running {
-    chunks: mpsc::Receiver<ShareChunk>,
-    workers: crate::workers::PartitionWorkers<ShareChunk>,
-    stats: Stats,
-    count_reached: UnboundedReceiver<()>,
-    idle_timeout: Option<Duration>,
-    progress: Arc<Progress>,
-    cells: Cells,
-}
-
-impl Running {
-    /// Hands out chunks until something ends the run: `Ok` for a clean stop.
-    async fn run(&mut self) -> Result<(), Error> {
-        let mut terminate = tokio::signal::unix::signal(
-            tokio::signal::unix::SignalKind::terminate(),
-        )
-        .map_err(|source| Error::Io {
-            context: "installing the SIGTERM handler".to_owned(),
-            source,
-        })?;
-        let idle = |timeout: Option<Duration>| async move {
-            match timeout {
-                Some(timeout) => tokio::time::sleep(timeout).await,
-                None => std::future::pending().await,
-            }
-        };
-        let mut idle_deadline = Box::pin(idle(self.idle_timeout));
-        loop {
-            tokio::select! {
-                chunk = self.chunks.recv() => {
-                    // None: the driver stopped (its error comes from joining it).
-                    let Some(chunk) = chunk else { return Ok(()) };
-                    idle_deadline = Box::pin(idle(self.idle_timeout));
-                    let (topic, partition) = (chunk.topic(), chunk.partition());
-                    self.progress.handed_out(&mut self.cells, topic, partition, chunk.fetch_offset());
-                    self.workers.submit(chunk)?;
-                }
-                error = self.workers.failure() => return Err(error),
-                _ = self.count_reached.recv() => return Ok(()),
-                _ = &mut idle_deadline => {
-                    tracing::info!("no record for the --idle-timeout; exiting");
-                    return Ok(());
-                }
-                _ = tokio::signal::ctrl_c() => return Ok(()),
-                _ = terminate.recv() => return Ok(()),
-                _ = self.stats.tick() => self.stats.print(&[], &self.progress),
-            }
-        }
-    }
 }

@@ -1,5 +1,6 @@
 //! The sink: the decode threads that write chunks out (filtered, formatted and flushed), and
-//! say what they wrote: to `-c`, to the ranges, and to a group member's commits.
+//! say what they wrote: to `-c`, to the ranges, to a group member's commits, and to a share
+//! group (each record accepted once it has left the sink, or rejected).
 
 use std::io::{self, Write};
 use std::ops::ControlFlow;
@@ -8,15 +9,56 @@ use std::sync::Arc;
 
 use krec_batch::{OnCorrupt, Skipped};
 use krec_consumer::group::{Ownership, WrittenOffsets};
-use krec_consumer::{ChunkBatchRef, PartitionChunk};
+use krec_consumer::{AcknowledgeType, Acknowledger, ChunkBatchRef, PartitionChunk, ShareChunk};
 
 use super::ConsumeArgs;
 use crate::corrupt::{report_line, SkipSource};
 use crate::format::{RecordContext, RecordWriter};
 use crate::progress::{Cells, ChunkCount, ChunkOutput, OutputWorkers, Progress};
 use crate::range::{PartitionEnd, RangeEnds};
-use crate::workers::{self, PartitionWorkers};
+use crate::workers::{self, PartitionWorkers, Partitioned};
 use crate::Error;
+
+/// What the decode threads write: a consumer's or group member's chunk, or the records
+/// acquired for a share-group member.
+#[derive(Debug)]
+pub(super) enum OutputChunk {
+    /// Fetched by a consumer or a group member.
+    Read(PartitionChunk),
+    /// Acquired for a share-group member (`--share-group`).
+    Shared(ShareChunk),
+}
+
+impl OutputChunk {
+    fn chunk(&self) -> &PartitionChunk {
+        match self {
+            Self::Read(chunk) => chunk,
+            Self::Shared(shared) => shared.chunk(),
+        }
+    }
+
+    fn context(&self) -> RecordContext<'_> {
+        let context = RecordContext::new(self.topic(), self.partition());
+        match self {
+            Self::Read(_) => context,
+            Self::Shared(shared) => context.with_delivery_count(shared.delivery_count()),
+        }
+    }
+}
+
+impl Partitioned for OutputChunk {
+    fn topic(&self) -> &str {
+        self.chunk().topic()
+    }
+
+    fn partition(&self) -> i32 {
+        self.chunk().partition()
+    }
+
+    fn fetch_offset(&self) -> i64 {
+        self.chunk().fetch_offset()
+    }
+}
 
 /// What the decode threads report to, besides the progress counters.
 #[derive(Clone, Debug)]
@@ -27,6 +69,8 @@ pub(super) struct Outputs {
     pub(super) written: Option<Arc<WrittenOffsets>>,
     /// For a group member: which chunks are still its own to write (none of a lost partition).
     pub(super) ownership: Option<Ownership>,
+    /// For a share-group member: where the records written (or rejected) are acknowledged.
+    pub(super) acknowledger: Option<Acknowledger>,
     /// Where bounded ranges end.
     pub(super) range_ends: Arc<RangeEnds>,
     /// Told when a partition's records passed its range's end.
@@ -34,33 +78,31 @@ pub(super) struct Outputs {
 }
 
 /// The decode threads of `krec consume`: each writes and flushes its chunks, says on
-/// `count_done` when `-c` is satisfied, and, for a group member, marks what it wrote in
-/// `written`, so only records that left the sink are committed.
+/// `count_done` when `-c` is satisfied, and says what became of the records: for a group
+/// member, marked in `written` (only records that left the sink are committed); for a share
+/// group member, acknowledged.
 pub(super) fn start_output_workers(
     args: &ConsumeArgs,
     progress: &Arc<Progress>,
     outputs: Outputs,
-) -> Result<OutputWorkers, Error> {
+) -> Result<OutputWorkers<OutputChunk>, Error> {
     let threads = args.threads.unwrap_or_else(workers::default_threads);
     let workers = PartitionWorkers::start(threads, |_| {
-        let writer = args.format.writer(std::io::stdout());
+        let mut writer = args.format.writer(std::io::stdout()).ok();
         let progress = progress.clone();
-        let Outputs {
-            count_done,
-            written,
-            ownership,
-            range_ends,
-            range_done,
-        } = outputs.clone();
-        let limit = args.count;
-        let on_corrupt = args.on_corrupt;
-        let mut writer = writer.ok();
+        let outputs = outputs.clone();
+        let (limit, on_corrupt) = (args.count, args.on_corrupt);
         let mut cells = Cells::default();
-        move |chunk: PartitionChunk| {
+        move |chunk: OutputChunk| {
             let Some(writer) = writer.as_mut() else {
                 return Ok(());
             };
-            if ownership.as_ref().is_some_and(|o| !o.owns(&chunk)) {
+            let (topic, partition) = (chunk.topic(), chunk.partition());
+            if outputs
+                .ownership
+                .as_ref()
+                .is_some_and(|o| !o.owns(chunk.chunk()))
+            {
                 // Lost since it was fetched: another member may be writing it already.
                 let dropped = ChunkOutput {
                     records: 0,
@@ -68,28 +110,26 @@ pub(super) fn start_output_workers(
                     bytes: 0,
                     next_offset: None,
                 };
-                progress.written(&mut cells, chunk.topic(), chunk.partition(), dropped);
+                progress.written(&mut cells, topic, partition, dropped);
                 return Ok(());
             }
-            let end = range_ends.get(chunk.topic(), chunk.partition());
+            let end = outputs.range_ends.get(topic, partition);
             let outcome = write_chunk(&chunk, writer, on_corrupt, &progress, (limit, end))?;
             if outcome.passed_end {
-                let _ = range_done.send((chunk.topic().to_owned(), chunk.partition()));
+                let _ = outputs.range_done.send((topic.to_owned(), partition));
             }
             let output = ChunkOutput {
                 records: outcome.records,
                 scanned: outcome.scanned,
-                bytes: chunk.records_bytes().len() as u64,
+                bytes: chunk.chunk().records_bytes().len() as u64,
                 next_offset: outcome.next_offset,
             };
-            progress.written(&mut cells, chunk.topic(), chunk.partition(), output);
+            progress.written(&mut cells, topic, partition, output);
             // Flushed by write_chunk, and its skipped batches reported: these records have
-            // left the sink, so they may be committed.
-            if let (Some(written), Some(next_offset)) = (&written, outcome.next_offset) {
-                written.mark(chunk.topic(), chunk.partition(), next_offset);
-            }
+            // left the sink, so they may be committed, or acknowledged.
+            outputs.written_out(&chunk, &outcome);
             if outcome.reached {
-                let _ = count_done.send(());
+                let _ = outputs.count_done.send(());
             }
             Ok(())
         }
@@ -97,8 +137,41 @@ pub(super) fn start_output_workers(
     Ok(OutputWorkers::new(workers, progress.clone()))
 }
 
+impl Outputs {
+    /// Says what became of a chunk written out: a group member's partition is committable up
+    /// to where it was written; a share group's records are rejected (undecodable, corrupt)
+    /// or accepted (written, filtered out, or not records at all).
+    fn written_out(&self, chunk: &OutputChunk, outcome: &ChunkWritten) {
+        match chunk {
+            OutputChunk::Read(chunk) => {
+                if let (Some(written), Some(next_offset)) = (&self.written, outcome.next_offset) {
+                    written.mark(chunk.topic(), chunk.partition(), next_offset);
+                }
+            }
+            OutputChunk::Shared(chunk) => {
+                let Some(acknowledger) = &self.acknowledger else {
+                    return;
+                };
+                // Rejected first; accepting the range then leaves them as they are.
+                for &(first, last) in &outcome.rejected {
+                    acknowledger.ack_offsets(chunk, first, last, AcknowledgeType::Reject);
+                }
+                if let Some(next_offset) = outcome.next_offset {
+                    let first = chunk.first_offset();
+                    acknowledger.ack_offsets(
+                        chunk,
+                        first,
+                        next_offset - 1,
+                        AcknowledgeType::Accept,
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// What writing one chunk did.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct ChunkWritten {
     /// This chunk satisfied `-c`.
     reached: bool,
@@ -110,13 +183,15 @@ struct ChunkWritten {
     scanned: u64,
     /// The partition is written out up to here (None: nothing of it was written).
     next_offset: Option<i64>,
+    /// Offsets that could not be written (undecodable records, corrupt batches), ordered.
+    rejected: Vec<(i64, i64)>,
 }
 
 /// Decodes one chunk, writes its records and flushes them; reports each corrupt batch that
 /// `on_corrupt` skips on stderr (before returning, so before the chunk can be committed).
 /// `(limit, end)`: `-c`'s count and where the partition's range ends.
 fn write_chunk<W: Write>(
-    chunk: &PartitionChunk,
+    output: &OutputChunk,
     writer: &mut RecordWriter<W>,
     on_corrupt: OnCorrupt,
     progress: &Progress,
@@ -129,9 +204,11 @@ fn write_chunk<W: Write>(
             records: 0,
             scanned: 0,
             next_offset: None,
+            rejected: Vec::new(),
         });
     }
-    let context = RecordContext::new(chunk.topic(), chunk.partition());
+    let chunk = output.chunk();
+    let context = output.context();
     let mut state = ChunkWriting {
         writer,
         context: &context,
@@ -142,13 +219,15 @@ fn write_chunk<W: Write>(
         scanned: 0,
         last_written: None,
         passed_end: false,
+        rejected: Vec::new(),
     };
+    let mut corrupt = Vec::new();
     // Batches parsed in place and lent (`try_for_each_ref`): moving each out by value costs
     // one-record batches a measurable share of their CPU.
     chunk.batches().try_for_each_ref_or_skip(
         on_corrupt,
         |batch| state.write_batch(batch),
-        |skipped| report_skipped(chunk, progress, skipped),
+        |skipped| report_skipped(chunk, progress, skipped, &mut corrupt),
     )?;
     let ChunkWriting {
         writer,
@@ -157,9 +236,12 @@ fn write_chunk<W: Write>(
         last_written,
         count,
         passed_end,
+        mut rejected,
         ..
     } = state;
     writer.flush().map_err(output_error)?;
+    rejected.extend(corrupt);
+    rejected.sort_unstable();
     // Cut short by `-c` (here or on another thread): written up to the last record written, if
     // any; otherwise the whole chunk (control records and compacted gaps included).
     let next_offset = if count.cut {
@@ -173,15 +255,17 @@ fn write_chunk<W: Write>(
         records: written,
         scanned,
         next_offset,
+        rejected,
     })
 }
 
-/// One report line on stderr for a skipped corrupt batch of `chunk`, counted in `progress`.
-/// Reports a corrupt batch stepped over in `chunk` (one stderr line) and counts it.
-pub(super) fn report_skipped(
+/// Reports a corrupt batch stepped over in `chunk` (one stderr line), counts it, and keeps
+/// the offsets of the chunk it covered in `corrupt`.
+fn report_skipped(
     chunk: &PartitionChunk,
     progress: &Progress,
     skipped: &Skipped,
+    corrupt: &mut Vec<(i64, i64)>,
 ) -> Result<(), Error> {
     let source = SkipSource {
         command: "consume",
@@ -196,6 +280,11 @@ pub(super) fn report_skipped(
         source,
     })?;
     progress.batches_skipped.fetch_add(1, Ordering::Relaxed);
+    let first = skipped.span.base_offset.max(chunk.fetch_offset());
+    let last = skipped.span.last_offset.min(chunk.until_offset() - 1);
+    if first <= last {
+        corrupt.push((first, last));
+    }
     Ok(())
 }
 
@@ -217,6 +306,8 @@ struct ChunkWriting<'w, W: Write> {
     last_written: Option<i64>,
     /// A record past the range's end was met: nothing after it is written.
     passed_end: bool,
+    /// Offsets of records that could not be written (undecodable), as ranges.
+    rejected: Vec<(i64, i64)>,
 }
 
 impl<W: Write> ChunkWriting<'_, W> {
@@ -259,15 +350,28 @@ impl<W: Write> ChunkWriting<'_, W> {
             if !self.count.claim(self.progress) {
                 return Ok(ControlFlow::Break(()));
             }
-            self.writer
+            let offset = record.offset();
+            let wrote = self
+                .writer
                 .write_record(self.context, record)
                 .map_err(output_error)?;
-            self.last_written = Some(record.offset());
-            self.written += 1;
+            if wrote {
+                self.written += 1;
+            } else {
+                self.reject(offset);
+            }
+            self.last_written = Some(offset);
             if self.count.reached {
                 return Ok(ControlFlow::Break(()));
             }
         }
         Ok(ControlFlow::Continue(()))
+    }
+
+    fn reject(&mut self, offset: i64) {
+        match self.rejected.last_mut() {
+            Some(previous) if previous.1 + 1 == offset => previous.1 = offset,
+            _ => self.rejected.push((offset, offset)),
+        }
     }
 }

@@ -1,18 +1,23 @@
 //! Where `krec consume` reads from: partitions it assigns itself (named, every partition of
-//! the topics, or a bounded range of them), or those a consumer group gives it (`-G`). The run
-//! loop asks a [`Source`] for what was fetched and tells it what happened; the source keeps
-//! what differs: `-e`'s bookkeeping, the range, and for a group member the commits.
+//! the topics, or a bounded range of them), those a consumer group gives it (`-G`), or the
+//! records a share group hands it (`--share-group`). The run loop asks a [`Source`] for what
+//! was fetched and tells it what happened; the source keeps what differs: the range, for a
+//! group member the commits, for a share-group member the acknowledgements. `-e` is the
+//! consumer's own (`stop_at_end`): the source ends when every partition is at its end.
 
 use std::sync::Arc;
 
 use krec_consumer::group::{GroupConfig, GroupConsumer, NoListener, Ownership, WrittenOffsets};
 use krec_consumer::partitioner::Partitioner;
+use krec_consumer::share::ShareCounters;
 use krec_consumer::{
-    Consumer, ConsumerConfig, Fetched, MetricsSource, PartitionChunk, PartitionPosition,
+    Acknowledger, Consumer, ConsumerConfig, GroupEvent, MetricsSource, PartitionPosition,
     StartOffset, TopicPartition, TopicSubscription,
 };
 
-use super::ends::{EndWatch, GroupEnds, Ranges};
+use super::ends::Ranges;
+use super::share::{self, Summary};
+use super::sink::OutputChunk;
 use super::ConsumeArgs;
 use crate::progress::OutputWorkers;
 use crate::range::{self, OffsetRange, RangeEnds};
@@ -24,23 +29,17 @@ pub(super) enum Source {
     Assigned(Assigned),
     /// A consumer group member (`-G`): the group assigns, written positions are committed.
     /// (Boxed: a group member is much larger than a consumer.)
-    Member(Box<Member>),
+    Member(Box<GroupConsumer>),
+    /// A share group member (`--share-group`): records acquired for it, acknowledged once
+    /// written.
+    Shared(Box<share::Member>),
 }
 
 /// Partitions assigned by `krec consume` itself, without a group.
 pub(super) struct Assigned {
     consumer: Consumer,
-    /// `-e`: the partitions that reached their end.
-    ends: EndWatch,
     /// A bounded `-o` range: where each partition ends, and those not there yet.
     ranges: Ranges,
-}
-
-/// A consumer group member.
-pub(super) struct Member {
-    group: GroupConsumer,
-    /// `-e`: the assigned partitions at their end.
-    ends: GroupEnds,
 }
 
 impl Source {
@@ -64,35 +63,61 @@ impl Source {
         if args.exit_at_end && consumer.positions().is_empty() {
             tracing::warn!(topics = %args.topic, "nothing to read; exiting (-e)");
         }
+        consumer.stop_at_end(args.exit_at_end);
         Ok(Self::Assigned(Assigned {
             consumer,
-            ends: EndWatch::default(),
             ranges: Ranges::new(range_ends, watch),
         }))
     }
 
-    /// Joins the group `config` names.
-    pub(super) async fn join(config: ConsumerConfig, group: GroupConfig) -> Result<Self, Error> {
-        let group = GroupConsumer::join(config, group, NoListener).await?;
-        Ok(Self::Member(Box::new(Member {
-            group,
-            ends: GroupEnds::default(),
-        })))
+    /// Joins the group `config` names; with `exit_at_end` (`-e`), ends once every assigned
+    /// partition is at its end.
+    pub(super) async fn join(
+        config: ConsumerConfig,
+        group: GroupConfig,
+        exit_at_end: bool,
+    ) -> Result<Self, Error> {
+        let mut group = GroupConsumer::join(config, group, NoListener).await?;
+        group.stop_at_end(exit_at_end);
+        Ok(Self::Member(Box::new(group)))
     }
 
-    /// The next chunk or notice. Cancel-safe.
-    pub(super) async fn poll(&mut self) -> Result<Fetched, krec_consumer::Error> {
+    /// Joins share group `group`, reading `topics`.
+    pub(super) async fn share(
+        config: ConsumerConfig,
+        group: &str,
+        topics: &[String],
+    ) -> Result<Self, Error> {
+        let member = share::Member::join(config, group, topics).await?;
+        Ok(Self::Shared(Box::new(member)))
+    }
+
+    /// The next chunk; `None` when the source has ended (`-e`: every partition at its end; a
+    /// share group member: fetching stopped). Cancel-safe.
+    pub(super) async fn next(&mut self) -> Result<Option<OutputChunk>, Error> {
         match self {
-            Self::Assigned(assigned) => assigned.consumer.poll().await,
-            Self::Member(member) => member.group.poll().await,
+            Self::Assigned(assigned) => {
+                let chunk = assigned.consumer.next_chunk().await?;
+                Ok(chunk.map(OutputChunk::Read))
+            }
+            // Assignment changes are the group's own business here.
+            Self::Member(group) => loop {
+                match group.next_event().await? {
+                    Some(GroupEvent::Chunk(chunk)) => return Ok(Some(OutputChunk::Read(chunk))),
+                    Some(_) => continue,
+                    None => return Ok(None),
+                }
+            },
+            Self::Shared(member) => Ok(member.next().await.map(OutputChunk::Shared)),
         }
     }
 
-    /// Where every partition's fetching stands.
+    /// Where every partition's fetching stands (none for a share group: it has no positions).
     pub(super) fn positions(&self) -> Vec<PartitionPosition> {
         match self {
             Self::Assigned(assigned) => assigned.consumer.positions(),
-            Self::Member(member) => member.group.positions(),
+            Self::Member(group) => group.positions(),
+            Self::Shared(_) => Vec::new(),
         }
     }
 
@@ -100,23 +125,40 @@ impl Source {
     pub(super) fn metrics_source(&self) -> MetricsSource {
         match self {
             Self::Assigned(assigned) => assigned.consumer.metrics_source(),
-            Self::Member(member) => member.group.metrics_source(),
+            Self::Member(group) => group.metrics_source(),
+            Self::Shared(member) => member.metrics_source(),
+        }
+    }
+
+    /// For a share group member: its acknowledgement counters, for `--metrics`.
+    pub(super) fn share_counters(&self) -> Option<Arc<ShareCounters>> {
+        match self {
+            Self::Shared(member) => Some(member.counters()),
+            _ => None,
         }
     }
 
     /// For a group member: where the sink marks what it wrote, so only that is committed.
     pub(super) fn written(&self) -> Option<Arc<WrittenOffsets>> {
         match self {
-            Self::Assigned(_) => None,
-            Self::Member(member) => Some(member.group.written()),
+            Self::Member(group) => Some(group.written()),
+            _ => None,
         }
     }
 
     /// For a group member: which chunks are still its own to write.
     pub(super) fn ownership(&self) -> Option<Ownership> {
         match self {
-            Self::Assigned(_) => None,
-            Self::Member(member) => Some(member.group.ownership()),
+            Self::Member(group) => Some(group.ownership()),
+            _ => None,
+        }
+    }
+
+    /// For a share group member: where the sink acknowledges what it wrote.
+    pub(super) fn acknowledger(&self) -> Option<Acknowledger> {
+        match self {
+            Self::Shared(member) => Some(member.acknowledger()),
+            _ => None,
         }
     }
 
@@ -124,7 +166,7 @@ impl Source {
     pub(super) fn range_ends(&self) -> Arc<RangeEnds> {
         match self {
             Self::Assigned(assigned) => assigned.ranges.ends.clone(),
-            Self::Member(_) => Arc::default(),
+            _ => Arc::default(),
         }
     }
 
@@ -132,51 +174,27 @@ impl Source {
     /// chunk finishes is no longer fetched.
     pub(super) fn hand_out(
         &mut self,
-        chunk: PartitionChunk,
-        workers: &mut OutputWorkers,
+        chunk: OutputChunk,
+        workers: &mut OutputWorkers<OutputChunk>,
     ) -> Result<(), Error> {
-        match self {
-            Self::Assigned(assigned) => {
-                let passed = assigned.ranges.passed_by(&chunk);
-                workers.submit(chunk)?;
-                if let Some((topic, partition)) = passed {
-                    assigned
-                        .ranges
-                        .close(&mut assigned.consumer, &topic, partition);
-                }
-                Ok(())
-            }
-            Self::Member(member) => {
-                member.ends.fetched(chunk.topic(), chunk.partition());
-                workers.submit(chunk)
-            }
+        let (Self::Assigned(assigned), OutputChunk::Read(read)) = (&mut *self, &chunk) else {
+            return workers.submit(chunk);
+        };
+        let passed = assigned.ranges.passed_by(read);
+        workers.submit(chunk)?;
+        if let Some((topic, partition)) = passed {
+            assigned
+                .ranges
+                .close(&mut assigned.consumer, &topic, partition);
         }
-    }
-
-    /// The partition reached its end offset.
-    pub(super) fn reached_end(&mut self, topic: Arc<str>, partition: i32) {
-        match self {
-            Self::Assigned(assigned) => assigned.ends.reached(topic, partition),
-            Self::Member(member) => member.ends.reached(topic, partition),
-        }
-    }
-
-    /// Every partition read now is at its end (`-e`).
-    pub(super) fn all_at_end(&mut self) -> bool {
-        match self {
-            // Every assigned partition looked at only once enough of them are at their end.
-            Self::Assigned(Assigned { consumer, ends, .. }) => {
-                ends.count() >= consumer.assigned_count() && ends.all_reached(&consumer.positions())
-            }
-            Self::Member(member) => member.ends.all_reached(member.group.assignment()),
-        }
+        Ok(())
     }
 
     /// Every partition of a bounded range has passed its end.
     pub(super) fn ranges_read(&self) -> bool {
         match self {
             Self::Assigned(assigned) => assigned.ranges.is_done(),
-            Self::Member(_) => false,
+            _ => false,
         }
     }
 
@@ -193,7 +211,7 @@ impl Source {
     pub(super) fn settle_at(&self) -> Option<i64> {
         match self {
             Self::Assigned(assigned) => assigned.ranges.settle_at(),
-            Self::Member(_) => None,
+            _ => None,
         }
     }
 
@@ -201,7 +219,7 @@ impl Source {
     pub(super) async fn settle(&mut self) -> Result<(), Error> {
         match self {
             Self::Assigned(assigned) => assigned.ranges.settle(&mut assigned.consumer).await,
-            Self::Member(_) => Ok(()),
+            _ => Ok(()),
         }
     }
 
@@ -209,19 +227,25 @@ impl Source {
     pub(super) fn stop_fetching(&mut self) {
         match self {
             Self::Assigned(assigned) => assigned.consumer.stop_fetching(),
-            Self::Member(member) => member.group.stop_fetching(),
+            Self::Member(group) => group.stop_fetching(),
+            Self::Shared(member) => member.stop_fetching(),
         }
     }
 
     /// Once everything handed out is written: ends the brokers' fetch sessions (bounded); a
-    /// group member commits what was written and leaves.
-    pub(super) async fn close(self) -> Result<(), Error> {
+    /// group member commits what was written and leaves; a share group member releases what
+    /// it did not acknowledge, leaves, and says what it acknowledged.
+    pub(super) async fn close(self) -> Result<Option<Summary>, Error> {
         match self {
             Self::Assigned(assigned) => {
                 assigned.consumer.close().await;
-                Ok(())
+                Ok(None)
             }
-            Self::Member(member) => Ok(member.group.close().await?),
+            Self::Member(group) => {
+                group.close().await?;
+                Ok(None)
+            }
+            Self::Shared(member) => member.close().await.map(Some),
         }
     }
 }

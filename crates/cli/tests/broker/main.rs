@@ -31,5 +31,6 @@ mod ranges;
 mod schema;
 mod secure;
 mod share;
+mod share_budget;
 mod solo;
 mod subscribe;

@@ -31,7 +31,7 @@ fn share_topic(broker: &Broker, prefix: &str, count: usize, lock_ms: u32) -> (St
     (topic, group)
 }
 
-fn set_group_config(broker: &Broker, group: &str, lock_ms: u32) {
+pub(super) fn set_group_config(broker: &Broker, group: &str, lock_ms: u32) {
     let config =
         format!("share.auto.offset.reset=earliest,share.record.lock.duration.ms={lock_ms}");
     broker.kafka_sh(
@@ -61,7 +61,7 @@ fn produce(broker: &Broker, topic: &str, from: usize, count: usize) {
 }
 
 /// `krec consume --share-group GROUP -t TOPIC -f LINE` with `args`.
-fn member(broker: &Broker, topic: &str, group: &str, args: &[&str]) -> Command {
+pub(super) fn member(broker: &Broker, topic: &str, group: &str, args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_krec"));
     command
         .args(["consume", "-b", &broker.bootstrap, "-t", topic])
@@ -73,7 +73,7 @@ fn member(broker: &Broker, topic: &str, group: &str, args: &[&str]) -> Command {
     command
 }
 
-fn spawn(mut command: Command) -> Child {
+pub(super) fn spawn(mut command: Command) -> Child {
     command.spawn().expect("start krec consume --share-group")
 }
 

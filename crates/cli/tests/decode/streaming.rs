@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use crate::support::decode::{batch_spans, krec, mixed_segment, stderr_text};
+#[cfg(target_os = "linux")]
+use crate::support::process::peak_rss;
 use krec_batch::encode::BatchBuilder;
 use krec_batch::DecodeConfig;
 use krec_cli::decode::{decode_bytes, DecodeFailure, DEFAULT_RUN_BYTES};
@@ -379,22 +381,6 @@ fn standard_input_over_the_limit_is_refused_after_whole_records() {
     let exact = (data.len()).to_string();
     let output = krec_stdin(&["--max-file-bytes", &exact, "-f", "%o\\n"], &data);
     reference.assert_matches(&output, "stdin exactly at the limit");
-}
-
-/// Peak resident memory of a running process, in bytes (Linux's `VmHWM`).
-#[cfg(target_os = "linux")]
-fn peak_rss(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
-    let line = status
-        .lines()
-        .find(|line| line.starts_with("VmHWM:"))
-        .expect("VmHWM line");
-    let kib: u64 = line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|n| n.parse().ok())
-        .expect("VmHWM in kB");
-    kib * 1024
 }
 
 /// 96 MiB through standard input, with 1 MiB runs: the peak memory of krec, taken while it

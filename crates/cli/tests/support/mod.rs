@@ -6,5 +6,6 @@ pub mod decode;
 pub mod faults;
 pub mod group;
 pub mod metrics;
+pub mod process;
 pub mod questions;
 pub mod secure;

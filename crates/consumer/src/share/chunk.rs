@@ -11,8 +11,12 @@ use krec_batch::DecodeConfig;
 use krec_client::share::AcquiredRange;
 use uuid::Uuid;
 
+use tokio::sync::OwnedSemaphorePermit;
+
+use super::acks::PartitionKey;
 use crate::chunk::PartitionChunk;
 use crate::cursor::ChunkData;
+use crate::fetch_loop::take_budget;
 
 /// The records of one range acquired for this member: a [`PartitionChunk`] (read it with
 /// [`PartitionChunk::records`] or [`PartitionChunk::batches`]) that delivers offsets
@@ -21,7 +25,9 @@ use crate::cursor::ChunkData;
 /// Acknowledge it with [`ShareConsumer::ack`](super::ShareConsumer::ack) or its records one
 /// by one with [`ShareConsumer::ack_record`](super::ShareConsumer::ack_record); what is not
 /// acknowledged is released at [`ShareConsumer::close`](super::ShareConsumer::close), or
-/// comes back to the group when its acquisition lock runs out.
+/// comes back to the group when its acquisition lock runs out. While the chunk is alive it
+/// counts against the consumer's buffer budget: a member holding chunks up to the budget
+/// acquires no more records until one is dropped.
 #[derive(Debug)]
 pub struct ShareChunk {
     chunk: PartitionChunk,
@@ -132,19 +138,31 @@ pub(crate) fn range_span(records: &[u8], from: usize, first: i64, last: i64) -> 
     span
 }
 
-/// The chunks of one partition's acquired ranges, each cut to the batches it overlaps; the
-/// ranges (or their tails) that no returned batch covers come back in the second list, to be
-/// released unseen.
-#[allow(clippy::too_many_arguments)]
+/// Where the chunks of one partition's answer belong.
+#[derive(Debug)]
+pub(crate) struct ChunkPlace<'a> {
+    pub(crate) topic: &'a Arc<str>,
+    pub(crate) key: PartitionKey,
+    pub(crate) decode: &'a Arc<DecodeConfig>,
+    /// The share session the records were acquired in.
+    pub(crate) generation: u64,
+}
+
+/// The chunks of one partition's acquired ranges, each cut to the batches it overlaps and
+/// holding its bytes' share of `budget`; the ranges (or their tails) that no returned batch
+/// covers come back in the second list, to be released unseen.
 pub(crate) fn share_chunks(
-    topic: &Arc<str>,
-    topic_id: Uuid,
-    partition: i32,
+    place: &ChunkPlace<'_>,
     records: &Bytes,
     acquired: &[AcquiredRange],
-    decode: &Arc<DecodeConfig>,
-    generation: u64,
+    budget: &mut Option<OwnedSemaphorePermit>,
 ) -> (Vec<ShareChunk>, Vec<(i64, i64)>) {
+    let ChunkPlace {
+        topic,
+        key: (topic_id, partition),
+        decode,
+        generation,
+    } = *place;
     let mut chunks = Vec::with_capacity(acquired.len());
     let mut uncovered = Vec::new();
     // The ranges are ordered and disjoint (checked with the response): each scan goes on from
@@ -167,7 +185,8 @@ pub(crate) fn share_chunks(
             aborted: Vec::new(),
             records: records.slice(span.start..span.end),
         };
-        let chunk = PartitionChunk::new(topic.clone(), partition, 0, data, false, None)
+        let permit = take_budget(budget, data.records.len());
+        let chunk = PartitionChunk::new(topic.clone(), partition, 0, data, false, permit)
             .with_decode(decode.clone())
             .with_until(span.last_covered + 1);
         chunks.push(ShareChunk {
@@ -197,6 +216,21 @@ mod tests {
         Bytes::from(bytes)
     }
 
+    fn chunks_of(
+        topic: &Arc<str>,
+        records: &Bytes,
+        acquired: &[AcquiredRange],
+        decode: &Arc<DecodeConfig>,
+    ) -> (Vec<ShareChunk>, Vec<(i64, i64)>) {
+        let place = ChunkPlace {
+            topic,
+            key: (Uuid::nil(), 0),
+            decode,
+            generation: 1,
+        };
+        share_chunks(&place, records, acquired, &mut None)
+    }
+
     fn offsets(chunk: &ShareChunk) -> Vec<i64> {
         chunk.records().map(|r| r.unwrap().offset()).collect()
     }
@@ -219,8 +253,7 @@ mod tests {
         ];
         let topic: Arc<str> = Arc::from("t");
         let config = Arc::new(DecodeConfig::default());
-        let (chunks, uncovered) =
-            share_chunks(&topic, Uuid::nil(), 0, &records, &acquired, &config, 1);
+        let (chunks, uncovered) = chunks_of(&topic, &records, &acquired, &config);
         assert!(uncovered.is_empty());
         assert_eq!(offsets(&chunks[0]), [3, 4, 5, 6]);
         assert_eq!((chunks[0].first_offset(), chunks[0].last_offset()), (3, 6));
@@ -259,8 +292,7 @@ mod tests {
         ];
         let topic: Arc<str> = Arc::from("t");
         let config = Arc::new(DecodeConfig::default());
-        let (chunks, uncovered) =
-            share_chunks(&topic, Uuid::nil(), 0, &records, &acquired, &config, 1);
+        let (chunks, uncovered) = chunks_of(&topic, &records, &acquired, &config);
         assert_eq!(chunks.len(), 1);
         assert_eq!(offsets(&chunks[0]), [2, 3, 4]);
         assert_eq!(uncovered, [(5, 9), (20, 29)]);
@@ -278,8 +310,7 @@ mod tests {
         let acquired = [range(3, 6), range(7, 8)];
         let topic: Arc<str> = Arc::from("t");
         let config = Arc::new(DecodeConfig::default());
-        let (chunks, uncovered) =
-            share_chunks(&topic, Uuid::nil(), 0, &records, &acquired, &config, 1);
+        let (chunks, uncovered) = chunks_of(&topic, &records, &acquired, &config);
         assert!(uncovered.is_empty());
         assert_eq!(offsets(&chunks[0]), [3, 4, 5, 6]);
         assert_eq!(offsets(&chunks[1]), [7, 8]);

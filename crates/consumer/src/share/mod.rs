@@ -24,6 +24,11 @@
 //! # }
 //! ```
 //!
+//! Chunks hold their bytes' share of the buffer budget ([`ConsumerConfig::buffer_bytes`], as every
+//! consumer's chunks do) until dropped; a ShareFetch goes out only once there is room for what it
+//! may bring, so a member whose output falls behind stops acquiring records and leaves them to
+//! the other members. Acknowledgements queued while it waits go out at once.
+//!
 //! Acknowledgements are kept as ranges and go out with the next ShareFetch to the partition's
 //! leader, or in a ShareAcknowledge ([`ShareConsumer::send_acks`], [`ShareConsumer::close`]).
 //! When a share session dies (a broken connection, a session error), the leader releases what
@@ -43,7 +48,7 @@ use std::sync::{Arc, Mutex};
 
 use krec_batch::DecodeConfig;
 pub use krec_client::share::AcknowledgeType;
-use krec_client::share::ShareFetchParams;
+use krec_client::share::{AcknowledgementRange, ShareFetchParams};
 use tokio::sync::watch;
 
 use crate::{ConsumerConfig, Error};
@@ -66,14 +71,9 @@ pub struct ShareCounters {
 }
 
 impl ShareCounters {
-    /// Offsets acknowledged with `kind` so far.
+    /// Offsets acknowledged with `kind` so far (less those a leader refused).
     pub fn acknowledged(&self, kind: AcknowledgeType) -> u64 {
-        match kind {
-            AcknowledgeType::Accept => &self.accepted,
-            AcknowledgeType::Release => &self.released,
-            AcknowledgeType::Reject => &self.rejected,
-        }
-        .load(Ordering::Relaxed)
+        self.counter(kind).load(Ordering::Relaxed)
     }
 
     /// Offsets acquired for this member and not acknowledged yet.
@@ -81,19 +81,34 @@ impl ShareCounters {
         self.in_flight.load(Ordering::Relaxed)
     }
 
-    /// Acknowledgements a leader refused (their lock had run out, or their session ended):
-    /// those records are delivered again.
+    /// Acknowledgements a leader refused, per partition and request (their lock had run out,
+    /// or their session ended): those records are delivered again.
     pub fn acknowledge_errors(&self) -> u64 {
         self.acknowledge_errors.load(Ordering::Relaxed)
     }
 
-    fn count(&self, kind: AcknowledgeType, offsets: u64) {
+    /// One refusal of the acknowledgements `ranges`: their offsets no longer count as
+    /// acknowledged.
+    fn refuse<'r>(&self, ranges: impl IntoIterator<Item = &'r AcknowledgementRange>) {
+        self.acknowledge_errors.fetch_add(1, Ordering::Relaxed);
+        for range in ranges {
+            let offsets = (range.last_offset - range.first_offset + 1).max(0) as u64;
+            let counter = self.counter(range.kind);
+            let less = |n: u64| Some(n.saturating_sub(offsets));
+            let _ = counter.fetch_update(Ordering::Relaxed, Ordering::Relaxed, less);
+        }
+    }
+
+    fn counter(&self, kind: AcknowledgeType) -> &AtomicU64 {
         match kind {
             AcknowledgeType::Accept => &self.accepted,
             AcknowledgeType::Release => &self.released,
             AcknowledgeType::Reject => &self.rejected,
         }
-        .fetch_add(offsets, Ordering::Relaxed);
+    }
+
+    fn count(&self, kind: AcknowledgeType, offsets: u64) {
+        self.counter(kind).fetch_add(offsets, Ordering::Relaxed);
     }
 }
 
@@ -197,7 +212,11 @@ impl ShareConsumer {
     /// Joins the share group `group.id` of `config` reading `topics` (names, not patterns).
     /// The group starts at the end of each partition unless its `share.auto.offset.reset`
     /// group config says `earliest`.
-    pub async fn subscribe(config: ConsumerConfig, topics: &[&str]) -> Result<Self, Error> {
+    pub async fn subscribe(mut config: ConsumerConfig, topics: &[&str]) -> Result<Self, Error> {
+        // Reused response buffers are memory the budget does not count: at most half of it,
+        // as for a consumer's fetch loops.
+        let frames = &mut config.connection.frame_buffer_bytes;
+        *frames = (*frames).min(config.buffer_bytes / 2);
         let group = config.group.group_id.clone();
         if group.is_empty() {
             return Err(Error::InvalidArgument {
@@ -449,5 +468,29 @@ impl Drop for ShareConsumer {
         // Without close, the heartbeat task stops; the leaders release what it held when
         // its connections close.
         let _ = self.leave.send(true);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refused_acknowledgements_no_longer_count_as_acknowledged() {
+        let counters = ShareCounters::default();
+        counters.count(AcknowledgeType::Accept, 10);
+        counters.count(AcknowledgeType::Reject, 2);
+        let range = |first_offset, last_offset, kind| AcknowledgementRange {
+            first_offset,
+            last_offset,
+            kind,
+        };
+        counters.refuse(&[
+            range(0, 3, AcknowledgeType::Accept),
+            range(4, 4, AcknowledgeType::Reject),
+        ]);
+        assert_eq!(counters.acknowledged(AcknowledgeType::Accept), 6);
+        assert_eq!(counters.acknowledged(AcknowledgeType::Reject), 1);
+        assert_eq!(counters.acknowledge_errors(), 1);
     }
 }

@@ -5,11 +5,16 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use krec_client::share::{share_codes, AcknowledgeType, ShareFetchAnswer};
+use krec_client::share::{share_codes, AcknowledgeType, ShareFetchAnswer, SharePartitionResponse};
 use krec_client::{codes, error_name};
+use tokio::sync::OwnedSemaphorePermit;
 
 use super::acks::PartitionKey;
-use super::chunk::share_chunks;
+use krec_client::share::AcknowledgementRange;
+
+/// Acknowledgements sent in one request, per partition.
+type SentAcks = (PartitionKey, Vec<AcknowledgementRange>);
+use super::chunk::{share_chunks, ChunkPlace};
 use super::leader::{LeaderSession, Member};
 use super::membership::Assignment;
 use super::ShareConsumer;
@@ -63,26 +68,11 @@ impl ShareConsumer {
         // that looking again backs off.
         let mut failed = self.placement.partitions.is_empty();
         for index in 0..self.leaders.len() {
-            let node = self.leaders[index].node;
-            let wanted = wanted.remove(&node).unwrap_or_default();
-            let session = &self.leaders[index];
-            if wanted.is_empty() && session.in_session.is_empty() {
+            let wanted = wanted.remove(&self.leaders[index].node).unwrap_or_default();
+            if wanted.is_empty() && self.leaders[index].in_session.is_empty() {
                 continue;
             }
-            let keys: Vec<PartitionKey> = wanted.union(&session.in_session).copied().collect();
-            let acks = self.book.take_pending_of(&keys);
-            let member = Member {
-                group: &self.group,
-                member_id: &self.member_id,
-                settings: &self.config.connection,
-            };
-            let session = &mut self.leaders[index];
-            tracing::debug!(node, ?acks, partitions = wanted.len(), "ShareFetch");
-            let sent = std::time::Instant::now();
-            let answer = session.fetch(member, &self.params, &wanted, &acks).await;
-            let counters = self.shared.metrics.broker(node);
-            counters.fetched(answer.is_ok().then(|| sent.elapsed()));
-            failed |= !self.take_answer(index, answer, &keys)?;
+            failed |= !self.fetch_from(index, &wanted).await?;
         }
         if failed {
             tokio::time::sleep(self.backoff.next_delay()).await;
@@ -92,17 +82,91 @@ impl ShareConsumer {
         Ok(())
     }
 
-    /// Turns a leader's answer into chunks; false when the session was lost (the caller
-    /// backs off). Errors that no retry can mend end the consumer.
-    fn take_answer(
+    /// One ShareFetch to leader `index` for `wanted`, carrying the acknowledgements of its
+    /// partitions, once its records fit in the buffer budget; false when the session was lost.
+    async fn fetch_from(
+        &mut self,
+        index: usize,
+        wanted: &BTreeSet<PartitionKey>,
+    ) -> Result<bool, Error> {
+        let mut budget = self.reserve_budget().await;
+        if self.stopping.load(Ordering::Relaxed) {
+            // Asked to stop while waiting for room: acquire nothing more.
+            return Ok(true);
+        }
+        let mut params = self.params;
+        if let Some(permit) = &budget {
+            // The records come back within what was reserved for them.
+            params.max_bytes = params.max_bytes.min(permit.num_permits() as i32);
+        }
+        self.take_queued();
+        let session = &self.leaders[index];
+        let node = session.node;
+        let keys: Vec<PartitionKey> = wanted.union(&session.in_session).copied().collect();
+        let acks = self.book.take_pending_of(&keys);
+        let member = Member {
+            group: &self.group,
+            member_id: &self.member_id,
+            settings: &self.config.connection,
+        };
+        let session = &mut self.leaders[index];
+        tracing::debug!(node, ?acks, partitions = wanted.len(), "ShareFetch");
+        let sent = std::time::Instant::now();
+        let answer = session.fetch(member, &params, wanted, &acks).await;
+        let counters = self.shared.metrics.broker(node);
+        counters.fetched(answer.is_ok().then(|| sent.elapsed()));
+        let Some(answer) = self.check_answer(index, answer, &keys)? else {
+            return Ok(false);
+        };
+        for partition in answer.partitions {
+            if partition.acknowledge_error_code != 0 {
+                self.refused(&acks, &partition);
+            }
+            self.take_partition(index, partition, &mut budget)?;
+        }
+        self.counters
+            .in_flight
+            .store(self.book.in_flight(), Ordering::Relaxed);
+        Ok(true)
+    }
+
+    /// Waits until a fetch's worth of records fits in the buffer budget: records are acquired
+    /// only when there is room to hold them, so a member whose output falls behind leaves
+    /// them to the others. Acknowledgements queued meanwhile go out at once (ShareAcknowledge),
+    /// before the locks of records already written run out.
+    async fn reserve_budget(&mut self) -> Option<OwnedSemaphorePermit> {
+        // At most half the budget: the next fetch can go out while one is being written.
+        let wanted = (self.params.max_bytes.max(1) as usize)
+            .min(self.config.buffer_bytes / 2)
+            .clamp(1, u32::MAX as usize) as u32;
+        let budget = self.shared.budget.clone();
+        loop {
+            // Room at once: the acknowledgements ride on the fetch.
+            tokio::select! {
+                biased;
+                permit = budget.clone().acquire_many_owned(wanted) => return permit.ok(),
+                Some(ack) = self.queued.recv() => {
+                    self.apply_queued(ack);
+                    self.take_queued();
+                    // A failure ends the session (its records go back to the group) and is
+                    // logged; fetching goes on.
+                    let _ = self.acknowledge_all(false).await;
+                }
+            }
+        }
+    }
+
+    /// The answer of a leader if it is one to take, `None` when the session was lost (the
+    /// caller backs off). Errors that no retry can mend end the consumer.
+    fn check_answer(
         &mut self,
         index: usize,
         answer: Result<ShareFetchAnswer, Error>,
         keys: &[PartitionKey],
-    ) -> Result<bool, Error> {
-        let session = &mut self.leaders[index];
-        let answer = match answer {
-            Ok(answer) if answer.error_code == 0 => answer,
+    ) -> Result<Option<ShareFetchAnswer>, Error> {
+        let session = &self.leaders[index];
+        match answer {
+            Ok(answer) if answer.error_code == 0 => Ok(Some(answer)),
             Ok(answer) => {
                 let code = answer.error_code;
                 if matches!(
@@ -117,84 +181,89 @@ impl ShareConsumer {
                         message = ?answer.error_message, "ShareFetch refused");
                 }
                 self.lose_session(index, keys);
-                return Ok(false);
+                Ok(None)
             }
             Err(error) if error.is_connection_failure() => {
                 self.shared.metrics.error(ErrorKind::Connection);
                 tracing::warn!(%error, "share session lost; its records go back to the group");
                 self.lose_session(index, keys);
                 self.placement.stale = true;
-                return Ok(false);
+                Ok(None)
             }
-            Err(error) => return Err(error),
-        };
-        for partition in answer.partitions {
-            let key = (partition.topic_id, partition.partition);
-            if partition.acknowledge_error_code != 0 {
-                self.counters
-                    .acknowledge_errors
-                    .fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(partition = partition.partition, code = partition.acknowledge_error_code,
-                    message = ?partition.acknowledge_error_message,
-                    "acknowledgements refused; those records are delivered again");
-            }
-            if partition.error_code != 0 {
-                if partition.error_code == TOPIC_AUTHORIZATION_FAILED {
-                    return Err(self.refusal(index, partition.error_code));
-                }
-                if codes::needs_metadata_refresh(partition.error_code) {
-                    self.placement.stale = true;
-                }
-                tracing::warn!(partition = partition.partition, code = partition.error_code,
-                    name = %error_name(partition.error_code), "ShareFetch partition error");
-                continue;
-            }
-            if partition.acquired.is_empty() {
-                continue;
-            }
-            tracing::debug!(partition = partition.partition, acquired = ?partition.acquired,
-                "records acquired");
-            let topic = match self.placement.partitions.get(&key) {
-                Some((topic, _)) => topic.clone(),
-                None => Arc::from(""),
-            };
-            let generation = self.book.generation(&key);
-            let (chunks, uncovered) = share_chunks(
-                &topic,
-                key.0,
-                key.1,
-                &partition.records,
-                &partition.acquired,
-                &self.decode,
-                generation,
-            );
-            for chunk in &chunks {
-                self.book
-                    .acquire(key, chunk.first_offset(), chunk.last_offset());
-            }
-            for (first, last) in uncovered {
-                // Acquired but not sent: released at once, for a member that can read them.
-                self.book.acquire(key, first, last);
-                let released = self
-                    .book
-                    .acknowledge(key, first, last, AcknowledgeType::Release);
-                self.counters.count(AcknowledgeType::Release, released);
-            }
-            let bytes = chunks
-                .iter()
-                .map(|c| c.records_bytes().len())
-                .sum::<usize>();
-            self.shared
-                .metrics
-                .fetched_bytes(std::iter::once((&topic, bytes)));
-            let metrics = &self.shared.metrics;
-            self.ready
-                .extend(chunks.into_iter().map(|c| c.with_metrics(metrics.clone())));
+            Err(error) => Err(error),
         }
+    }
+
+    /// Turns one partition of a leader's answer into chunks for `ready`, each holding its
+    /// share of `budget`; what was acquired and not sent is released at once.
+    fn take_partition(
+        &mut self,
+        index: usize,
+        partition: SharePartitionResponse,
+        budget: &mut Option<OwnedSemaphorePermit>,
+    ) -> Result<(), Error> {
+        let key = (partition.topic_id, partition.partition);
+        if partition.error_code != 0 {
+            if partition.error_code == TOPIC_AUTHORIZATION_FAILED {
+                return Err(self.refusal(index, partition.error_code));
+            }
+            if codes::needs_metadata_refresh(partition.error_code) {
+                self.placement.stale = true;
+            }
+            tracing::warn!(partition = partition.partition, code = partition.error_code,
+                name = %error_name(partition.error_code), "ShareFetch partition error");
+            return Ok(());
+        }
+        if partition.acquired.is_empty() {
+            return Ok(());
+        }
+        tracing::debug!(partition = partition.partition, acquired = ?partition.acquired,
+            "records acquired");
+        let topic = match self.placement.partitions.get(&key) {
+            Some((topic, _)) => topic.clone(),
+            None => Arc::from(""),
+        };
+        let place = ChunkPlace {
+            topic: &topic,
+            key,
+            decode: &self.decode,
+            generation: self.book.generation(&key),
+        };
+        let (chunks, uncovered) =
+            share_chunks(&place, &partition.records, &partition.acquired, budget);
+        for chunk in &chunks {
+            self.book
+                .acquire(key, chunk.first_offset(), chunk.last_offset());
+        }
+        for (first, last) in uncovered {
+            // Acquired but not sent: released at once, for a member that can read them.
+            self.book.acquire(key, first, last);
+            let released = self
+                .book
+                .acknowledge(key, first, last, AcknowledgeType::Release);
+            self.counters.count(AcknowledgeType::Release, released);
+        }
+        let bytes = chunks
+            .iter()
+            .map(|c| c.records_bytes().len())
+            .sum::<usize>();
+        let metrics = &self.shared.metrics;
+        metrics.fetched_bytes(std::iter::once((&topic, bytes)));
+        self.ready
+            .extend(chunks.into_iter().map(|c| c.with_metrics(metrics.clone())));
+        Ok(())
+    }
+
+    /// The leader refused the acknowledgements `sent` for `partition` (their locks had run
+    /// out, or their session ended): those records are delivered again, so they no longer
+    /// count as acknowledged.
+    fn refused(&self, sent: &[SentAcks], partition: &SharePartitionResponse) {
+        let key = (partition.topic_id, partition.partition);
+        tracing::warn!(partition = partition.partition, code = partition.acknowledge_error_code,
+            message = ?partition.acknowledge_error_message,
+            "acknowledgements refused; those records are delivered again");
         self.counters
-            .in_flight
-            .store(self.book.in_flight(), Ordering::Relaxed);
-        Ok(true)
+            .refuse(sent.iter().filter(|(k, _)| *k == key).flat_map(|(_, r)| r));
     }
 
     /// The leader ended the session (or the connection broke): it released every record it
@@ -281,10 +350,10 @@ impl ShareConsumer {
             tracing::debug!(?acks, close, "ShareAcknowledge");
             match self.leaders[index].acknowledge(member, &acks, close).await {
                 Ok(answers) => {
-                    let refused = answers.iter().filter(|(_, code)| *code != 0).count();
-                    self.counters
-                        .acknowledge_errors
-                        .fetch_add(refused as u64, Ordering::Relaxed);
+                    for (key, _) in answers.iter().filter(|(_, code)| *code != 0) {
+                        let ranges = acks.iter().filter(|(k, _)| k == key);
+                        self.counters.refuse(ranges.flat_map(|(_, r)| r));
+                    }
                 }
                 Err(error) => {
                     tracing::warn!(%error, "ShareAcknowledge failed");
