@@ -22,7 +22,7 @@ use super::group::{find_coordinator, group_codes};
 use super::group_lag::{committed_offsets, end_offsets, share_start_offsets, PartitionLag};
 use super::metadata::MetadataClient;
 use super::{error_name, Connection, ConnectionSettings};
-use crate::Error;
+use crate::{Error, TopicPartition};
 use assignment::decode_assignment;
 
 mod assignment;
@@ -203,8 +203,8 @@ pub struct GroupMember {
     pub client_id: String,
     /// The member's host as the coordinator saw it (`/10.0.0.7`).
     pub host: String,
-    /// Assigned partitions as `(topic, partition)`, sorted.
-    pub assignment: Vec<(String, i32)>,
+    /// Assigned partitions, sorted.
+    pub assignment: Vec<TopicPartition>,
 }
 
 /// What the coordinator said about the group itself, before offsets.
@@ -237,7 +237,7 @@ pub async fn describe_group(
         // Brokers before DescribeGroups v6 answer an unknown group as an empty dead one.
         return Err(not_found(&connection, "DescribeGroups", group));
     }
-    let owners: BTreeMap<(String, i32), String> = described
+    let owners: BTreeMap<TopicPartition, String> = described
         .members
         .iter()
         .flat_map(|m| {
@@ -246,7 +246,7 @@ pub async fn describe_group(
                 .map(|tp| (tp.clone(), m.member_id.clone()))
         })
         .collect();
-    let mut wanted: Vec<(String, i32)> = offsets.keys().cloned().collect();
+    let mut wanted: Vec<TopicPartition> = offsets.keys().cloned().collect();
     wanted.extend(owners.keys().cloned());
     wanted.sort();
     wanted.dedup();
@@ -534,9 +534,14 @@ async fn describe_classic(connection: &mut Connection, group: &str) -> Result<De
     })
 }
 
-fn named_partitions<'a>(topics: impl Iterator<Item = (&'a str, &'a [i32])>) -> Vec<(String, i32)> {
-    let mut flat: Vec<(String, i32)> = topics
-        .flat_map(|(topic, partitions)| partitions.iter().map(move |p| (topic.to_owned(), *p)))
+fn named_partitions<'a>(topics: impl Iterator<Item = (&'a str, &'a [i32])>) -> Vec<TopicPartition> {
+    let mut flat: Vec<TopicPartition> = topics
+        .flat_map(|(topic, partitions)| {
+            let topic: std::sync::Arc<str> = std::sync::Arc::from(topic);
+            partitions
+                .iter()
+                .map(move |&partition| TopicPartition::new(topic.clone(), partition))
+        })
         .collect();
     flat.sort();
     flat

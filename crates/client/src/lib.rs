@@ -72,7 +72,8 @@
 //!   [`fetch::PartitionResponse`]s; [`fetch::scan_batches`] splits their record bytes.
 //! - Share groups: [`share::share_group_heartbeat`], [`share::share_fetch`],
 //!   [`share::share_acknowledge`], [`share::AcknowledgeType`].
-//! - Helpers: [`error_name`], [`codes`], [`versions::api_name`].
+//! - Helpers: [`TopicPartition`] (the one name of a partition, shared with krec-consumer),
+//!   [`error_name`], [`codes`], [`versions::api_name`].
 //! - What this build speaks (`krec version -v`): [`versions::SPOKEN`], [`sasl::mechanisms`],
 //!   [`sasl::token_methods`], [`security::TLS_PROVIDER`].
 //!
@@ -103,6 +104,7 @@ mod response_check;
 pub mod sasl;
 pub mod security;
 pub mod share;
+mod topic_partition;
 mod transport;
 pub mod versions;
 pub mod wire;
@@ -116,6 +118,7 @@ pub use error::Error;
 pub use security::{
     SaslConfig, ScramMechanism, Secret, SecurityConfig, SecurityProtocol, TlsConfig,
 };
+pub use topic_partition::TopicPartition;
 
 /// Kafka's name for an error code, for messages (`"NOT_LEADER_OR_FOLLOWER"`, as the broker's
 /// logs and Kafka's documentation spell it).

@@ -131,7 +131,6 @@ mod refresh;
 pub mod share;
 mod shared;
 pub mod subscription;
-mod topic_partition;
 
 pub use chunk::{
     ChunkBatch, ChunkBatchRef, ChunkBatches, ChunkRecordIter, ChunkRecords, PartitionChunk,
@@ -140,8 +139,8 @@ pub use config::{ConsumerConfig, OffsetReset, Property, StartOffset};
 pub use consumer::{Consumer, Fetched, UNKNOWN_TOPIC_LOOKUPS, UNKNOWN_TOPIC_RETRY_DELAY};
 pub use error::Error;
 pub use group::{GroupConfig, GroupConsumer, GroupEvent};
+pub use krec_client::TopicPartition;
 pub use metrics::MetricsSnapshot;
 pub use position::{MetricsSource, PartitionPosition};
 pub use share::{AcknowledgeType, Acknowledger, ShareChunk, ShareConsumer, ShareStopper};
 pub use subscription::TopicSubscription;
-pub use topic_partition::TopicPartition;

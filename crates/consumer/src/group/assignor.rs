@@ -16,7 +16,7 @@
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
-pub use crate::topic_partition::TopicPartition;
+pub use crate::TopicPartition;
 
 /// Which assignor, by its protocol name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
