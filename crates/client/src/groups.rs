@@ -395,6 +395,39 @@ fn not_found(connection: &Connection, api: &'static str, group: &str) -> Error {
     group_error(connection, api, group, GROUP_ID_NOT_FOUND, None)
 }
 
+/// A ConsumerGroupDescribe or ShareGroupDescribe group as a [`Described`]: kafka-protocol
+/// generates one type per API, their fields spelled alike (a share member has no instance id).
+macro_rules! described {
+    ($found:expr, $group_type:literal, |$member:ident| $instance_id:expr) => {{
+        let found = $found;
+        let members = found
+            .members
+            .into_iter()
+            .map(|$member| GroupMember {
+                instance_id: $instance_id,
+                member_id: $member.member_id.as_str().to_owned(),
+                client_id: $member.client_id.as_str().to_owned(),
+                host: $member.client_host.as_str().to_owned(),
+                assignment: named_partitions(
+                    $member
+                        .assignment
+                        .topic_partitions
+                        .iter()
+                        .map(|t| (t.topic_name.0.as_str(), t.partitions.as_slice())),
+                ),
+            })
+            .collect();
+        Described {
+            group_type: $group_type,
+            state: found.group_state.as_str().to_owned(),
+            protocol_type: None,
+            assignor: found.assignor_name.as_str().to_owned(),
+            group_epoch: Some(found.group_epoch),
+            members: sorted(members),
+        }
+    }};
+}
+
 async fn describe_consumer(
     connection: &mut Connection,
     group: &str,
@@ -404,42 +437,13 @@ async fn describe_consumer(
     let Some(found) = response.groups.into_iter().next() else {
         return Ok(None);
     };
+    let (code, message) = (found.error_code, found.error_message.clone());
+    let described = described!(found, "consumer", |m| m
+        .instance_id
+        .as_ref()
+        .map(|i| i.as_str().to_owned()));
     let api = "ConsumerGroupDescribe";
-    if check_group(
-        connection,
-        api,
-        group,
-        found.error_code,
-        found.error_message.as_ref(),
-    )?
-    .is_none()
-    {
-        return Ok(None);
-    }
-    let members = found
-        .members
-        .into_iter()
-        .map(|m| GroupMember {
-            member_id: m.member_id.as_str().to_owned(),
-            instance_id: m.instance_id.map(|i| i.as_str().to_owned()),
-            client_id: m.client_id.as_str().to_owned(),
-            host: m.client_host.as_str().to_owned(),
-            assignment: named_partitions(
-                m.assignment
-                    .topic_partitions
-                    .iter()
-                    .map(|t| (t.topic_name.0.as_str(), t.partitions.as_slice())),
-            ),
-        })
-        .collect();
-    Ok(Some(Described {
-        group_type: "consumer",
-        state: found.group_state.as_str().to_owned(),
-        protocol_type: None,
-        assignor: found.assignor_name.as_str().to_owned(),
-        group_epoch: Some(found.group_epoch),
-        members: sorted(members),
-    }))
+    Ok(check_group(connection, api, group, code, message.as_ref())?.map(|()| described))
 }
 
 async fn describe_share(
@@ -451,42 +455,10 @@ async fn describe_share(
     let Some(found) = response.groups.into_iter().next() else {
         return Ok(None);
     };
+    let (code, message) = (found.error_code, found.error_message.clone());
+    let described = described!(found, "share", |m| None);
     let api = "ShareGroupDescribe";
-    if check_group(
-        connection,
-        api,
-        group,
-        found.error_code,
-        found.error_message.as_ref(),
-    )?
-    .is_none()
-    {
-        return Ok(None);
-    }
-    let members = found
-        .members
-        .into_iter()
-        .map(|m| GroupMember {
-            member_id: m.member_id.as_str().to_owned(),
-            instance_id: None,
-            client_id: m.client_id.as_str().to_owned(),
-            host: m.client_host.as_str().to_owned(),
-            assignment: named_partitions(
-                m.assignment
-                    .topic_partitions
-                    .iter()
-                    .map(|t| (t.topic_name.0.as_str(), t.partitions.as_slice())),
-            ),
-        })
-        .collect();
-    Ok(Some(Described {
-        group_type: "share",
-        state: found.group_state.as_str().to_owned(),
-        protocol_type: None,
-        assignor: found.assignor_name.as_str().to_owned(),
-        group_epoch: Some(found.group_epoch),
-        members: sorted(members),
-    }))
+    Ok(check_group(connection, api, group, code, message.as_ref())?.map(|()| described))
 }
 
 async fn describe_classic(connection: &mut Connection, group: &str) -> Result<Described, Error> {
