@@ -74,7 +74,7 @@ fn report(error: &Error) -> ExitCode {
 
 /// Consumes as `args` say; the number of corrupt batches skipped.
 async fn consume(args: ConsumeArgs) -> Result<u64, Error> {
-    let config = args.consumer_config(args.cluster.config()?)?;
+    let mut config = args.consumer_config(args.cluster.config()?)?;
     let range = OffsetRange::parse(&args.offset, now_ms())?;
     let start = range.start;
     let idle_timeout = args.idle_timeout()?;
@@ -114,8 +114,8 @@ async fn consume(args: ConsumeArgs) -> Result<u64, Error> {
     let source = match group_id {
         Some(group) => {
             let given_start = (!args.offset.is_empty()).then_some(start);
-            let group_config = args.group_config(&group, given_start, &config)?;
-            Source::join(config, group_config).await?
+            args.apply_group(&group, given_start, &mut config)?;
+            Source::join(config).await?
         }
         None => Source::assign(&args, config, subscription, range).await?,
     };

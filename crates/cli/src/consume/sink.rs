@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use krec_batch::{OnCorrupt, Skipped};
-use krec_consumer::group::{Ownership, WrittenOffsets};
+use krec_consumer::group::GroupProgress;
 use krec_consumer::{ChunkBatchRef, PartitionChunk};
 
 use super::ConsumeArgs;
@@ -23,10 +23,9 @@ use crate::Error;
 pub(super) struct Outputs {
     /// Told when `-c` is satisfied.
     pub(super) count_done: tokio::sync::mpsc::UnboundedSender<()>,
-    /// For a group member: what was written, so only that is committed.
-    pub(super) written: Option<Arc<WrittenOffsets>>,
-    /// For a group member: which chunks are still its own to write (none of a lost partition).
-    pub(super) ownership: Option<Ownership>,
+    /// For a group member: what was written, so only that is committed, and which chunks
+    /// are still its own to write (none of a lost partition).
+    pub(super) group: Option<GroupProgress>,
     /// Where bounded ranges end.
     pub(super) range_ends: Arc<RangeEnds>,
     /// Told when a partition's records passed its range's end.
@@ -35,7 +34,7 @@ pub(super) struct Outputs {
 
 /// The decode threads of `krec consume`: each writes and flushes its chunks, says on
 /// `count_done` when `-c` is satisfied, and, for a group member, marks what it wrote in
-/// `written`, so only records that left the sink are committed.
+/// `group`, so only records that left the sink are committed.
 pub(super) fn start_output_workers(
     args: &ConsumeArgs,
     progress: &Arc<Progress>,
@@ -47,8 +46,7 @@ pub(super) fn start_output_workers(
         let progress = progress.clone();
         let Outputs {
             count_done,
-            written,
-            ownership,
+            group,
             range_ends,
             range_done,
         } = outputs.clone();
@@ -60,7 +58,7 @@ pub(super) fn start_output_workers(
             let Some(writer) = writer.as_mut() else {
                 return Ok(());
             };
-            if ownership.as_ref().is_some_and(|o| !o.owns(&chunk)) {
+            if group.as_ref().is_some_and(|g| !g.owns(&chunk)) {
                 // Lost since it was fetched: another member may be writing it already.
                 let dropped = ChunkOutput {
                     records: 0,
@@ -85,8 +83,8 @@ pub(super) fn start_output_workers(
             progress.written(&mut cells, chunk.topic(), chunk.partition(), output);
             // Flushed by write_chunk, and its skipped batches reported: these records have
             // left the sink, so they may be committed.
-            if let (Some(written), Some(next_offset)) = (&written, outcome.next_offset) {
-                written.mark(chunk.topic(), chunk.partition(), next_offset);
+            if let (Some(group), Some(next_offset)) = (&group, outcome.next_offset) {
+                group.processed_before(&chunk, next_offset);
             }
             if outcome.reached {
                 let _ = count_done.send(());

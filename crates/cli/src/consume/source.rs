@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use krec_consumer::group::{GroupConfig, GroupConsumer, NoListener, Ownership, WrittenOffsets};
+use krec_consumer::group::{GroupConsumer, GroupProgress, NoListener};
 use krec_consumer::partitioner::Partitioner;
 use krec_consumer::{
     Consumer, ConsumerConfig, Fetched, MetricsSource, PartitionChunk, PartitionPosition,
@@ -71,9 +71,9 @@ impl Source {
         }))
     }
 
-    /// Joins the group `config` names.
-    pub(super) async fn join(config: ConsumerConfig, group: GroupConfig) -> Result<Self, Error> {
-        let group = GroupConsumer::join(config, group, NoListener).await?;
+    /// Joins the group `config.group` describes.
+    pub(super) async fn join(config: ConsumerConfig) -> Result<Self, Error> {
+        let group = GroupConsumer::join(config, NoListener).await?;
         Ok(Self::Member(Box::new(Member {
             group,
             ends: GroupEnds::default(),
@@ -104,19 +104,12 @@ impl Source {
         }
     }
 
-    /// For a group member: where the sink marks what it wrote, so only that is committed.
-    pub(super) fn written(&self) -> Option<Arc<WrittenOffsets>> {
+    /// For a group member: where the sink marks what it wrote, so only that is committed,
+    /// and asks which chunks are still its own to write.
+    pub(super) fn group_progress(&self) -> Option<GroupProgress> {
         match self {
             Self::Assigned(_) => None,
-            Self::Member(member) => Some(member.group.written()),
-        }
-    }
-
-    /// For a group member: which chunks are still its own to write.
-    pub(super) fn ownership(&self) -> Option<Ownership> {
-        match self {
-            Self::Assigned(_) => None,
-            Self::Member(member) => Some(member.group.ownership()),
+            Self::Member(member) => Some(member.group.progress()),
         }
     }
 
