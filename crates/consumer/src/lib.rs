@@ -125,18 +125,17 @@
 //!
 //! # Layout
 //!
-//! Layout, from the bottom up: [`config`] (settings, start offsets, reset policy, client
-//! properties),
-//! [`subscription`] (names and patterns), `cursor` (per-partition positions), [`chunk`]
-//! (fetched data and its decoding), `coordinator` (Metadata, ListOffsets, one fetch loop per
-//! node), `fetch_loop` (one fetch in flight per broker), `refresh` (follows a subscription),
-//! [`metrics`], [`group`] (classic and KIP-848 groups over the same fetch pipeline, committing
-//! only what was processed), [`share`] (share groups: heartbeat, share sessions per leader,
-//! acknowledgements as ranges), [`partitioner`], [`error`].
+//! From the bottom up: [`config`] (settings, start offsets, reset policy, client
+//! properties), [`subscription`] (names and patterns), `cursor` (per-partition positions),
+//! [`chunk`] (fetched data and its decoding), `coordinator` (Metadata, ListOffsets, one fetch
+//! loop per node), `fetch_loop` (one fetch in flight per broker), `refresh` (follows a
+//! subscription), [`metrics`], [`group`] (classic and KIP-848 groups over the same fetch
+//! pipeline, committing only what was processed), [`share`] (share groups: heartbeat, share
+//! sessions per leader, acknowledgements as ranges), [`partitioner`], [`error`].
 //!
-//! `examples/consume.rs`, `examples/group.rs` and `examples/share.rs` run against a broker (each starts with its
-//! `cargo run` line). How this crate fits into krec (the crates, the hot path, the
-//! invariants): `docs/ARCHITECTURE.md` in the repository.
+//! `examples/consume.rs`, `examples/group.rs` and `examples/share.rs` run against a broker
+//! (each starts with its `cargo run` line). How this crate fits into krec (the crates, the hot
+//! path, the invariants): `docs/ARCHITECTURE.md` in the repository.
 #![deny(missing_docs)]
 
 pub mod chunk;
