@@ -50,3 +50,48 @@ impl GroupProgress {
         self.ownership.owns(chunk)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cursor::ChunkData;
+    use crate::TopicPartition;
+
+    fn chunk(generation: u64, fetch_offset: i64, next_offset: i64) -> PartitionChunk {
+        let data = ChunkData {
+            fetch_offset,
+            next_offset,
+            high_watermark: next_offset,
+            last_stable_offset: next_offset,
+            aborted: Vec::new(),
+            records: bytes::Bytes::new(),
+        };
+        PartitionChunk::new(Arc::from("t"), 0, generation, data, false, None)
+    }
+
+    #[test]
+    fn marks_stay_within_the_chunk_and_a_lost_assignment_marks_nothing() {
+        let written = Arc::new(WrittenOffsets::default());
+        let ownership = Ownership::default();
+        let progress = GroupProgress::new(written.clone(), ownership.clone());
+        written.track("t", 0, Some(10));
+        let (first, second) = (1 << 32, 2 << 32);
+        progress.processed_before(&chunk(first, 10, 20), 15);
+        assert_eq!(written.get("t", 0), Some(15), "cut short by a record limit");
+        progress.processed_before(&chunk(first, 10, 20), 99);
+        assert_eq!(written.get("t", 0), Some(20), "never past the chunk's end");
+        progress.processed(&chunk(first, 20, 30));
+        assert_eq!(written.get("t", 0), Some(30));
+        ownership.lose([(TopicPartition::new("t", 0), first)]);
+        assert!(!progress.owns(&chunk(first, 30, 40)));
+        progress.processed(&chunk(first, 30, 40));
+        assert_eq!(
+            written.get("t", 0),
+            Some(30),
+            "fetched before the loss: not marked"
+        );
+        assert!(progress.owns(&chunk(second, 30, 40)));
+        progress.processed(&chunk(second, 30, 40));
+        assert_eq!(written.get("t", 0), Some(40), "assigned again since");
+    }
+}
