@@ -73,17 +73,18 @@
 //!   [`security::properties::Property`], [`security::properties::PropertiesFault`],
 //!   [`security::properties::LineProblem`]); [`POOLED_FRAME_BUFFERS`] in the crate root.
 //! - Authenticating, in [`sasl`]: the seams [`sasl::SaslMechanism`], [`sasl::SaslExchange`] and
-//!   [`sasl::TokenProvider`] (with [`sasl::BearerToken`], [`sasl::BoxError`], [`sasl::BoxFuture`]);
-//!   the mechanisms [`sasl::Plain`], [`sasl::Scram`], [`sasl::Gssapi`] (feature `gssapi`) and, with
-//!   feature `aws-msk-iam`, [`sasl::aws_msk_iam`] ([`sasl::aws_msk_iam::AwsMskIam`],
-//!   [`sasl::aws_msk_iam::MskIamTokens`], [`sasl::aws_msk_iam::Settings`],
-//!   [`sasl::aws_msk_iam::AwsCredentials`], [`sasl::aws_msk_iam::SignedToken`],
-//!   [`sasl::aws_msk_iam::native_payload`], [`sasl::aws_msk_iam::oauthbearer_token`]; in
-//!   [`sasl::aws_msk_iam::credentials`] [`sasl::aws_msk_iam::credentials::CredentialChain`],
-//!   [`sasl::aws_msk_iam::credentials::CredentialSource`],
-//!   [`sasl::aws_msk_iam::credentials::CredentialsFailure`]; in [`sasl::aws_msk_iam::region`]
-//!   [`sasl::aws_msk_iam::region::region_from_host`]; in [`sasl::aws_msk_iam::sign`]
-//!   [`sasl::aws_msk_iam::sign::expiry`]).
+//!   [`sasl::TokenProvider`] (with [`sasl::BearerToken`], [`sasl::BoxError`],
+//!   [`sasl::BoxFuture`]); the mechanisms [`sasl::Plain`], [`sasl::Scram`], `sasl::Gssapi`
+//!   (feature `gssapi`) and, with feature `aws-msk-iam`, [`sasl::aws_msk_iam`]
+//!   (`sasl::aws_msk_iam::AwsMskIam`, `sasl::aws_msk_iam::MskIamTokens`,
+//!   `sasl::aws_msk_iam::Settings`, `sasl::aws_msk_iam::AwsCredentials`,
+//!   `sasl::aws_msk_iam::SignedToken`, `sasl::aws_msk_iam::native_payload`,
+//!   `sasl::aws_msk_iam::oauthbearer_token`; in `sasl::aws_msk_iam::credentials`
+//!   `sasl::aws_msk_iam::credentials::CredentialChain`,
+//!   `sasl::aws_msk_iam::credentials::CredentialSource`,
+//!   `sasl::aws_msk_iam::credentials::CredentialsFailure`; in `sasl::aws_msk_iam::region`
+//!   `sasl::aws_msk_iam::region::region_from_host`; in `sasl::aws_msk_iam::sign`
+//!   `sasl::aws_msk_iam::sign::expiry`).
 //! - Asking, in [`metadata`], [`offsets`] and [`describe`]: [`metadata::MetadataClient`]
 //!   ([`metadata::ClusterMetadata`], [`metadata::TopicMetadata`], [`metadata::PartitionMetadata`],
 //!   [`metadata::fetch_metadata`], [`metadata::fetch_selected`] with [`metadata::TopicSelection`]);

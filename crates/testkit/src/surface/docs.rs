@@ -44,13 +44,15 @@ pub(super) fn front_door_miscounted(section: &str) -> Option<String> {
         .then(|| format!("the front door is said to be {said} names; it links {linked}"))
 }
 
-/// Whether `text` links `name` (`[`name`]`, or a path ending in it: `[`group::name`]`).
+/// Whether `text` names `name` in code: a link (`[`name`]`, or a path ending in it:
+/// `[`group::name`]`) or, for an item behind a cargo feature that the docs cannot link
+/// without it, a code span (`` `sasl::Gssapi` ``).
 pub(super) fn links(text: &str, name: &str) -> bool {
-    text.match_indices(&format!("{name}`]"))
-        .any(|(at, _)| match text[..at].rfind("[`") {
+    text.match_indices(&format!("{name}`"))
+        .any(|(at, _)| match text[..at].rfind('`') {
             Some(open) => {
-                let between = &text[open + 2..at];
-                between.is_empty() || between.ends_with("::") && !between.contains(['`', ' '])
+                let between = &text[open + 1..at];
+                between.is_empty() || between.ends_with("::") && !between.contains(' ')
             }
             None => false,
         })
@@ -81,15 +83,19 @@ mod tests {
 
     #[test]
     fn a_link_names_an_item_by_its_name_or_a_path_ending_in_it() {
-        let text = "[`Consumer`], [`group::GroupProgress`] and `Plain`, [`a b::Error`]";
+        let text = "[`Consumer`], [`group::GroupProgress`] and `Plain`, [`a b::Error`], `x`y";
         assert!(links(text, "Consumer"));
         assert!(links(text, "GroupProgress"));
         assert!(
             !links(text, "Progress"),
             "a suffix of a name is not the name"
         );
-        assert!(!links(text, "Plain"), "code without a link");
+        assert!(
+            links(text, "Plain"),
+            "a code span, for an item behind a feature"
+        );
         assert!(!links(text, "Error"), "not a path");
+        assert!(!links(text, "y"), "outside the span");
     }
 
     #[test]

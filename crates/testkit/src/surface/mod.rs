@@ -6,8 +6,10 @@
 //! item: modules, types, traits, functions, constants, and the members of public types
 //! (inherent `pub fn`s and constants, `pub` fields, variants, trait methods), each with its
 //! signature. [`check`] compares that listing with the one checked in next to the crate and
-//! checks that the crate docs' "Public surface" section links every public name that is not a
-//! member. Stable Rust, no rustdoc JSON, a second or so: `cargo test` runs it.
+//! checks that the crate docs' "Public surface" section names every public name that is not a
+//! member (a link; a code span for an item behind a cargo feature; a constant by its module),
+//! and that its "The front door is N names: ..." sentence links N names. Stable Rust, no
+//! rustdoc JSON, a second or so: `cargo test` runs it.
 //!
 //! What it does not see: items made public by a macro whose body it cannot read (it reads the
 //! `pub const|fn|struct NAME` of `macro_rules!` bodies in the module that invokes them) and
