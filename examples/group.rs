@@ -27,6 +27,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     ])?;
     let topics: Vec<&str> = topics.split(',').collect();
     let mut group = GroupConsumer::subscribe(config, &topics).await?;
+    // Where chunks are marked processed; a clone could do it from another thread.
+    let progress = group.progress();
     let mut out = std::io::stdout().lock();
     let mut printed = 0u64;
     while limit.is_none_or(|limit| printed < limit) {
@@ -47,7 +49,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 })?;
                 // Written out: everything of this chunk may now be committed.
                 out.flush()?;
-                group.processed(&chunk);
+                progress.processed(&chunk);
             }
             Some(GroupEvent::Assigned(partitions)) => eprintln!("assigned: {partitions:?}"),
             Some(GroupEvent::Revoked(partitions)) => eprintln!("revoked: {partitions:?}"),

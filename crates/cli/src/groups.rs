@@ -171,7 +171,7 @@ pub fn describe_json(group: &GroupDescription) -> Value {
             let assignment: Vec<Value> = m
                 .assignment
                 .iter()
-                .map(|(topic, partition)| json!({"topic": topic, "partition": partition}))
+                .map(|p| json!({"topic": &*p.topic, "partition": p.partition}))
                 .collect();
             json!({
                 "member_id": m.member_id, "instance_id": m.instance_id,
@@ -272,11 +272,7 @@ pub fn describe_text(group: &GroupDescription, read_committed: bool) -> String {
         .members
         .iter()
         .map(|m| {
-            let assigned: Vec<String> = m
-                .assignment
-                .iter()
-                .map(|(topic, partition)| format!("{topic}/{partition}"))
-                .collect();
+            let assigned: Vec<String> = m.assignment.iter().map(ToString::to_string).collect();
             vec![
                 m.member_id.clone(),
                 m.instance_id.clone().unwrap_or_else(|| "-".to_owned()),
@@ -379,7 +375,7 @@ mod tests {
                 instance_id: None,
                 client_id: "krec".to_owned(),
                 host: "/10.0.0.7".to_owned(),
-                assignment: vec![("orders".to_owned(), 0)],
+                assignment: vec![krec_client::TopicPartition::new("orders", 0)],
             }],
             partitions: vec![PartitionLag {
                 topic: "orders".to_owned(),

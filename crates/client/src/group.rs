@@ -5,6 +5,7 @@
 //! the caller, which knows which of them mean "rejoin", "rediscover" or "give up".
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -25,7 +26,7 @@ use kafka_protocol::protocol::StrBytes;
 use uuid::Uuid;
 
 use super::Connection;
-use crate::Error;
+use crate::{Error, TopicPartition};
 
 /// Group error codes this client reacts to by name.
 pub mod group_codes {
@@ -270,7 +271,7 @@ pub async fn offset_fetch(
     connection: &mut Connection,
     group: &str,
     partitions: &BTreeMap<String, Vec<i32>>,
-) -> Result<(i16, BTreeMap<(String, i32), CommittedOffset>), Error> {
+) -> Result<(i16, BTreeMap<TopicPartition, CommittedOffset>), Error> {
     let request = OffsetFetchRequest::default()
         .with_group_id(GroupId(StrBytes::from_string(group.to_owned())))
         .with_require_stable(true)
@@ -288,10 +289,10 @@ pub async fn offset_fetch(
     let (_, response) = connection.request_capped(&request, 7, timeout).await?;
     let mut answers = BTreeMap::new();
     for topic in response.topics {
-        let name = topic.name.0.as_str().to_owned();
+        let name: Arc<str> = Arc::from(topic.name.0.as_str());
         for p in topic.partitions {
             answers.insert(
-                (name.clone(), p.partition_index),
+                TopicPartition::new(name.clone(), p.partition_index),
                 CommittedOffset {
                     offset: p.committed_offset,
                     error_code: p.error_code,
@@ -315,16 +316,16 @@ pub struct Committer<'a> {
     pub instance_id: Option<&'a str>,
 }
 
-/// OffsetCommit of `offsets` (`(topic, partition) -> next offset to read`); returns each
+/// OffsetCommit of `offsets` (partition -> next offset to read); returns each
 /// partition's error code.
 pub async fn offset_commit(
     connection: &mut Connection,
     committer: &Committer<'_>,
-    offsets: &BTreeMap<(String, i32), i64>,
-) -> Result<Vec<((String, i32), i16)>, Error> {
+    offsets: &BTreeMap<TopicPartition, i64>,
+) -> Result<Vec<(TopicPartition, i16)>, Error> {
     let mut topics: BTreeMap<&str, Vec<OffsetCommitRequestPartition>> = BTreeMap::new();
-    for ((topic, partition), offset) in offsets {
-        topics.entry(topic).or_default().push(
+    for (TopicPartition { topic, partition }, offset) in offsets {
+        topics.entry(&**topic).or_default().push(
             OffsetCommitRequestPartition::default()
                 .with_partition_index(*partition)
                 .with_committed_offset(*offset)
@@ -356,11 +357,13 @@ pub async fn offset_commit(
         .topics
         .into_iter()
         .flat_map(|topic| {
-            let name = topic.name.0.as_str().to_owned();
-            topic
-                .partitions
-                .into_iter()
-                .map(move |p| ((name.clone(), p.partition_index), p.error_code))
+            let name: Arc<str> = Arc::from(topic.name.0.as_str());
+            topic.partitions.into_iter().map(move |p| {
+                (
+                    TopicPartition::new(name.clone(), p.partition_index),
+                    p.error_code,
+                )
+            })
         })
         .collect())
 }

@@ -14,10 +14,10 @@ use super::groups::group_error;
 use super::metadata::MetadataClient;
 use super::offsets::{list_offsets, OffsetQuery};
 use super::{codes, error_name, Connection, ConnectionSettings};
-use crate::Error;
+use crate::{Error, TopicPartition};
 
 /// A partition's group offset, or the error code the coordinator gave for it.
-pub(crate) type GroupOffsets = BTreeMap<(String, i32), Result<i64, i16>>;
+pub(crate) type GroupOffsets = BTreeMap<TopicPartition, Result<i64, i16>>;
 
 /// `(partition, current leader epoch, query)`, as [`list_offsets`] takes them.
 type ListOffsetsAsk = (i32, i32, OffsetQuery);
@@ -44,7 +44,7 @@ pub struct PartitionLag {
 
 impl PartitionLag {
     pub(crate) fn new(
-        (topic, partition): (String, i32),
+        TopicPartition { topic, partition }: TopicPartition,
         offset: Option<&Result<i64, i16>>,
         end: Option<&Result<i64, String>>,
         member: Option<&String>,
@@ -67,7 +67,7 @@ impl PartitionLag {
             None => None,
         };
         Self {
-            topic,
+            topic: topic.to_string(),
             partition,
             offset,
             end,
@@ -105,7 +105,7 @@ pub(crate) async fn committed_offsets(
     let mut offsets = GroupOffsets::new();
     let mut put = |topic: &str, partition: i32, offset: i64, code: i16| {
         let answer = if code == 0 { Ok(offset) } else { Err(code) };
-        offsets.insert((topic.to_owned(), partition), answer);
+        offsets.insert(TopicPartition::new(topic, partition), answer);
     };
     if version >= 8 {
         let Some(found) = response.groups.into_iter().next() else {
@@ -186,7 +186,7 @@ pub(crate) async fn share_start_offsets(
                 Err(p.error_code)
             };
             offsets.insert(
-                (topic.topic_name.0.as_str().to_owned(), p.partition_index),
+                TopicPartition::new(topic.topic_name.0.as_str(), p.partition_index),
                 answer,
             );
         }
@@ -199,24 +199,24 @@ pub(crate) async fn share_start_offsets(
 pub(crate) async fn end_offsets(
     client: &mut MetadataClient,
     settings: &ConnectionSettings,
-    partitions: &[(String, i32)],
+    partitions: &[TopicPartition],
     read_committed: bool,
-) -> Result<BTreeMap<(String, i32), Result<i64, String>>, Error> {
+) -> Result<BTreeMap<TopicPartition, Result<i64, String>>, Error> {
     let mut ends = BTreeMap::new();
     if partitions.is_empty() {
         return Ok(ends);
     }
-    let mut topics: Vec<String> = partitions.iter().map(|(t, _)| t.clone()).collect();
+    let mut topics: Vec<String> = partitions.iter().map(|p| p.topic.to_string()).collect();
     topics.dedup();
     let metadata = client.fetch(&topics).await?;
     // By leader, then topic: ListOffsets asks about one topic at a time here.
     let mut asks: BTreeMap<(i32, &str), Vec<ListOffsetsAsk>> = BTreeMap::new();
-    for (topic, partition) in partitions {
-        let key = (topic.clone(), *partition);
+    for key in partitions {
+        let (topic, partition) = (&*key.topic, key.partition);
         let leader = match metadata.topic(topic) {
-            Ok(_) => metadata.partition(topic, *partition),
+            Ok(_) => metadata.partition(topic, partition),
             Err(Error::Broker { name, .. }) => {
-                ends.insert(key, Err(name));
+                ends.insert(key.clone(), Err(name));
                 continue;
             }
             Err(_) => None,
@@ -224,15 +224,16 @@ pub(crate) async fn end_offsets(
         match leader {
             Some(p) if p.leader >= 0 && metadata.brokers.contains_key(&p.leader) => {
                 let ask = (p.partition, p.leader_epoch, OffsetQuery::Latest);
-                asks.entry((p.leader, topic.as_str()))
-                    .or_default()
-                    .push(ask);
+                asks.entry((p.leader, topic)).or_default().push(ask);
             }
             Some(_) => {
-                ends.insert(key, Err(error_name(codes::LEADER_NOT_AVAILABLE)));
+                ends.insert(key.clone(), Err(error_name(codes::LEADER_NOT_AVAILABLE)));
             }
             None => {
-                ends.insert(key, Err(error_name(codes::UNKNOWN_TOPIC_OR_PARTITION)));
+                ends.insert(
+                    key.clone(),
+                    Err(error_name(codes::UNKNOWN_TOPIC_OR_PARTITION)),
+                );
             }
         }
     }
@@ -250,7 +251,7 @@ pub(crate) async fn end_offsets(
             } else {
                 Err(error_name(answer.error_code))
             };
-            ends.insert((topic.to_owned(), answer.partition), end);
+            ends.insert(TopicPartition::new(topic, answer.partition), end);
         }
     }
     Ok(ends)
@@ -262,7 +263,7 @@ mod tests {
 
     #[test]
     fn lag_is_the_end_minus_the_offset_and_errors_stay_with_their_partition() {
-        let tp = ("t".to_owned(), 0);
+        let tp = TopicPartition::new("t", 0);
         let member = "m-1".to_owned();
         let row = PartitionLag::new(tp.clone(), Some(&Ok(4)), Some(&Ok(10)), Some(&member));
         assert_eq!((row.offset, row.end, row.lag), (Some(4), Some(10), Some(6)));

@@ -22,7 +22,7 @@ use super::group::{find_coordinator, group_codes};
 use super::group_lag::{committed_offsets, end_offsets, share_start_offsets, PartitionLag};
 use super::metadata::MetadataClient;
 use super::{error_name, Connection, ConnectionSettings};
-use crate::Error;
+use crate::{Error, TopicPartition};
 use assignment::decode_assignment;
 
 mod assignment;
@@ -203,8 +203,8 @@ pub struct GroupMember {
     pub client_id: String,
     /// The member's host as the coordinator saw it (`/10.0.0.7`).
     pub host: String,
-    /// Assigned partitions as `(topic, partition)`, sorted.
-    pub assignment: Vec<(String, i32)>,
+    /// Assigned partitions, sorted.
+    pub assignment: Vec<TopicPartition>,
 }
 
 /// What the coordinator said about the group itself, before offsets.
@@ -237,7 +237,7 @@ pub async fn describe_group(
         // Brokers before DescribeGroups v6 answer an unknown group as an empty dead one.
         return Err(not_found(&connection, "DescribeGroups", group));
     }
-    let owners: BTreeMap<(String, i32), String> = described
+    let owners: BTreeMap<TopicPartition, String> = described
         .members
         .iter()
         .flat_map(|m| {
@@ -246,7 +246,7 @@ pub async fn describe_group(
                 .map(|tp| (tp.clone(), m.member_id.clone()))
         })
         .collect();
-    let mut wanted: Vec<(String, i32)> = offsets.keys().cloned().collect();
+    let mut wanted: Vec<TopicPartition> = offsets.keys().cloned().collect();
     wanted.extend(owners.keys().cloned());
     wanted.sort();
     wanted.dedup();
@@ -395,6 +395,39 @@ fn not_found(connection: &Connection, api: &'static str, group: &str) -> Error {
     group_error(connection, api, group, GROUP_ID_NOT_FOUND, None)
 }
 
+/// A ConsumerGroupDescribe or ShareGroupDescribe group as a [`Described`]: kafka-protocol
+/// generates one type per API, their fields spelled alike (a share member has no instance id).
+macro_rules! described {
+    ($found:expr, $group_type:literal, |$member:ident| $instance_id:expr) => {{
+        let found = $found;
+        let members = found
+            .members
+            .into_iter()
+            .map(|$member| GroupMember {
+                instance_id: $instance_id,
+                member_id: $member.member_id.as_str().to_owned(),
+                client_id: $member.client_id.as_str().to_owned(),
+                host: $member.client_host.as_str().to_owned(),
+                assignment: named_partitions(
+                    $member
+                        .assignment
+                        .topic_partitions
+                        .iter()
+                        .map(|t| (t.topic_name.0.as_str(), t.partitions.as_slice())),
+                ),
+            })
+            .collect();
+        Described {
+            group_type: $group_type,
+            state: found.group_state.as_str().to_owned(),
+            protocol_type: None,
+            assignor: found.assignor_name.as_str().to_owned(),
+            group_epoch: Some(found.group_epoch),
+            members: sorted(members),
+        }
+    }};
+}
+
 async fn describe_consumer(
     connection: &mut Connection,
     group: &str,
@@ -404,42 +437,13 @@ async fn describe_consumer(
     let Some(found) = response.groups.into_iter().next() else {
         return Ok(None);
     };
+    let (code, message) = (found.error_code, found.error_message.clone());
+    let described = described!(found, "consumer", |m| m
+        .instance_id
+        .as_ref()
+        .map(|i| i.as_str().to_owned()));
     let api = "ConsumerGroupDescribe";
-    if check_group(
-        connection,
-        api,
-        group,
-        found.error_code,
-        found.error_message.as_ref(),
-    )?
-    .is_none()
-    {
-        return Ok(None);
-    }
-    let members = found
-        .members
-        .into_iter()
-        .map(|m| GroupMember {
-            member_id: m.member_id.as_str().to_owned(),
-            instance_id: m.instance_id.map(|i| i.as_str().to_owned()),
-            client_id: m.client_id.as_str().to_owned(),
-            host: m.client_host.as_str().to_owned(),
-            assignment: named_partitions(
-                m.assignment
-                    .topic_partitions
-                    .iter()
-                    .map(|t| (t.topic_name.0.as_str(), t.partitions.as_slice())),
-            ),
-        })
-        .collect();
-    Ok(Some(Described {
-        group_type: "consumer",
-        state: found.group_state.as_str().to_owned(),
-        protocol_type: None,
-        assignor: found.assignor_name.as_str().to_owned(),
-        group_epoch: Some(found.group_epoch),
-        members: sorted(members),
-    }))
+    Ok(check_group(connection, api, group, code, message.as_ref())?.map(|()| described))
 }
 
 async fn describe_share(
@@ -451,42 +455,10 @@ async fn describe_share(
     let Some(found) = response.groups.into_iter().next() else {
         return Ok(None);
     };
+    let (code, message) = (found.error_code, found.error_message.clone());
+    let described = described!(found, "share", |m| None);
     let api = "ShareGroupDescribe";
-    if check_group(
-        connection,
-        api,
-        group,
-        found.error_code,
-        found.error_message.as_ref(),
-    )?
-    .is_none()
-    {
-        return Ok(None);
-    }
-    let members = found
-        .members
-        .into_iter()
-        .map(|m| GroupMember {
-            member_id: m.member_id.as_str().to_owned(),
-            instance_id: None,
-            client_id: m.client_id.as_str().to_owned(),
-            host: m.client_host.as_str().to_owned(),
-            assignment: named_partitions(
-                m.assignment
-                    .topic_partitions
-                    .iter()
-                    .map(|t| (t.topic_name.0.as_str(), t.partitions.as_slice())),
-            ),
-        })
-        .collect();
-    Ok(Some(Described {
-        group_type: "share",
-        state: found.group_state.as_str().to_owned(),
-        protocol_type: None,
-        assignor: found.assignor_name.as_str().to_owned(),
-        group_epoch: Some(found.group_epoch),
-        members: sorted(members),
-    }))
+    Ok(check_group(connection, api, group, code, message.as_ref())?.map(|()| described))
 }
 
 async fn describe_classic(connection: &mut Connection, group: &str) -> Result<Described, Error> {
@@ -534,9 +506,14 @@ async fn describe_classic(connection: &mut Connection, group: &str) -> Result<De
     })
 }
 
-fn named_partitions<'a>(topics: impl Iterator<Item = (&'a str, &'a [i32])>) -> Vec<(String, i32)> {
-    let mut flat: Vec<(String, i32)> = topics
-        .flat_map(|(topic, partitions)| partitions.iter().map(move |p| (topic.to_owned(), *p)))
+fn named_partitions<'a>(topics: impl Iterator<Item = (&'a str, &'a [i32])>) -> Vec<TopicPartition> {
+    let mut flat: Vec<TopicPartition> = topics
+        .flat_map(|(topic, partitions)| {
+            let topic: std::sync::Arc<str> = std::sync::Arc::from(topic);
+            partitions
+                .iter()
+                .map(move |&partition| TopicPartition::new(topic.clone(), partition))
+        })
         .collect();
     flat.sort();
     flat

@@ -62,19 +62,69 @@
 //!
 //! # Public surface
 //!
-//! - Connecting: [`Connection`], [`ConnectionSettings`], [`SecurityConfig`] (with
-//!   [`SaslConfig`], [`TlsConfig`], [`Secret`]), [`Error`]; your own SASL mechanism or token
-//!   source through [`sasl`].
-//! - Asking: [`metadata::MetadataClient`] ([`metadata::ClusterMetadata`]),
-//!   [`offsets::list_offsets`], [`describe::describe_cluster`], the group calls in [`group`],
-//!   [`groups::list_groups`] and [`groups::describe_group`].
-//! - Fetching: [`fetch_session::FetchSession`] with [`fetch::FetchParams`], its answers as
-//!   [`fetch::PartitionResponse`]s; [`fetch::scan_batches`] splits their record bytes.
-//! - Share groups: [`share::share_group_heartbeat`], [`share::share_fetch`],
-//!   [`share::share_acknowledge`], [`share::AcknowledgeType`].
-//! - Helpers: [`error_name`], [`codes`], [`versions::api_name`].
-//! - What this build speaks (`krec version -v`): [`versions::SPOKEN`], [`sasl::mechanisms`],
-//!   [`sasl::token_methods`], [`security::TLS_PROVIDER`].
+//! Everything public is named here (constants by their module); `tests/public_surface.rs`
+//! fails when an item becomes public without a line here and in `public-surface.txt` (the
+//! listing of every public item and member, with its signature).
+//!
+//! - Connecting, in [`connection`] and [`security`]: [`Connection`], [`ConnectionSettings`],
+//!   [`SecurityConfig`] with [`SecurityProtocol`], [`SaslConfig`], [`ScramMechanism`],
+//!   [`TlsConfig`], [`security::Pem`] and [`Secret`] (in [`security::config`]); client properties
+//!   in [`security::properties`] ([`security::properties::parse`],
+//!   [`security::properties::Property`], [`security::properties::PropertiesFault`],
+//!   [`security::properties::LineProblem`]); [`POOLED_FRAME_BUFFERS`] in the crate root.
+//! - Authenticating, in [`sasl`]: the seams [`sasl::SaslMechanism`], [`sasl::SaslExchange`] and
+//!   [`sasl::TokenProvider`] (with [`sasl::BearerToken`], [`sasl::BoxError`],
+//!   [`sasl::BoxFuture`]); the mechanisms [`sasl::Plain`], [`sasl::Scram`], `sasl::Gssapi`
+//!   (feature `gssapi`) and, with feature `aws-msk-iam`, [`sasl::aws_msk_iam`]
+//!   (`sasl::aws_msk_iam::AwsMskIam`, `sasl::aws_msk_iam::MskIamTokens`,
+//!   `sasl::aws_msk_iam::Settings`, `sasl::aws_msk_iam::AwsCredentials`,
+//!   `sasl::aws_msk_iam::SignedToken`, `sasl::aws_msk_iam::native_payload`,
+//!   `sasl::aws_msk_iam::oauthbearer_token`; in `sasl::aws_msk_iam::credentials`
+//!   `sasl::aws_msk_iam::credentials::CredentialChain`,
+//!   `sasl::aws_msk_iam::credentials::CredentialSource`,
+//!   `sasl::aws_msk_iam::credentials::CredentialsFailure`; in `sasl::aws_msk_iam::region`
+//!   `sasl::aws_msk_iam::region::region_from_host`; in `sasl::aws_msk_iam::sign`
+//!   `sasl::aws_msk_iam::sign::expiry`).
+//! - Asking, in [`metadata`], [`offsets`] and [`describe`]: [`metadata::MetadataClient`]
+//!   ([`metadata::ClusterMetadata`], [`metadata::TopicMetadata`], [`metadata::PartitionMetadata`],
+//!   [`metadata::fetch_metadata`], [`metadata::fetch_selected`] with [`metadata::TopicSelection`]);
+//!   [`offsets::list_offsets`] ([`offsets::OffsetQuery`], [`offsets::ListedOffset`]);
+//!   [`describe::describe_cluster`] ([`describe::ClusterDescription`],
+//!   [`describe::BrokerDescription`], [`describe::TopicDescription`],
+//!   [`describe::PartitionDescription`]).
+//! - A group member's calls, in [`group`]: [`group::find_coordinator`], [`group::join_group`]
+//!   ([`group::JoinRequest`]), [`group::sync_group`], [`group::heartbeat`], [`group::leave_group`],
+//!   [`group::offset_fetch`] ([`group::CommittedOffset`]), [`group::offset_commit`]
+//!   ([`group::Committer`]), [`group::consumer_group_heartbeat`] ([`group::ConsumerHeartbeat`]),
+//!   and the codes in [`group::group_codes`] ([`group::group_codes::is_membership_change`],
+//!   [`group::group_codes::needs_rediscovery`]).
+//! - Groups as an operator sees them, in [`groups`]: [`groups::list_groups`]
+//!   ([`groups::GroupFilter`], [`groups::GroupList`], [`groups::GroupListing`]),
+//!   [`groups::describe_group`] ([`groups::GroupDescription`], [`groups::GroupMember`], and in
+//!   [`group_lag`] [`group_lag::PartitionLag`]).
+//! - Fetching, in [`fetch_session`] and [`fetch`]: [`fetch_session::FetchSession`]
+//!   ([`fetch_session::SessionPartition`], [`fetch_session::SessionAnswer`],
+//!   [`fetch_session::next_epoch`]) with [`fetch::FetchParams`] and [`fetch::FetchTarget`], its
+//!   answers as [`fetch::PartitionResponse`]s ([`fetch::AbortedTransaction`]);
+//!   [`fetch::scan_batches`] splits their record bytes ([`fetch::Scan`], [`fetch::PartialBatch`],
+//!   [`fetch::ScanError`]).
+//! - Share groups, in [`share`]: [`share::share_group_heartbeat`] ([`share::ShareHeartbeat`],
+//!   [`share::ShareHeartbeatAnswer`]), [`share::share_fetch`] ([`share::ShareSessionKey`],
+//!   [`share::ShareFetchParams`], [`share::SharePartitionRequest`], [`share::ShareFetchAnswer`],
+//!   [`share::SharePartitionResponse`], [`share::AcquiredRange`]), [`share::share_acknowledge`]
+//!   ([`share::AcknowledgementRange`], [`share::AcknowledgeType`],
+//!   [`share::ShareAcknowledgeAnswer`]), and the codes in [`share::share_codes`]
+//!   ([`share::share_codes::is_session_error`]).
+//! - The raw wire calls, in [`wire`]: [`wire::ApiRequest`] and the kafka-protocol types they show
+//!   ([`wire::Message`], [`wire::Encodable`], [`wire::Decodable`], [`wire::HeaderVersion`],
+//!   [`wire::FetchRequest`], [`wire::FetchResponse`], [`wire::JoinGroupResponse`],
+//!   [`wire::JoinGroupResponseMember`], [`wire::ConsumerGroupHeartbeatResponse`]).
+//! - Helpers: [`TopicPartition`] (the one name of a partition, shared with krec-consumer),
+//!   [`Error`] (in [`error`]), [`error_name`], [`codes`] ([`codes::is_fetch_session_error`],
+//!   [`codes::needs_metadata_refresh`]); in [`versions`] [`versions::ApiVersions`] and
+//!   [`versions::api_name`].
+//! - What this build speaks (`krec version -v`): [`versions::SPOKEN`] ([`versions::SpokenApi`]),
+//!   [`sasl::mechanisms`], [`sasl::token_methods`], [`security::TLS_PROVIDER`].
 //!
 //! Internal: framing buffers, transport, authentication, the response checks. `kafka-protocol`
 //! types appear only where the raw wire calls need them, and only under one module,
@@ -84,6 +134,7 @@
 //! How this crate fits into krec (the crates, the hot path, the invariants):
 //! `docs/ARCHITECTURE.md` in the repository.
 #![deny(missing_docs)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 mod authenticate;
 pub mod connection;
@@ -102,6 +153,7 @@ mod response_check;
 pub mod sasl;
 pub mod security;
 pub mod share;
+mod topic_partition;
 mod transport;
 pub mod versions;
 pub mod wire;
@@ -115,6 +167,7 @@ pub use error::Error;
 pub use security::{
     SaslConfig, ScramMechanism, Secret, SecurityConfig, SecurityProtocol, TlsConfig,
 };
+pub use topic_partition::TopicPartition;
 
 /// Kafka's name for an error code, for messages (`"NOT_LEADER_OR_FOLLOWER"`, as the broker's
 /// logs and Kafka's documentation spell it).

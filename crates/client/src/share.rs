@@ -241,6 +241,50 @@ pub struct ShareFetchAnswer {
     pub partitions: Vec<SharePartitionResponse>,
 }
 
+/// One partition's acknowledgements as a request's batches: ShareFetch and ShareAcknowledge
+/// each have their own generated batch type, alike field for field.
+macro_rules! acknowledgement_batches {
+    ($batch:ty, $partition:expr) => {
+        $partition
+            .acknowledgements
+            .iter()
+            .map(|a| {
+                <$batch>::default()
+                    .with_first_offset(a.first_offset)
+                    .with_last_offset(a.last_offset)
+                    .with_acknowledge_types(vec![a.kind.code()])
+            })
+            .collect()
+    };
+}
+
+/// `items` grouped by topic id, topics in the order first met: how both share requests
+/// carry their partitions.
+fn by_topic<T, P>(
+    items: impl IntoIterator<Item = T>,
+    topic_id: impl Fn(&T) -> Uuid,
+    part: impl Fn(T) -> P,
+) -> Vec<(Uuid, Vec<P>)> {
+    let mut topics: Vec<(Uuid, Vec<P>)> = Vec::new();
+    for item in items {
+        let id = topic_id(&item);
+        let part = part(item);
+        match topics.iter_mut().find(|(topic, _)| *topic == id) {
+            Some((_, parts)) => parts.push(part),
+            None => topics.push((id, vec![part])),
+        }
+    }
+    topics
+}
+
+fn group_id(session: &ShareSessionKey<'_>) -> GroupId {
+    GroupId(StrBytes::from_string(session.group.to_owned()))
+}
+
+fn member_id(session: &ShareSessionKey<'_>) -> StrBytes {
+    StrBytes::from_string(session.member_id.to_owned())
+}
+
 /// ShareFetch: fetches `partitions` (acknowledging what each carries) and forgets `forgotten`
 /// from the share session. With epoch -1 it only delivers the acknowledgements and closes the
 /// session, so `partitions` then carries acknowledgements only.
@@ -251,49 +295,33 @@ pub async fn share_fetch(
     partitions: &[SharePartitionRequest<'_>],
     forgotten: &[(Uuid, i32)],
 ) -> Result<ShareFetchAnswer, Error> {
-    let mut topics: Vec<FetchTopic> = Vec::new();
-    for p in partitions {
-        let partition = FetchPartition::default()
-            .with_partition_index(p.partition)
-            .with_acknowledgement_batches(
-                p.acknowledgements
-                    .iter()
-                    .map(|a| {
-                        AcknowledgementBatch::default()
-                            .with_first_offset(a.first_offset)
-                            .with_last_offset(a.last_offset)
-                            .with_acknowledge_types(vec![a.kind.code()])
-                    })
-                    .collect(),
-            );
-        match topics.iter_mut().find(|t| t.topic_id == p.topic_id) {
-            Some(topic) => topic.partitions.push(partition),
-            None => topics.push(
-                FetchTopic::default()
-                    .with_topic_id(p.topic_id)
-                    .with_partitions(vec![partition]),
-            ),
-        }
-    }
-    let mut forgotten_topics: Vec<ForgottenTopic> = Vec::new();
-    for (topic_id, partition) in forgotten {
-        match forgotten_topics
-            .iter_mut()
-            .find(|t| t.topic_id == *topic_id)
-        {
-            Some(topic) => topic.partitions.push(*partition),
-            None => forgotten_topics.push(
-                ForgottenTopic::default()
-                    .with_topic_id(*topic_id)
-                    .with_partitions(vec![*partition]),
-            ),
-        }
-    }
+    let topics = by_topic(
+        partitions.iter(),
+        |p| p.topic_id,
+        |p| {
+            FetchPartition::default()
+                .with_partition_index(p.partition)
+                .with_acknowledgement_batches(acknowledgement_batches!(AcknowledgementBatch, p))
+        },
+    )
+    .into_iter()
+    .map(|(id, parts)| {
+        FetchTopic::default()
+            .with_topic_id(id)
+            .with_partitions(parts)
+    })
+    .collect();
+    let forgotten_topics = by_topic(forgotten.iter(), |(id, _)| *id, |(_, partition)| *partition)
+        .into_iter()
+        .map(|(id, parts)| {
+            ForgottenTopic::default()
+                .with_topic_id(id)
+                .with_partitions(parts)
+        })
+        .collect();
     let request = ShareFetchRequest::default()
-        .with_group_id(Some(GroupId(StrBytes::from_string(
-            session.group.to_owned(),
-        ))))
-        .with_member_id(Some(StrBytes::from_string(session.member_id.to_owned())))
+        .with_group_id(Some(group_id(&session)))
+        .with_member_id(Some(member_id(&session)))
         .with_share_session_epoch(session.epoch)
         .with_max_wait_ms(params.max_wait_ms)
         .with_min_bytes(params.min_bytes)
@@ -395,35 +423,25 @@ pub async fn share_acknowledge(
     session: ShareSessionKey<'_>,
     partitions: &[SharePartitionRequest<'_>],
 ) -> Result<ShareAcknowledgeAnswer, Error> {
-    let mut topics: Vec<AcknowledgeTopic> = Vec::new();
-    for p in partitions {
-        let partition = AcknowledgePartition::default()
-            .with_partition_index(p.partition)
-            .with_acknowledgement_batches(
-                p.acknowledgements
-                    .iter()
-                    .map(|a| {
-                        AckBatchOut::default()
-                            .with_first_offset(a.first_offset)
-                            .with_last_offset(a.last_offset)
-                            .with_acknowledge_types(vec![a.kind.code()])
-                    })
-                    .collect(),
-            );
-        match topics.iter_mut().find(|t| t.topic_id == p.topic_id) {
-            Some(topic) => topic.partitions.push(partition),
-            None => topics.push(
-                AcknowledgeTopic::default()
-                    .with_topic_id(p.topic_id)
-                    .with_partitions(vec![partition]),
-            ),
-        }
-    }
+    let topics = by_topic(
+        partitions.iter(),
+        |p| p.topic_id,
+        |p| {
+            AcknowledgePartition::default()
+                .with_partition_index(p.partition)
+                .with_acknowledgement_batches(acknowledgement_batches!(AckBatchOut, p))
+        },
+    )
+    .into_iter()
+    .map(|(id, parts)| {
+        AcknowledgeTopic::default()
+            .with_topic_id(id)
+            .with_partitions(parts)
+    })
+    .collect();
     let request = ShareAcknowledgeRequest::default()
-        .with_group_id(Some(GroupId(StrBytes::from_string(
-            session.group.to_owned(),
-        ))))
-        .with_member_id(Some(StrBytes::from_string(session.member_id.to_owned())))
+        .with_group_id(Some(group_id(&session)))
+        .with_member_id(Some(member_id(&session)))
         .with_share_session_epoch(session.epoch)
         .with_topics(topics);
     let (_, response) = connection.request(&request).await?;

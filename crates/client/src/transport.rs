@@ -33,7 +33,14 @@ impl Transport {
         if !security.protocol.uses_tls() {
             return Ok(Self::Plain(tcp));
         }
-        let config = cached_client_config(&security.tls)?;
+        // The first connection of a setting reads its PEM files: off the async threads.
+        let tls = security.tls.clone();
+        let config = tokio::task::spawn_blocking(move || cached_client_config(&tls))
+            .await
+            .map_err(|error| Error::Tls {
+                broker: address.to_owned(),
+                detail: format!("reading the TLS settings failed: {error}"),
+            })??;
         let host = host_of(address);
         let server_name =
             rustls::pki_types::ServerName::try_from(host.to_owned()).map_err(|_| Error::Tls {

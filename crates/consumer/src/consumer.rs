@@ -17,11 +17,12 @@ use krec_client::Error as ClientError;
 
 /// Metadata answers in a row that must miss a topic before [`Consumer::partitions`] calls it
 /// unknown.
-pub const UNKNOWN_TOPIC_LOOKUPS: u32 = 5;
+pub(crate) const UNKNOWN_TOPIC_LOOKUPS: u32 = 5;
 
 /// The pause between those answers: together about a second, which covers a topic created
 /// just before the consumer started.
-pub const UNKNOWN_TOPIC_RETRY_DELAY: std::time::Duration = std::time::Duration::from_millis(250);
+pub(crate) const UNKNOWN_TOPIC_RETRY_DELAY: std::time::Duration =
+    std::time::Duration::from_millis(250);
 
 /// What [`Consumer::poll`] returns.
 #[derive(Debug)]
@@ -100,7 +101,7 @@ impl Consumer {
     ///
     /// A topic created a moment ago may not have reached the answering broker's metadata yet
     /// (KRaft brokers learn of it asynchronously), so "unknown" is believed only after
-    /// [`UNKNOWN_TOPIC_LOOKUPS`] answers in a row, [`UNKNOWN_TOPIC_RETRY_DELAY`] apart.
+    /// `UNKNOWN_TOPIC_LOOKUPS` answers in a row, `UNKNOWN_TOPIC_RETRY_DELAY` apart.
     pub async fn partitions(&self, topic: &str) -> Result<Vec<i32>, Error> {
         let mut lookups = 0;
         loop {

@@ -2,13 +2,15 @@
 //! members; each member fetches its share and commits what it has written out.
 //!
 //! Layout:
-//! - [`assignor`]: range, round-robin and cooperative-sticky, as pure functions.
+//! - `assignor`: range, round-robin and cooperative-sticky, as pure functions.
 //! - `wire`: the subscription and assignment bytes of the classic protocol.
 //! - `classic`: the classic protocol task (JoinGroup, SyncGroup, Heartbeat, LeaveGroup).
 //! - `kip848`: the consumer protocol task of KIP-848 (ConsumerGroupHeartbeat).
 //! - `session`: what both share: the coordinator connection, offset lookups and commits.
-//! - [`written`]: the written-out positions, the only offsets ever committed.
+//! - `written`: the processed positions, the only offsets ever committed.
 //! - `ownership`: whether a chunk handed out earlier still belongs to the member.
+//! - [`GroupProgress`]: how the member marks chunks processed (`written`) and asks whether
+//!   one is still its own (`ownership`), from any task or thread.
 //!
 //! The membership task runs on its own, so heartbeats go out however slow the output is. It
 //! talks to [`GroupConsumer`] through events: partitions assigned (with their committed
@@ -25,25 +27,27 @@
 //! let mut config = ConsumerConfig::new(vec!["127.0.0.1:9092".into()]);
 //! config.group.group_id = "my-group".to_owned();
 //! let mut group = GroupConsumer::subscribe(config, &["events"]).await?;
+//! let progress = group.progress(); // clone it into other tasks or threads as needed
 //! while let Some(event) = group.next_event().await? {
 //!     if let GroupEvent::Chunk(chunk) = event {
 //!         for record in chunk.records() {
 //!             println!("{}", record?.offset());
 //!         }
-//!         group.processed(&chunk);
+//!         progress.processed(&chunk);
 //!     }
 //! }
 //! group.close().await
 //! # }
 //! ```
 
-pub mod assignor;
+mod assignor;
 mod classic;
 mod kip848;
 mod ownership;
+mod progress;
 pub(crate) mod session;
 mod wire;
-pub mod written;
+mod written;
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
@@ -52,14 +56,16 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, Mutex as AsyncMutex};
 use tokio::task::JoinHandle;
 
-pub use assignor::{Assignor, TopicPartition};
-pub use ownership::Ownership;
-pub use written::WrittenOffsets;
+pub use assignor::Assignor;
+use ownership::Ownership;
+pub use progress::GroupProgress;
+use written::WrittenOffsets;
 
 use super::{Consumer, ConsumerConfig, Fetched, MetricsSnapshot, MetricsSource, StartOffset};
 use crate::subscription::TopicSubscription;
 use crate::Error;
 use crate::PartitionChunk;
+use crate::TopicPartition;
 use krec_client::metadata::MetadataClient;
 
 /// Which group protocol a member speaks.
@@ -87,7 +93,8 @@ impl std::str::FromStr for GroupProtocol {
     }
 }
 
-/// Group membership settings.
+/// Group membership settings: [`ConsumerConfig::group`], the one place a member's settings
+/// live (filled by `group.id` and the other group properties, or set field by field).
 #[derive(Clone, Debug)]
 pub struct GroupConfig {
     /// `group.id`.
@@ -95,8 +102,8 @@ pub struct GroupConfig {
     /// Subscribed topics: names, and regular expressions (entries starting with `^`, see
     /// [`TopicSubscription`]). The classic protocol evaluates the patterns here, every
     /// [`ConsumerConfig::metadata_refresh`], and rejoins when the matched set changes; KIP-848
-    /// sends them to the broker, which evaluates them (RE2/J syntax, see
-    /// [`TopicSubscription::broker_regex`]).
+    /// sends them to the broker, which evaluates them (RE2/J syntax: the patterns joined by
+    /// `|`). [`GroupConsumer::subscribe`] sets them.
     pub topics: Vec<String>,
     /// Classic or KIP-848.
     pub protocol: GroupProtocol,
@@ -148,7 +155,8 @@ pub trait RebalanceListener: Send {
     /// Partitions newly assigned (they start at their committed offsets).
     fn on_assigned(&mut self, _partitions: &[TopicPartition]) {}
     /// Partitions being given up. Nothing more of them is handed out after this call; their
-    /// written positions are committed once everything already handed out is marked written.
+    /// processed positions are committed once everything already handed out is marked
+    /// processed ([`GroupProgress`]).
     fn on_revoked(&mut self, _partitions: &[TopicPartition]) {}
     /// Partitions lost without a chance to commit (the membership expired).
     fn on_lost(&mut self, partitions: &[TopicPartition]) {
@@ -193,7 +201,7 @@ pub(crate) enum Command {
 #[non_exhaustive]
 pub enum GroupEvent {
     /// Records of an assigned partition. Once they are handled, pass the chunk to
-    /// [`GroupConsumer::processed`]: only processed offsets are committed.
+    /// [`GroupProgress::processed`]: only processed offsets are committed.
     Chunk(PartitionChunk),
     /// Partitions newly assigned to this member; they start at the group's committed offsets.
     Assigned(Vec<TopicPartition>),
@@ -203,7 +211,7 @@ pub enum GroupEvent {
     /// Partitions lost without a chance to commit: the coordinator fenced the member, or no
     /// heartbeat was answered for the session timeout. Another member may be reading them
     /// already: nothing of them is committed, no chunk of theirs follows, and chunks handed
-    /// out before should be dropped rather than written ([`GroupConsumer::ownership`]).
+    /// out before should be dropped rather than written ([`GroupProgress::owns`]).
     Lost(Vec<TopicPartition>),
 }
 
@@ -217,8 +225,9 @@ struct PendingRevoke {
 
 /// A member of a consumer group: fetches the partitions the group assigns it.
 ///
-/// Hand every chunk's records to the output, then call [`GroupConsumer::mark_written`] (or
-/// [`WrittenOffsets::mark`] from another thread): only marked offsets are committed.
+/// Hand every chunk's records to the output, then mark the chunk processed through
+/// [`GroupConsumer::progress`] (from this task or any other thread): only processed offsets
+/// are committed.
 pub struct GroupConsumer {
     consumer: Option<Consumer>,
     /// The consumer after [`GroupConsumer::stop_fetching`], ending its fetch sessions.
@@ -251,13 +260,21 @@ impl std::fmt::Debug for GroupConsumer {
 }
 
 impl GroupConsumer {
-    /// Connects, starts the membership task and returns at once; partitions arrive as the
-    /// group assigns them (see [`RebalanceListener`]). Must be called inside a tokio runtime.
+    /// Joins the group [`ConsumerConfig::group`] describes (its `group_id`, `topics` and the
+    /// rest), telling `listener` of assignment changes. Connects, starts the membership task
+    /// and returns at once; partitions arrive as the group assigns them. Must be called inside
+    /// a tokio runtime.
     pub async fn join(
         config: ConsumerConfig,
-        group: GroupConfig,
         listener: impl RebalanceListener + 'static,
     ) -> Result<Self, Error> {
+        let group = config.group.clone();
+        if group.group_id.is_empty() {
+            return Err(Error::InvalidArgument {
+                what: "group.id",
+                detail: "a group member needs a group.id".to_owned(),
+            });
+        }
         let subscription = TopicSubscription::parse(&group.topics)?;
         if subscription.is_empty() {
             return Err(Error::InvalidArgument {
@@ -326,16 +343,9 @@ impl GroupConsumer {
     /// member subscribed to `topics`: names, and regular expressions starting with `^`.
     /// Returns at once; partitions arrive as the group assigns them, through
     /// [`GroupConsumer::next_event`]. Must be called inside a tokio runtime.
-    pub async fn subscribe(config: ConsumerConfig, topics: &[&str]) -> Result<Self, Error> {
-        let mut group = config.group.clone();
-        if group.group_id.is_empty() {
-            return Err(Error::InvalidArgument {
-                what: "group.id",
-                detail: "a group member needs a group.id".to_owned(),
-            });
-        }
-        group.topics = topics.iter().map(|topic| (*topic).to_owned()).collect();
-        Self::join(config, group, NoListener).await
+    pub async fn subscribe(mut config: ConsumerConfig, topics: &[&str]) -> Result<Self, Error> {
+        config.group.topics = topics.iter().map(|topic| (*topic).to_owned()).collect();
+        Self::join(config, NoListener).await
     }
 
     /// The next chunk of an assigned partition, or assignment change, in the order they
@@ -370,26 +380,16 @@ impl GroupConsumer {
     }
 
     /// Marks `chunk`'s records as processed: its partition is committable up to the chunk's
-    /// end ([`PartitionChunk::next_offset`]). Call it after the records were handled, in order.
+    /// end. The same as [`GroupProgress::processed`] on [`GroupConsumer::progress`], for the
+    /// task that polls.
     pub fn processed(&self, chunk: &PartitionChunk) {
-        self.written
-            .mark(chunk.topic(), chunk.partition(), chunk.next_offset());
+        self.progress().processed(chunk);
     }
 
-    /// The written-positions table, for threads that write records out.
-    pub fn written(&self) -> Arc<WrittenOffsets> {
-        self.written.clone()
-    }
-
-    /// For threads that write records out: whether a chunk handed out earlier still belongs
-    /// to this member (its partition not lost since; see [`GroupEvent::Lost`]).
-    pub fn ownership(&self) -> Ownership {
-        self.ownership.clone()
-    }
-
-    /// Records that everything of the partition before `next_offset` has been written out.
-    pub fn mark_written(&self, topic: &str, partition: i32, next_offset: i64) {
-        self.written.mark(topic, partition, next_offset);
+    /// Where to mark chunks processed (the only offsets committed) and ask whether one is
+    /// still this member's: a handle for this task or any other thread.
+    pub fn progress(&self) -> GroupProgress {
+        GroupProgress::new(self.written.clone(), self.ownership.clone())
     }
 
     /// The partitions assigned now.
@@ -537,7 +537,7 @@ impl GroupConsumer {
             .collect()
     }
 
-    /// Waits until everything handed out for the partitions being revoked is marked written
+    /// Waits until everything handed out for the partitions being revoked is marked processed
     /// (or the rebalance timeout passes), then lets the membership task commit and go on.
     async fn finish_revoke(&mut self) {
         loop {
@@ -573,7 +573,7 @@ impl GroupConsumer {
         }
     }
 
-    /// Commits the written positions now.
+    /// Commits the processed positions now.
     pub async fn commit(&mut self) -> Result<(), Error> {
         let (reply, answer) = oneshot::channel();
         self.commands
@@ -582,7 +582,7 @@ impl GroupConsumer {
         answer.await.map_err(|_| Error::Stopped)?
     }
 
-    /// Stops fetching (data already handed out can still be written and marked).
+    /// Stops fetching (data already handed out can still be written and marked processed).
     pub fn stop_fetching(&mut self) {
         if let Some(mut consumer) = self.consumer.take() {
             consumer.stop_fetching();
@@ -590,7 +590,7 @@ impl GroupConsumer {
         }
     }
 
-    /// Stops fetching, commits the written positions and leaves the group (a static member
+    /// Stops fetching, commits the processed positions and leaves the group (a static member
     /// stays in it, as the Java client does, so that its restart gets its partitions back).
     pub async fn close(mut self) -> Result<(), Error> {
         self.stop_fetching();

@@ -38,12 +38,10 @@
 //! # }
 //! ```
 //!
-//! Eight names are enough for that: [`ConsumerConfig`], [`Consumer`], [`StartOffset`],
-//! [`PartitionChunk`] (with [`PartitionChunk::for_each_record`]), [`GroupConsumer`],
-//! [`GroupEvent`], [`TopicPartition`] and [`Error`]. Records are [`krec_batch::Record`]s lent
-//! to the closure, borrowed from the fetched bytes or from one reused decompression buffer: no
-//! copy of record bytes, the fast path's speed. The closure may stop early
-//! ([`std::ops::ControlFlow`]) or return the program's own error ([`RecordFlow`]).
+//! That is the front door's eight names (see [Public surface](#public-surface)). Records are
+//! [`krec_batch::Record`]s lent to the closure, borrowed from the fetched bytes or from one
+//! reused decompression buffer: no copy of record bytes, the fast path's speed. The closure may
+//! stop early ([`std::ops::ControlFlow`]) or return the program's own error ([`RecordFlow`]).
 //!
 //! Underneath, for programs that need it:
 //! - [`PartitionChunk::records`]: the records as an [`Iterator`], for a loop that awaits
@@ -87,36 +85,59 @@
 //!
 //! # Public surface
 //!
+//! Everything public is named here; `tests/public_surface.rs` fails when an item becomes
+//! public without a line here and in `public-surface.txt` (the listing of every public item
+//! and member, with its signature).
+//!
+//! The front door is eight names: [`ConsumerConfig`], [`Consumer`], [`StartOffset`],
+//! [`PartitionChunk`], [`GroupConsumer`], [`GroupEvent`], [`TopicPartition`], [`Error`].
+//!
 //! - Reading: [`Consumer`], [`ConsumerConfig`], [`StartOffset`], [`OffsetReset`],
-//!   [`TopicSubscription`], [`TopicPartition`], [`Fetched`]; [`PartitionChunk`] and its
+//!   [`TopicSubscription`] (in [`subscription`]), [`Fetched`]; [`PartitionChunk`] and its
 //!   views in [`chunk`] ([`ChunkBatches`], [`ChunkBatch`], [`ChunkBatchRef`],
-//!   [`ChunkRecords`], [`ChunkRecordIter`]).
-//! - Groups: [`GroupConsumer`], [`GroupConfig`], [`GroupEvent`], and in [`group`] the
-//!   protocol and assignor choices, [`group::RebalanceListener`],
-//!   [`group::WrittenOffsets`] and [`group::Ownership`].
-//! - Share groups (KIP-932): [`ShareConsumer`], [`ShareChunk`], [`AcknowledgeType`] and the
-//!   counters in [`share`]: records acknowledged one by one, no offsets (see [`share`]).
-//! - Watching: [`Consumer::positions`] ([`PartitionPosition`]), [`MetricsSnapshot`] and the
-//!   counters in [`metrics`], [`MetricsSource`].
-//! - Helpers: [`partitioner::Partitioner`], [`config::Property`], [`Error`].
+//!   [`ChunkRecords`], [`ChunkRecordIter`]) and [`RecordFlow`], what a
+//!   [`PartitionChunk::for_each_record`] closure returns. Settings come from [`config`]: client
+//!   properties ([`config::Property`]) or fields.
+//! - Groups, in [`group`]: [`GroupConsumer`], [`GroupEvent`], [`GroupProgress`] (the one way
+//!   to mark what was processed: [`GroupProgress::processed`], from the polling task or any
+//!   thread), [`GroupConfig`] (the one place of group settings: [`ConsumerConfig::group`]),
+//!   [`group::GroupProtocol`], [`group::Assignor`], [`group::RebalanceListener`] and
+//!   [`group::NoListener`].
+//! - Share groups (KIP-932), in [`share`]: [`ShareConsumer`], [`ShareChunk`],
+//!   [`AcknowledgeType`], [`Acknowledger`], [`ShareStopper`], [`share::ShareCounters`],
+//!   [`share::DEFAULT_MAX_RECORDS`]: records acknowledged one by one, no offsets.
+//! - Watching: [`Consumer::positions`] ([`PartitionPosition`]), [`MetricsSnapshot`],
+//!   [`MetricsSource`], and in [`metrics`] [`metrics::BrokerMetrics`],
+//!   [`metrics::GroupMetrics`], [`metrics::LatencyHistogram`] with
+//!   [`metrics::FETCH_LATENCY_BUCKETS`], [`metrics::ErrorKind`], [`metrics::CommitResult`].
+//! - Helpers: [`partitioner::Partitioner`] (the partition a key goes to, in [`partitioner`]),
+//!   [`Error`] (in [`error`]).
+//! - Types of the crates underneath, re-exported on purpose so that a program needs no
+//!   dependency of its own on them: [`TopicPartition`] (krec-client's, shared with it and
+//!   with krec-producer), [`ConnectionSettings`] (the type of [`ConsumerConfig::connection`];
+//!   its `security` field is a [`krec_client::SecurityConfig`], which client properties
+//!   fill), [`AcknowledgeType`] (krec-client's share-group acknowledgement), and the record
+//!   layer, [`krec_batch`], whose [`krec_batch::Record`]s the chunks lend.
 //!
 //! Internal (`pub(crate)`, free to change): the per-partition cursors and what a fetch
 //! response does to them, the fetch loops, the chunk's batch gate (offset skipping and
-//! aborted transactions), the coordinator and the subscription refresh. No type of the
-//! `kafka-protocol` crate appears in this crate's public API.
+//! aborted transactions), the coordinator, the subscription refresh, the assignors' code and
+//! the group's processed positions behind [`GroupProgress`]. No type of the `kafka-protocol`
+//! crate appears in this crate's public API.
 //!
-//! Layout, from the bottom up: [`config`] (settings, start offsets, reset policy, client
-//! properties),
-//! [`subscription`] (names and patterns), `cursor` (per-partition positions), [`chunk`]
-//! (fetched data and its decoding), `coordinator` (Metadata, ListOffsets, one fetch loop per
-//! node), `fetch_loop` (one fetch in flight per broker), `refresh` (follows a subscription),
-//! [`metrics`], [`group`] (classic and KIP-848 groups over the same fetch pipeline, committing
-//! only what was processed), [`share`] (share groups: heartbeat, share sessions per leader,
-//! acknowledgements as ranges), [`partitioner`], [`error`].
+//! # Layout
 //!
-//! `examples/consume.rs`, `examples/group.rs` and `examples/share.rs` run against a broker (each starts with its
-//! `cargo run` line). How this crate fits into krec (the crates, the hot path, the
-//! invariants): `docs/ARCHITECTURE.md` in the repository.
+//! From the bottom up: [`config`] (settings, start offsets, reset policy, client
+//! properties), [`subscription`] (names and patterns), `cursor` (per-partition positions),
+//! [`chunk`] (fetched data and its decoding), `coordinator` (Metadata, ListOffsets, one fetch
+//! loop per node), `fetch_loop` (one fetch in flight per broker), `refresh` (follows a
+//! subscription), [`metrics`], [`group`] (classic and KIP-848 groups over the same fetch
+//! pipeline, committing only what was processed), [`share`] (share groups: heartbeat, share
+//! sessions per leader, acknowledgements as ranges), [`partitioner`], [`error`].
+//!
+//! `examples/consume.rs`, `examples/group.rs` and `examples/share.rs` run against a broker
+//! (each starts with its `cargo run` line). How this crate fits into krec (the crates, the hot
+//! path, the invariants): `docs/ARCHITECTURE.md` in the repository.
 #![deny(missing_docs)]
 
 pub mod chunk;
@@ -134,18 +155,20 @@ mod refresh;
 pub mod share;
 mod shared;
 pub mod subscription;
-mod topic_partition;
 
 pub use chunk::{
     ChunkBatch, ChunkBatchRef, ChunkBatches, ChunkRecordIter, ChunkRecords, PartitionChunk,
     RecordFlow,
 };
 pub use config::{ConsumerConfig, OffsetReset, Property, StartOffset};
-pub use consumer::{Consumer, Fetched, UNKNOWN_TOPIC_LOOKUPS, UNKNOWN_TOPIC_RETRY_DELAY};
+pub use consumer::{Consumer, Fetched};
+pub(crate) use consumer::{UNKNOWN_TOPIC_LOOKUPS, UNKNOWN_TOPIC_RETRY_DELAY};
 pub use error::Error;
-pub use group::{GroupConfig, GroupConsumer, GroupEvent};
+pub use group::{GroupConfig, GroupConsumer, GroupEvent, GroupProgress};
 pub use metrics::MetricsSnapshot;
 pub use position::{MetricsSource, PartitionPosition};
 pub use share::{AcknowledgeType, Acknowledger, ShareChunk, ShareConsumer, ShareStopper};
 pub use subscription::TopicSubscription;
-pub use topic_partition::TopicPartition;
+// Re-exported on purpose (see "Public surface"): types of the crates underneath in this API.
+pub use krec_batch;
+pub use krec_client::{ConnectionSettings, TopicPartition};

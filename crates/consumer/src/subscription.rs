@@ -91,7 +91,7 @@ impl TopicSubscription {
     }
 
     /// True when `topic` is one of the names.
-    pub fn is_named(&self, topic: &str) -> bool {
+    pub(crate) fn is_named(&self, topic: &str) -> bool {
         self.names.iter().any(|n| n == topic)
     }
 
@@ -107,7 +107,7 @@ impl TopicSubscription {
     /// The topics of `metadata` the subscription takes, with their partition ids. Topics the
     /// broker answered with an error, or that have no partitions yet (still being created),
     /// are left out: a later look finds them.
-    pub fn select(&self, metadata: &ClusterMetadata) -> BTreeMap<String, Vec<i32>> {
+    pub(crate) fn select(&self, metadata: &ClusterMetadata) -> BTreeMap<String, Vec<i32>> {
         metadata
             .topics
             .values()
@@ -124,7 +124,7 @@ impl TopicSubscription {
     /// topic names (KIP-848's `SubscribedTopicRegex`, evaluated by the broker with RE2/J's
     /// `matches()`): an alternation of the patterns with `.*` on both sides, so the broker
     /// takes the same names a search for any one of them finds. None without patterns.
-    pub fn broker_regex(&self) -> Option<String> {
+    pub(crate) fn broker_regex(&self) -> Option<String> {
         if self.patterns.is_empty() {
             return None;
         }
@@ -140,7 +140,7 @@ impl TopicSubscription {
 /// True for a topic that is Kafka's own: flagged internal by the broker, or named with the
 /// `__` prefix Kafka keeps for itself (`__consumer_offsets`, `__transaction_state`,
 /// `__share_group_state`, ...).
-pub fn is_internal_topic(topic: &str, flagged: bool) -> bool {
+pub(crate) fn is_internal_topic(topic: &str, flagged: bool) -> bool {
     flagged || topic.starts_with("__")
 }
 

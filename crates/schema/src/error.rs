@@ -9,7 +9,7 @@ pub enum Error {
     /// A registry setting is missing or invalid.
     #[error("property {property}: {detail}")]
     Config {
-        /// The property (or flag) at fault.
+        /// The property at fault.
         property: &'static str,
         /// What is wrong, and how to fix it.
         detail: String,

@@ -152,7 +152,7 @@ impl RegistryClient {
         if config.urls.is_empty() {
             return Err(Error::Config {
                 property: "schema.registry.url",
-                detail: "no schema registry URL (give -r URL or -X schema.registry.url=URL)".into(),
+                detail: "not set: the URL of the schema registry is needed".into(),
             });
         }
         let mut tls = ureq::tls::TlsConfig::builder();

@@ -1,6 +1,6 @@
 //! krec-testkit: what krec's tests, benches and examples share, written once.
 //!
-//! Three parts:
+//! Four parts:
 //!
 //! - [`broker`] (feature `broker`): one scriptable fake Kafka broker on 127.0.0.1. It reads
 //!   request frames, decodes each header and hands the [`Request`](broker::Request) (API,
@@ -16,6 +16,8 @@
 //!   test binaries: their environment, `kafka.sh` and Kafka's tools, unique names, topics
 //!   created and records produced (plainly or in transactions) by confluent-kafka's Python
 //!   client.
+//! - [`surface`] (feature `surface`): a library crate's public surface listed from its source,
+//!   checked against the listing kept next to it and against its crate docs.
 //!
 //! A fake broker that answers the handshake and closes the connection on the first Fetch:
 //!
@@ -65,5 +67,7 @@ pub mod alloc;
 pub mod broker;
 #[cfg(feature = "live")]
 pub mod live;
+#[cfg(feature = "surface")]
+pub mod surface;
 
 pub use alloc::{CountingAllocator, Counts};

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use krec_batch::DecodeConfig;
-use krec_consumer::group::{Assignor, GroupConfig, GroupProtocol};
+use krec_consumer::group::{Assignor, GroupProtocol};
 use krec_consumer::{ConsumerConfig, OffsetReset, StartOffset};
 
 use super::ConsumeArgs;
@@ -62,14 +62,15 @@ impl ConsumeArgs {
         }
     }
 
-    /// The group settings of the properties (`config.group`) with `-G` and its options over
-    /// them; `start` (`-o`, when given) is where partitions without a committed offset begin.
-    pub fn group_config(
+    /// Puts `-G` and its options over the group settings of the properties, in
+    /// `config.group` (the one place the library reads them); `start` (`-o`, when given) is
+    /// where partitions without a committed offset begin.
+    pub fn apply_group(
         &self,
         group: &str,
         start: Option<StartOffset>,
-        config: &ConsumerConfig,
-    ) -> Result<GroupConfig, Error> {
+        config: &mut ConsumerConfig,
+    ) -> Result<(), Error> {
         let options = &*self.group;
         let mut group_config = config.group.clone();
         group_config.group_id = group.to_owned();
@@ -120,7 +121,8 @@ impl ConsumeArgs {
                 detail: "-p cannot be used with -G: the group assigns the partitions".to_owned(),
             });
         }
-        Ok(group_config)
+        config.group = group_config;
+        Ok(())
     }
 }
 
@@ -235,7 +237,9 @@ mod tests {
             let config = args
                 .consumer_config(args.cluster.config().unwrap())
                 .unwrap();
-            args.group_config("g", start, &config).unwrap()
+            let mut config = config;
+            args.apply_group("g", start, &mut config).unwrap();
+            config.group
         };
         let from_properties = group(&["-b", "h:1", "-t", "a"], None);
         assert_eq!(from_properties.group_id, "g");

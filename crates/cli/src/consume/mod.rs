@@ -110,7 +110,7 @@ async fn consume(args: ConsumeArgs) -> Result<u64, Error> {
 /// Assigns what `-t` and `-p` name (over `range`), or joins the consumer group `-G` names.
 async fn read_from(
     args: &ConsumeArgs,
-    config: krec_consumer::ConsumerConfig,
+    mut config: krec_consumer::ConsumerConfig,
     subscription: krec_consumer::TopicSubscription,
     range: OffsetRange,
 ) -> Result<Source, Error> {
@@ -126,8 +126,8 @@ async fn read_from(
     match group_id {
         Some(group) => {
             let given_start = (!args.offset.is_empty()).then_some(range.start);
-            let group_config = args.group_config(&group, given_start, &config)?;
-            Source::join(config, group_config, args.exit_at_end).await
+            args.apply_group(&group, given_start, &mut config)?;
+            Source::join(config, args.exit_at_end).await
         }
         None => Source::assign(args, config, subscription, range).await,
     }

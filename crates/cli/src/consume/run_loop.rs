@@ -33,8 +33,7 @@ pub(super) async fn consume_from(
     let (range_done, range_passed) = unbounded_channel();
     let outputs = Outputs {
         count_done,
-        written: source.written(),
-        ownership: source.ownership(),
+        group: source.group_progress(),
         acknowledger: source.acknowledger(),
         range_ends: source.range_ends(),
         range_done,

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use krec_batch::{OnCorrupt, Skipped};
-use krec_consumer::group::{Ownership, WrittenOffsets};
+use krec_consumer::group::GroupProgress;
 use krec_consumer::{AcknowledgeType, Acknowledger, ChunkBatchRef, PartitionChunk, ShareChunk};
 
 use super::ConsumeArgs;
@@ -65,10 +65,9 @@ impl Partitioned for OutputChunk {
 pub(super) struct Outputs {
     /// Told when `-c` is satisfied.
     pub(super) count_done: tokio::sync::mpsc::UnboundedSender<()>,
-    /// For a group member: what was written, so only that is committed.
-    pub(super) written: Option<Arc<WrittenOffsets>>,
-    /// For a group member: which chunks are still its own to write (none of a lost partition).
-    pub(super) ownership: Option<Ownership>,
+    /// For a group member: what was written, so only that is committed, and which chunks
+    /// are still its own to write (none of a lost partition).
+    pub(super) group: Option<GroupProgress>,
     /// For a share-group member: where the records written (or rejected) are acknowledged.
     pub(super) acknowledger: Option<Acknowledger>,
     /// Where bounded ranges end.
@@ -79,7 +78,7 @@ pub(super) struct Outputs {
 
 /// The decode threads of `krec consume`: each writes and flushes its chunks, says on
 /// `count_done` when `-c` is satisfied, and says what became of the records: for a group
-/// member, marked in `written` (only records that left the sink are committed); for a share
+/// member, marked in `group` (only records that left the sink are committed); for a share
 /// group member, acknowledged.
 pub(super) fn start_output_workers(
     args: &ConsumeArgs,
@@ -99,9 +98,9 @@ pub(super) fn start_output_workers(
             };
             let (topic, partition) = (chunk.topic(), chunk.partition());
             if outputs
-                .ownership
+                .group
                 .as_ref()
-                .is_some_and(|o| !o.owns(chunk.chunk()))
+                .is_some_and(|g| !g.owns(chunk.chunk()))
             {
                 // Lost since it was fetched: another member may be writing it already.
                 let dropped = ChunkOutput {
@@ -144,8 +143,8 @@ impl Outputs {
     fn written_out(&self, chunk: &OutputChunk, outcome: &ChunkWritten) {
         match chunk {
             OutputChunk::Read(chunk) => {
-                if let (Some(written), Some(next_offset)) = (&self.written, outcome.next_offset) {
-                    written.mark(chunk.topic(), chunk.partition(), next_offset);
+                if let (Some(group), Some(next_offset)) = (&self.group, outcome.next_offset) {
+                    group.processed_before(chunk, next_offset);
                 }
             }
             OutputChunk::Shared(chunk) => {

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use krec_consumer::group::{GroupConfig, GroupConsumer, NoListener, Ownership, WrittenOffsets};
+use krec_consumer::group::{GroupConsumer, GroupProgress, NoListener};
 use krec_consumer::partitioner::Partitioner;
 use krec_consumer::share::ShareCounters;
 use krec_consumer::{
@@ -70,14 +70,10 @@ impl Source {
         }))
     }
 
-    /// Joins the group `config` names; with `exit_at_end` (`-e`), ends once every assigned
-    /// partition is at its end.
-    pub(super) async fn join(
-        config: ConsumerConfig,
-        group: GroupConfig,
-        exit_at_end: bool,
-    ) -> Result<Self, Error> {
-        let mut group = GroupConsumer::join(config, group, NoListener).await?;
+    /// Joins the group `config.group` describes; with `exit_at_end` (`-e`), ends once every
+    /// assigned partition is at its end.
+    pub(super) async fn join(config: ConsumerConfig, exit_at_end: bool) -> Result<Self, Error> {
+        let mut group = GroupConsumer::join(config, NoListener).await?;
         group.stop_at_end(exit_at_end);
         Ok(Self::Member(Box::new(group)))
     }
@@ -138,18 +134,11 @@ impl Source {
         }
     }
 
-    /// For a group member: where the sink marks what it wrote, so only that is committed.
-    pub(super) fn written(&self) -> Option<Arc<WrittenOffsets>> {
+    /// For a group member: where the sink marks what it wrote, so only that is committed,
+    /// and asks which chunks are still its own to write.
+    pub(super) fn group_progress(&self) -> Option<GroupProgress> {
         match self {
-            Self::Member(group) => Some(group.written()),
-            _ => None,
-        }
-    }
-
-    /// For a group member: which chunks are still its own to write.
-    pub(super) fn ownership(&self) -> Option<Ownership> {
-        match self {
-            Self::Member(group) => Some(group.ownership()),
+            Self::Member(group) => Some(group.progress()),
             _ => None,
         }
     }

@@ -303,6 +303,7 @@ fn credential_failures_end_fast_saying_what_to_fix() {
     let down_conf = down_conf.display().to_string();
 
     let alice = (kdc.get("ALICE_KEYTAB"), kdc.get("ALICE_PRINCIPAL"));
+    let missing_keytab = dir.path().join("none.keytab").display().to_string();
     let cases: Vec<(&str, &str, Vec<String>, Vec<&str>)> = vec![
         (
             "stale keytab",
@@ -329,6 +330,16 @@ fn credential_failures_end_fast_saying_what_to_fix() {
             krb5_conf,
             kdc.keytab_properties("SASL_SSL", &broker, alice.0, "bob@KREC.TEST"),
             vec!["holds no key for bob@KREC.TEST", "klist -k"],
+        ),
+        (
+            "unreadable keytab",
+            krb5_conf,
+            kdc.keytab_properties("SASL_SSL", &broker, &missing_keytab, alice.1),
+            vec![
+                "cannot read keytab",
+                &missing_keytab,
+                "sasl.kerberos.keytab",
+            ],
         ),
         (
             "KDC down",

@@ -1,9 +1,13 @@
 //! The assignment a classic consumer group's leader hands each member.
 
+use std::sync::Arc;
+
+use crate::TopicPartition;
+
 /// A classic consumer's assignment (`ConsumerProtocolAssignment`, any version): an i16
 /// version, then topics with their partitions; the user data after them is not read. Every
 /// count is checked against the bytes left, so a hostile count allocates nothing.
-pub(crate) fn decode_assignment(bytes: &[u8]) -> Option<Vec<(String, i32)>> {
+pub(crate) fn decode_assignment(bytes: &[u8]) -> Option<Vec<TopicPartition>> {
     if bytes.is_empty() {
         return Some(Vec::new());
     }
@@ -13,9 +17,12 @@ pub(crate) fn decode_assignment(bytes: &[u8]) -> Option<Vec<(String, i32)>> {
     let mut assigned = Vec::new();
     for _ in 0..topics {
         let length = usize::try_from(i16::from_be_bytes(cursor.take::<2>()?)).ok()?;
-        let topic = std::str::from_utf8(cursor.slice(length)?).ok()?.to_owned();
+        let topic: Arc<str> = Arc::from(std::str::from_utf8(cursor.slice(length)?).ok()?);
         for _ in 0..cursor.count(4)? {
-            assigned.push((topic.clone(), i32::from_be_bytes(cursor.take::<4>()?)));
+            assigned.push(TopicPartition::new(
+                topic.clone(),
+                i32::from_be_bytes(cursor.take::<4>()?),
+            ));
         }
     }
     assigned.sort();
@@ -70,9 +77,9 @@ mod tests {
     fn reads_a_classic_assignment_and_refuses_a_cut_or_hostile_one() {
         let bytes = assignment(3, &[("b", &[2, 0]), ("a", &[1])], &[0, 0, 0, 0]);
         let expected = vec![
-            ("a".to_owned(), 1),
-            ("b".to_owned(), 0),
-            ("b".to_owned(), 2),
+            TopicPartition::new("a", 1),
+            TopicPartition::new("b", 0),
+            TopicPartition::new("b", 2),
         ];
         assert_eq!(decode_assignment(&bytes), Some(expected));
         assert_eq!(decode_assignment(&[]), Some(Vec::new()));

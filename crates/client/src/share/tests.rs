@@ -113,3 +113,11 @@ fn acknowledge_types_have_kafkas_codes() {
         share_codes::INVALID_RECORD_STATE
     ));
 }
+
+#[test]
+fn partitions_are_grouped_by_topic_in_the_order_topics_are_met() {
+    let (a, b) = (Uuid::from_u128(1), Uuid::from_u128(2));
+    let forgotten = [(a, 0), (b, 5), (a, 2)];
+    let grouped = by_topic(forgotten.iter(), |(id, _)| *id, |(_, p)| *p);
+    assert_eq!(grouped, [(a, vec![0, 2]), (b, vec![5])]);
+}

@@ -155,10 +155,10 @@ pub struct ConsumerConfig {
     /// How long a follower named by a leader is read from before the leader is asked again
     /// (the Java client uses `metadata.max.age.ms`). Errors and leader changes end it sooner.
     pub preferred_replica_lease: Duration,
-    /// Group membership (`group.id` and the other group properties), read by
+    /// Group membership: the one place of a member's settings (`group.id` and the other group
+    /// properties fill it), read by [`GroupConsumer::join`](crate::GroupConsumer::join) and
     /// [`GroupConsumer::subscribe`](crate::GroupConsumer::subscribe); an empty
-    /// [`GroupConfig::group_id`] means none is set. Its `topics` are the ones `subscribe` is
-    /// given.
+    /// [`GroupConfig::group_id`] means none is set. `subscribe` sets its `topics`.
     pub group: GroupConfig,
     /// Security properties as given (rebuilt into `connection.security` when one changes)
     /// and the properties kept for other libraries.
@@ -226,7 +226,7 @@ impl ConsumerConfig {
     }
 
     /// The bootstrap brokers, or an error naming `bootstrap.servers` when there are none.
-    pub fn check_bootstrap(&self) -> Result<&[String], Error> {
+    pub(crate) fn check_bootstrap(&self) -> Result<&[String], Error> {
         if self.bootstrap.is_empty() {
             return Err(Error::InvalidArgument {
                 what: "bootstrap.servers",

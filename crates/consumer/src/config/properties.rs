@@ -96,7 +96,7 @@ impl Property {
     }
 
     /// Whether the key belongs to another library (`FOREIGN_PREFIXES`).
-    pub fn is_foreign(&self) -> bool {
+    pub(crate) fn is_foreign(&self) -> bool {
         FOREIGN_PREFIXES.iter().any(|p| self.key.starts_with(p))
     }
 }
@@ -190,14 +190,6 @@ impl ConsumerConfig {
     /// order given, with their origins. krec-consumer does not read them.
     pub fn foreign_properties(&self) -> &[Property] {
         &self.retained.foreign
-    }
-
-    /// The foreign properties whose key starts with `prefix`, e.g. `"schema.registry."`.
-    pub fn properties_for<'a>(&'a self, prefix: &'a str) -> impl Iterator<Item = &'a Property> {
-        self.retained
-            .foreign
-            .iter()
-            .filter(move |p| p.key.starts_with(prefix))
     }
 
     /// Applies one property; whether it was a security property.

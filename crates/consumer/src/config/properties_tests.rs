@@ -286,7 +286,9 @@ fn foreign_properties_are_kept_with_their_origins() {
         ]
     );
     let registry: Vec<&str> = config
-        .properties_for("schema.registry.")
+        .foreign_properties()
+        .iter()
+        .filter(|p| p.key.starts_with("schema.registry."))
         .map(|p| p.value.as_str())
         .collect();
     assert_eq!(registry, ["http://r:8081", "100"]);

@@ -16,7 +16,7 @@
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
-pub use crate::topic_partition::TopicPartition;
+pub(crate) use crate::TopicPartition;
 
 /// Which assignor, by its protocol name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -31,7 +31,7 @@ pub enum Assignor {
 
 impl Assignor {
     /// The protocol name in JoinGroup, the same as the Java client and librdkafka use.
-    pub fn protocol_name(self) -> &'static str {
+    pub(crate) fn protocol_name(self) -> &'static str {
         match self {
             Self::Range => "range",
             Self::RoundRobin => "roundrobin",
@@ -40,7 +40,7 @@ impl Assignor {
     }
 
     /// The assignor of a protocol name.
-    pub fn from_protocol_name(name: &str) -> Option<Self> {
+    pub(crate) fn from_protocol_name(name: &str) -> Option<Self> {
         match name {
             "range" => Some(Self::Range),
             "roundrobin" => Some(Self::RoundRobin),
@@ -50,12 +50,12 @@ impl Assignor {
     }
 
     /// True when members keep their partitions during a rebalance (incremental protocol).
-    pub fn is_cooperative(self) -> bool {
+    pub(crate) fn is_cooperative(self) -> bool {
         matches!(self, Self::CooperativeSticky)
     }
 
     /// Runs the assignor.
-    pub fn assign(
+    pub(crate) fn assign(
         self,
         members: &[MemberSubscription],
         partition_counts: &BTreeMap<String, i32>,
@@ -81,17 +81,17 @@ impl std::str::FromStr for Assignor {
 
 /// What one member told the group in its JoinGroup metadata.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct MemberSubscription {
+pub(crate) struct MemberSubscription {
     /// Member id given by the coordinator.
-    pub member_id: String,
+    pub(crate) member_id: String,
     /// `group.instance.id` of a static member.
-    pub instance_id: Option<String>,
+    pub(crate) instance_id: Option<String>,
     /// Subscribed topics.
-    pub topics: Vec<String>,
+    pub(crate) topics: Vec<String>,
     /// Partitions the member owns now (cooperative protocol).
-    pub owned: Vec<TopicPartition>,
+    pub(crate) owned: Vec<TopicPartition>,
     /// The generation its `owned` list belongs to (-1 when unknown).
-    pub generation: i32,
+    pub(crate) generation: i32,
 }
 
 /// Java's `MemberInfo` order.
@@ -118,7 +118,7 @@ fn empty_assignment(members: &[MemberSubscription]) -> BTreeMap<String, Vec<Topi
 }
 
 /// Java's `RangeAssignor` (without rack awareness).
-pub fn range(
+pub(crate) fn range(
     members: &[MemberSubscription],
     partition_counts: &BTreeMap<String, i32>,
 ) -> BTreeMap<String, Vec<TopicPartition>> {
@@ -147,7 +147,7 @@ pub fn range(
 }
 
 /// Java's `RoundRobinAssignor`.
-pub fn round_robin(
+pub(crate) fn round_robin(
     members: &[MemberSubscription],
     partition_counts: &BTreeMap<String, i32>,
 ) -> BTreeMap<String, Vec<TopicPartition>> {
@@ -181,7 +181,7 @@ pub fn round_robin(
 
 /// Java's `CooperativeStickyAssignor`: the sticky assignment, minus the partitions that change
 /// owner in this round.
-pub fn cooperative_sticky(
+pub(crate) fn cooperative_sticky(
     members: &[MemberSubscription],
     partition_counts: &BTreeMap<String, i32>,
 ) -> BTreeMap<String, Vec<TopicPartition>> {

@@ -291,7 +291,7 @@ impl Member {
             });
         if !held.is_empty() {
             tracing::warn!(partitions = ?held,
-                "the group's regex matched internal topics; held unread (name them in -t to read them)");
+                "the group's regex matched internal topics; held unread (subscribe to them by name to read them)");
             self.owned.extend(held.iter().cloned());
             self.held.extend(held);
         }

@@ -8,14 +8,14 @@ use std::sync::{Arc, Mutex};
 use super::assignor::TopicPartition;
 use crate::PartitionChunk;
 
-/// A handle for the threads that write records out (from [`super::GroupConsumer::ownership`]).
+/// Which chunks handed out are still the member's ([`super::GroupProgress::owns`]).
 ///
 /// [`Ownership::owns`] is false for a chunk fetched under an assignment of its partition that
 /// was lost since ([`super::GroupEvent::Lost`]). A partition revoked in a rebalance stays
 /// owned until the member lets it go, after what was handed out is written, so its chunks
 /// pass.
 #[derive(Clone, Debug, Default)]
-pub struct Ownership {
+pub(crate) struct Ownership {
     lost: Arc<Mutex<LostGenerations>>,
 }
 
@@ -35,7 +35,7 @@ impl Ownership {
 
     /// False once the chunk's partition was lost, even if it was assigned again since: its
     /// records must not be written, nor marked written. One short lock per call.
-    pub fn owns(&self, chunk: &PartitionChunk) -> bool {
+    pub(crate) fn owns(&self, chunk: &PartitionChunk) -> bool {
         self.lock()
             .get(chunk.topic())
             .and_then(|partitions| partitions.get(&chunk.partition()))

@@ -282,7 +282,7 @@ impl Session {
         for key in partitions {
             let (topic, partition) = (&key.topic, &key.partition);
             let committed = answers
-                .get(&(topic.to_string(), *partition))
+                .get(key)
                 .filter(|a| a.error_code == 0)
                 .map(|a| a.offset);
             let start = match committed {
@@ -361,10 +361,6 @@ impl Session {
         };
         let result = async {
             let connection = self.coordinator().await?;
-            let offsets: BTreeMap<(String, i32), i64> = offsets
-                .iter()
-                .map(|(key, offset)| ((key.topic.to_string(), key.partition), *offset))
-                .collect();
             Ok::<_, Error>(group::offset_commit(connection, &committer, &offsets).await?)
         }
         .await;
@@ -379,8 +375,7 @@ impl Session {
             }
         };
         let mut refused = None;
-        for ((topic, partition), code) in answers {
-            let key = TopicPartition::new(topic, partition);
+        for (key, code) in answers {
             if code == 0 {
                 if let Some(&offset) = offsets.get(&key) {
                     // Parsed by the broker tests: the exact commit history of a member.

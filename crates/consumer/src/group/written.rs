@@ -9,7 +9,7 @@ use super::assignor::TopicPartition;
 /// Written-out positions of the assigned partitions, shared by the threads that write records
 /// and the task that commits them.
 #[derive(Debug, Default)]
-pub struct WrittenOffsets {
+pub(crate) struct WrittenOffsets {
     /// Per tracked partition, its written position once known.
     positions: Mutex<HashMap<String, HashMap<i32, Option<i64>>>>,
 }
@@ -25,7 +25,7 @@ impl WrittenOffsets {
     /// Records that everything before `next_offset` of the partition has been written out.
     /// Positions only move forward; a partition not assigned (any more) is ignored, so a late
     /// writer cannot resurrect a revoked partition.
-    pub fn mark(&self, topic: &str, partition: i32, next_offset: i64) {
+    pub(crate) fn mark(&self, topic: &str, partition: i32, next_offset: i64) {
         let mut positions = self.lock();
         if let Some(position) = positions
             .get_mut(topic)
@@ -36,7 +36,7 @@ impl WrittenOffsets {
     }
 
     /// The written position of a partition, if it is assigned and known.
-    pub fn get(&self, topic: &str, partition: i32) -> Option<i64> {
+    pub(crate) fn get(&self, topic: &str, partition: i32) -> Option<i64> {
         self.lock()
             .get(topic)
             .and_then(|partitions| partitions.get(&partition))

@@ -45,8 +45,8 @@ impl ShareChunk {
         self.delivery_count
     }
 
-    /// The chunk's topic id.
-    pub fn topic_id(&self) -> Uuid {
+    /// The chunk's topic id (the key of its acknowledgements).
+    pub(crate) fn topic_id(&self) -> Uuid {
         self.topic_id
     }
 

@@ -31,7 +31,7 @@ async fn read_until(
         while !done(member, &seen) {
             if let Some(GroupEvent::Chunk(chunk)) = member.next_event().await.expect("next_event") {
                 seen.extend(records_of(&chunk, topic));
-                member.processed(&chunk);
+                member.progress().processed(&chunk);
             }
         }
     })
@@ -100,7 +100,7 @@ async fn two_members_split_a_topic() {
                 seen.entry(name)
                     .or_default()
                     .extend(records_of(&chunk, &topic));
-                member.processed(&chunk);
+                member.progress().processed(&chunk);
             }
         }
     })
@@ -147,7 +147,7 @@ async fn close_commits_exactly_what_was_processed() {
             if let Some(GroupEvent::Chunk(chunk)) = member.next_event().await.expect("next_event") {
                 seen.extend(records_of(&chunk, &topic));
                 if chunk.partition() == 0 {
-                    member.processed(&chunk);
+                    member.progress().processed(&chunk);
                     processed_to = Some(chunk.next_offset());
                 }
             }

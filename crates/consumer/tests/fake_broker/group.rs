@@ -223,7 +223,7 @@ async fn next(member: &mut GroupConsumer) -> GroupEvent {
 async fn read_past(member: &mut GroupConsumer, offset: i64) -> i64 {
     loop {
         if let GroupEvent::Chunk(chunk) = next(member).await {
-            member.processed(&chunk);
+            member.progress().processed(&chunk);
             if chunk.next_offset() > offset {
                 return chunk.next_offset();
             }
@@ -254,7 +254,7 @@ async fn records_fetched_while_heartbeats_fail_wait_for_an_answered_one() {
             );
         }
         drop(script);
-        member.processed(&chunk);
+        member.progress().processed(&chunk);
         next_offset = chunk.next_offset();
     }
     assert_eq!(coordinator.lock().unwrap().joins, 1, "no rejoin");
@@ -275,7 +275,7 @@ async fn records_fetched_while_heartbeats_fail_are_never_handed_out_once_the_ses
                      the session expired",
                     chunk.fetch_offset()
                 );
-                member.processed(&chunk);
+                member.progress().processed(&chunk);
             }
             GroupEvent::Lost(_) => break,
             other => panic!("before the loss: {other:?}"),

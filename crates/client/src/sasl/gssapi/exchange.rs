@@ -141,12 +141,18 @@ impl SaslMechanism for Gssapi {
             };
             if let Some(keytab) = self.keytab_path() {
                 // The library reports an unreadable keytab as an empty one; say what it is.
-                std::fs::File::open(keytab).map_err(|error| {
-                    format!(
-                        "cannot read keytab {} (sasl.kerberos.keytab): {error}",
-                        keytab.display()
-                    )
-                })?;
+                // Opening a file blocks: off the async threads.
+                let keytab = keytab.to_path_buf();
+                tokio::task::spawn_blocking(move || {
+                    std::fs::File::open(&keytab).map(drop).map_err(|error| {
+                        format!(
+                            "cannot read keytab {} (sasl.kerberos.keytab): {error}",
+                            keytab.display()
+                        )
+                    })
+                })
+                .await
+                .map_err(|error| format!("the GSSAPI task failed: {error}"))??;
             }
             let (principal, store) = self.store();
             let target = format!("{}@{host}", self.service_name);

@@ -156,7 +156,13 @@ impl TokenProvider for TokenFile {
     }
 
     fn token<'a>(&'a self, _broker: &'a str) -> BoxFuture<'a, Result<BearerToken, BoxError>> {
-        let token = message::read_token_file(&self.0).map(BearerToken::new);
-        Box::pin(async move { Ok(token?) })
+        let path = self.0.clone();
+        Box::pin(async move {
+            // A file read blocks: off the async threads.
+            let token = tokio::task::spawn_blocking(move || message::read_token_file(&path))
+                .await
+                .map_err(|error| format!("reading the token file failed: {error}"))??;
+            Ok(BearerToken::new(token))
+        })
     }
 }

@@ -1,4 +1,5 @@
-//! [`TopicPartition`]: the one name of a partition of a topic, everywhere in the crate's API.
+//! [`TopicPartition`]: the one name of a partition of a topic, in krec-client's API and in the
+//! crates above it (krec-consumer re-exports it).
 
 use std::fmt;
 use std::sync::Arc;
