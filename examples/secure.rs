@@ -31,10 +31,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     consumer.stop_at_end(true);
     let mut records = 0u64;
     while let Some(chunk) = consumer.next_chunk().await? {
-        for record in chunk.records() {
-            record?;
-            records += 1;
-        }
+        chunk.for_each_record(|_| records += 1)?;
     }
     println!("{records} records");
     Ok(())

@@ -30,9 +30,7 @@
 //! let progress = group.progress(); // clone it into other tasks or threads as needed
 //! while let Some(event) = group.next_event().await? {
 //!     if let GroupEvent::Chunk(chunk) = event {
-//!         for record in chunk.records() {
-//!             println!("{}", record?.offset());
-//!         }
+//!         chunk.for_each_record(|record| println!("{}", record.offset()))?;
 //!         progress.processed(&chunk);
 //!     }
 //! }

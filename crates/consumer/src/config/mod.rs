@@ -116,7 +116,8 @@ pub struct ConsumerConfig {
     pub max_bytes: i32,
     /// Record bytes per partition in a fetch response.
     pub partition_max_bytes: i32,
-    /// Bytes of fetched data held before fetching pauses (back-pressure). Response buffers
+    /// Bytes of fetched data held before fetching pauses (back-pressure), in every mode: a
+    /// share group member acquires no more records than fit. Response buffers
     /// kept for reuse add at most half of this again (and at most
     /// [`ConnectionSettings::frame_buffer_bytes`]) per broker connection.
     pub buffer_bytes: usize,
