@@ -4,8 +4,8 @@
 
 use krec_batch::encode::BatchBuilder;
 use krec_batch::{
-    restamp, restamped_header, BatchWalk, BatchWriter, Codec, Compression, DecodeConfig, Error,
-    ProducerFields, WriteConfig,
+    restamp, restamped_header, Append, BatchWalk, BatchWriter, Codec, Compression, DecodeConfig,
+    Error, ProducerFields, WriteConfig,
 };
 use proptest::prelude::*;
 
@@ -18,7 +18,7 @@ fn written(codec: Compression, records: usize) -> Vec<u8> {
     });
     for i in 0..records {
         let key = format!("key-{i}");
-        writer
+        let appended = writer
             .try_append(
                 1_000 + i as i64,
                 Some(key.as_bytes()),
@@ -26,6 +26,7 @@ fn written(codec: Compression, records: usize) -> Vec<u8> {
                 &[("trace", Some(&b"abc"[..])), ("seq", Some(key.as_bytes()))],
             )
             .unwrap();
+        assert!(matches!(appended, Append::Appended { .. }));
     }
     let producer = ProducerFields::idempotent(11, 1, 7);
     writer.finish(producer, Codec::new(codec)).unwrap().to_vec()

@@ -257,17 +257,12 @@ fn a_batch_is_full_past_batch_size_but_its_first_record_always_fits() {
     let value = [b'v'; 50];
     // 61 header bytes, then records of 57 bytes each (length 1, body 56): two fit in 200.
     let mut appended = 0;
-    loop {
-        match writer
-            .try_append(0, None, Some(&value), NO_HEADERS)
-            .unwrap()
-        {
-            Append::Appended { offset_delta } => {
-                assert_eq!(offset_delta, appended);
-                appended += 1;
-            }
-            Append::Full => break,
-        }
+    while let Append::Appended { offset_delta } = writer
+        .try_append(0, None, Some(&value), NO_HEADERS)
+        .unwrap()
+    {
+        assert_eq!(offset_delta, appended);
+        appended += 1;
     }
     assert_eq!(appended, 2);
     assert_eq!(writer.estimated_size(), 61 + 2 * 57);
@@ -336,7 +331,7 @@ fn a_record_too_large_for_a_batch_of_its_own_is_an_error_with_its_size() {
     assert_eq!((error.position(), error.offset()), (None, None));
     assert!(writer.is_empty(), "a refused record leaves nothing behind");
     // Also when the batch already holds records: the error, not Full.
-    writer
+    let _ = writer
         .try_append(0, None, Some(b"small"), NO_HEADERS)
         .unwrap();
     assert!(matches!(
@@ -403,7 +398,7 @@ fn higher_levels_compress_text_smaller() {
         writer.reset();
         for i in 0..500 {
             let value: Vec<u8> = line.iter().map(|b| b ^ (i % 3) as u8).collect();
-            writer
+            let _ = writer
                 .try_append(i, None, Some(&value), NO_HEADERS)
                 .unwrap();
         }

@@ -93,7 +93,7 @@ fn segment() -> (Vec<u8>, Vec<ExpectedBatch>, Vec<Expected>) {
         let producer = ProducerFields::idempotent(PRODUCER_ID, 0, sequence);
         // The first batch as the writer stamps it; the others written by another producer
         // first, then re-stamped as a mirror would, with offsets as the broker assigns them.
-        let mut batch = if next_offset == 0 {
+        let batch = if next_offset == 0 {
             writer.finish(producer, codec).unwrap().to_vec()
         } else {
             let other = ProducerFields {
