@@ -16,7 +16,10 @@ use crate::Error;
 const COVERED: usize = v2::HEADER_SIZE - v2::ATTRIBUTES_AT;
 
 /// Re-stamps the v2 batch `batch` (exactly one whole batch) in place: base offset,
-/// producer fields and CRC32C; the records section is neither written nor read.
+/// producer fields and CRC32C; the records section is neither written nor read. The other
+/// header fields stay as they came (attributes but the transactional bit, timestamps, the
+/// partition leader epoch, which the broker overwrites). Control batches are the broker's to
+/// write: a copy leaves them out rather than re-stamping them.
 ///
 /// ```
 /// use krec_batch::encode::BatchBuilder;
