@@ -353,7 +353,8 @@ pub(crate) fn crc32c_change<const N: usize>(
     let from_zero = crc32c(&delta) ^ crc32c(&[0u8; N]);
     let mut shifted = from_zero;
     let bits = (tail_len as u64).wrapping_mul(8);
-    for (k, &power) in X_POW_POW2.iter().enumerate() {
+    let significant = (u64::BITS - bits.leading_zeros()) as usize;
+    for (k, &power) in X_POW_POW2.iter().enumerate().take(significant) {
         if bits >> k & 1 != 0 {
             shifted = multiply_mod_p(power, shifted);
         }
