@@ -1,4 +1,4 @@
-//! Limits and switches for decoding.
+//! Limits and switches for decoding, and the writer's limits.
 
 /// Limits and switches. Every limit bounds memory that a length on the wire could otherwise
 /// make us allocate.
@@ -21,6 +21,28 @@ impl Default for DecodeConfig {
             max_batch_bytes: 64 << 20,
             max_decompressed_bytes: 64 << 20,
             max_records_per_batch: 16 << 20,
+        }
+    }
+}
+
+/// Limits of the batch writer ([`BatchWriter`](crate::BatchWriter)): a producer's
+/// `batch.size` and `max.request.size`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WriteConfig {
+    /// A batch takes no further record once its header and records (before compression)
+    /// would pass this many bytes; its first record always fits (`batch.size`).
+    pub batch_size: usize,
+    /// Largest batch of one record (header included, before compression): a larger record
+    /// is an error (the producer's `max.request.size`).
+    pub max_record_size: usize,
+}
+
+impl Default for WriteConfig {
+    /// The Java producer's defaults: `batch.size` 16 KiB, `max.request.size` 1 MiB.
+    fn default() -> Self {
+        WriteConfig {
+            batch_size: 16 << 10,
+            max_record_size: 1 << 20,
         }
     }
 }

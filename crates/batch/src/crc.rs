@@ -301,6 +301,67 @@ fn three_streams(data: &[u8]) -> u32 {
     !tail_under_64(u64::from(joined), rest)
 }
 
+/// `a * b mod P`, both bit-reflected as the `crc32` instruction keeps remainders (zlib's
+/// `multmodp`, for CRC32C's `P`).
+const fn multiply_mod_p(a: u32, mut b: u32) -> u32 {
+    const P_REFLECTED: u32 = 0x82f6_3b78;
+    let mut product = 0;
+    let mut bit = 1u32 << 31; // x^0
+    while bit != 0 {
+        if a & bit != 0 {
+            product ^= b;
+        }
+        bit >>= 1;
+        b = if b & 1 != 0 {
+            (b >> 1) ^ P_REFLECTED
+        } else {
+            b >> 1
+        };
+    }
+    product
+}
+
+/// `x^(2^k) mod P` for every `k` a shift by up to `u64::MAX` bits needs.
+static X_POW_POW2: [u32; 64] = {
+    let mut table = [0; 64];
+    table[0] = x_pow_mod_p(1);
+    let mut k = 1;
+    while k < 64 {
+        table[k] = multiply_mod_p(table[k - 1], table[k - 1]);
+        k += 1;
+    }
+    table
+};
+
+/// How the CRC32C of a message changes when bytes at its start change and its `tail_len`
+/// last bytes do not: `crc32c(new) == crc32c(old) ^ crc32c_change(before, after, tail_len)`,
+/// where `before` and `after` are the changed leading bytes (of equal length). The CRC is
+/// linear: the change is the CRC (from zero) of `before ^ after` followed by `tail_len`
+/// zero bytes, which is that of `before ^ after` times `x^(8 * tail_len)`, so the tail is
+/// never read.
+pub(crate) fn crc32c_change<const N: usize>(
+    before: &[u8; N],
+    after: &[u8; N],
+    tail_len: usize,
+) -> u32 {
+    let mut delta = [0u8; N];
+    for ((d, b), a) in delta.iter_mut().zip(before).zip(after) {
+        *d = b ^ a;
+    }
+    // From zero: two inputs of one length share the effect of the initial value and the
+    // final xor, so it cancels out.
+    let from_zero = crc32c(&delta) ^ crc32c(&[0u8; N]);
+    let mut shifted = from_zero;
+    let bits = (tail_len as u64).wrapping_mul(8);
+    let significant = (u64::BITS - bits.leading_zeros()) as usize;
+    for (k, &power) in X_POW_POW2.iter().enumerate().take(significant) {
+        if bits >> k & 1 != 0 {
+            shifted = multiply_mod_p(power, shifted);
+        }
+    }
+    shifted
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -413,6 +474,27 @@ mod tests {
                 crc32c::crc32c(&data[..len]),
                 "length {len}"
             );
+        }
+    }
+
+    #[test]
+    fn the_change_of_a_leading_part_matches_a_full_recompute() {
+        let data = random_bytes(5000, 17);
+        for tail_len in [0, 1, 7, 63, 64, 200, 1023, 1024, 4000] {
+            let mut before = [0u8; 40];
+            before.copy_from_slice(&data[..40]);
+            let mut after = before;
+            after[3] ^= 0x5a;
+            after[39] = after[39].wrapping_add(1);
+            let tail = &data[40..40 + tail_len];
+            let old = crc32c::crc32c(&[&before[..], tail].concat());
+            let new = crc32c::crc32c(&[&after[..], tail].concat());
+            assert_eq!(
+                old ^ crc32c_change(&before, &after, tail_len),
+                new,
+                "tail of {tail_len}"
+            );
+            assert_eq!(crc32c_change(&before, &before, tail_len), 0);
         }
     }
 

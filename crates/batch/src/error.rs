@@ -118,12 +118,15 @@ impl fmt::Display for Field {
     }
 }
 
-/// Everything that can be wrong with the bytes krec-batch is given.
+/// Everything that can be wrong with the bytes krec-batch is given, and with what it is asked
+/// to write.
 ///
-/// `position` is always a byte position from the start of the walked input: the start of the
-/// batch (or legacy message) the error is in. `offset` is the batch base offset (or legacy
-/// message offset) when it could be read, and `record` the index of the record inside the
-/// batch, in wire order, when the error is about one record.
+/// In a decoding error `position` is always a byte position from the start of the walked
+/// input: the start of the batch (or legacy message) the error is in. `offset` is the batch
+/// base offset (or legacy message offset) when it could be read, and `record` the index of the
+/// record inside the batch, in wire order, when the error is about one record. The writer's
+/// errors ([`RecordTooLarge`](Error::RecordTooLarge) and those after it) have neither: they
+/// are about a record or setting, not about bytes read.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -368,6 +371,43 @@ pub enum Error {
         /// What is wrong.
         reason: LegacyFault,
     },
+    /// A record is too large to send: a batch holding it alone would pass the limit
+    /// ([`WriteConfig::max_record_size`](crate::WriteConfig), the producer's
+    /// `max.request.size`).
+    #[error("a record of {size} bytes (in a batch of its own) is over the limit of {limit} bytes (max.request.size)")]
+    RecordTooLarge {
+        /// Bytes of a batch holding the record alone, header included, before compression.
+        size: u64,
+        /// The limit.
+        limit: usize,
+    },
+    /// A batch was finished with no records in it (Kafka has no use for an empty batch).
+    #[error("a batch with no records cannot be finished")]
+    EmptyBatch,
+    /// A compression level Kafka does not allow for the codec (`compression.<codec>.level`).
+    #[error(
+        "compression.{}.level {level} is out of range {min}..={max}{}",
+        .codec.name(),
+        if *.codec == Compression::Gzip { " (or -1, the default)" } else { "" }
+    )]
+    InvalidCompressionLevel {
+        /// The codec.
+        codec: Compression,
+        /// The level asked for.
+        level: i32,
+        /// The lowest level Kafka allows for the codec.
+        min: i32,
+        /// The highest.
+        max: i32,
+    },
+    /// The compressor failed (the codec library reported an error).
+    #[error("{} compression failed: {reason}", .codec.name())]
+    CompressionFailed {
+        /// The codec.
+        codec: Compression,
+        /// What the codec library reported.
+        reason: &'static str,
+    },
 }
 
 /// An optional number in a message, in words: `{before}{value}{after}` when present,
@@ -403,10 +443,11 @@ impl<T: fmt::Display> fmt::Display for InWords<'_, T> {
     }
 }
 
-/// The `position` field of an error, whichever variant it is (every variant has one), as
-/// `&usize` or `&mut usize` after the reference given: one list of variants for
-/// [`Error::position`] and [`Error::with_input_start`], so a new variant cannot be added to
-/// one and forgotten in the other (the match is exhaustive).
+/// The `position` field of an error, whichever variant it is (every decoding variant has
+/// one, the writer's have none), as `Option<&usize>` or `Option<&mut usize>` after the
+/// reference given: one list of variants for [`Error::position`] and
+/// [`Error::with_input_start`], so a new variant cannot be added to one and forgotten in the
+/// other (the match is exhaustive).
 macro_rules! position_field {
     ($error:expr) => {
         match $error {
@@ -427,18 +468,24 @@ macro_rules! position_field {
             | Error::RecordCountMismatch { position, .. }
             | Error::OffsetOutOfOrder { position, .. }
             | Error::InvalidControlRecord { position, .. }
-            | Error::InvalidLegacyMessage { position, .. } => position,
+            | Error::InvalidLegacyMessage { position, .. } => Some(position),
+            Error::RecordTooLarge { .. }
+            | Error::EmptyBatch
+            | Error::InvalidCompressionLevel { .. }
+            | Error::CompressionFailed { .. } => None,
         }
     };
 }
 
 impl Error {
-    /// Byte position (from the start of the walked input) of the batch the error is in.
+    /// Byte position (from the start of the walked input) of the batch the error is in;
+    /// `None` for the writer's errors.
     pub fn position(&self) -> Option<usize> {
-        Some(*position_field!(self))
+        position_field!(self).copied()
     }
 
-    /// Base offset of the batch the error is in, when it could be read.
+    /// Base offset of the batch the error is in, when it could be read; `None` for the
+    /// writer's errors.
     pub fn offset(&self) -> Option<i64> {
         match self {
             Error::Truncated { offset, .. } => *offset,
@@ -459,6 +506,10 @@ impl Error {
             | Error::OffsetOutOfOrder { offset, .. }
             | Error::InvalidControlRecord { offset, .. }
             | Error::InvalidLegacyMessage { offset, .. } => Some(*offset),
+            Error::RecordTooLarge { .. }
+            | Error::EmptyBatch
+            | Error::InvalidCompressionLevel { .. }
+            | Error::CompressionFailed { .. } => None,
         }
     }
 
@@ -466,8 +517,9 @@ impl Error {
     /// of it (a file decoded run by run): its position becomes the larger input's. Every other
     /// field is already relative to the batch, or to the end of the input.
     pub fn with_input_start(mut self, start: usize) -> Error {
-        let position = position_field!(&mut self);
-        *position = position.saturating_add(start);
+        if let Some(position) = position_field!(&mut self) {
+            *position = position.saturating_add(start);
+        }
         self
     }
 

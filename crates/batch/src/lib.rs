@@ -1,7 +1,9 @@
 //! krec-batch turns the bytes of a Kafka fetch response (a partition's `records` field) or of
 //! a Kafka log segment file into records, checking every byte: RecordBatch v2 and legacy
 //! v0/v1 message sets, CRC32C/CRC32, the four codecs, and every record's fields and headers,
-//! with no heap allocation per batch once warm.
+//! with no heap allocation per batch once warm. It also writes RecordBatch v2 batches, as a
+//! producer does ([`BatchWriter`]), and re-stamps a fetched batch's producer fields for a
+//! shallow copy ([`restamp`]), again with no allocation per batch once warm.
 //!
 //! ```text
 //! BatchWalk ──> Batch ──> Records ──> Record ──> Headers (indexed in the pass that checks them)
@@ -21,15 +23,24 @@
 //!   top-level message.
 //! * [`EntryHeader`] peeks at the entry header every batch and message starts with, for code
 //!   that only needs to know where entries end; [`layout`] names every field's position.
+//! * [`BatchWriter`] writes one partition's batch in one pass: records in wire form straight
+//!   into a pooled buffer until [`WriteConfig::batch_size`], then (on
+//!   [`finish`](BatchWriter::finish)) the records compressed into a second pooled buffer with
+//!   the [`Codec`] and level asked for (gzip, snappy in xerial framing, LZ4 in the Java
+//!   client's frame, zstd), the header written with the [`ProducerFields`] and the CRC32C
+//!   computed once. [`restamp`] and [`restamped_header`] give a fetched batch a new base
+//!   offset and producer fields, updating the CRC without reading the records.
 //!
 //! # Layout
 //!
 //! Modules use only those before them in this list; the crate root only re-exports.
 //!
 //! 1. Leaves: `layout` (the wire layout and the entry-header peek), `varint`, `crc`, `codec`
-//!    and `buffer` (decompression into krec-lz4's per-thread buffer pool), `config`, `error`,
-//!    and the plain data parsing yields: `batch_header` (a batch's header fields) and `index`
-//!    (the header spans a record's check writes).
+//!    and `buffer` (decompression into krec-lz4's per-thread buffer pool), `compress`
+//!    (compression into that pool, and [`Codec`]), `config`, `error`, and the plain data
+//!    parsing yields and writing reads: `batch_header` (a batch's header fields), `index`
+//!    (the header spans a record's check writes), `producer_fields` ([`ProducerFields`]) and
+//!    `record_wire` (a record's wire form, for the writer).
 //! 2. Parsers: `v2` (a batch header into a `BatchHeader`, records into raw fields and the
 //!    header index) and `legacy` (messages and compressed wrappers into a `BatchHeader` and
 //!    plain records).
@@ -39,6 +50,8 @@
 //! 4. `corrupt` ([`OnCorrupt`]): the stop-or-skip decision for a batch that fails its checks.
 //! 5. `walk` ([`BatchWalk`]): splits the input into entries and fills one batch per entry;
 //!    [`BatchWalk::skip_failed`] steps over a failed one.
+//! 6. Writing, beside the reading side: `writer` ([`BatchWriter`]) and `restamp`
+//!    ([`restamp`], [`restamped_header`]).
 //!
 //! # Example
 //!
@@ -68,6 +81,30 @@
 //! # Ok::<(), krec_batch::Error>(())
 //! ```
 //!
+//! Writing a batch and reading it back:
+//!
+//! ```
+//! use krec_batch::{Append, BatchWalk, BatchWriter, Codec, Compression, DecodeConfig};
+//! use krec_batch::{ProducerFields, WriteConfig};
+//!
+//! let mut writer = BatchWriter::new(WriteConfig::default()); // batch.size 16 KiB
+//! let headers = [("trace", Some(b"1"))];
+//! let appended = writer.try_append(1_764_000_000_000, Some(b"k"), Some(b"v"), &headers)?;
+//! assert_eq!(appended, Append::Appended { offset_delta: 0 });
+//! writer.try_append(1_764_000_000_005, None, None, krec_batch::NO_HEADERS)?; // a tombstone
+//! let producer = ProducerFields::idempotent(42, 0, 0); // id, epoch, base sequence
+//! let batch = writer.finish(producer, Codec::new(Compression::Lz4))?;
+//!
+//! let config = DecodeConfig::default();
+//! let read = BatchWalk::new(batch, &config).next().unwrap()?;
+//! assert_eq!(read.compression(), Compression::Lz4);
+//! assert_eq!((read.producer_id(), read.record_count()), (42, 2));
+//! let second = read.records().nth(1).unwrap()?;
+//! assert_eq!((second.offset(), second.key(), second.value()), (1, None, None));
+//! writer.reset(); // the next batch, in the same buffers
+//! # Ok::<(), krec_batch::Error>(())
+//! ```
+//!
 //! # Public surface
 //!
 //! - Walking and decoding: [`BatchWalk`] ([`WalkEnd`], [`BatchSummary`]), [`Batch`]
@@ -75,14 +112,19 @@
 //!   [`BatchSpan`]).
 //! - Records: [`Record`], [`Records`], [`Header`], [`Headers`]; control records:
 //!   [`ControlRecord`], [`ControlRecords`], [`ControlKind`].
-//! - Errors: [`Error`] ([`Field`], [`LegacyFault`]).
+//! - Writing: [`BatchWriter`] ([`Append`], [`NO_HEADERS`]), [`WriteConfig`], [`Codec`],
+//!   [`ProducerFields`], [`PooledBuf`] (an owned finished batch); the shallow copy's seam:
+//!   [`restamp`], [`restamped_header`].
+//! - Errors: [`Error`] ([`Field`], [`LegacyFault`]), the writer's too.
 //! - [`layout`]: the batch header's byte offsets ([`EntryHeader`]), for header-only scans.
-//! - `encode` (feature `encode`): the encoder tests and benchmarks write batches with.
+//! - `encode` (feature `encode`): the test-side encoder tests and benchmarks build exact
+//!   (also malformed) batches with; production code writes with [`BatchWriter`].
 //!
-//! Internal: the codecs, CRC, varints, the header index and the legacy message-set reader.
+//! Internal: the codecs, CRC, varints, the header index, the record wire form and the legacy
+//! message-set reader.
 //!
-//! Steady-state decoding allocates nothing per batch: buffers are pooled, decompressor state
-//! lives in thread locals and the header index is inline.
+//! Steady-state decoding and writing allocate nothing per batch: buffers are pooled,
+//! compressor and decompressor state lives in thread locals and the header index is inline.
 //!
 //! How this crate fits into krec (the crates, the hot path, the invariants):
 //! `docs/ARCHITECTURE.md` in the repository.
@@ -95,6 +137,7 @@ mod batch;
 mod batch_header;
 mod buffer;
 mod codec;
+mod compress;
 mod config;
 mod control;
 mod corrupt;
@@ -105,21 +148,30 @@ mod headers;
 mod index;
 pub mod layout;
 mod legacy;
+mod producer_fields;
 mod record;
+mod record_wire;
+mod restamp;
 mod v2;
 mod varint;
 mod walk;
+mod writer;
 
 #[cfg(feature = "encode")]
 pub mod encode;
 
 pub use batch::Batch;
 pub use batch_header::{Compression, TimestampType};
-pub use config::DecodeConfig;
+pub use compress::Codec;
+pub use config::{DecodeConfig, WriteConfig};
 pub use control::{ControlKind, ControlRecord, ControlRecords};
 pub use corrupt::{BatchSpan, OnCorrupt, Skipped};
 pub use error::{Error, Field, LegacyFault};
 pub use headers::{Header, Headers};
+pub use krec_lz4::PooledBuf;
 pub use layout::EntryHeader;
+pub use producer_fields::ProducerFields;
 pub use record::{Record, Records};
+pub use restamp::{restamp, restamped_header};
 pub use walk::{BatchSummary, BatchWalk, WalkEnd};
+pub use writer::{Append, BatchWriter, NO_HEADERS};

@@ -25,7 +25,9 @@
 //!
 //! - Decoding: [`decode_frame`], [`decode_frame_into`], [`DecodeOptions`], [`stored_content`].
 //! - Encoding: [`encode_frame`], [`encode_frame_into`], [`encode_frame_with_mode`],
-//!   [`EncodeOptions`], [`BlockMode`], [`BlockSize`], [`HeaderChecksum`].
+//!   [`encode_frame_into_pooled`] (krec-batch's batch writer: into a pooled buffer, no
+//!   allocation once warm), [`max_frame_size`], [`EncodeOptions`], [`BlockMode`],
+//!   [`BlockSize`], [`HeaderChecksum`].
 //! - The buffer pool: [`PooledBuf`], [`PoolConfig`], [`PoolStats`],
 //!   [`set_thread_pool_config`], [`thread_pool_config`], [`thread_pool_stats`].
 //! - [`Error`]. Internal: the block decoder, checksums and header parsing inside [`frame`].
@@ -42,8 +44,9 @@ pub mod pool;
 
 pub use error::Error;
 pub use frame::{
-    decode_frame, decode_frame_into, encode_frame, encode_frame_into, encode_frame_with_mode,
-    stored_content, BlockMode, BlockSize, DecodeOptions, EncodeOptions, HeaderChecksum,
+    decode_frame, decode_frame_into, encode_frame, encode_frame_into, encode_frame_into_pooled,
+    encode_frame_with_mode, max_frame_size, stored_content, BlockMode, BlockSize, DecodeOptions,
+    EncodeOptions, HeaderChecksum,
 };
 pub use pool::{
     set_thread_pool_config, thread_pool_config, thread_pool_stats, PoolConfig, PoolStats, PooledBuf,

@@ -4,8 +4,9 @@ mod common;
 
 use common::{compressible, incompressible, reference_decode, reference_frame, sizes_for};
 use krec_lz4::{
-    decode_frame, decode_frame_into, encode_frame, encode_frame_with_mode, BlockMode, BlockSize,
-    DecodeOptions, EncodeOptions, PooledBuf,
+    decode_frame, decode_frame_into, encode_frame, encode_frame_into_pooled,
+    encode_frame_with_mode, max_frame_size, BlockMode, BlockSize, DecodeOptions, EncodeOptions,
+    PooledBuf,
 };
 
 fn inputs(block: BlockSize) -> Vec<(String, Vec<u8>)> {
@@ -174,4 +175,28 @@ fn python_lz4_fixtures_decode_to_the_same_bytes() {
         }
     }
     assert_eq!(seen, 4);
+}
+
+#[test]
+fn the_pooled_encoder_writes_the_same_frames_after_what_the_buffer_holds() {
+    for block in BlockSize::ALL {
+        for options in option_grid(block) {
+            // One buffer for every input: each frame lands after earlier, dirtier content.
+            let mut out = PooledBuf::take();
+            for (name, input) in inputs(block) {
+                out.clear();
+                out.extend_from_slice(&[0xff; 3]);
+                encode_frame_into_pooled(&input, &options, &mut out);
+                let expected = encode_frame(&input, &options);
+                assert_eq!(&out[..3], &[0xff; 3], "{name}");
+                assert_eq!(&out[3..], &expected[..], "{name} {options:?}");
+                assert!(
+                    expected.len() <= max_frame_size(input.len(), &options),
+                    "{name}"
+                );
+                let decoded = decode_frame(&out[3..], &DecodeOptions::default()).unwrap();
+                assert_eq!(&decoded[..], &input[..], "{name}");
+            }
+        }
+    }
 }

@@ -3,7 +3,8 @@
 //! including ones real producers rarely write (offset gaps, empty batches, control batches).
 //!
 //! This is for tests: it panics on impossible requests (like a legacy zstd wrapper) rather
-//! than returning errors.
+//! than returning errors. Production code writes batches with
+//! [`BatchWriter`](crate::BatchWriter), which writes the same bytes where both can.
 
 mod compress;
 mod legacy;

@@ -184,15 +184,17 @@ pub(crate) fn parse_header(input: &[u8], checksum: HeaderChecksum) -> Result<Fra
     })
 }
 
-/// Appends a header with a standard checksum.
-pub(crate) fn write_header(
-    out: &mut Vec<u8>,
+/// The longest header [`header_bytes`] writes: magic, FLG, BD, content size and checksum.
+pub(crate) const MAX_HEADER_LEN: usize = MAGIC_LEN + 2 + CONTENT_SIZE_LEN + 1;
+
+/// A header with a standard checksum, and how many of the bytes it holds.
+pub(crate) fn header_bytes(
     options: &EncodeOptions,
     mode: BlockMode,
     content_len: usize,
-) {
-    let start = out.len();
-    out.extend_from_slice(&MAGIC.to_le_bytes());
+) -> ([u8; MAX_HEADER_LEN], usize) {
+    let mut header = [0u8; MAX_HEADER_LEN];
+    header[..MAGIC_LEN].copy_from_slice(&MAGIC.to_le_bytes());
     let mut flg = FLG_VERSION_1 << FLG_VERSION_SHIFT;
     if mode == BlockMode::Independent {
         flg |= FLG_INDEPENDENT_BLOCKS;
@@ -206,11 +208,13 @@ pub(crate) fn write_header(
     if options.content_checksum {
         flg |= FLG_CONTENT_CHECKSUM;
     }
-    out.push(flg);
-    out.push(options.block_size.code() << BD_BLOCK_SIZE_SHIFT);
+    header[FLG_POSITION] = flg;
+    header[BD_POSITION] = options.block_size.code() << BD_BLOCK_SIZE_SHIFT;
+    let mut len = CONTENT_SIZE_POSITION;
     if options.content_size {
-        out.extend_from_slice(&(content_len as u64).to_le_bytes());
+        header[len..len + CONTENT_SIZE_LEN].copy_from_slice(&(content_len as u64).to_le_bytes());
+        len += CONTENT_SIZE_LEN;
     }
-    let checksum = header_checksum_byte(&out[start + FLG_POSITION..]);
-    out.push(checksum);
+    header[len] = header_checksum_byte(&header[FLG_POSITION..len]);
+    (header, len + 1)
 }

@@ -12,7 +12,10 @@ mod header;
 mod plain;
 
 pub use decode::{decode_frame, decode_frame_into, decode_frame_into_general, stored_content};
-pub use encode::{encode_frame, encode_frame_into, encode_frame_with_mode};
+pub use encode::{
+    encode_frame, encode_frame_into, encode_frame_into_pooled, encode_frame_with_mode,
+    max_frame_size,
+};
 
 /// The frame magic number, stored little-endian.
 pub const MAGIC: u32 = 0x184D_2204;
