@@ -218,6 +218,9 @@ struct Pending {
     generation: u64,
 }
 
+/// The partitions waiting for a start offset, by leader and topic.
+type PendingByLeader = BTreeMap<(i32, Arc<str>), Vec<Pending>>;
+
 /// Looks up start offsets for every cursor that needs one, leader by leader.
 async fn resolve_offsets(
     shared: &Shared,
@@ -251,13 +254,8 @@ async fn resolve_offsets(
 
 /// The cursors that need a start offset, grouped by leader and topic (one ListOffsets
 /// each), and the brokers' addresses.
-fn pending_by_leader(
-    shared: &Shared,
-) -> (
-    BTreeMap<(i32, Arc<str>), Vec<Pending>>,
-    HashMap<i32, String>,
-) {
-    let mut groups: BTreeMap<(i32, Arc<str>), Vec<Pending>> = BTreeMap::new();
+fn pending_by_leader(shared: &Shared) -> (PendingByLeader, HashMap<i32, String>) {
+    let mut groups = PendingByLeader::new();
     let state = shared.state();
     for cursor in state.cursors.values() {
         if let CursorState::NeedsOffset(start) = cursor.state {
