@@ -39,16 +39,7 @@ pub(crate) fn parse_header(
         value,
     };
     if config.verify_crc {
-        let stored = be_i32(bytes, CRC_AT) as u32;
-        let computed = crate::crc::crc32c(&bytes[ATTRIBUTES_AT..]);
-        if stored != computed {
-            return Err(Error::ChecksumMismatch {
-                position,
-                offset: base_offset,
-                stored,
-                computed,
-            });
-        }
+        check_crc(bytes, position, base_offset)?;
     }
     let attrs = be_i16(bytes, ATTRIBUTES_AT);
     let codec_id = (attrs & attributes::CODEC_MASK) as u8;
@@ -68,18 +59,7 @@ pub(crate) fn parse_header(
     {
         return Err(invalid("base offset", base_offset));
     }
-    let count = be_i32(bytes, RECORD_COUNT_AT);
-    if count < 0 {
-        return Err(invalid("record count", count as i64));
-    }
-    if count as usize > config.max_records_per_batch {
-        return Err(Error::TooManyRecords {
-            position,
-            offset: base_offset,
-            count: count as i64,
-            limit: config.max_records_per_batch as u64,
-        });
-    }
+    let count = record_count(bytes, position, base_offset, config)?;
     *header = BatchHeader {
         base_offset,
         last_offset_delta,
@@ -93,11 +73,55 @@ pub(crate) fn parse_header(
         },
         base_timestamp: be_i64(bytes, BASE_TIMESTAMP_AT),
         max_timestamp: be_i64(bytes, MAX_TIMESTAMP_AT),
-        record_count: count as u32,
+        record_count: count,
         position,
         size: bytes.len(),
     };
     Ok(())
+}
+
+/// Checks the stored CRC32C against the one computed over the batch from its attributes on.
+#[inline(always)]
+fn check_crc(bytes: &[u8], position: usize, base_offset: i64) -> Result<(), Error> {
+    let stored = be_i32(bytes, CRC_AT) as u32;
+    let computed = crate::crc::crc32c(&bytes[ATTRIBUTES_AT..]);
+    if stored != computed {
+        return Err(Error::ChecksumMismatch {
+            position,
+            offset: base_offset,
+            stored,
+            computed,
+        });
+    }
+    Ok(())
+}
+
+/// The header's record count, checked against zero and `config.max_records_per_batch`.
+#[inline(always)]
+fn record_count(
+    bytes: &[u8],
+    position: usize,
+    base_offset: i64,
+    config: &DecodeConfig,
+) -> Result<u32, Error> {
+    let count = be_i32(bytes, RECORD_COUNT_AT);
+    if count < 0 {
+        return Err(Error::InvalidBatchField {
+            position,
+            offset: base_offset,
+            field: "record count",
+            value: count as i64,
+        });
+    }
+    if count as usize > config.max_records_per_batch {
+        return Err(Error::TooManyRecords {
+            position,
+            offset: base_offset,
+            count: count as i64,
+            limit: config.max_records_per_batch as u64,
+        });
+    }
+    Ok(count as u32)
 }
 
 /// Checks that `records_len` bytes of records can hold the header's record count, before a
@@ -352,22 +376,10 @@ fn read_record<'d>(
     }
     let headers_start = p;
     let header_count = if fits_inline(header_count as usize, end - headers_start) {
-        // Positions fit in 16 bits: the section is shorter than 64 KiB.
         // Tested first so that records without headers, the most common, skip the call and
         // the loop's setup.
         if header_count != 0 {
-            let spans = &mut index[..header_count as usize];
-            let (indexed, used) = index_short_headers(&rec[headers_start..], spans);
-            p += used;
-            for span in &mut spans[indexed..] {
-                let key = bytes_field(rec, &mut p, Field::HeaderKey, false)?.unwrap_or_default();
-                let value_length_at = p - headers_start;
-                bytes_field(rec, &mut p, Field::HeaderValue, true)?;
-                *span = Span {
-                    key_start: (value_length_at - key.len()) as u16,
-                    value_length_at: value_length_at as u16,
-                };
-            }
+            p = index_headers(rec, headers_start, &mut index[..header_count as usize])?;
         }
         HeaderCount::inline(header_count as u32)
     } else {
@@ -392,6 +404,29 @@ fn read_record<'d>(
         headers: &data[headers_start..end],
         header_count,
     })
+}
+
+/// Puts the span of each header of `rec` from `headers_start` into `spans` (one a header):
+/// the short ones in one pass, the rest one by one. Returns where the headers end. Positions
+/// fit in 16 bits: the section fits the inline index, so it is shorter than 64 KiB.
+#[inline(always)]
+fn index_headers(
+    rec: &[u8],
+    headers_start: usize,
+    spans: &mut [Span],
+) -> Result<usize, FieldError> {
+    let (indexed, used) = index_short_headers(&rec[headers_start..], spans);
+    let mut p = headers_start + used;
+    for span in &mut spans[indexed..] {
+        let key = bytes_field(rec, &mut p, Field::HeaderKey, false)?.unwrap_or_default();
+        let value_length_at = p - headers_start;
+        bytes_field(rec, &mut p, Field::HeaderValue, true)?;
+        *span = Span {
+            key_start: (value_length_at - key.len()) as u16,
+            value_length_at: value_length_at as u16,
+        };
+    }
+    Ok(p)
 }
 
 impl<'d> RawRecord<'d> {
