@@ -52,6 +52,15 @@ pub fn broker() -> LiveBroker {
     }
 }
 
+/// The suite's three-node cluster (`KREC_TEST_CLUSTER_BOOTSTRAP`, `KREC_TEST_CLUSTER_NAME`).
+pub fn cluster() -> LiveBroker {
+    LiveBroker {
+        bootstrap: required("KREC_TEST_CLUSTER_BOOTSTRAP"),
+        kafka_sh: PathBuf::from(required("KREC_KAFKA_SH")),
+        name: required("KREC_TEST_CLUSTER_NAME"),
+    }
+}
+
 /// The secured broker's `secure.env` (listeners, certificate paths, users; see the header of
 /// `scripts/kafka.sh`) and that broker on its PLAINTEXT listener, for topics and producers.
 pub fn secure_broker() -> (LiveBroker, HashMap<String, String>) {
