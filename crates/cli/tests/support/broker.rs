@@ -1,7 +1,6 @@
 //! Shared helpers of the broker tests: the broker from `scripts/test.sh`, unique topics,
 //! producing with real clients, running `krec`, and reading its JSON lines back.
 
-use std::io::Write;
 use std::ops::{Deref, DerefMut};
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
@@ -126,27 +125,8 @@ impl Broker {
     /// Produces with confluent-kafka (librdkafka) following `plan`, returning what the broker
     /// acknowledged, with offsets.
     pub fn produce_python(&self, plan: &ProducePlan) -> Vec<Produced> {
-        let mut child = Command::new("/usr/bin/python3")
-            .args(["-c", &[live::WAIT_FOR_MARKERS_PY, PYTHON_PRODUCER].concat()])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("run /usr/bin/python3 (python3-confluent-kafka is installed by scripts/install-deps.sh)");
-        let request = plan.to_json(&self.bootstrap);
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(request.as_bytes())
-            .expect("write plan");
-        let output = child.wait_with_output().expect("python producer");
-        assert!(
-            output.status.success(),
-            "python producer failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        parse_produced_lines(&String::from_utf8(output.stdout).expect("UTF-8"))
+        let report = live::run_python(PYTHON_PRODUCER, &plan.to_json(&self.bootstrap));
+        parse_produced_lines(&report)
     }
 }
 
@@ -441,35 +421,6 @@ p.flush(30)
 if plan["transactional_id"]:
     wait_for_markers(plan["bootstrap"], plan["topic"])
 "#;
-
-impl Broker {
-    /// Runs `kafka.sh tool --name N <args>` with `input` on stdin; returns stdout.
-    pub fn tool_with_input(&self, args: &[&str], input: &[u8]) -> String {
-        let mut child = Command::new("bash")
-            .arg(&self.kafka_sh)
-            .arg("tool")
-            .args(["--name", &self.name])
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("run kafka.sh tool");
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(input)
-            .expect("write tool input");
-        let output = child.wait_with_output().expect("kafka.sh tool");
-        assert!(
-            output.status.success(),
-            "kafka.sh tool {args:?} failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8_lossy(&output.stdout).into_owned()
-    }
-}
 
 /// `count` plain records `value-<from + i>` keyed `key-<from + i>`, spread over `partitions`.
 pub fn simple_records(from: usize, count: usize, partitions: i32) -> Vec<PlannedRecord> {
