@@ -161,8 +161,8 @@ impl AvroSchema {
                 self.write(*branch, reader, out, deeper(depth, reader)?)?;
             }
             Node::Record(fields) => self.write_record(fields, reader, out, depth)?,
-            Node::Array(items) => self.write_array(*items, reader, out, depth)?,
-            Node::Map(values) => self.write_map(*values, reader, out, depth)?,
+            Node::Array(items) => self.write_items(*items, false, reader, out, depth)?,
+            Node::Map(values) => self.write_items(*values, true, reader, out, depth)?,
             Node::Decimal { scale, fixed } => write_decimal(reader, out, *scale, *fixed)?,
             Node::Uuid => write_uuid(reader, out)?,
             Node::Date => {
@@ -210,46 +210,31 @@ impl AvroSchema {
         Ok(())
     }
 
-    fn write_array(
+    /// An array's items as a JSON array or, `keyed`, a map's entries (each an Avro string,
+    /// then the value) as an object.
+    fn write_items(
         &self,
         items: NodeId,
+        keyed: bool,
         reader: &mut Reader<'_>,
         out: &mut Vec<u8>,
         depth: usize,
     ) -> Result<(), String> {
         let depth = deeper(depth, reader)?;
-        out.push(b'[');
+        let (open, close) = if keyed { (b'{', b'}') } else { (b'[', b']') };
+        out.push(open);
         let mut first = true;
         self.blocks(items, reader, |reader| {
             if !std::mem::take(&mut first) {
                 out.push(b',');
             }
+            if keyed {
+                reader.push_text(out)?;
+                out.push(b':');
+            }
             self.write(items, reader, out, depth)
         })?;
-        out.push(b']');
-        Ok(())
-    }
-
-    /// A map as an object: its keys are Avro strings.
-    fn write_map(
-        &self,
-        values: NodeId,
-        reader: &mut Reader<'_>,
-        out: &mut Vec<u8>,
-        depth: usize,
-    ) -> Result<(), String> {
-        let depth = deeper(depth, reader)?;
-        out.push(b'{');
-        let mut first = true;
-        self.blocks(values, reader, |reader| {
-            if !std::mem::take(&mut first) {
-                out.push(b',');
-            }
-            reader.push_text(out)?;
-            out.push(b':');
-            self.write(values, reader, out, depth)
-        })?;
-        out.push(b'}');
+        out.push(close);
         Ok(())
     }
 
