@@ -384,6 +384,20 @@ mod tests {
         }
     }
 
+    /// With its high bit, byte 0 of the fuzz input reads the answer to an incremental
+    /// request: an empty one leaves every partition unchanged, as in the fetch loop.
+    #[test]
+    fn an_empty_incremental_answer_leaves_every_partition_unchanged() {
+        let mut body = BytesMut::new();
+        FetchResponse::default()
+            .with_session_id(1)
+            .encode(&mut body, 12)
+            .unwrap();
+        let answer = read_fetch(12, body.freeze(), true).unwrap();
+        assert!(answer.partitions.is_empty() && !answer.mismatched);
+        assert_eq!(answer.unchanged, [0, 1, 2, 3]);
+    }
+
     fn write_seed(dir: &std::path::Path, i: usize, input: &[u8]) {
         std::fs::create_dir_all(dir).unwrap();
         std::fs::write(dir.join(format!("seed-{i}")), input).unwrap();
