@@ -59,7 +59,18 @@ pub(crate) fn parse_header(
     {
         return Err(invalid("base offset", base_offset));
     }
-    let count = record_count(bytes, position, base_offset, config)?;
+    let count = be_i32(bytes, RECORD_COUNT_AT);
+    if count < 0 {
+        return Err(invalid("record count", count as i64));
+    }
+    if count as usize > config.max_records_per_batch {
+        return Err(Error::TooManyRecords {
+            position,
+            offset: base_offset,
+            count: count as i64,
+            limit: config.max_records_per_batch as u64,
+        });
+    }
     *header = BatchHeader {
         base_offset,
         last_offset_delta,
@@ -73,7 +84,7 @@ pub(crate) fn parse_header(
         },
         base_timestamp: be_i64(bytes, BASE_TIMESTAMP_AT),
         max_timestamp: be_i64(bytes, MAX_TIMESTAMP_AT),
-        record_count: count,
+        record_count: count as u32,
         position,
         size: bytes.len(),
     };
@@ -94,34 +105,6 @@ fn check_crc(bytes: &[u8], position: usize, base_offset: i64) -> Result<(), Erro
         });
     }
     Ok(())
-}
-
-/// The header's record count, checked against zero and `config.max_records_per_batch`.
-#[inline(always)]
-fn record_count(
-    bytes: &[u8],
-    position: usize,
-    base_offset: i64,
-    config: &DecodeConfig,
-) -> Result<u32, Error> {
-    let count = be_i32(bytes, RECORD_COUNT_AT);
-    if count < 0 {
-        return Err(Error::InvalidBatchField {
-            position,
-            offset: base_offset,
-            field: "record count",
-            value: count as i64,
-        });
-    }
-    if count as usize > config.max_records_per_batch {
-        return Err(Error::TooManyRecords {
-            position,
-            offset: base_offset,
-            count: count as i64,
-            limit: config.max_records_per_batch as u64,
-        });
-    }
-    Ok(count as u32)
 }
 
 /// Checks that `records_len` bytes of records can hold the header's record count, before a
@@ -171,6 +154,37 @@ enum FieldError {
         declared: u64,
         used: u64,
     },
+}
+
+impl FieldError {
+    /// A length or count field holding `value`, which does not fit (negative, or too large).
+    #[cold]
+    fn bad_length(field: Field, value: i32) -> FieldError {
+        FieldError::Length {
+            field,
+            length: value as i64,
+        }
+    }
+
+    /// `field` declares `needed` bytes from `at`, past the end of `data`.
+    #[cold]
+    fn truncated(field: Field, data: &[u8], at: usize, needed: usize) -> FieldError {
+        FieldError::Truncated {
+            field,
+            at,
+            needed: needed as u64,
+            available: data.len() - at,
+        }
+    }
+
+    /// A record declared `declared` bytes and its fields used `used`.
+    #[cold]
+    fn mismatch(declared: usize, used: usize) -> FieldError {
+        FieldError::Mismatch {
+            declared: declared as u64,
+            used: used as u64,
+        }
+    }
 }
 
 #[inline(always)]
@@ -325,40 +339,26 @@ pub(crate) struct RawRecord<'d> {
 }
 
 /// Reads one record at `*pos` and checks it uses exactly its declared length. Header spans
-/// go into `index` when the section fits the inline index. One function although long: it is
-/// the per-record hot path, each step reading from the position the one before left.
+/// go into `index` when the section fits the inline index. One function: it is the per-record
+/// hot path, each step reading from the position the one before left; its errors are built
+/// by cold functions.
 #[inline(always)]
 fn read_record<'d>(
     data: &'d [u8],
     pos: &mut usize,
     index: &mut InlineIndex,
 ) -> Result<RawRecord<'d>, FieldError> {
-    let length = match length(data, pos, Field::RecordLength)? {
-        Ok(length) => length,
-        Err(negative) => {
-            return Err(FieldError::Length {
-                field: Field::RecordLength,
-                length: negative as i64,
-            })
-        }
-    };
+    let length = length(data, pos, Field::RecordLength)?
+        .map_err(|negative| FieldError::bad_length(Field::RecordLength, negative))?;
     let start = *pos;
     let end = start + length;
     // Fields are read within the record only, so none can run into the next record.
-    let Some(rec) = data.get(..end) else {
-        return Err(FieldError::Truncated {
-            field: Field::RecordLength,
-            at: start,
-            needed: length as u64,
-            available: data.len() - start,
-        });
-    };
+    let rec = data
+        .get(..end)
+        .ok_or_else(|| FieldError::truncated(Field::RecordLength, data, start, length))?;
     let mut p = start;
     if p >= end {
-        return Err(FieldError::Mismatch {
-            declared: length as u64,
-            used: 1,
-        });
+        return Err(FieldError::mismatch(length, 1));
     }
     p += 1; // attributes: unused by every record version so far
     let timestamp_delta = varlong(rec, &mut p, Field::TimestampDelta)?;
@@ -369,17 +369,26 @@ fn read_record<'d>(
     // Each header takes at least two bytes, so a larger count cannot fit. A negative count
     // becomes a huge unsigned one, so one comparison rejects both.
     if header_count as u32 as usize > (end - p) / 2 {
-        return Err(FieldError::Length {
-            field: Field::HeaderCount,
-            length: header_count as i64,
-        });
+        return Err(FieldError::bad_length(Field::HeaderCount, header_count));
     }
     let headers_start = p;
     let header_count = if fits_inline(header_count as usize, end - headers_start) {
+        // Positions fit in 16 bits: the section is shorter than 64 KiB.
         // Tested first so that records without headers, the most common, skip the call and
         // the loop's setup.
         if header_count != 0 {
-            p = index_headers(rec, headers_start, &mut index[..header_count as usize])?;
+            let spans = &mut index[..header_count as usize];
+            let (indexed, used) = index_short_headers(&rec[headers_start..], spans);
+            p += used;
+            for span in &mut spans[indexed..] {
+                let key = bytes_field(rec, &mut p, Field::HeaderKey, false)?.unwrap_or_default();
+                let value_length_at = p - headers_start;
+                bytes_field(rec, &mut p, Field::HeaderValue, true)?;
+                *span = Span {
+                    key_start: (value_length_at - key.len()) as u16,
+                    value_length_at: value_length_at as u16,
+                };
+            }
         }
         HeaderCount::inline(header_count as u32)
     } else {
@@ -390,10 +399,7 @@ fn read_record<'d>(
         HeaderCount::wide(header_count as u32)
     };
     if p != end {
-        return Err(FieldError::Mismatch {
-            declared: length as u64,
-            used: (p - start) as u64,
-        });
+        return Err(FieldError::mismatch(length, p - start));
     }
     *pos = end;
     Ok(RawRecord {
@@ -404,29 +410,6 @@ fn read_record<'d>(
         headers: &data[headers_start..end],
         header_count,
     })
-}
-
-/// Puts the span of each header of `rec` from `headers_start` into `spans` (one a header):
-/// the short ones in one pass, the rest one by one. Returns where the headers end. Positions
-/// fit in 16 bits: the section fits the inline index, so it is shorter than 64 KiB.
-#[inline(always)]
-fn index_headers(
-    rec: &[u8],
-    headers_start: usize,
-    spans: &mut [Span],
-) -> Result<usize, FieldError> {
-    let (indexed, used) = index_short_headers(&rec[headers_start..], spans);
-    let mut p = headers_start + used;
-    for span in &mut spans[indexed..] {
-        let key = bytes_field(rec, &mut p, Field::HeaderKey, false)?.unwrap_or_default();
-        let value_length_at = p - headers_start;
-        bytes_field(rec, &mut p, Field::HeaderValue, true)?;
-        *span = Span {
-            key_start: (value_length_at - key.len()) as u16,
-            value_length_at: value_length_at as u16,
-        };
-    }
-    Ok(p)
 }
 
 impl<'d> RawRecord<'d> {
