@@ -39,16 +39,7 @@ pub(crate) fn parse_header(
         value,
     };
     if config.verify_crc {
-        let stored = be_i32(bytes, CRC_AT) as u32;
-        let computed = crate::crc::crc32c(&bytes[ATTRIBUTES_AT..]);
-        if stored != computed {
-            return Err(Error::ChecksumMismatch {
-                position,
-                offset: base_offset,
-                stored,
-                computed,
-            });
-        }
+        check_crc(bytes, position, base_offset)?;
     }
     let attrs = be_i16(bytes, ATTRIBUTES_AT);
     let codec_id = (attrs & attributes::CODEC_MASK) as u8;
@@ -100,6 +91,22 @@ pub(crate) fn parse_header(
     Ok(())
 }
 
+/// Checks the stored CRC32C against the one computed over the batch from its attributes on.
+#[inline(always)]
+fn check_crc(bytes: &[u8], position: usize, base_offset: i64) -> Result<(), Error> {
+    let stored = be_i32(bytes, CRC_AT) as u32;
+    let computed = crate::crc::crc32c(&bytes[ATTRIBUTES_AT..]);
+    if stored != computed {
+        return Err(Error::ChecksumMismatch {
+            position,
+            offset: base_offset,
+            stored,
+            computed,
+        });
+    }
+    Ok(())
+}
+
 /// Checks that `records_len` bytes of records can hold the header's record count, before a
 /// hostile count makes the record iterator try that many.
 #[inline(always)]
@@ -147,6 +154,37 @@ enum FieldError {
         declared: u64,
         used: u64,
     },
+}
+
+impl FieldError {
+    /// A length or count field holding `value`, which does not fit (negative, or too large).
+    #[cold]
+    fn bad_length(field: Field, value: i32) -> FieldError {
+        FieldError::Length {
+            field,
+            length: value as i64,
+        }
+    }
+
+    /// `field` declares `needed` bytes from `at`, past the end of `data`.
+    #[cold]
+    fn truncated(field: Field, data: &[u8], at: usize, needed: usize) -> FieldError {
+        FieldError::Truncated {
+            field,
+            at,
+            needed: needed as u64,
+            available: data.len() - at,
+        }
+    }
+
+    /// A record declared `declared` bytes and its fields used `used`.
+    #[cold]
+    fn mismatch(declared: usize, used: usize) -> FieldError {
+        FieldError::Mismatch {
+            declared: declared as u64,
+            used: used as u64,
+        }
+    }
 }
 
 #[inline(always)]
@@ -301,40 +339,26 @@ pub(crate) struct RawRecord<'d> {
 }
 
 /// Reads one record at `*pos` and checks it uses exactly its declared length. Header spans
-/// go into `index` when the section fits the inline index. One function although long: it is
-/// the per-record hot path, each step reading from the position the one before left.
+/// go into `index` when the section fits the inline index. One function: it is the per-record
+/// hot path, each step reading from the position the one before left; its errors are built
+/// by cold functions.
 #[inline(always)]
 fn read_record<'d>(
     data: &'d [u8],
     pos: &mut usize,
     index: &mut InlineIndex,
 ) -> Result<RawRecord<'d>, FieldError> {
-    let length = match length(data, pos, Field::RecordLength)? {
-        Ok(length) => length,
-        Err(negative) => {
-            return Err(FieldError::Length {
-                field: Field::RecordLength,
-                length: negative as i64,
-            })
-        }
-    };
+    let length = length(data, pos, Field::RecordLength)?
+        .map_err(|negative| FieldError::bad_length(Field::RecordLength, negative))?;
     let start = *pos;
     let end = start + length;
     // Fields are read within the record only, so none can run into the next record.
-    let Some(rec) = data.get(..end) else {
-        return Err(FieldError::Truncated {
-            field: Field::RecordLength,
-            at: start,
-            needed: length as u64,
-            available: data.len() - start,
-        });
-    };
+    let rec = data
+        .get(..end)
+        .ok_or_else(|| FieldError::truncated(Field::RecordLength, data, start, length))?;
     let mut p = start;
     if p >= end {
-        return Err(FieldError::Mismatch {
-            declared: length as u64,
-            used: 1,
-        });
+        return Err(FieldError::mismatch(length, 1));
     }
     p += 1; // attributes: unused by every record version so far
     let timestamp_delta = varlong(rec, &mut p, Field::TimestampDelta)?;
@@ -345,10 +369,7 @@ fn read_record<'d>(
     // Each header takes at least two bytes, so a larger count cannot fit. A negative count
     // becomes a huge unsigned one, so one comparison rejects both.
     if header_count as u32 as usize > (end - p) / 2 {
-        return Err(FieldError::Length {
-            field: Field::HeaderCount,
-            length: header_count as i64,
-        });
+        return Err(FieldError::bad_length(Field::HeaderCount, header_count));
     }
     let headers_start = p;
     let header_count = if fits_inline(header_count as usize, end - headers_start) {
@@ -378,10 +399,7 @@ fn read_record<'d>(
         HeaderCount::wide(header_count as u32)
     };
     if p != end {
-        return Err(FieldError::Mismatch {
-            declared: length as u64,
-            used: (p - start) as u64,
-        });
+        return Err(FieldError::mismatch(length, p - start));
     }
     *pos = end;
     Ok(RawRecord {

@@ -211,6 +211,19 @@ fn offset_key(group: &GroupDescription) -> &'static str {
 
 /// A heading, the partitions (as kafka-consumer-groups.sh shows them) and the members.
 pub fn describe_text(group: &GroupDescription, read_committed: bool) -> String {
+    let mut text = heading_line(group);
+    text.push_str(&partition_table(group, read_committed));
+    if group.members.is_empty() {
+        let _ = writeln!(text, "\ngroup {} has no active members", group.group);
+        return text;
+    }
+    text.push('\n');
+    text.push_str(&member_table(group));
+    text
+}
+
+/// The group's name, type, state, assignor, epoch and coordinator, then a blank line.
+fn heading_line(group: &GroupDescription) -> String {
     let mut text = format!(
         "group {} type {} state {} assignor {}",
         group.group,
@@ -229,6 +242,11 @@ pub fn describe_text(group: &GroupDescription, read_committed: bool) -> String {
         " coordinator {} ({})\n",
         group.coordinator_id, group.coordinator
     );
+    text
+}
+
+/// One row per partition: its offsets, lag and member, and errors when any partition has some.
+fn partition_table(group: &GroupDescription, read_committed: bool) -> String {
     let offset = if group.group_type == "share" {
         "START-OFFSET"
     } else {
@@ -262,12 +280,11 @@ pub fn describe_text(group: &GroupDescription, read_committed: bool) -> String {
     } else {
         heading.len() - 1
     };
-    text.push_str(&table(&heading[..columns], rows));
-    if group.members.is_empty() {
-        let _ = writeln!(text, "\ngroup {} has no active members", group.group);
-        return text;
-    }
-    text.push('\n');
+    table(&heading[..columns], rows)
+}
+
+/// One row per member: its ids, host and assigned partitions.
+fn member_table(group: &GroupDescription) -> String {
     let members = group
         .members
         .iter()
@@ -293,8 +310,7 @@ pub fn describe_text(group: &GroupDescription, read_committed: bool) -> String {
         "HOST",
         "ASSIGNMENT",
     ];
-    text.push_str(&table(&heading, members));
-    text
+    table(&heading, members)
 }
 
 fn partition_row(group: &GroupDescription, p: &PartitionLag, with_errors: bool) -> Vec<String> {

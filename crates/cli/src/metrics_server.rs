@@ -17,7 +17,7 @@ use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
-use krec_consumer::metrics::{CommitResult, MetricsSnapshot};
+use krec_consumer::metrics::{CommitResult, GroupMetrics, MetricsSnapshot};
 use krec_consumer::share::ShareCounters;
 use krec_consumer::MetricsSource;
 use prometheus_client::collector::Collector;
@@ -227,22 +227,7 @@ pub fn encode_series(
     written: &[PartitionWritten],
     lags: &[Lag],
 ) -> Result<(), fmt::Error> {
-    counters(
-        encoder,
-        "krec_records",
-        "Records written out",
-        written
-            .iter()
-            .map(|w| (topic_partition(&w.topic, w.partition), w.records)),
-    )?;
-    counters(
-        encoder,
-        "krec_records_scanned",
-        "Data records decoded, matching the filters or not",
-        written
-            .iter()
-            .map(|w| (topic_partition(&w.topic, w.partition), w.scanned)),
-    )?;
+    written_series(encoder, written)?;
     counters(
         encoder,
         "krec_bytes",
@@ -269,6 +254,41 @@ pub fn encode_series(
             .map(|(node, b)| (vec![("broker", node.to_string())], b.fetch_requests)),
     )?;
     fetch_latency(encoder, snapshot)?;
+    error_series(encoder, snapshot)?;
+    if let Some(group) = &snapshot.group {
+        group_series(encoder, group)?;
+    }
+    Ok(())
+}
+
+/// Records written out and scanned, by partition.
+fn written_series(
+    encoder: &mut DescriptorEncoder,
+    written: &[PartitionWritten],
+) -> Result<(), fmt::Error> {
+    counters(
+        encoder,
+        "krec_records",
+        "Records written out",
+        written
+            .iter()
+            .map(|w| (topic_partition(&w.topic, w.partition), w.records)),
+    )?;
+    counters(
+        encoder,
+        "krec_records_scanned",
+        "Data records decoded, matching the filters or not",
+        written
+            .iter()
+            .map(|w| (topic_partition(&w.topic, w.partition), w.scanned)),
+    )
+}
+
+/// Errors by kind and corrupt batches skipped, by partition.
+fn error_series(
+    encoder: &mut DescriptorEncoder,
+    snapshot: &MetricsSnapshot,
+) -> Result<(), fmt::Error> {
     counters(
         encoder,
         "krec_errors",
@@ -286,31 +306,32 @@ pub fn encode_series(
             .batches_skipped
             .iter()
             .map(|(key, &count)| (topic_partition(&key.topic, key.partition), count)),
+    )
+}
+
+/// A group member's rebalances, commits and assigned partitions.
+fn group_series(encoder: &mut DescriptorEncoder, group: &GroupMetrics) -> Result<(), fmt::Error> {
+    counters(
+        encoder,
+        "krec_rebalances",
+        "Assignments received from the group",
+        [(Labels::new(), group.rebalances)],
     )?;
-    if let Some(group) = &snapshot.group {
-        counters(
-            encoder,
-            "krec_rebalances",
-            "Assignments received from the group",
-            [(Labels::new(), group.rebalances)],
-        )?;
-        counters(
-            encoder,
-            "krec_commits",
-            "OffsetCommit requests by result",
-            CommitResult::ALL.iter().map(|result| {
-                let count = group.commits.get(result).copied().unwrap_or(0);
-                (vec![("result", result.name().to_owned())], count)
-            }),
-        )?;
-        gauges(
-            encoder,
-            "krec_assigned_partitions",
-            "Partitions assigned to this member now",
-            [(Labels::new(), group.assigned_partitions as i64)],
-        )?;
-    }
-    Ok(())
+    counters(
+        encoder,
+        "krec_commits",
+        "OffsetCommit requests by result",
+        CommitResult::ALL.iter().map(|result| {
+            let count = group.commits.get(result).copied().unwrap_or(0);
+            (vec![("result", result.name().to_owned())], count)
+        }),
+    )?;
+    gauges(
+        encoder,
+        "krec_assigned_partitions",
+        "Partitions assigned to this member now",
+        [(Labels::new(), group.assigned_partitions as i64)],
+    )
 }
 
 fn fetch_latency(

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::fetch_response::PartitionData;
-use kafka_protocol::messages::{FetchRequest, FetchResponse, TopicName};
+use kafka_protocol::messages::{FetchRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use krec_batch::layout::{self, EntryHeader};
 use uuid::Uuid;
@@ -205,28 +205,6 @@ impl PartitionResponse {
     }
 }
 
-/// Splits a fetch response into partitions. Topics that come back by id are named with
-/// `name_of`; an id it does not know yields an empty name, which no cursor matches.
-#[cfg_attr(not(any(test, feature = "fuzzing")), allow(dead_code))]
-pub(crate) fn split_response(
-    response: FetchResponse,
-    version: i16,
-    name_of: impl Fn(&Uuid) -> Option<Arc<str>>,
-) -> Vec<PartitionResponse> {
-    let mut partitions = Vec::new();
-    for topic in response.responses {
-        let name: Arc<str> = if version >= FIRST_VERSION_WITH_TOPIC_IDS {
-            name_of(&topic.topic_id).unwrap_or_else(|| Arc::from(""))
-        } else {
-            Arc::from(topic.topic.0.as_str())
-        };
-        for partition in topic.partitions {
-            partitions.push(PartitionResponse::from_wire(name.clone(), partition));
-        }
-    }
-    partitions
-}
-
 /// What the header-only scan found in a partition's record bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Scan {
@@ -322,6 +300,7 @@ pub fn scan_batches(records: &[u8]) -> Result<Scan, ScanError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kafka_protocol::messages::FetchResponse;
     use krec_batch::layout::{ENTRY_HEADER_SIZE, MAGIC_AT};
 
     /// A v2 batch header with `records` bytes of body; only the fields the scan reads are real.
@@ -445,8 +424,23 @@ mod tests {
         }
     }
 
+    /// `response` read as the answer to a full request for `partitions` of topic `t`, as the
+    /// fetch loop reads it.
+    fn read_in_session(
+        response: FetchResponse,
+        version: i16,
+        partitions: &[i32],
+    ) -> Vec<PartitionResponse> {
+        let t: Arc<str> = Arc::from("t");
+        let wanted = partitions.iter().map(|&p| target(&t, Uuid::nil(), p, 0));
+        let mut session = crate::fetch_session::FetchSession::new(false);
+        session.request(wanted, &params(), version).unwrap();
+        let answer = session.read_response(response);
+        answer.partitions.into_iter().map(|(_, p)| p).collect()
+    }
+
     #[test]
-    fn split_records_are_slices_of_the_response_frame() {
+    fn records_read_are_slices_of_the_response_frame() {
         use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
         use kafka_protocol::protocol::{Decodable, Encodable};
         let records = v2_batch(0, 4, 100);
@@ -461,7 +455,7 @@ mod tests {
         response.encode(&mut encoded, 12).unwrap();
         let frame = encoded.freeze();
         let decoded = FetchResponse::decode(&mut frame.clone(), 12).unwrap();
-        let split = split_response(decoded, 12, |_| None);
+        let split = read_in_session(decoded, 12, &[3]);
         assert_eq!(split.len(), 1);
         assert_eq!((&*split[0].topic, split[0].partition), ("t", 3));
         assert_eq!(&split[0].records[..], &records[..]);
@@ -551,10 +545,10 @@ mod tests {
                 ])]);
         let mut encoded = bytes::BytesMut::new();
         response.encode(&mut encoded, 11).unwrap();
-        let split = split_response(
+        let split = read_in_session(
             FetchResponse::decode(&mut encoded.freeze(), 11).unwrap(),
             11,
-            |_| None,
+            &[0, 1],
         );
         assert_eq!(split[0].preferred_read_replica, 2);
         assert_eq!(split[0].high_watermark, 40);

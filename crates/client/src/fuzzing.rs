@@ -7,7 +7,10 @@ use bytes::Bytes;
 use kafka_protocol::messages::*;
 
 use crate::connection::decode_body;
-use crate::fetch::{scan_batches, split_response, Scan, ScanError};
+use crate::fetch::{
+    scan_batches, FetchParams, FetchTarget, Scan, ScanError, FIRST_VERSION_WITH_TOPIC_IDS,
+};
+use crate::fetch_session::FetchSession;
 use crate::sasl::scram::{ScramClient, ScramMechanism};
 use crate::security::{jaas, properties, Secret};
 use crate::versions::highest_supported;
@@ -83,10 +86,13 @@ pub fn decode_response(api_key: i16, version: i16, body: Bytes) -> Result<(), St
     }
 }
 
-/// One partition of a split fetch response: its records and what the batch-header scan found.
+/// One partition of a Fetch answer as the fetch loop gets it: the session entry it belongs
+/// to, its records and what the batch-header scan found.
 #[derive(Debug)]
-pub struct SplitPartition {
-    /// Topic name ("" for an id the client does not know).
+pub struct AnsweredPartition {
+    /// Index of its entry in the session (below [`FETCH_PARTITIONS`]).
+    pub entry: usize,
+    /// Topic name (always [`FETCH_TOPIC`]: the session names it).
     pub topic: Arc<str>,
     /// Partition id.
     pub partition: i32,
@@ -96,26 +102,92 @@ pub struct SplitPartition {
     pub scan: Result<Scan, ScanError>,
 }
 
-/// The topic id [`split_fetch`] knows, as topic `"known"`.
-pub const KNOWN_TOPIC_ID: uuid::Uuid = uuid::Uuid::from_u128(0x6b72_6563);
+/// A Fetch answer read against a session, as [`read_fetch`] gives it.
+#[derive(Debug)]
+pub struct FetchAnswer {
+    /// The partitions answered, in the broker's order.
+    pub partitions: Vec<AnsweredPartition>,
+    /// Entries left out of an incremental answer: nothing new for them.
+    pub unchanged: Vec<usize>,
+    /// The answer did not fit the session.
+    pub mismatched: bool,
+}
 
-/// Decodes a Fetch response body at `version` and splits it as a fetch loop does: partitions
-/// named (ids through [`KNOWN_TOPIC_ID`]) and each one's batch headers scanned.
-pub fn split_fetch(version: i16, body: Bytes) -> Result<Vec<SplitPartition>, String> {
+/// The topic id of the session [`read_fetch`] reads against (topic [`FETCH_TOPIC`]).
+pub const KNOWN_TOPIC_ID: uuid::Uuid = uuid::Uuid::from_u128(0x6b72_6563);
+/// The topic the session of [`read_fetch`] fetches, by this name and [`KNOWN_TOPIC_ID`].
+pub const FETCH_TOPIC: &str = "t";
+/// The session of [`read_fetch`] fetches partitions `0..FETCH_PARTITIONS` of [`FETCH_TOPIC`].
+pub const FETCH_PARTITIONS: i32 = 4;
+
+/// Decodes a Fetch response body at `version` and reads it as a fetch loop does: through a
+/// [`FetchSession`] that asked for partitions `0..FETCH_PARTITIONS` of [`FETCH_TOPIC`],
+/// in a full request, or with `incremental` (from v7) in an incremental one after a first
+/// answer opened the session; then each answered partition's batch headers are scanned.
+pub fn read_fetch(version: i16, body: Bytes, incremental: bool) -> Result<FetchAnswer, String> {
     let response = decode_body::<FetchResponse>(ApiKey::Fetch as i16, version, body)?;
-    let known: Arc<str> = Arc::from("known");
-    let partitions = split_response(response, version, |id| {
-        (*id == KNOWN_TOPIC_ID).then(|| known.clone())
-    });
-    Ok(partitions
-        .into_iter()
-        .map(|p| SplitPartition {
-            scan: scan_batches(&p.records),
-            topic: p.topic,
-            partition: p.partition,
-            records: p.records,
-        })
-        .collect())
+    let topic: Arc<str> = Arc::from(FETCH_TOPIC);
+    let params = FetchParams {
+        max_wait_ms: 500,
+        min_bytes: 1,
+        max_bytes: 1 << 20,
+        partition_max_bytes: 1 << 16,
+        read_committed: false,
+        rack_id: String::new(),
+    };
+    let wanted = |offset: i64| -> Vec<FetchTarget<'_>> {
+        (0..FETCH_PARTITIONS)
+            .map(|partition| FetchTarget {
+                topic: &topic,
+                topic_id: KNOWN_TOPIC_ID,
+                partition,
+                offset: offset + i64::from(partition),
+                leader_epoch: -1,
+                generation: 0,
+            })
+            .collect()
+    };
+    let mut session = FetchSession::new(true);
+    session.request(wanted(0), &params, version);
+    if incremental {
+        session.read_response(opening_answer(version));
+        session.request(wanted(1), &params, version);
+    }
+    let answer = session.read_response(response);
+    Ok(FetchAnswer {
+        partitions: answer
+            .partitions
+            .into_iter()
+            .map(|(entry, p)| AnsweredPartition {
+                entry,
+                scan: scan_batches(&p.records),
+                topic: p.topic,
+                partition: p.partition,
+                records: p.records,
+            })
+            .collect(),
+        unchanged: answer.unchanged,
+        mismatched: answer.mismatched,
+    })
+}
+
+/// An answer to the full request of [`read_fetch`] that opens session 1, every partition
+/// empty at offset 0.
+fn opening_answer(version: i16) -> FetchResponse {
+    use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+    let partitions = (0..FETCH_PARTITIONS)
+        .map(|partition| PartitionData::default().with_partition_index(partition))
+        .collect();
+    let topic = if version >= FIRST_VERSION_WITH_TOPIC_IDS {
+        FetchableTopicResponse::default().with_topic_id(KNOWN_TOPIC_ID)
+    } else {
+        FetchableTopicResponse::default().with_topic(TopicName(
+            kafka_protocol::protocol::StrBytes::from_static_str(FETCH_TOPIC),
+        ))
+    };
+    FetchResponse::default()
+        .with_session_id(1)
+        .with_responses(vec![topic.with_partitions(partitions)])
 }
 
 /// The client nonce of [`scram_exchange`]'s client: a server-first that goes further must
@@ -278,9 +350,9 @@ mod tests {
         out
     }
 
-    /// Every seed decodes through the fuzz entry point, and a Fetch seed splits into its
-    /// partition with the batches whole. With `KREC_FUZZ_CORPUS` set, writes the seeds there
-    /// as `responses/` and `fetch_split/` corpora (see `crates/client/fuzz/README.md`).
+    /// Every seed decodes through the fuzz entry point, and a Fetch seed reads as its
+    /// session's first partition with the batches whole. With `KREC_FUZZ_CORPUS` set, writes
+    /// the seeds there as `responses/` and `fetch_response/` corpora (see `crates/client/fuzz/README.md`).
     #[test]
     fn seed_responses_decode() {
         let choices = response_choices();
@@ -294,21 +366,36 @@ mod tests {
             let mut input = vec![*pick as u8];
             input.extend_from_slice(body);
             if key == ApiKey::Fetch as i16 {
-                let split = split_fetch(version, Bytes::from(body.clone())).unwrap();
-                assert_eq!(&*split[0].topic, if version >= 13 { "known" } else { "t" });
-                let scan = split[0].scan.unwrap();
-                assert_eq!(scan.complete_bytes, split[0].records.len());
+                let answer = read_fetch(version, Bytes::from(body.clone()), false).unwrap();
+                let first = &answer.partitions[0];
+                assert_eq!((&*first.topic, first.partition, first.entry), ("t", 0, 0));
+                let scan = first.scan.unwrap();
+                assert_eq!(scan.complete_bytes, first.records.len());
                 if let Some(dir) = &corpus {
                     let pick =
                         version - <FetchRequest as kafka_protocol::protocol::Message>::VERSIONS.min;
                     let fetch_input = [&[pick as u8][..], body].concat();
-                    write_seed(&dir.join("fetch_split"), i, &fetch_input);
+                    write_seed(&dir.join("fetch_response"), i, &fetch_input);
                 }
             }
             if let Some(dir) = &corpus {
                 write_seed(&dir.join("responses"), i, &input);
             }
         }
+    }
+
+    /// With its high bit, byte 0 of the fuzz input reads the answer to an incremental
+    /// request: an empty one leaves every partition unchanged, as in the fetch loop.
+    #[test]
+    fn an_empty_incremental_answer_leaves_every_partition_unchanged() {
+        let mut body = BytesMut::new();
+        FetchResponse::default()
+            .with_session_id(1)
+            .encode(&mut body, 12)
+            .unwrap();
+        let answer = read_fetch(12, body.freeze(), true).unwrap();
+        assert!(answer.partitions.is_empty() && !answer.mismatched);
+        assert_eq!(answer.unchanged, [0, 1, 2, 3]);
     }
 
     fn write_seed(dir: &std::path::Path, i: usize, input: &[u8]) {

@@ -218,31 +218,15 @@ struct Pending {
     generation: u64,
 }
 
+/// The partitions waiting for a start offset, by leader and topic.
+type PendingByLeader = BTreeMap<(i32, Arc<str>), Vec<Pending>>;
+
 /// Looks up start offsets for every cursor that needs one, leader by leader.
 async fn resolve_offsets(
     shared: &Shared,
     connections: &mut HashMap<i32, Connection>,
 ) -> Result<(), Error> {
-    let mut groups: BTreeMap<(i32, Arc<str>), Vec<Pending>> = BTreeMap::new();
-    let addresses = {
-        let state = shared.state();
-        for cursor in state.cursors.values() {
-            if let CursorState::NeedsOffset(start) = cursor.state {
-                if let Some(leader) = cursor.leader {
-                    groups
-                        .entry((leader, cursor.topic.clone()))
-                        .or_default()
-                        .push(Pending {
-                            partition: cursor.partition,
-                            leader_epoch: cursor.leader_epoch,
-                            start,
-                            generation: cursor.generation,
-                        });
-                }
-            }
-        }
-        state.metadata.brokers.clone()
-    };
+    let (groups, addresses) = pending_by_leader(shared);
     let read_committed = shared.config.read_committed;
     for ((leader, topic), pending) in groups {
         let Some(address) = addresses.get(&leader) else {
@@ -263,38 +247,74 @@ async fn resolve_offsets(
                 return Err(error);
             }
         };
-        let mut state = shared.state();
-        for (pending, outcome) in pending.iter().zip(resolved) {
-            let Some(cursor) = state.cursors.get_mut(&(topic.clone(), pending.partition)) else {
-                continue;
-            };
-            if cursor.generation != pending.generation {
-                continue;
+        apply_starts(shared, address, &topic, &pending, resolved)?;
+    }
+    Ok(())
+}
+
+/// The cursors that need a start offset, grouped by leader and topic (one ListOffsets
+/// each), and the brokers' addresses.
+fn pending_by_leader(shared: &Shared) -> (PendingByLeader, HashMap<i32, String>) {
+    let mut groups = PendingByLeader::new();
+    let state = shared.state();
+    for cursor in state.cursors.values() {
+        if let CursorState::NeedsOffset(start) = cursor.state {
+            if let Some(leader) = cursor.leader {
+                groups
+                    .entry((leader, cursor.topic.clone()))
+                    .or_default()
+                    .push(Pending {
+                        partition: cursor.partition,
+                        leader_epoch: cursor.leader_epoch,
+                        start,
+                        generation: cursor.generation,
+                    });
             }
-            match outcome {
-                Ok(offset) => {
-                    tracing::debug!(topic = %topic, partition = pending.partition, offset,
-                        start = ?pending.start, "start offset resolved");
-                    cursor.offset = offset;
-                    cursor.state = CursorState::Ready;
-                    cursor.at_end = false;
-                    cursor.stalled_fetches = 0;
+        }
+    }
+    (groups, state.metadata.brokers.clone())
+}
+
+/// Moves each pending cursor still of the same generation to its resolved start offset;
+/// an error that needs new metadata leaves the cursor waiting for its leader.
+fn apply_starts(
+    shared: &Shared,
+    address: &str,
+    topic: &Arc<str>,
+    pending: &[Pending],
+    resolved: Vec<Result<i64, i16>>,
+) -> Result<(), Error> {
+    let mut state = shared.state();
+    for (pending, outcome) in pending.iter().zip(resolved) {
+        let Some(cursor) = state.cursors.get_mut(&(topic.clone(), pending.partition)) else {
+            continue;
+        };
+        if cursor.generation != pending.generation {
+            continue;
+        }
+        match outcome {
+            Ok(offset) => {
+                tracing::debug!(topic = %topic, partition = pending.partition, offset,
+                    start = ?pending.start, "start offset resolved");
+                cursor.offset = offset;
+                cursor.state = CursorState::Ready;
+                cursor.at_end = false;
+                cursor.stalled_fetches = 0;
+            }
+            Err(code) if codes::needs_metadata_refresh(code) => {
+                cursor.leader = None;
+                state.metadata_stale = true;
+            }
+            Err(code) => {
+                return Err(ClientError::Broker {
+                    broker: address.to_owned(),
+                    api: "ListOffsets",
+                    topic: Some(topic.to_string()),
+                    partition: Some(pending.partition),
+                    code,
+                    name: error_name(code),
                 }
-                Err(code) if codes::needs_metadata_refresh(code) => {
-                    cursor.leader = None;
-                    state.metadata_stale = true;
-                }
-                Err(code) => {
-                    return Err(ClientError::Broker {
-                        broker: address.clone(),
-                        api: "ListOffsets",
-                        topic: Some(topic.to_string()),
-                        partition: Some(pending.partition),
-                        code,
-                        name: error_name(code),
-                    }
-                    .into())
-                }
+                .into())
             }
         }
     }

@@ -15,7 +15,7 @@ use kafka_protocol::messages::ApiKey;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::chunk::PartitionChunk;
-use super::cursor::{apply_response, Cursor, CursorState, ResponseContext};
+use super::cursor::{apply_response, ChunkData, Cursor, CursorState, ResponseContext};
 use super::metrics::{BrokerCounters, ErrorKind};
 use super::shared::{Backoff, Event, LoopToken, Shared};
 use crate::{ConsumerConfig, Error};
@@ -454,19 +454,9 @@ fn apply_answer(
             .partition_errors(outcome.refresh_metadata, outcome.reset_offset);
         if let Some(data) = outcome.data {
             let permit = take_budget(&mut budget, data.records.len());
-            let chunk = PartitionChunk::new(
-                entry.topic.clone(),
-                entry.partition,
-                entry.generation,
-                data,
-                context.read_committed,
-                permit,
-            )
-            .with_decode(shared.decode.clone());
+            let chunk = chunk_of(shared, entry, data, context.read_committed, permit);
             applied.events.push(Event::Chunk(
-                chunk
-                    .with_response_slot(response_slot.clone())
-                    .with_metrics(shared.metrics.clone()),
+                chunk.with_response_slot(response_slot.clone()),
             ));
         }
         if outcome.reached_end {
@@ -474,30 +464,60 @@ fn apply_answer(
         }
     }
     context.first_with_records = false;
+    let cursors = &mut state.cursors;
     for at in answer.unchanged {
         let entry = &sent[at];
-        let Some(cursor) = current_cursor(&mut state.cursors, entry, node, now) else {
-            continue;
-        };
-        // An empty answer at the ends the broker last sent in this session.
-        let unchanged = PartitionResponse {
-            topic: entry.topic.clone(),
-            partition: entry.partition,
-            error_code: 0,
-            high_watermark: entry.high_watermark,
-            last_stable_offset: entry.last_stable_offset,
-            log_start_offset: -1,
-            aborted: Vec::new(),
-            preferred_read_replica: -1,
-            records: Bytes::new(),
-        };
-        let reached_end =
-            apply_response(cursor, unchanged, &context).is_ok_and(|outcome| outcome.reached_end);
-        if reached_end {
-            applied.events.push(end_of_partition(entry, cursor.offset));
+        if let Some(end) = unchanged_end(cursors, entry, node, &context) {
+            applied.events.push(end);
         }
     }
     applied
+}
+
+/// The chunk of records fetched for `entry`, holding `permit` of the byte budget.
+fn chunk_of(
+    shared: &Shared,
+    entry: &SessionPartition,
+    data: ChunkData,
+    read_committed: bool,
+    permit: Option<OwnedSemaphorePermit>,
+) -> PartitionChunk {
+    PartitionChunk::new(
+        entry.topic.clone(),
+        entry.partition,
+        entry.generation,
+        data,
+        read_committed,
+        permit,
+    )
+    .with_decode(shared.decode.clone())
+    .with_metrics(shared.metrics.clone())
+}
+
+/// For a partition the answer left out: its end-of-partition event if the ends the broker
+/// last sent in this session put its cursor at the end.
+fn unchanged_end(
+    cursors: &mut BTreeMap<(Arc<str>, i32), Cursor>,
+    entry: &SessionPartition,
+    node: i32,
+    context: &ResponseContext<'_>,
+) -> Option<Event> {
+    let cursor = current_cursor(cursors, entry, node, context.now)?;
+    // An empty answer at those ends.
+    let unchanged = PartitionResponse {
+        topic: entry.topic.clone(),
+        partition: entry.partition,
+        error_code: 0,
+        high_watermark: entry.high_watermark,
+        last_stable_offset: entry.last_stable_offset,
+        log_start_offset: -1,
+        aborted: Vec::new(),
+        preferred_read_replica: -1,
+        records: Bytes::new(),
+    };
+    let reached_end =
+        apply_response(cursor, unchanged, context).is_ok_and(|outcome| outcome.reached_end);
+    reached_end.then(|| end_of_partition(entry, cursor.offset))
 }
 
 /// The cursor `entry` was fetched for, unless a seek, a reset or a leader change since the

@@ -15,7 +15,7 @@
 
 use std::collections::HashMap;
 
-use apache_avro::schema::{Name, Namespace, Schema};
+use apache_avro::schema::{Name, Namespace, RecordSchema, Schema};
 
 use crate::json::{push_base64, push_f32, push_f64, push_str, push_utf8};
 use crate::time::{push_date, push_time_of_day, push_timestamp};
@@ -69,6 +69,18 @@ enum Node {
     Duration,
     /// A named type whose node is being compiled (replaced before use).
     Pending,
+}
+
+impl Node {
+    /// A timestamp in UTC with `digits` fraction digits.
+    const fn utc_timestamp(digits: u32) -> Node {
+        Node::Timestamp { digits, utc: true }
+    }
+
+    /// A local timestamp (written without `Z`) with `digits` fraction digits.
+    const fn local_timestamp(digits: u32) -> Node {
+        Node::Timestamp { digits, utc: false }
+    }
 }
 
 impl AvroSchema {
@@ -148,60 +160,11 @@ impl AvroSchema {
                 let branch = branch.ok_or_else(|| reader.error(format!("union index {index}")))?;
                 self.write(*branch, reader, out, deeper(depth, reader)?)?;
             }
-            Node::Record(fields) => {
-                let depth = deeper(depth, reader)?;
-                out.push(b'{');
-                for (i, (name, field)) in fields.iter().enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    out.extend_from_slice(name);
-                    self.write(*field, reader, out, depth)?;
-                }
-                out.push(b'}');
-            }
-            Node::Array(items) => {
-                let depth = deeper(depth, reader)?;
-                out.push(b'[');
-                let mut first = true;
-                self.blocks(*items, reader, |reader| {
-                    if !std::mem::take(&mut first) {
-                        out.push(b',');
-                    }
-                    self.write(*items, reader, out, depth)
-                })?;
-                out.push(b']');
-            }
-            Node::Map(values) => {
-                let depth = deeper(depth, reader)?;
-                out.push(b'{');
-                let mut first = true;
-                self.blocks(*values, reader, |reader| {
-                    if !std::mem::take(&mut first) {
-                        out.push(b',');
-                    }
-                    reader.push_text(out)?;
-                    out.push(b':');
-                    self.write(*values, reader, out, depth)
-                })?;
-                out.push(b'}');
-            }
-            Node::Decimal { scale, fixed } => {
-                let unscaled = match fixed {
-                    Some(size) => reader.take(*size)?,
-                    None => reader.sized()?,
-                };
-                out.push(b'"');
-                crate::decimal::push_decimal(out, unscaled, *scale);
-                out.push(b'"');
-            }
-            Node::Uuid => {
-                let bytes = reader.sized()?;
-                match std::str::from_utf8(bytes) {
-                    Ok(text) if bytes.len() != 16 => push_str(out, text),
-                    _ => push_uuid_bytes(out, bytes, reader)?,
-                }
-            }
+            Node::Record(fields) => self.write_record(fields, reader, out, depth)?,
+            Node::Array(items) => self.write_items(*items, false, reader, out, depth)?,
+            Node::Map(values) => self.write_items(*values, true, reader, out, depth)?,
+            Node::Decimal { scale, fixed } => write_decimal(reader, out, *scale, *fixed)?,
+            Node::Uuid => write_uuid(reader, out)?,
             Node::Date => {
                 let days = reader.int()?;
                 out.push(b'"');
@@ -220,21 +183,58 @@ impl AvroSchema {
                 let count = reader.long()?;
                 push_timestamp(out, count, *digits, *utc);
             }
-            Node::Duration => {
-                let bytes: [u8; 12] = reader.array()?;
-                let part = |i: usize| {
-                    u32::from_le_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]])
-                };
-                out.extend_from_slice(b"{\"months\":");
-                push_int(out, part(0));
-                out.extend_from_slice(b",\"days\":");
-                push_int(out, part(4));
-                out.extend_from_slice(b",\"millis\":");
-                push_int(out, part(8));
-                out.push(b'}');
-            }
+            Node::Duration => write_duration(reader, out)?,
             Node::Pending => return Err("schema refers to a type being compiled".into()),
         }
+        Ok(())
+    }
+
+    /// A record as an object of its fields, in schema order.
+    fn write_record(
+        &self,
+        fields: &[(Box<[u8]>, NodeId)],
+        reader: &mut Reader<'_>,
+        out: &mut Vec<u8>,
+        depth: usize,
+    ) -> Result<(), String> {
+        let depth = deeper(depth, reader)?;
+        out.push(b'{');
+        for (i, (name, field)) in fields.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(name);
+            self.write(*field, reader, out, depth)?;
+        }
+        out.push(b'}');
+        Ok(())
+    }
+
+    /// An array's items as a JSON array or, `keyed`, a map's entries (each an Avro string,
+    /// then the value) as an object.
+    fn write_items(
+        &self,
+        items: NodeId,
+        keyed: bool,
+        reader: &mut Reader<'_>,
+        out: &mut Vec<u8>,
+        depth: usize,
+    ) -> Result<(), String> {
+        let depth = deeper(depth, reader)?;
+        let (open, close) = if keyed { (b'{', b'}') } else { (b'[', b']') };
+        out.push(open);
+        let mut first = true;
+        self.blocks(items, reader, |reader| {
+            if !std::mem::take(&mut first) {
+                out.push(b',');
+            }
+            if keyed {
+                reader.push_text(out)?;
+                out.push(b':');
+            }
+            self.write(items, reader, out, depth)
+        })?;
+        out.push(close);
         Ok(())
     }
 
@@ -281,6 +281,48 @@ impl AvroSchema {
             _ => false,
         }
     }
+}
+
+/// A decimal as a string of its exact value: `bytes` (or `fixed`) holding the unscaled
+/// two's-complement integer.
+fn write_decimal(
+    reader: &mut Reader<'_>,
+    out: &mut Vec<u8>,
+    scale: usize,
+    fixed: Option<usize>,
+) -> Result<(), String> {
+    let unscaled = match fixed {
+        Some(size) => reader.take(size)?,
+        None => reader.sized()?,
+    };
+    out.push(b'"');
+    crate::decimal::push_decimal(out, unscaled, scale);
+    out.push(b'"');
+    Ok(())
+}
+
+/// A uuid as a string: its text, or 16 raw bytes written in the hyphenated form.
+fn write_uuid(reader: &mut Reader<'_>, out: &mut Vec<u8>) -> Result<(), String> {
+    let bytes = reader.sized()?;
+    match std::str::from_utf8(bytes) {
+        Ok(text) if bytes.len() != 16 => push_str(out, text),
+        _ => push_uuid_bytes(out, bytes, reader)?,
+    }
+    Ok(())
+}
+
+/// A duration (fixed 12: three little-endian u32) as an object of its three parts.
+fn write_duration(reader: &mut Reader<'_>, out: &mut Vec<u8>) -> Result<(), String> {
+    let bytes: [u8; 12] = reader.array()?;
+    let part = |i: usize| u32::from_le_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
+    out.extend_from_slice(b"{\"months\":");
+    push_int(out, part(0));
+    out.extend_from_slice(b",\"days\":");
+    push_int(out, part(4));
+    out.extend_from_slice(b",\"millis\":");
+    push_int(out, part(8));
+    out.push(b'}');
+    Ok(())
 }
 
 fn deeper(depth: usize, reader: &Reader<'_>) -> Result<usize, String> {
@@ -447,30 +489,12 @@ impl<'s> Compiler<'s> {
             Schema::Date => Node::Date,
             Schema::TimeMillis => Node::TimeMillis,
             Schema::TimeMicros => Node::TimeMicros,
-            Schema::TimestampMillis => Node::Timestamp {
-                digits: 3,
-                utc: true,
-            },
-            Schema::TimestampMicros => Node::Timestamp {
-                digits: 6,
-                utc: true,
-            },
-            Schema::TimestampNanos => Node::Timestamp {
-                digits: 9,
-                utc: true,
-            },
-            Schema::LocalTimestampMillis => Node::Timestamp {
-                digits: 3,
-                utc: false,
-            },
-            Schema::LocalTimestampMicros => Node::Timestamp {
-                digits: 6,
-                utc: false,
-            },
-            Schema::LocalTimestampNanos => Node::Timestamp {
-                digits: 9,
-                utc: false,
-            },
+            Schema::TimestampMillis => Node::utc_timestamp(3),
+            Schema::TimestampMicros => Node::utc_timestamp(6),
+            Schema::TimestampNanos => Node::utc_timestamp(9),
+            Schema::LocalTimestampMillis => Node::local_timestamp(3),
+            Schema::LocalTimestampMicros => Node::local_timestamp(6),
+            Schema::LocalTimestampNanos => Node::local_timestamp(9),
             Schema::Duration => Node::Duration,
             Schema::BigDecimal => return Err("logical type big-decimal is not supported".into()),
             Schema::Decimal(decimal) => Node::Decimal {
@@ -504,31 +528,41 @@ impl<'s> Compiler<'s> {
                 let name = fixed.name.fully_qualified_name(namespace);
                 return Ok(self.named(name, Node::Fixed(fixed.size)));
             }
-            Schema::Record(record) => {
-                let name = record.name.fully_qualified_name(namespace);
-                let id = self.named(name.clone(), Node::Pending);
-                let mut fields = Vec::with_capacity(record.fields.len());
-                for field in &record.fields {
-                    let mut key = quoted(&field.name).into_vec();
-                    key.push(b':');
-                    fields.push((key.into(), self.compile(&field.schema, &name.namespace)?));
-                }
-                self.nodes[id] = Node::Record(fields);
-                return Ok(id);
-            }
-            Schema::Ref { name } => {
-                let name = name.fully_qualified_name(namespace);
-                if let Some(&id) = self.compiled.get(&name) {
-                    return Ok(id);
-                }
-                let schema = *self
-                    .known
-                    .get(&name)
-                    .ok_or_else(|| format!("unknown type {}", name.fullname(None)))?;
-                return self.compile(schema, &name.namespace);
-            }
+            Schema::Record(record) => return self.compile_record(record, namespace),
+            Schema::Ref { name } => return self.compile_ref(name, namespace),
         };
         Ok(self.add(node))
+    }
+
+    /// A record is named before its fields are compiled, so a field can refer to it.
+    fn compile_record(
+        &mut self,
+        record: &'s RecordSchema,
+        namespace: &Namespace,
+    ) -> Result<NodeId, String> {
+        let name = record.name.fully_qualified_name(namespace);
+        let id = self.named(name.clone(), Node::Pending);
+        let mut fields = Vec::with_capacity(record.fields.len());
+        for field in &record.fields {
+            let mut key = quoted(&field.name).into_vec();
+            key.push(b':');
+            fields.push((key.into(), self.compile(&field.schema, &name.namespace)?));
+        }
+        self.nodes[id] = Node::Record(fields);
+        Ok(id)
+    }
+
+    /// A reference to a named type: the node already compiled, or the type compiled now.
+    fn compile_ref(&mut self, name: &Name, namespace: &Namespace) -> Result<NodeId, String> {
+        let name = name.fully_qualified_name(namespace);
+        if let Some(&id) = self.compiled.get(&name) {
+            return Ok(id);
+        }
+        let schema = *self
+            .known
+            .get(&name)
+            .ok_or_else(|| format!("unknown type {}", name.fullname(None)))?;
+        self.compile(schema, &name.namespace)
     }
 
     fn named(&mut self, name: Name, node: Node) -> NodeId {
@@ -596,6 +630,30 @@ mod tests {
         let payload = [3, 2, 4, b'h', b'i', 1, 8, 2, b'k', 10, 0];
         let json = decode(RECORD, &payload).unwrap();
         assert_eq!(json, r#"{"n":-2,"s":"hi","m":{"k":5}}"#);
+    }
+
+    #[test]
+    fn logical_types_and_arrays_are_written_as_documented() {
+        let schema = r#"{"type":"record","name":"L","fields":[
+            {"name":"d","type":{"type":"bytes","logicalType":"decimal","precision":5,"scale":2}},
+            {"name":"u","type":{"type":"string","logicalType":"uuid"}},
+            {"name":"p","type":{"type":"fixed","name":"P","size":12,"logicalType":"duration"}},
+            {"name":"t","type":{"type":"long","logicalType":"timestamp-millis"}},
+            {"name":"l","type":{"type":"long","logicalType":"local-timestamp-micros"}},
+            {"name":"a","type":{"type":"array","items":"int"}}]}"#;
+        let uuid = b"0f8fad5b-d9cb-469f-a165-70867728950e";
+        let mut payload = vec![4, 0xfb, 0x32, 72];
+        payload.extend_from_slice(uuid);
+        payload.extend_from_slice(&[1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0]);
+        payload.extend_from_slice(&[0, 0, 4, 2, 4, 0]);
+        assert_eq!(
+            decode(schema, &payload).unwrap(),
+            concat!(
+                r#"{"d":"-12.30","u":"0f8fad5b-d9cb-469f-a165-70867728950e","#,
+                r#""p":{"months":1,"days":2,"millis":3},"t":"1970-01-01T00:00:00.000Z","#,
+                r#""l":"1970-01-01T00:00:00.000000","a":[1,2]}"#
+            )
+        );
     }
 
     #[test]

@@ -292,7 +292,8 @@ enum Outcome {
 }
 
 /// What rustls refused, if `error` is a TLS failure: a certificate or handshake the next
-/// attempt would meet again (so it is not retried).
+/// attempt would meet again (so it is not retried). krec-client's OIDC token provider has the
+/// same test: kept twice because krec-schema depends on no krec crate, for ten lines.
 fn tls_failure(error: &ureq::Error) -> Option<String> {
     let rustls_error = match error {
         ureq::Error::Rustls(error) => Some(error),

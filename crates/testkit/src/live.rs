@@ -52,6 +52,15 @@ pub fn broker() -> LiveBroker {
     }
 }
 
+/// The suite's three-node cluster (`KREC_TEST_CLUSTER_BOOTSTRAP`, `KREC_TEST_CLUSTER_NAME`).
+pub fn cluster() -> LiveBroker {
+    LiveBroker {
+        bootstrap: required("KREC_TEST_CLUSTER_BOOTSTRAP"),
+        kafka_sh: PathBuf::from(required("KREC_KAFKA_SH")),
+        name: required("KREC_TEST_CLUSTER_NAME"),
+    }
+}
+
 /// The secured broker's `secure.env` (listeners, certificate paths, users; see the header of
 /// `scripts/kafka.sh`) and that broker on its PLAINTEXT listener, for topics and producers.
 pub fn secure_broker() -> (LiveBroker, HashMap<String, String>) {
@@ -340,27 +349,57 @@ impl LiveBroker {
     }
 
     fn python(&self, request: &str) -> String {
-        let mut child = Command::new("/usr/bin/python3")
-            .args(["-c", &[WAIT_FOR_MARKERS_PY, PYTHON].concat()])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("run /usr/bin/python3 (python3-confluent-kafka: scripts/install-deps.sh)");
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(request.as_bytes())
-            .expect("write the request");
-        let output = child.wait_with_output().expect("python3");
-        assert!(
-            output.status.success(),
-            "python producer failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8_lossy(&output.stdout).into_owned()
+        run_python(PYTHON, request)
     }
+
+    /// Runs `kafka.sh tool ARGS...` (a Java tool's class, then its arguments, as in
+    /// [`LiveBroker::tool`]) with `input` on its stdin, and returns its stdout.
+    pub fn tool_with_input(&self, args: &[&str], input: &[u8]) -> String {
+        let mut command = Command::new("bash");
+        command
+            .arg(&self.kafka_sh)
+            .arg("tool")
+            .args(["--name", &self.name])
+            .args(args);
+        let what = format!("kafka.sh tool {args:?}");
+        output_with_input(command, input, &what)
+    }
+}
+
+/// Runs the Python `script` (with [`WAIT_FOR_MARKERS_PY`] defined before it) with `input` on
+/// its stdin, and returns its stdout; panics when it fails.
+pub fn run_python(script: &str, input: &str) -> String {
+    let mut command = Command::new("/usr/bin/python3");
+    command.args(["-c", &[WAIT_FOR_MARKERS_PY, script].concat()]);
+    output_with_input(
+        command,
+        input.as_bytes(),
+        "python3 (python3-confluent-kafka: scripts/install-deps.sh)",
+    )
+}
+
+/// Runs `command` with `input` on its stdin and returns its stdout; panics, naming `what`,
+/// when it cannot start or fails.
+fn output_with_input(mut command: Command, input: &[u8], what: &str) -> String {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|error| panic!("run {what}: {error}"));
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input)
+        .unwrap_or_else(|error| panic!("write the input of {what}: {error}"));
+    let output = child.wait_with_output().expect("wait for the child");
+    assert!(
+        output.status.success(),
+        "{what} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 /// `text` as a JSON string.

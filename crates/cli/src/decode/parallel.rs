@@ -381,6 +381,8 @@ impl<'p> SegmentWorkers<'p> {
         result
     }
 
+    /// Keeps up to `max_in_flight` runs with the threads and writes their results in input
+    /// order, until the input ends and every run is written, or something fails.
     fn drive<W, F, E>(
         &mut self,
         next_run: &mut F,
@@ -392,7 +394,6 @@ impl<'p> SegmentWorkers<'p> {
         W: Write,
         F: FnMut(Vec<u8>) -> Result<Option<SourcedRun<'p>>, E>,
     {
-        let output_failure = SourcesFailure::Output;
         let mut summary = DecodeSummary::default();
         let mut input_exhausted = false;
         // A read that failed: reported once the runs read before it are written, as one
@@ -402,26 +403,9 @@ impl<'p> SegmentWorkers<'p> {
         let mut ready: VecDeque<RunResult<'p>> = VecDeque::new();
         let mut next_written = 0usize;
         loop {
-            while !input_exhausted && *in_flight < self.max_in_flight {
-                let spare = self.spare_inputs.pop().unwrap_or_default();
-                let input = match next_run(spare) {
-                    Ok(input) => input,
-                    Err(error) => {
-                        read_failure = Some(error);
-                        None
-                    }
-                };
-                let Some(run) = input else {
-                    input_exhausted = true;
-                    break;
-                };
-                let job = Job {
-                    index: next_written + *in_flight,
-                    run,
-                    output: self.spare_outputs.pop().unwrap_or_default(),
-                };
-                self.jobs.send(job).map_err(|_| workers_gone())?;
-                *in_flight += 1;
+            if !input_exhausted {
+                input_exhausted =
+                    self.send_runs(next_run, next_written, in_flight, &mut read_failure)?;
             }
             if *in_flight == 0 {
                 return match read_failure {
@@ -442,28 +426,79 @@ impl<'p> SegmentWorkers<'p> {
             };
             *in_flight -= 1;
             next_written += 1;
-            match result {
-                RunResult::Done {
-                    mut output,
-                    summary: run_summary,
-                    input,
-                    source,
-                    skipped,
-                } => {
-                    let written = out.write_all(&output);
-                    output.clear();
-                    self.spare_outputs.push(output);
-                    self.spare_inputs.extend(input.into_buffer());
-                    written.map_err(output_failure)?;
-                    if !skipped.is_empty() {
-                        out.flush().map_err(output_failure)?;
-                        skipped.into_iter().for_each(|s| report(source, s));
-                    }
-                    summary.add(run_summary);
-                }
-                RunResult::InputFailed(run) => return Ok(Outcome::FailedRun(run)),
-                RunResult::OutputFailed(error) => return Err(output_failure(error)),
+            if let Some(outcome) = self.write_result(result, out, report, &mut summary)? {
+                return Ok(outcome);
             }
+        }
+    }
+
+    /// Hands runs to the threads until `max_in_flight` are in flight or the input ends:
+    /// true when it has ended (a failed read ends it, kept in `read_failure`).
+    fn send_runs<F, E>(
+        &mut self,
+        next_run: &mut F,
+        next_written: usize,
+        in_flight: &mut usize,
+        read_failure: &mut Option<E>,
+    ) -> Result<bool, SourcesFailure<E>>
+    where
+        F: FnMut(Vec<u8>) -> Result<Option<SourcedRun<'p>>, E>,
+    {
+        while *in_flight < self.max_in_flight {
+            let spare = self.spare_inputs.pop().unwrap_or_default();
+            let input = match next_run(spare) {
+                Ok(input) => input,
+                Err(error) => {
+                    *read_failure = Some(error);
+                    None
+                }
+            };
+            let Some(run) = input else {
+                return Ok(true);
+            };
+            let job = Job {
+                index: next_written + *in_flight,
+                run,
+                output: self.spare_outputs.pop().unwrap_or_default(),
+            };
+            self.jobs.send(job).map_err(|_| workers_gone())?;
+            *in_flight += 1;
+        }
+        Ok(false)
+    }
+
+    /// Writes a run's output to `out` and its skipped batches to `report`, keeping its
+    /// buffers for the next runs: the outcome when the run failed.
+    fn write_result<W: Write, E>(
+        &mut self,
+        result: RunResult<'p>,
+        out: &mut W,
+        report: &mut dyn FnMut(usize, Skipped),
+        summary: &mut DecodeSummary,
+    ) -> Result<Option<Outcome<'p>>, SourcesFailure<E>> {
+        let output_failure = SourcesFailure::Output;
+        match result {
+            RunResult::Done {
+                mut output,
+                summary: run_summary,
+                input,
+                source,
+                skipped,
+            } => {
+                let written = out.write_all(&output);
+                output.clear();
+                self.spare_outputs.push(output);
+                self.spare_inputs.extend(input.into_buffer());
+                written.map_err(output_failure)?;
+                if !skipped.is_empty() {
+                    out.flush().map_err(output_failure)?;
+                    skipped.into_iter().for_each(|s| report(source, s));
+                }
+                summary.add(run_summary);
+                Ok(None)
+            }
+            RunResult::InputFailed(run) => Ok(Some(Outcome::FailedRun(run))),
+            RunResult::OutputFailed(error) => Err(output_failure(error)),
         }
     }
 }

@@ -5,6 +5,8 @@
 
 use std::collections::BTreeMap;
 
+use krec_testkit::live::LiveBroker;
+
 use crate::support::broker::{
     assert_same_records, simple_records, unique_topic, Broker, ProducePlan,
 };
@@ -18,11 +20,11 @@ pub(crate) fn older_brokers() -> Vec<Broker> {
     names
         .split_whitespace()
         .map(|name| {
-            let mut broker = Broker {
+            let mut broker = Broker(LiveBroker {
                 bootstrap: String::new(),
                 kafka_sh: kafka_sh.clone(),
                 name: name.to_owned(),
-            };
+            });
             broker.bootstrap = broker.kafka_sh("bootstrap", &[]).trim().to_owned();
             broker
         })

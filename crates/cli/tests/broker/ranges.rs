@@ -5,6 +5,8 @@
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
+use krec_testkit::live::LiveBroker;
+
 use crate::support::broker::{
     broker, krec_consume_command, parse_json_lines, unique_topic, Broker, PlannedRecord,
     ProducePlan, Produced,
@@ -169,11 +171,11 @@ fn a_range_past_the_log_end_waits_for_its_records_and_only_those() {
         );
         let topic = topic.clone();
         std::thread::spawn(move || {
-            let broker = Broker {
+            let broker = Broker(LiveBroker {
                 bootstrap,
                 kafka_sh,
                 name,
-            };
+            });
             records_of(&broker, &topic, &["-o", "3:5", "-p", "2"])
         })
     };

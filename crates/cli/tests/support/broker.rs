@@ -1,85 +1,45 @@
 //! Shared helpers of the broker tests: the broker from `scripts/test.sh`, unique topics,
 //! producing with real clients, running `krec`, and reading its JSON lines back.
 
-use std::io::Write;
+use std::ops::{Deref, DerefMut};
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
-use krec_testkit::live;
+use krec_testkit::live::{self, LiveBroker};
 
-/// The broker the suite runs against.
-pub struct Broker {
-    /// Bootstrap string.
-    pub bootstrap: String,
-    /// scripts/kafka.sh.
-    pub kafka_sh: PathBuf,
-    /// kafka.sh instance name.
-    pub name: String,
+/// The suite's broker (testkit's [`LiveBroker`]: its bootstrap, `kafka.sh` and name, with
+/// `kafka_sh`, `tool`, `produce`...) and the CLI tests' own helpers on top: topics with a
+/// replication factor, `krec consume`, the python producer of exact bytes.
+pub struct Broker(pub LiveBroker);
+
+impl Deref for Broker {
+    type Target = LiveBroker;
+    fn deref(&self) -> &LiveBroker {
+        &self.0
+    }
 }
 
-fn required(var: &str) -> String {
-    std::env::var(var).unwrap_or_else(|_| {
-        panic!(
-            "{var} is not set: the broker tests need a running Kafka. Run them with \
-             `bash scripts/test.sh` (it starts a broker and sets KREC_TEST_BOOTSTRAP, \
-             KREC_KAFKA_SH and KREC_KAFKA_NAME)"
-        )
-    })
+impl DerefMut for Broker {
+    fn deref_mut(&mut self) -> &mut LiveBroker {
+        &mut self.0
+    }
 }
 
 /// The single-node broker.
 pub fn broker() -> Broker {
-    Broker {
-        bootstrap: required("KREC_TEST_BOOTSTRAP"),
-        kafka_sh: PathBuf::from(required("KREC_KAFKA_SH")),
-        name: required("KREC_KAFKA_NAME"),
-    }
+    Broker(live::broker())
 }
 
 /// The three-node cluster.
 pub fn cluster() -> Broker {
-    Broker {
-        bootstrap: required("KREC_TEST_CLUSTER_BOOTSTRAP"),
-        kafka_sh: PathBuf::from(required("KREC_KAFKA_SH")),
-        name: required("KREC_TEST_CLUSTER_NAME"),
-    }
+    Broker(live::cluster())
 }
 
 /// A topic name no other test (or earlier run) uses.
-pub fn unique_topic(prefix: &str) -> String {
-    static COUNTER: AtomicU32 = AtomicU32::new(0);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    format!(
-        "{prefix}-{}-{nanos}-{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    )
-}
+pub use krec_testkit::live::unique_name as unique_topic;
 
 impl Broker {
-    /// Runs `kafka.sh <command> --name N <args>` and returns its stdout.
-    pub fn kafka_sh(&self, command: &str, args: &[&str]) -> String {
-        let output = Command::new("bash")
-            .arg(&self.kafka_sh)
-            .arg(command)
-            .args(["--name", &self.name])
-            .args(args)
-            .stdin(Stdio::null())
-            .output()
-            .expect("run kafka.sh");
-        assert!(
-            output.status.success(),
-            "kafka.sh {command} {args:?} failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8(output.stdout).expect("kafka.sh output is UTF-8")
-    }
-
     /// Deletes the records of `topic`'s `partition` before `offset` (Kafka's
     /// DeleteRecordsCommand), so its log start moves there.
     pub fn delete_records(&self, topic: &str, partition: i32, offset: i64) {
@@ -165,27 +125,8 @@ impl Broker {
     /// Produces with confluent-kafka (librdkafka) following `plan`, returning what the broker
     /// acknowledged, with offsets.
     pub fn produce_python(&self, plan: &ProducePlan) -> Vec<Produced> {
-        let mut child = Command::new("/usr/bin/python3")
-            .args(["-c", &[live::WAIT_FOR_MARKERS_PY, PYTHON_PRODUCER].concat()])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("run /usr/bin/python3 (python3-confluent-kafka is installed by scripts/install-deps.sh)");
-        let request = plan.to_json(&self.bootstrap);
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(request.as_bytes())
-            .expect("write plan");
-        let output = child.wait_with_output().expect("python producer");
-        assert!(
-            output.status.success(),
-            "python producer failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        parse_produced_lines(&String::from_utf8(output.stdout).expect("UTF-8"))
+        let report = live::run_python(PYTHON_PRODUCER, &plan.to_json(&self.bootstrap));
+        parse_produced_lines(&report)
     }
 }
 
@@ -480,35 +421,6 @@ p.flush(30)
 if plan["transactional_id"]:
     wait_for_markers(plan["bootstrap"], plan["topic"])
 "#;
-
-impl Broker {
-    /// Runs `kafka.sh tool --name N <args>` with `input` on stdin; returns stdout.
-    pub fn tool_with_input(&self, args: &[&str], input: &[u8]) -> String {
-        let mut child = Command::new("bash")
-            .arg(&self.kafka_sh)
-            .arg("tool")
-            .args(["--name", &self.name])
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("run kafka.sh tool");
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(input)
-            .expect("write tool input");
-        let output = child.wait_with_output().expect("kafka.sh tool");
-        assert!(
-            output.status.success(),
-            "kafka.sh tool {args:?} failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8_lossy(&output.stdout).into_owned()
-    }
-}
 
 /// `count` plain records `value-<from + i>` keyed `key-<from + i>`, spread over `partitions`.
 pub fn simple_records(from: usize, count: usize, partitions: i32) -> Vec<PlannedRecord> {

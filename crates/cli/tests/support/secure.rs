@@ -2,7 +2,6 @@
 //! users, read from the `secure.env` file it writes.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -17,26 +16,11 @@ pub struct SecureBroker {
 
 /// The secured broker `scripts/test.sh` started.
 pub fn secure_broker() -> SecureBroker {
-    let path = std::env::var("KREC_TEST_SECURE_ENV").unwrap_or_else(|_| {
-        panic!(
-            "KREC_TEST_SECURE_ENV is not set: the secured-broker tests need the node that \
-             `bash scripts/test.sh` starts (scripts/kafka.sh start --secured)"
-        )
-    });
-    let text = std::fs::read_to_string(&path).expect("read secure.env");
-    let env: HashMap<String, String> = text
-        .lines()
-        .filter(|line| !line.trim_start().starts_with('#'))
-        .filter_map(|line| line.split_once('='))
-        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
-        .collect();
-    let name = std::env::var("KREC_TEST_SECURE_NAME").expect("KREC_TEST_SECURE_NAME");
-    let admin = Broker {
-        bootstrap: env["PLAINTEXT"].clone(),
-        kafka_sh: PathBuf::from(std::env::var("KREC_KAFKA_SH").expect("KREC_KAFKA_SH")),
-        name,
-    };
-    SecureBroker { admin, env }
+    let (admin, env) = krec_testkit::live::secure_broker();
+    SecureBroker {
+        admin: Broker(admin),
+        env,
+    }
 }
 
 impl SecureBroker {

@@ -6,6 +6,7 @@
 //! those assigned elsewhere, and rejoins at once so they can move (KIP-429).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::ControlFlow;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -455,57 +456,81 @@ impl Classic {
                         continue;
                     }
                 },
-                command = self.session.commands.recv() => match command {
-                    Some(Command::Commit(reply)) => {
-                        let result = match self.commit_before(expiry).await {
-                            Ok(0) => Ok(()),
-                            Ok(code) => Err(self.session.group_error("OffsetCommit", code)),
-                            Err(error) => Err(error),
-                        };
-                        let code = match &result {
-                            Err(Error::Group { code, .. }) => *code,
-                            _ => 0,
-                        };
-                        let _ = reply.send(result);
-                        code
+                command = self.session.commands.recv() => {
+                    match self.on_command(command, expiry).await {
+                        ControlFlow::Continue(code) => code,
+                        ControlFlow::Break(next) => return Ok(next),
                     }
-                    Some(Command::Close(reply)) => {
-                        let result = self.close().await;
-                        let _ = reply.send(result);
-                        return Ok(Next::Closed);
-                    }
-                    None => {
-                        let _ = self.close().await;
-                        return Ok(Next::Closed);
-                    }
-                },
+                }
             };
-            match code {
-                0 => {}
-                group_codes::REBALANCE_IN_PROGRESS => {
-                    // Commit while the generation still counts, so the next owner of any
-                    // partition that moves starts where this member's output stopped.
-                    let _ = self.commit_owned(Duration::ZERO).await;
-                    return Ok(Next::Rejoin);
-                }
-                group_codes::UNKNOWN_MEMBER_ID | group_codes::ILLEGAL_GENERATION => {
-                    tracing::warn!(error = %krec_client::error_name(code),
-                        "membership expired; partitions lost, rejoining");
-                    if code == group_codes::UNKNOWN_MEMBER_ID {
-                        self.identity.member_id.clear();
-                    }
-                    self.identity.generation = -1;
-                    let all: Vec<TopicPartition> = self.owned.iter().cloned().collect();
-                    self.revoke(&all, true).await;
-                    return Ok(Next::Rejoin);
-                }
-                group_codes::FENCED_INSTANCE_ID => {
-                    return Err(self.session.group_error("Heartbeat", code));
-                }
-                code if group_codes::needs_rediscovery(code) => self.session.lose_coordinator(),
-                code => tracing::warn!(error = %krec_client::error_name(code), "heartbeat error"),
+            if let Some(next) = self.on_group_code(code).await? {
+                return Ok(next);
             }
         }
+    }
+
+    /// Carries out a command from the consumer (or its end, `None`): the group code a commit
+    /// met, to act on like a heartbeat's, or the end of the phase on a close.
+    async fn on_command(
+        &mut self,
+        command: Option<Command>,
+        expiry: tokio::time::Instant,
+    ) -> ControlFlow<Next, i16> {
+        match command {
+            Some(Command::Commit(reply)) => {
+                let result = match self.commit_before(expiry).await {
+                    Ok(0) => Ok(()),
+                    Ok(code) => Err(self.session.group_error("OffsetCommit", code)),
+                    Err(error) => Err(error),
+                };
+                let code = match &result {
+                    Err(Error::Group { code, .. }) => *code,
+                    _ => 0,
+                };
+                let _ = reply.send(result);
+                ControlFlow::Continue(code)
+            }
+            Some(Command::Close(reply)) => {
+                let result = self.close().await;
+                let _ = reply.send(result);
+                ControlFlow::Break(Next::Closed)
+            }
+            None => {
+                let _ = self.close().await;
+                ControlFlow::Break(Next::Closed)
+            }
+        }
+    }
+
+    /// Acts on the group code of a heartbeat or commit answer: what ends the phase, if it
+    /// does.
+    async fn on_group_code(&mut self, code: i16) -> Result<Option<Next>, Error> {
+        match code {
+            0 => {}
+            group_codes::REBALANCE_IN_PROGRESS => {
+                // Commit while the generation still counts, so the next owner of any
+                // partition that moves starts where this member's output stopped.
+                let _ = self.commit_owned(Duration::ZERO).await;
+                return Ok(Some(Next::Rejoin));
+            }
+            group_codes::UNKNOWN_MEMBER_ID | group_codes::ILLEGAL_GENERATION => {
+                tracing::warn!(error = %krec_client::error_name(code),
+                    "membership expired; partitions lost, rejoining");
+                if code == group_codes::UNKNOWN_MEMBER_ID {
+                    self.identity.member_id.clear();
+                }
+                self.identity.generation = -1;
+                let all: Vec<TopicPartition> = self.owned.iter().cloned().collect();
+                self.revoke(&all, true).await;
+                return Ok(Some(Next::Rejoin));
+            }
+            group_codes::FENCED_INSTANCE_ID => {
+                return Err(self.session.group_error("Heartbeat", code));
+            }
+            code if group_codes::needs_rediscovery(code) => self.session.lose_coordinator(),
+            code => tracing::warn!(error = %krec_client::error_name(code), "heartbeat error"),
+        }
+        Ok(None)
     }
 
     /// One heartbeat, given up at `expiry` (the expiry then ends the phase): the answer's

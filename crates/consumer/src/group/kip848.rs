@@ -15,6 +15,7 @@ use crate::subscription::is_internal_topic;
 use crate::Error;
 use krec_client::error_name;
 use krec_client::group::{self, group_codes, ConsumerHeartbeat};
+use krec_client::wire::ConsumerGroupHeartbeatResponse;
 
 /// The member epoch that leaves the group; -2 leaves as a static member that will be back.
 const LEAVE_EPOCH: i32 = -1;
@@ -145,7 +146,22 @@ impl Member {
         self.report_full = true;
     }
 
+    /// One heartbeat and what its answer says: errors handled, then the answer taken.
     async fn heartbeat(&mut self) -> Result<(), Error> {
+        let Some((sent, response)) = self.send_heartbeat().await? else {
+            return Ok(());
+        };
+        if !self.handle_heartbeat_error(&response).await? {
+            return Ok(());
+        }
+        self.take_heartbeat_answer(sent, response).await
+    }
+
+    /// Sends a heartbeat, given up at the expiry: when it was sent and the answer, or None
+    /// when there is none (the coordinator lost, unreachable or too slow).
+    async fn send_heartbeat(
+        &mut self,
+    ) -> Result<Option<(tokio::time::Instant, ConsumerGroupHeartbeatResponse)>, Error> {
         let config = self.session.config.clone();
         let owned = self.owned_by_id();
         let names = self.session.subscription.names().to_vec();
@@ -173,37 +189,41 @@ impl Member {
         let Some(answer) = within(expiry, asked).await else {
             // The expiry ends the membership at the loop's next turn.
             self.session.lose_coordinator();
-            return Ok(());
+            return Ok(None);
         };
-        let response = match answer {
-            Ok(response) => response,
+        match answer {
+            Ok(response) => Ok(Some((sent, response))),
             Err(error) if error.is_connection_failure() => {
                 tracing::warn!(%error, "group coordinator unreachable; finding it again");
                 self.session.lose_coordinator();
                 self.report_full = true;
                 tokio::time::sleep(self.session.backoff.0).await;
-                return Ok(());
+                Ok(None)
             }
-            Err(error) => return Err(error),
-        };
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Acts on the answer's error code: true when there is none and the answer is to be taken.
+    async fn handle_heartbeat_error(
+        &mut self,
+        response: &ConsumerGroupHeartbeatResponse,
+    ) -> Result<bool, Error> {
         match response.error_code {
-            0 => {}
+            0 => return Ok(true),
             group_codes::FENCED_MEMBER_EPOCH | group_codes::UNKNOWN_MEMBER_ID => {
                 tracing::warn!(error = %error_name(response.error_code),
                     "membership fenced; partitions lost, rejoining");
                 self.lose_all().await;
-                return Ok(());
             }
             group_codes::UNRELEASED_INSTANCE_ID => {
                 // The previous process with this instance id has not left yet.
                 tokio::time::sleep(Duration::from_millis(500)).await;
-                return Ok(());
             }
             code if group_codes::needs_rediscovery(code) => {
                 self.session.lose_coordinator();
                 self.report_full = true;
                 tokio::time::sleep(self.session.backoff.0).await;
-                return Ok(());
             }
             code => {
                 let message = response
@@ -214,6 +234,16 @@ impl Member {
                 return Err(self.session.group_error("ConsumerGroupHeartbeat", code));
             }
         }
+        Ok(false)
+    }
+
+    /// Takes an answer without error (sent at `sent`): the membership confirmed, the member's
+    /// id, epoch and interval, and a new target assignment if there is one.
+    async fn take_heartbeat_answer(
+        &mut self,
+        sent: tokio::time::Instant,
+        response: ConsumerGroupHeartbeatResponse,
+    ) -> Result<(), Error> {
         self.answered = sent;
         self.session.confirm(true);
         if let Some(id) = response.member_id.as_ref() {

@@ -48,11 +48,7 @@ fn secured() -> &'static (ProxiedBroker, SecureBroker) {
     static SECURED: OnceLock<(ProxiedBroker, SecureBroker)> = OnceLock::new();
     SECURED.get_or_init(|| {
         let secure = secure_broker();
-        let admin = crate::support::broker::Broker {
-            bootstrap: secure.admin.bootstrap.clone(),
-            kafka_sh: secure.admin.kafka_sh.clone(),
-            name: secure.admin.name.clone(),
-        };
+        let admin = crate::support::broker::Broker(secure.admin.0.clone());
         (proxied_broker("KREC_TEST_SECURE_PROXY_ENV", admin), secure)
     })
 }

@@ -338,9 +338,18 @@ impl ScramClient {
         Ok(())
     }
 
+    /// The client-final message for a server-first, and the signature the server-final
+    /// must carry.
     fn server_first(&self, message: &[u8]) -> Result<(Vec<u8>, Vec<u8>), ScramFault> {
+        let text = text(message, Step::ServerFirst)?;
+        let first = self.parse_server_first(text)?;
+        Ok(self.client_final(text, &first))
+    }
+
+    /// Reads the server-first: no error or mandatory extension, our nonce extended, a salt,
+    /// an iteration count within the configured range.
+    fn parse_server_first<'t>(&self, text: &'t str) -> Result<ServerFirst<'t>, ScramFault> {
         let step = Step::ServerFirst;
-        let text = text(message, step)?;
         let mut attributes = Attributes::new(text);
         let (at, first) = attributes.next().unwrap_or((0, ""));
         if let Some(error) = first.strip_prefix("e=") {
@@ -376,24 +385,43 @@ impl ScramClient {
         })?;
 
         let (at, raw) = attributes.next().unwrap_or((text.len(), ""));
+        let iterations = self.iteration_count(raw, at)?;
+
+        extensions(attributes, step)?;
+        Ok(ServerFirst {
+            nonce,
+            salt,
+            iterations,
+        })
+    }
+
+    /// The `i=` attribute `raw` (at `at`): decimal digits naming a count within range.
+    fn iteration_count(&self, raw: &str, at: usize) -> Result<u32, ScramFault> {
         let digits = raw
             .strip_prefix("i=")
             .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
-            .ok_or(malformed(Part::IterationCount, at))?;
+            .ok_or(ScramFault::Malformed {
+                step: Step::ServerFirst,
+                expected: Part::IterationCount,
+                position: at,
+            })?;
         let count = digits.bytes().fold(0u64, |n, d| {
             n.saturating_mul(10).saturating_add(u64::from(d - b'0'))
         });
-        let iterations = u32::try_from(count)
+        u32::try_from(count)
             .ok()
             .filter(|i| self.iterations.contains(i))
             .ok_or(ScramFault::IterationCount {
                 count,
                 min: *self.iterations.start(),
                 max: *self.iterations.end(),
-            })?;
+            })
+    }
 
-        extensions(attributes, step)?;
-
+    /// The client-final message (with its proof) answering the server-first `text`, and the
+    /// server signature the salted password gives.
+    fn client_final(&self, text: &str, first: &ServerFirst<'_>) -> (Vec<u8>, Vec<u8>) {
+        let nonce = first.nonce;
         let mut client_final = String::with_capacity(CHANNEL_BINDING.len() + nonce.len() + 100);
         client_final.push_str(CHANNEL_BINDING);
         client_final.push_str(",r=");
@@ -407,22 +435,31 @@ impl ScramClient {
         ]
         .concat();
         let password = self.password.expose().as_bytes();
+        let (salt, iterations) = (&first.salt, first.iterations);
         let keys = match self.mechanism {
             ScramMechanism::Sha256 => {
                 let mut salted = Zeroizing::new([0u8; 32]);
-                pbkdf2::pbkdf2_hmac::<Sha256>(password, &salt, iterations, &mut *salted);
+                pbkdf2::pbkdf2_hmac::<Sha256>(password, salt, iterations, &mut *salted);
                 Keys::derive::<Sha256>(&*salted, &auth_message)
             }
             ScramMechanism::Sha512 => {
                 let mut salted = Zeroizing::new([0u8; 64]);
-                pbkdf2::pbkdf2_hmac::<Sha512>(password, &salt, iterations, &mut *salted);
+                pbkdf2::pbkdf2_hmac::<Sha512>(password, salt, iterations, &mut *salted);
                 Keys::derive::<Sha512>(&*salted, &auth_message)
             }
         };
         client_final.push_str(",p=");
         STANDARD.encode_string(&*keys.proof, &mut client_final);
-        Ok((client_final.into_bytes(), keys.server_signature))
+        (client_final.into_bytes(), keys.server_signature)
     }
+}
+
+/// What a server-first message says, checked.
+struct ServerFirst<'t> {
+    /// The client's nonce extended by the server's.
+    nonce: &'t str,
+    salt: Vec<u8>,
+    iterations: u32,
 }
 
 /// What the salted password yields for one AuthMessage (RFC 5802 section 3).

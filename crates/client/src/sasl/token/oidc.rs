@@ -472,6 +472,7 @@ fn form_encode(value: &str) -> String {
 }
 
 /// What rustls refused, if `error` is a TLS failure: the next attempt would meet it again.
+/// krec-schema's registry client has the same test (it depends on no krec crate).
 fn tls_failure(error: &ureq::Error) -> Option<String> {
     let rustls_error = match error {
         ureq::Error::Rustls(error) => Some(error),

@@ -1,7 +1,9 @@
 #![no_main]
-//! Fetch response splitting: byte 0 picks the Fetch version, the rest is the body; every
-//! partition's records must be a slice of the body, and the batch-header scan must stay
-//! inside them and agree with itself.
+//! Fetch answers read as the fetch loop reads them: byte 0 picks the Fetch version (its low
+//! seven bits) and whether the answer is to an incremental request (its high bit); the rest is
+//! the body, read by a `FetchSession` (`fuzzing::read_fetch`). Every partition's records must
+//! be a slice of the body and belong to one session entry, answered once and not also called
+//! unchanged; the batch-header scan must stay inside the records and agree with itself.
 
 use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;
@@ -19,17 +21,32 @@ fuzz_target!(|data: &[u8]| {
         .into_iter()
         .find(|&(key, _, _)| key == 1)
         .unwrap();
-    let version = min + i16::from(pick) % (max - min + 1);
+    let version = min + i16::from(pick & 0x7f) % (max - min + 1);
+    let incremental = pick & 0x80 != 0;
     let body = Bytes::copy_from_slice(body);
     let before = GLOBAL.thread().bytes;
-    let split = krec_client::fuzzing::split_fetch(version, body.clone());
+    let read = krec_client::fuzzing::read_fetch(version, body.clone(), incremental);
     let used = GLOBAL.thread().bytes - before;
     assert!(used <= alloc_bound::bound(body.len()), "v{version}: {used} bytes");
-    let Ok(partitions) = split else {
+    let Ok(answer) = read else {
         return;
     };
+    let entries = krec_client::fuzzing::FETCH_PARTITIONS as usize;
+    let mut seen = vec![false; entries];
+    for &at in &answer.unchanged {
+        assert!(at < entries && !seen[at], "unchanged entry {at} twice or out of range");
+        seen[at] = true;
+    }
     let whole = body.as_ptr_range();
-    for p in partitions {
+    for p in answer.partitions {
+        assert!(p.entry < entries, "entry {} outside the session", p.entry);
+        assert!(!seen[p.entry], "entry {} answered twice or also unchanged", p.entry);
+        seen[p.entry] = true;
+        assert_eq!(
+            (&*p.topic, p.partition as usize),
+            (krec_client::fuzzing::FETCH_TOPIC, p.entry),
+            "the session names each partition by its entry"
+        );
         let records = p.records.as_ptr_range();
         assert!(
             p.records.is_empty() || (whole.start <= records.start && records.end <= whole.end),
