@@ -148,6 +148,7 @@ pub mod group_lag;
 pub mod groups;
 pub mod metadata;
 pub mod offsets;
+pub mod partitioner;
 mod receive_wait;
 mod response_check;
 pub mod sasl;
