@@ -126,7 +126,9 @@ impl Error {
                 krec_consumer::Error::InvalidArgument { .. }
                 | krec_consumer::Error::Property { .. },
             ) => 2,
-            Self::Consumer(krec_consumer::Error::Client(krec_client::Error::Config { .. })) => 2,
+            Self::Consumer(krec_consumer::Error::Client(
+                krec_client::Error::Config { .. } | krec_client::Error::InvalidArgument { .. },
+            )) => 2,
             _ => 1,
         }
     }

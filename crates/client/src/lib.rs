@@ -27,6 +27,9 @@
 //!   of the frame, with the ranges acquired for the member), ShareAcknowledge.
 //! - [`groups`], [`group_lag`]: groups as an operator asks about them: every group with its
 //!   type and state, one group's members, assignor and per-partition lag.
+//! - [`partitioner`]: where a producer sends a record, as the Java client and librdkafka
+//!   do (murmur2 or CRC32 of the key, KIP-794's uniform sticky partition otherwise), shared by
+//!   krec-consumer (to find a key) and krec-producer (to place one).
 //! - [`error`]: the crate's one error enum, naming the broker and request.
 //! - [`wire`]: the kafka-protocol types the raw calls above show.
 //!
@@ -119,6 +122,11 @@
 //!   ([`wire::Message`], [`wire::Encodable`], [`wire::Decodable`], [`wire::HeaderVersion`],
 //!   [`wire::FetchRequest`], [`wire::FetchResponse`], [`wire::JoinGroupResponse`],
 //!   [`wire::JoinGroupResponseMember`], [`wire::ConsumerGroupHeartbeatResponse`]).
+//! - Partitioning, in [`partitioner`]: [`partitioner::Partitioner`] (a key's partition),
+//!   [`partitioner::StickyPartitioner`] with [`partitioner::RandomSource`] and
+//!   [`partitioner::SeededRandom`] (records without a key), [`partitioner::Partitioning`] with
+//!   [`partitioner::Unkeyed`] (the settings' choice; in [`partitioner::choice`]), the modules
+//!   [`partitioner::choice`] and [`partitioner::sticky`].
 //! - Helpers: [`TopicPartition`] (the one name of a partition, shared with krec-consumer),
 //!   [`Error`] (in [`error`]), [`error_name`], [`codes`] ([`codes::is_fetch_session_error`],
 //!   [`codes::needs_metadata_refresh`]); in [`versions`] [`versions::ApiVersions`] and
@@ -148,6 +156,7 @@ pub mod group_lag;
 pub mod groups;
 pub mod metadata;
 pub mod offsets;
+pub mod partitioner;
 mod receive_wait;
 mod response_check;
 pub mod sasl;

@@ -110,8 +110,9 @@
 //!   [`MetricsSource`], and in [`metrics`] [`metrics::BrokerMetrics`],
 //!   [`metrics::GroupMetrics`], [`metrics::LatencyHistogram`] with
 //!   [`metrics::FETCH_LATENCY_BUCKETS`], [`metrics::ErrorKind`], [`metrics::CommitResult`].
-//! - Helpers: [`partitioner::Partitioner`] (the partition a key goes to, in [`partitioner`]),
-//!   [`Error`] (in [`error`]).
+//! - Helpers: [`partitioner::Partitioner`] (the partition a key goes to, in [`partitioner`]:
+//!   krec-client's, re-exported where consumers have always found it), [`Error`] (in
+//!   [`error`]).
 //! - Types of the crates underneath, re-exported on purpose so that a program needs no
 //!   dependency of its own on them: [`TopicPartition`] (krec-client's, shared with it and
 //!   with krec-producer), [`ConnectionSettings`] (the type of [`ConsumerConfig::connection`];

@@ -254,7 +254,9 @@ fn key_partition(args: &ConsumeArgs, partitions: Vec<i32>) -> Result<Vec<i32>, E
     let Some(partitioner) = &args.partitioner else {
         return Ok(partitions);
     };
-    let partitioner = partitioner.parse::<Partitioner>()?;
+    let partitioner = partitioner
+        .parse::<Partitioner>()
+        .map_err(krec_consumer::Error::from)?;
     let filter = args.format.filter.filter()?;
     let Some(key) = filter.as_ref().and_then(|filter| filter.key()) else {
         return Err(Error::InvalidArgument {

@@ -21,6 +21,7 @@ mod fetch_sessions;
 mod filters;
 mod group;
 mod groups;
+mod java_partitions;
 #[cfg(feature = "gssapi")]
 mod kerberos;
 mod metrics;
