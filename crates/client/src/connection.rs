@@ -212,6 +212,34 @@ impl Connection {
         self.timed_round_trip(request, version, timeout).await
     }
 
+    /// Sends `request` at `version` and reads nothing back: for the one request the broker
+    /// never answers (Produce with acks=0). Requests are sequential, so the next response on
+    /// the wire is still the next request's.
+    pub(crate) async fn send_unanswered<R: ApiRequest>(
+        &mut self,
+        request: &R,
+        version: i16,
+    ) -> Result<(), Error> {
+        self.keep_session().await?;
+        let correlation_id = self.next_correlation_id;
+        self.next_correlation_id = self.next_correlation_id.wrapping_add(1);
+        self.encode_frame(request, version, correlation_id)?;
+        let timeout = self.settings.request_timeout;
+        match tokio::time::timeout(timeout, self.transport.send(&self.write_buffer)).await {
+            Ok(sent) => sent.map_err(|source| self.io_error("sending a request", source)),
+            Err(_) => Err(Error::Timeout {
+                broker: self.address.clone(),
+                api: api_name(R::KEY),
+                timeout_ms: timeout.as_millis() as u64,
+            }),
+        }
+    }
+
+    /// The time allowed for a response ([`ConnectionSettings::request_timeout`]).
+    pub(crate) fn request_timeout(&self) -> Duration {
+        self.settings.request_timeout
+    }
+
     /// One request of the SASL exchange: no session check, the request timeout.
     pub(crate) async fn exchange<R: ApiRequest>(
         &mut self,

@@ -148,6 +148,8 @@ pub mod group_lag;
 pub mod groups;
 pub mod metadata;
 pub mod offsets;
+pub mod produce;
+pub mod producer_id;
 mod receive_wait;
 mod response_check;
 pub mod sasl;
