@@ -2,7 +2,8 @@
 //! the security the settings ask for (TLS, SASL, re-authentication before a session expires).
 //!
 //! Requests are strictly sequential on a connection (send, then read its response), which is
-//! all a fetch loop needs: it keeps exactly one fetch in flight per broker. Re-authentication
+//! all a fetch loop needs: it keeps exactly one fetch in flight per broker. A request the
+//! broker never answers (Produce with acks=0) is sent and nothing is read for it. Re-authentication
 //! (KIP-368) therefore happens between two requests, and nothing above sees it.
 
 use std::time::{Duration, Instant};

@@ -95,7 +95,8 @@ pub struct ProduceParams {
 pub struct Appended {
     /// Offset of the batch's first record.
     pub base_offset: i64,
-    /// The broker's append time, when the topic keeps LogAppendTime; `None` for CreateTime.
+    /// The broker's append time when the topic keeps LogAppendTime, `None` when it answered
+    /// -1 (CreateTime; a duplicate's answer may carry the batch's own timestamp here).
     pub log_append_time_ms: Option<i64>,
     /// The partition's log start offset after the append (-1 when the broker did not say).
     pub log_start_offset: i64,
@@ -250,5 +251,24 @@ fn unasked(connection: &Connection, what: String) -> Error {
         broker: connection.address().to_owned(),
         api: "Produce",
         detail: format!("the answer does not match the request: {what}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Acks;
+
+    #[test]
+    fn acks_by_their_property_values() {
+        for (text, acks, wire) in [
+            ("0", Acks::None, 0),
+            ("1", Acks::Leader, 1),
+            ("-1", Acks::All, -1),
+            ("all", Acks::All, -1),
+        ] {
+            assert_eq!(Acks::from_property(text), Some(acks));
+            assert_eq!(acks.wire(), wire);
+        }
+        assert_eq!(Acks::from_property("2"), None);
     }
 }

@@ -214,7 +214,7 @@ mod tests {
         }];
         assert_eq!(
             invalid.to_string(),
-            "Produce to t-1: error 87 (INVALID_RECORD): bad batch; record 3: null key in a \
+            "Produce to t/1: error 87 (INVALID_RECORD): bad batch; record 3: null key in a \
              compacted topic"
         );
     }
