@@ -1,7 +1,8 @@
 //! Produce and InitProducerId against the suite's Kafka: batches from krec-batch's
 //! `BatchWriter` with a real producer id, epoch and sequences, sent to every partition of a
 //! topic, their offsets, the broker's answers to a resent batch, a sequence gap, an
-//! oversized batch and an epoch bump, and the topic read back by kcat (a reader other than
+//! oversized batch, a record refused with its index, acks=0 and an epoch bump, and the topic
+//! read back by kcat (a reader other than
 //! krec) record by record.
 //!
 //! `cargo test` leaves this binary out (`test = false`): it needs the suite's broker and
@@ -338,10 +339,9 @@ async fn acks_zero_reads_no_answer_and_the_connection_goes_on() {
     );
 }
 
-#[tokio::test(flavor = "current_thread")]
-async fn a_batch_over_max_message_bytes_is_message_too_large() {
-    let broker = live::broker();
-    let topic = live::unique_name("produce-large");
+/// A new topic of one partition with `config` (`key=value`) set by Kafka's ConfigCommand.
+fn topic_with_config(broker: &LiveBroker, prefix: &str, config: &str) -> String {
+    let topic = live::unique_name(prefix);
     broker.create_topic(&topic, 1);
     broker.tool(
         "org.apache.kafka.tools.ConfigCommand",
@@ -354,9 +354,16 @@ async fn a_batch_over_max_message_bytes_is_message_too_large() {
             "--entity-name",
             &topic,
             "--add-config",
-            "max.message.bytes=1024",
+            config,
         ],
     );
+    topic
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_batch_over_max_message_bytes_is_message_too_large() {
+    let broker = live::broker();
+    let topic = topic_with_config(&broker, "produce-large", "max.message.bytes=1024");
     let mut connection = connect(&broker).await;
     let identity = init_producer_id(&mut connection, None).await.unwrap();
     let mut large = records(0, 0, 1);
@@ -368,4 +375,26 @@ async fn a_batch_over_max_message_bytes_is_message_too_large() {
     assert_eq!(error.kind, ProduceErrorKind::MessageTooLarge, "{error}");
     assert!(error.is_fatal());
     assert_eq!(&*error.partition.topic, topic.as_str());
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_keyless_record_in_a_compacted_topic_is_invalid_record_with_its_index() {
+    let broker = live::broker();
+    let topic = topic_with_config(&broker, "produce-invalid", "cleanup.policy=compact");
+    let mut connection = connect(&broker).await;
+    let identity = init_producer_id(&mut connection, None).await.unwrap();
+    // records(0, 0, 3): the record at index 1 has no key.
+    let keyless = batch(&records(0, 0, 3), identity, 0, Compression::Lz4);
+    let keyless = one_topic(&topic, Uuid::nil(), vec![(0, keyless)]);
+    let answer = produce_retrying(&mut connection, ALL, &keyless).await;
+    let error = answer.partitions[0].result.clone().unwrap_err();
+    assert_eq!(error.kind, ProduceErrorKind::InvalidRecord, "{error}");
+    assert!(error.is_fatal());
+    let indexes: Vec<i32> = error.record_errors.iter().map(|e| e.batch_index).collect();
+    assert_eq!(indexes, [1], "{error}");
+    let text = error.to_string();
+    assert!(
+        text.contains("record 1: ") && text.contains("key"),
+        "{text}"
+    );
 }
