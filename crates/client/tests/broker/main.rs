@@ -2,8 +2,7 @@
 //! `BatchWriter` with a real producer id, epoch and sequences, sent to every partition of a
 //! topic, their offsets, the broker's answers to a resent batch, a sequence gap, an
 //! oversized batch, a record refused with its index, acks=0 and an epoch bump, and the topic
-//! read back by kcat (a reader other than
-//! krec) record by record.
+//! read back by kcat (a reader other than krec) record by record.
 //!
 //! `cargo test` leaves this binary out (`test = false`): it needs the suite's broker and
 //! Kafka installation (`krec_testkit::live`). test.sh runs it with the other broker tests; by
