@@ -141,22 +141,32 @@ fn read_with_kcat(broker: &LiveBroker, topic: &str) -> Vec<Sent> {
     read
 }
 
-/// Produces `topics`, sending the same batches again while the broker answers a retriable
-/// error (a new topic's partitions take a moment to get their leader ready).
+/// Produces `topics` (one topic), sending again the batches of the partitions that answered a
+/// retriable error (a new topic's partitions take a moment to get their leader ready); the
+/// answers of the others are kept, so no batch is sent twice once appended.
 async fn produce_retrying(
     connection: &mut Connection,
     params: ProduceParams,
     topics: &[ProduceTopic],
 ) -> ProduceAnswer {
+    let mut pending = topics.to_vec();
+    let mut done: Vec<PartitionProduced> = Vec::new();
     for _ in 0..50 {
-        let answer = produce(connection, params, topics).await.unwrap();
-        let retriable = answer
+        let answer = produce(connection, params, &pending).await.unwrap();
+        let (retry, settled): (Vec<_>, Vec<_>) = answer
             .partitions
-            .iter()
-            .any(|p| p.result.as_ref().is_err_and(|e| e.is_retriable()));
-        if !retriable {
-            return answer;
+            .into_iter()
+            .partition(|p| p.result.as_ref().is_err_and(|e| e.is_retriable()));
+        done.extend(settled);
+        if retry.is_empty() {
+            return ProduceAnswer {
+                partitions: done,
+                ..answer
+            };
         }
+        pending[0]
+            .partitions
+            .retain(|p| retry.iter().any(|r| r.partition.partition == p.partition));
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     panic!("still retriable errors after 50 tries");
