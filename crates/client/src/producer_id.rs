@@ -1,6 +1,6 @@
 //! InitProducerId for the idempotent producer: a producer id and epoch from any broker, and
-//! KIP-360's epoch bump (the current id and epoch sent back) after UNKNOWN_PRODUCER_ID or
-//! OUT_OF_ORDER_SEQUENCE_NUMBER, which keeps the id and restarts every sequence at 0.
+//! the form that sends the current id and epoch back (KIP-360), after UNKNOWN_PRODUCER_ID or
+//! OUT_OF_ORDER_SEQUENCE_NUMBER when the producer cannot bump its epoch itself.
 
 use kafka_protocol::messages::{InitProducerIdRequest, ProducerId};
 
@@ -31,10 +31,13 @@ pub struct ProducerIdentity {
 /// Asks `connection`'s broker for a producer id for an idempotent producer (no transactional
 /// id, no transaction timeout): any broker answers that, so the least loaded one will do.
 ///
-/// With `current`, asks for an epoch bump of that identity (KIP-360; brokers of Kafka 2.5 on):
-/// the broker fences the old epoch and answers the same id with the next epoch, or a new id
-/// when the epoch is exhausted. A broker error is [`Error::Broker`] with api `InitProducerId`;
-/// [`is_retriable`] says whether asking again (after a back-off) can succeed.
+/// With `current`, sends that identity along (KIP-360's fields, brokers of Kafka 2.5 on). A
+/// broker bumps the epoch that way only for a transactional id; for an idempotent producer
+/// it answers a fresh id, so such a producer bumps its epoch itself (the next epoch, sequences
+/// from 0, which the broker accepts and after which it fences the old epoch) and asks for a
+/// new id only when the epoch is exhausted, as the Java client does. A broker error is
+/// [`Error::Broker`] with api `InitProducerId`; [`is_retriable`] says whether asking again
+/// (after a back-off) can succeed.
 pub async fn init_producer_id(
     connection: &mut Connection,
     current: Option<ProducerIdentity>,
