@@ -2,7 +2,8 @@
 //! the security the settings ask for (TLS, SASL, re-authentication before a session expires).
 //!
 //! Requests are strictly sequential on a connection (send, then read its response), which is
-//! all a fetch loop needs: it keeps exactly one fetch in flight per broker. Re-authentication
+//! all a fetch loop needs: it keeps exactly one fetch in flight per broker. A request the
+//! broker never answers (Produce with acks=0) is sent and nothing is read for it. Re-authentication
 //! (KIP-368) therefore happens between two requests, and nothing above sees it.
 
 use std::time::{Duration, Instant};
@@ -210,6 +211,34 @@ impl Connection {
     ) -> Result<R::Response, Error> {
         self.keep_session().await?;
         self.timed_round_trip(request, version, timeout).await
+    }
+
+    /// Sends `request` at `version` and reads nothing back: for the one request the broker
+    /// never answers (Produce with acks=0). Requests are sequential, so the next response on
+    /// the wire is still the next request's.
+    pub(crate) async fn send_unanswered<R: ApiRequest>(
+        &mut self,
+        request: &R,
+        version: i16,
+    ) -> Result<(), Error> {
+        self.keep_session().await?;
+        let correlation_id = self.next_correlation_id;
+        self.next_correlation_id = self.next_correlation_id.wrapping_add(1);
+        self.encode_frame(request, version, correlation_id)?;
+        let timeout = self.settings.request_timeout;
+        match tokio::time::timeout(timeout, self.transport.send(&self.write_buffer)).await {
+            Ok(sent) => sent.map_err(|source| self.io_error("sending a request", source)),
+            Err(_) => Err(Error::Timeout {
+                broker: self.address.clone(),
+                api: api_name(R::KEY),
+                timeout_ms: timeout.as_millis() as u64,
+            }),
+        }
+    }
+
+    /// The time allowed for a response ([`ConnectionSettings::request_timeout`]).
+    pub(crate) fn request_timeout(&self) -> Duration {
+        self.settings.request_timeout
     }
 
     /// One request of the SASL exchange: no session check, the request timeout.

@@ -22,6 +22,9 @@
 //! - [`connection`]: framing, request/response matching, timeouts, one broker.
 //! - [`metadata`], [`offsets`], [`fetch`], [`group`]: the requests, each in its own module;
 //!   [`fetch_session`] keeps a broker's KIP-227 fetch session and builds its requests.
+//! - [`produce`], [`producer_id`]: the write path's requests: Produce (one finished batch per
+//!   partition, many partitions and topics per request, its answers typed per partition) and
+//!   InitProducerId (the idempotent producer's id and epoch).
 //! - [`describe`]: the cluster as an operator asks about it: racks, replicas, ISR, errors.
 //! - [`share`]: share groups (KIP-932): ShareGroupHeartbeat, ShareFetch (records as a slice
 //!   of the frame, with the ranges acquired for the member), ShareAcknowledge.
@@ -111,6 +114,15 @@
 //!   answers as [`fetch::PartitionResponse`]s ([`fetch::AbortedTransaction`]);
 //!   [`fetch::scan_batches`] splits their record bytes ([`fetch::Scan`], [`fetch::PartialBatch`],
 //!   [`fetch::ScanError`]).
+//! - Producing, in [`produce`] and [`producer_id`]: [`produce::produce`]
+//!   ([`produce::ProduceParams`] with [`produce::Acks`], [`produce::ProduceTopic`],
+//!   [`produce::ProducePartition`]) and its [`produce::ProduceAnswer`]
+//!   ([`produce::PartitionProduced`], [`produce::Appended`], [`produce::ProduceError`] with
+//!   [`produce::ProduceErrorKind`], [`produce::RecordError`], [`produce::LeaderHint`]);
+//!   [`producer_id::init_producer_id`] ([`producer_id::ProducerIdentity`],
+//!   [`producer_id::is_retriable`], and the codes
+//!   [`producer_id::COORDINATOR_LOAD_IN_PROGRESS`], [`producer_id::COORDINATOR_NOT_AVAILABLE`],
+//!   [`producer_id::NOT_COORDINATOR`], [`producer_id::CONCURRENT_TRANSACTIONS`]).
 //! - Share groups, in [`share`]: [`share::share_group_heartbeat`] ([`share::ShareHeartbeat`],
 //!   [`share::ShareHeartbeatAnswer`]), [`share::share_fetch`] ([`share::ShareSessionKey`],
 //!   [`share::ShareFetchParams`], [`share::SharePartitionRequest`], [`share::ShareFetchAnswer`],
@@ -137,7 +149,8 @@
 //! Internal: framing buffers, transport, authentication, the response checks. `kafka-protocol`
 //! types appear only where the raw wire calls need them, and only under one module,
 //! [`wire`] (its re-exports and the [`wire::ApiRequest`] trait; its page lists those calls):
-//! none in the crate-root re-exports, metadata, offsets, describe, groups or fetch's results.
+//! none in the crate-root re-exports, metadata, offsets, describe, groups, produce,
+//! producer_id or fetch's results.
 //!
 //! How this crate fits into krec (the crates, the hot path, the invariants):
 //! `docs/ARCHITECTURE.md` in the repository.
@@ -157,6 +170,8 @@ pub mod groups;
 pub mod metadata;
 pub mod offsets;
 pub mod partitioner;
+pub mod produce;
+pub mod producer_id;
 mod receive_wait;
 mod response_check;
 pub mod sasl;

@@ -122,6 +122,8 @@ fn message(api_key: i16) -> Option<&'static Message> {
         ApiKey::ShareGroupHeartbeat => &layouts::SHARE_GROUP_HEARTBEAT,
         ApiKey::ShareFetch => &layouts::SHARE_FETCH,
         ApiKey::ShareAcknowledge => &layouts::SHARE_ACKNOWLEDGE,
+        ApiKey::InitProducerId => &layouts::INIT_PRODUCER_ID,
+        ApiKey::Produce => &layouts::PRODUCE,
         _ => return None,
     })
 }

@@ -7,10 +7,11 @@ use kafka_protocol::messages::{
     ConsumerGroupDescribeResponse, ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse,
     DescribeGroupsRequest, DescribeGroupsResponse, DescribeShareGroupOffsetsRequest,
     DescribeShareGroupOffsetsResponse, FetchRequest, FetchResponse, FindCoordinatorRequest,
-    FindCoordinatorResponse, HeartbeatRequest, HeartbeatResponse, JoinGroupRequest,
-    JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse, ListGroupsRequest,
-    ListGroupsResponse, ListOffsetsRequest, ListOffsetsResponse, MetadataRequest, MetadataResponse,
-    OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse,
+    FindCoordinatorResponse, HeartbeatRequest, HeartbeatResponse, InitProducerIdRequest,
+    InitProducerIdResponse, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest,
+    LeaveGroupResponse, ListGroupsRequest, ListGroupsResponse, ListOffsetsRequest,
+    ListOffsetsResponse, MetadataRequest, MetadataResponse, OffsetCommitRequest,
+    OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse, ProduceRequest, ProduceResponse,
     SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
     ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest, ShareFetchResponse,
     ShareGroupDescribeRequest, ShareGroupDescribeResponse, ShareGroupHeartbeatRequest,
@@ -88,6 +89,7 @@ macro_rules! api_requests {
 }
 
 api_requests! {
+    ProduceRequest => ProduceResponse, 0, "Produce";
     FetchRequest => FetchResponse, 1, "Fetch";
     ListOffsetsRequest => ListOffsetsResponse, 2, "ListOffsets";
     MetadataRequest => MetadataResponse, 3, "Metadata";
@@ -103,6 +105,7 @@ api_requests! {
     SaslHandshakeRequest => SaslHandshakeResponse, 17, "SaslHandshake",
         sent (SASL_HANDSHAKE_VERSION, SASL_HANDSHAKE_VERSION);
     ApiVersionsRequest => ApiVersionsResponse, 18, "ApiVersions", sent (0, API_VERSIONS_VERSION);
+    InitProducerIdRequest => InitProducerIdResponse, 22, "InitProducerId";
     SaslAuthenticateRequest => SaslAuthenticateResponse, 36, "SaslAuthenticate";
     ConsumerGroupHeartbeatRequest => ConsumerGroupHeartbeatResponse, 68, "ConsumerGroupHeartbeat";
     ConsumerGroupDescribeRequest => ConsumerGroupDescribeResponse, 69, "ConsumerGroupDescribe";

@@ -490,3 +490,53 @@ pub(super) const SHARE_ACKNOWLEDGE: Message = Message {
         all(Kind::Array(&Kind::Struct(&SHARE_NODE_ENDPOINT))),
     ]),
 };
+
+pub(super) const INIT_PRODUCER_ID: Message = Message {
+    versions: (0, 6),
+    flexible_from: 2,
+    body: plain(&[
+        all(I32),
+        all(I16),
+        all(I64),
+        all(I16),
+        since(6, I64),
+        since(6, I16),
+    ]),
+};
+
+const PRODUCE_RECORD_ERROR: Layout = plain(&[since(8, I32), since(8, STR)]);
+const PRODUCE_LEADER: Layout = plain(&[all(I32), all(I32)]);
+const PRODUCE_PARTITION: Layout = Layout {
+    fields: &[
+        all(I32),
+        all(I16),
+        all(I64),
+        all(I64),
+        since(5, I64),
+        since(8, Kind::Array(&Kind::Struct(&PRODUCE_RECORD_ERROR))),
+        since(8, STR),
+    ],
+    tags: &[Tag {
+        tag: 0,
+        from: 10,
+        kind: Kind::Struct(&PRODUCE_LEADER),
+    }],
+};
+const PRODUCE_TOPIC: Layout = plain(&[
+    until(12, STR),
+    since(13, UUID),
+    all(Kind::Array(&Kind::Struct(&PRODUCE_PARTITION))),
+]);
+const PRODUCE_NODE_ENDPOINT: Layout = plain(&[all(I32), all(STR), all(I32), all(STR)]);
+pub(super) const PRODUCE: Message = Message {
+    versions: (3, 13),
+    flexible_from: 9,
+    body: Layout {
+        fields: &[all(Kind::Array(&Kind::Struct(&PRODUCE_TOPIC))), all(I32)],
+        tags: &[Tag {
+            tag: 0,
+            from: 10,
+            kind: Kind::Array(&Kind::Struct(&PRODUCE_NODE_ENDPOINT)),
+        }],
+    },
+};

@@ -358,3 +358,42 @@ fn a_tag_claiming_many_fields_is_refused() {
     let error = check(ApiKey::Heartbeat as i16, 4, &body).unwrap_err();
     assert!(error.starts_with("2097152 tagged fields"), "{error}");
 }
+
+#[test]
+fn producer_layouts() {
+    use produce_response as pr;
+    let partition = |full: bool| {
+        let plain = pr::PartitionProduceResponse::default()
+            .with_index(2)
+            .with_base_offset(7);
+        if !full {
+            return plain;
+        }
+        plain
+            .with_log_start_offset(3)
+            .with_error_message(Some(s("e")))
+            .with_record_errors(vec![pr::BatchIndexAndErrorMessage::default()
+                .with_batch_index(1)
+                .with_batch_index_error_message(Some(s("bad")))])
+            .with_current_leader(
+                pr::LeaderIdAndEpoch::default()
+                    .with_leader_id(BrokerId(4))
+                    .with_leader_epoch(9),
+            )
+    };
+    let by_name = |full: bool| {
+        ProduceResponse::default().with_responses(vec![pr::TopicProduceResponse::default()
+            .with_name(TopicName(s("t")))
+            .with_partition_responses(vec![partition(full), partition(false)])])
+    };
+    let by_id = ProduceResponse::default()
+        .with_responses(vec![pr::TopicProduceResponse::default()
+            .with_topic_id(uuid::Uuid::from_u128(5))
+            .with_partition_responses(vec![partition(true)])])
+        .with_node_endpoints(vec![pr::NodeEndpoint::default().with_host(s("h"))]);
+    walks_every_version(ApiKey::Produce, &[by_name(false), by_name(true), by_id]);
+    let init = InitProducerIdResponse::default()
+        .with_producer_id(ProducerId(42))
+        .with_producer_epoch(3);
+    walks_every_version(ApiKey::InitProducerId, &[init]);
+}
