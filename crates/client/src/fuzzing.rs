@@ -38,6 +38,8 @@ pub fn response_apis() -> Vec<(i16, i16, i16)> {
         entry::<ShareGroupHeartbeatRequest>(),
         entry::<ShareFetchRequest>(),
         entry::<ShareAcknowledgeRequest>(),
+        entry::<ProduceRequest>(),
+        entry::<InitProducerIdRequest>(),
     ]
 }
 
@@ -82,6 +84,8 @@ pub fn decode_response(api_key: i16, version: i16, body: Bytes) -> Result<(), St
         }
         ApiKey::ShareFetch => decode::<ShareFetchResponse>(api_key, version, body),
         ApiKey::ShareAcknowledge => decode::<ShareAcknowledgeResponse>(api_key, version, body),
+        ApiKey::Produce => decode::<ProduceResponse>(api_key, version, body),
+        ApiKey::InitProducerId => decode::<InitProducerIdResponse>(api_key, version, body),
         other => Err(format!("krec does not send {other:?}")),
     }
 }
@@ -346,6 +350,12 @@ mod tests {
         });
         add(ApiKey::SaslAuthenticate, &|b, v| {
             ok(&SaslAuthenticateResponse::default(), b, v)
+        });
+        add(ApiKey::Produce, &|b, v| {
+            ok(&ProduceResponse::default(), b, v)
+        });
+        add(ApiKey::InitProducerId, &|b, v| {
+            ok(&InitProducerIdResponse::default(), b, v)
         });
         out
     }
