@@ -1,9 +1,11 @@
 //! Client properties onto a [`ConsumerConfig`]: librdkafka's names and the Java client's, so
 //! the `client.properties` operators already have works unchanged.
 //!
-//! Security properties are krec-client's ([`SecurityConfig::from_properties`], which also
-//! reads `${env:NAME}` and `${file:PATH}` values); the consumer's and the group's are read
-//! here. `schema.registry.*` and `basic.auth.*` belong to other libraries: they are kept as
+//! The loader is krec-client's (`client_properties`, shared with krec-producer): the file
+//! format, the security properties ([`SecurityConfig::from_properties`], which also reads
+//! `${env:NAME}` and `${file:PATH}` values), and the keys every client has (brokers,
+//! `client.id`, `request.timeout.ms`, `metadata.max.age.ms`); the consumer's and the group's
+//! are read here. `schema.registry.*` and `basic.auth.*` belong to other libraries: they are kept as
 //! given ([`ConsumerConfig::foreign_properties`]). A producer's properties are accepted with a
 //! warning; any other key is refused by name and origin.
 
