@@ -121,7 +121,8 @@ pub fn registry_properties(config: &ConsumerConfig) -> RegistryProperties {
 
 /// A file's properties; a file that cannot be read is named with how it was given.
 fn read_file(path: &Path, via: &str) -> Result<Vec<Property>, Error> {
-    Property::read_file(path).map_err(|error| match error {
+    let read = Property::read_file(path).map_err(krec_consumer::Error::from);
+    read.map_err(|error| match error {
         krec_consumer::Error::Property { key, detail, .. } => Error::Property {
             property: key,
             source_name: format!("{} ({via})", path.display()),

@@ -78,6 +78,12 @@
 //!   in [`security::properties`] ([`security::properties::parse`],
 //!   [`security::properties::Property`], [`security::properties::PropertiesFault`],
 //!   [`security::properties::LineProblem`]); [`POOLED_FRAME_BUFFERS`] in the crate root.
+//! - The client properties loader the consumer and the producer share, in
+//!   [`client_properties`]: [`client_properties::apply_properties`] over a
+//!   [`client_properties::PropertyTarget`], [`client_properties::Property`],
+//!   [`client_properties::PropertyError`], [`client_properties::Setting`],
+//!   [`client_properties::SecurityProperties`], [`client_properties::CommonKeys`],
+//!   [`client_properties::parse_bootstrap`], `client_properties::FOREIGN_PREFIXES`.
 //! - Authenticating, in [`sasl`]: the seams [`sasl::SaslMechanism`], [`sasl::SaslExchange`] and
 //!   [`sasl::TokenProvider`] (with [`sasl::BearerToken`], [`sasl::BoxError`],
 //!   [`sasl::BoxFuture`]); the mechanisms [`sasl::Plain`], [`sasl::Scram`], `sasl::Gssapi`
@@ -158,6 +164,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 mod authenticate;
+pub mod client_properties;
 pub mod connection;
 pub mod describe;
 pub mod error;

@@ -240,30 +240,12 @@ impl ConsumerConfig {
 
     /// Parses a `host:port[,host:port...]` list.
     pub fn parse_bootstrap(list: &str) -> Result<Vec<String>, Error> {
-        let brokers: Vec<String> = list
-            .split(',')
-            .map(str::trim)
-            .filter(|b| !b.is_empty())
-            .map(str::to_owned)
-            .collect();
-        if brokers.is_empty() {
-            return Err(Error::InvalidArgument {
+        krec_client::client_properties::parse_bootstrap(list).map_err(|detail| {
+            Error::InvalidArgument {
                 what: "brokers",
-                detail: format!("{list:?}: expected HOST:PORT[,HOST:PORT...]"),
-            });
-        }
-        for broker in &brokers {
-            let port_ok = broker
-                .rsplit_once(':')
-                .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
-            if !port_ok {
-                return Err(Error::InvalidArgument {
-                    what: "brokers",
-                    detail: format!("{broker:?}: expected HOST:PORT"),
-                });
+                detail,
             }
-        }
-        Ok(brokers)
+        })
     }
 }
 

@@ -296,7 +296,14 @@ fn foreign_properties_are_kept_with_their_origins() {
 
 #[test]
 fn producer_keys_are_accepted_and_ignored() {
-    let config = config(&[("acks", "all"), ("linger.ms", "5")]).unwrap();
+    let producer_keys = [
+        ("acks", "all"),
+        ("linger.ms", "5"),
+        ("buffer.memory", "33554432"),
+        ("max.block.ms", "60000"),
+        ("compression.zstd.level", "3"),
+    ];
+    let config = config(&producer_keys).unwrap();
     assert!(config.foreign_properties().is_empty());
 }
 
