@@ -1,7 +1,7 @@
 //! krec's Kafka producer, as far as it goes today: its configuration.
 //!
-//! Issue 40 builds the producer (`Producer::connect`, `send`, batching per partition,
-//! idempotence, every codec); this crate holds the first part of it, [`ProducerConfig`]. The
+//! The producer (`Producer::connect`, `send`, batching per partition, idempotence, every
+//! codec) is being built; this crate holds the first part of it, [`ProducerConfig`]. The
 //! `Producer` itself is not here yet: nothing in this crate connects to a broker or sends a
 //! record.
 //!
