@@ -210,7 +210,6 @@ fn group_acl_hint(code: i16, group: &str) -> String {
     }
 }
 
-/// `ORIGIN: property KEY: `, each part only when known.
 impl From<krec_client::client_properties::PropertyError> for Error {
     fn from(error: krec_client::client_properties::PropertyError) -> Self {
         let krec_client::client_properties::PropertyError {
@@ -226,6 +225,7 @@ impl From<krec_client::client_properties::PropertyError> for Error {
     }
 }
 
+/// `ORIGIN: property KEY: `, each part only when known.
 fn property_text(origin: &str, key: &str) -> String {
     let mut text = String::new();
     if !origin.is_empty() {
