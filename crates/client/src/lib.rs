@@ -73,7 +73,7 @@
 //! listing of every public item and member, with its signature).
 //!
 //! - Connecting, in [`connection`] and [`security`]: [`Connection`], [`ConnectionSettings`],
-//!   [`SecurityConfig`] with [`SecurityProtocol`], [`SaslConfig`], [`ScramMechanism`],
+//!   [`connection::PendingResponse`] (a pipelined request's token), [`SecurityConfig`] with [`SecurityProtocol`], [`SaslConfig`], [`ScramMechanism`],
 //!   [`TlsConfig`], [`security::Pem`] and [`Secret`] (in [`security::config`]); client properties
 //!   in [`security::properties`] ([`security::properties::parse`],
 //!   [`security::properties::Property`], [`security::properties::PropertiesFault`],
@@ -120,7 +120,8 @@
 //!   answers as [`fetch::PartitionResponse`]s ([`fetch::AbortedTransaction`]);
 //!   [`fetch::scan_batches`] splits their record bytes ([`fetch::Scan`], [`fetch::PartialBatch`],
 //!   [`fetch::ScanError`]).
-//! - Producing, in [`produce`] and [`producer_id`]: [`produce::produce`]
+//! - Producing, in [`produce`] and [`producer_id`]: [`produce::produce`], or pipelined
+//!   [`produce::send_produce`] and [`produce::ProduceInFlight`]'s answer
 //!   ([`produce::ProduceParams`] with [`produce::Acks`], [`produce::ProduceTopic`],
 //!   [`produce::ProducePartition`]) and its [`produce::ProduceAnswer`]
 //!   ([`produce::PartitionProduced`], [`produce::Appended`], [`produce::ProduceError`] with
