@@ -340,3 +340,6 @@ where
 fn tls_error(error: rustls::Error) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, error)
 }
+
+#[cfg(test)]
+mod tests;
