@@ -225,7 +225,9 @@ impl Connection {
 
     /// Sends `request` at `version` and reads the matching response within `timeout`. Only
     /// with nothing in flight: with pipelined requests unanswered it is refused
-    /// ([`Error::InvalidArgument`]), since their responses come first.
+    /// ([`Error::InvalidArgument`]), since their responses come first. After such a call
+    /// dropped before its response came, the connection is broken ([`Error::Connection`]):
+    /// the response nobody reads is still on its way.
     pub async fn request_at<R: ApiRequest>(
         &mut self,
         request: &R,
@@ -233,6 +235,9 @@ impl Connection {
         timeout: Duration,
     ) -> Result<R::Response, Error> {
         self.usable()?;
+        if self.pipeline.abandoned() {
+            return Err(self.break_for("a request was dropped before its response was read"));
+        }
         if self.in_flight() > 0 {
             return Err(Error::InvalidArgument {
                 what: "request",
@@ -308,7 +313,7 @@ impl Connection {
         version: i16,
         timeout: Duration,
     ) -> Result<R::Response, Error> {
-        let pending = self.write_request(request, version, timeout).await?;
+        let pending = self.write_request(request, version, timeout, true).await?;
         self.read_response::<R>(&pending).await
     }
 

@@ -49,6 +49,11 @@ impl PendingResponse {
 struct Sent {
     correlation_id: i32,
     api_key: i16,
+    /// Sent by a call that reads its own response ([`Connection::request`] and its
+    /// variants): still in flight afterwards only when that call was dropped.
+    ///
+    /// [`Connection::request`]: super::Connection::request
+    sequential: bool,
 }
 
 /// The requests in flight on one connection, and why it is broken once it is.
@@ -111,10 +116,12 @@ impl Pipeline {
         version: i16,
         sent_at: Instant,
         timeout: Duration,
+        sequential: bool,
     ) -> PendingResponse {
         self.in_flight.push_back(Sent {
             correlation_id,
             api_key,
+            sequential,
         });
         PendingResponse {
             connection: self.connection,
@@ -154,6 +161,12 @@ impl Pipeline {
                 pending.correlation_id
             ))
         }
+    }
+
+    /// Whether requests are in flight and all of them were sent by sequential calls that
+    /// were dropped: no one will read their responses.
+    pub(super) fn abandoned(&self) -> bool {
+        !self.in_flight.is_empty() && self.in_flight.iter().all(|sent| sent.sequential)
     }
 
     /// The oldest request is answered (its frame read).

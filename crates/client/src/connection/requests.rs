@@ -33,7 +33,7 @@ impl Connection {
         timeout: Duration,
     ) -> Result<PendingResponse, Error> {
         self.prepare_send(R::KEY).await?;
-        self.write_request(request, version, timeout).await
+        self.write_request(request, version, timeout, false).await
     }
 
     /// Reads the response `pending` is the token of: the oldest request in flight (another
@@ -142,19 +142,26 @@ impl Connection {
         }
     }
 
-    /// Writes `request` and records it in flight: no session check.
+    /// Writes `request` and records it in flight (`sequential`: for a call that reads its
+    /// response itself): no session check.
     pub(super) async fn write_request<R: ApiRequest>(
         &mut self,
         request: &R,
         version: i16,
         timeout: Duration,
+        sequential: bool,
     ) -> Result<PendingResponse, Error> {
         self.usable()?;
         let sent_at = Instant::now();
         let correlation_id = self.write(request, version, timeout).await?;
-        Ok(self
-            .pipeline
-            .push(correlation_id, R::KEY, version, sent_at, timeout))
+        Ok(self.pipeline.push(
+            correlation_id,
+            R::KEY,
+            version,
+            sent_at,
+            timeout,
+            sequential,
+        ))
     }
 
     /// Encodes and writes one request frame within `timeout`; its correlation id.
@@ -248,14 +255,24 @@ impl Connection {
     pub(super) fn usable(&self) -> Result<(), Error> {
         match self.pipeline.broken() {
             None => Ok(()),
-            Some(reason) => Err(Error::Connection {
-                broker: self.address.clone(),
-                action: "using the connection",
-                source: std::io::Error::new(
-                    std::io::ErrorKind::NotConnected,
-                    format!("unusable after an earlier failure ({reason}): connect again"),
-                ),
-            }),
+            Some(reason) => Err(self.unusable(reason)),
+        }
+    }
+
+    /// Breaks the connection for `reason` and says so.
+    pub(super) fn break_for(&mut self, reason: &str) -> Error {
+        self.pipeline.break_with(reason);
+        self.unusable(reason)
+    }
+
+    fn unusable(&self, reason: &str) -> Error {
+        Error::Connection {
+            broker: self.address.clone(),
+            action: "using the connection",
+            source: std::io::Error::new(
+                std::io::ErrorKind::NotConnected,
+                format!("unusable after an earlier failure ({reason}): connect again"),
+            ),
         }
     }
 }

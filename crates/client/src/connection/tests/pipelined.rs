@@ -277,3 +277,23 @@ async fn reads_cancelled_at_any_point_lose_no_byte() {
         "reads dropped mid-frame: {cancelled_mid_frame}"
     );
 }
+
+#[tokio::test]
+async fn a_request_dropped_before_its_answer_breaks_the_connection() {
+    let address = metadata_broker(|_, answer| answer.after(Duration::from_millis(300))).await;
+    let mut connection = connect(&address).await;
+    let dropped = tokio::time::timeout(
+        Duration::from_millis(50),
+        connection.request(&MetadataRequest::default()),
+    )
+    .await;
+    assert!(dropped.is_err(), "the answer comes later");
+    let error = connection
+        .request(&MetadataRequest::default())
+        .await
+        .unwrap_err();
+    assert!(
+        is_unusable(&error) && error.is_connection_failure(),
+        "{error}"
+    );
+}
