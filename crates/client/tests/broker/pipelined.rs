@@ -1,7 +1,9 @@
 //! Produce requests pipelined on one connection: five in flight at once, and a long run with
 //! each answer's read raced against a yield or a millisecond timer (dropped at any await) while
-//! more requests are written. Every answer matches its request (offsets increasing, each
-//! batch where it was sent), and kcat reads every record back where it was written.
+//! more requests are written, the answers cut in slices of a few bytes by a Toxiproxy proxy
+//! of the test's own (the suite's, `KREC_TEST_PROXY_ENV`), so that reads are dropped
+//! mid-frame. Every answer matches its request (offsets increasing, each batch where it was
+//! sent), and kcat reads every record back where it was written.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -67,15 +69,65 @@ async fn five_produce_requests_in_flight_are_answered_in_the_order_sent() {
     assert_eq!(read_with_kcat(&broker, &topic), sent);
 }
 
+/// A Toxiproxy proxy to the broker whose answers arrive in slices of a few bytes, deleted
+/// when dropped.
+struct SlicedProxy {
+    api: String,
+    name: String,
+    address: String,
+}
+
+impl SlicedProxy {
+    fn new(broker: &LiveBroker) -> Self {
+        let env = std::fs::read_to_string(live::required("KREC_TEST_PROXY_ENV")).unwrap();
+        let api = env
+            .lines()
+            .find_map(|line| line.strip_prefix("TOXIPROXY_API="))
+            .expect("TOXIPROXY_API in proxy.env")
+            .to_owned();
+        let name = live::unique_name("pipe-sliced");
+        let proxy = serde_json::json!({
+            "name": name, "listen": "127.0.0.1:0", "upstream": broker.bootstrap, "enabled": true,
+        });
+        let created = toxiproxy(&api, "/proxies", proxy);
+        let address = created["listen"].as_str().unwrap().to_owned();
+        let slicer = serde_json::json!({
+            "type": "slicer", "stream": "downstream",
+            "attributes": {"average_size": 6, "size_variation": 3, "delay": 200},
+        });
+        toxiproxy(&api, &format!("/proxies/{name}/toxics"), slicer);
+        Self { api, name, address }
+    }
+}
+
+impl Drop for SlicedProxy {
+    fn drop(&mut self) {
+        let url = format!("http://{}/proxies/{}", self.api, self.name);
+        let _ = ureq::delete(&url).call();
+    }
+}
+
+fn toxiproxy(api: &str, path: &str, body: serde_json::Value) -> serde_json::Value {
+    let url = format!("http://{api}{path}");
+    let mut answer = ureq::post(&url)
+        .header("Content-Type", "application/json")
+        .send(body.to_string())
+        .unwrap_or_else(|e| panic!("toxiproxy POST {path}: {e}"));
+    serde_json::from_str(&answer.body_mut().read_to_string().unwrap()).unwrap()
+}
+
 #[tokio::test(flavor = "current_thread")]
-async fn answers_raced_against_timers_are_all_read_and_matched() {
+async fn answers_in_slices_raced_against_timers_are_all_read_and_matched() {
     const REQUESTS: usize = 150;
     const SIZE: usize = 2;
     let broker = live::broker();
     let topic = live::unique_name("pipe-storm");
     broker.create_topic(&topic, 1);
     let id = topic_id(&broker, &topic).await;
-    let mut connection = connect(&broker).await;
+    let proxy = SlicedProxy::new(&broker);
+    let mut connection = Connection::connect(&proxy.address, &ConnectionSettings::default())
+        .await
+        .unwrap();
     let identity = init_producer_id(&mut connection, None).await.unwrap();
     let (ready, mut sent) = requests(&topic, id, identity, &[0], 0, SIZE);
     produce_retrying(&mut connection, ALL, &ready).await;
