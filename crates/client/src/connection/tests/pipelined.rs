@@ -297,3 +297,70 @@ async fn a_request_dropped_before_its_answer_breaks_the_connection() {
         "{error}"
     );
 }
+
+#[tokio::test]
+async fn a_lapsed_session_waits_for_the_requests_in_flight_then_renews() {
+    use kafka_protocol::messages::{SaslAuthenticateResponse, SaslHandshakeResponse};
+    use kafka_protocol::protocol::StrBytes;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    let authentications = Arc::new(AtomicUsize::new(0));
+    let counted = authentications.clone();
+    let address = broker::start(move |request| match request.api_key {
+        ApiKey::ApiVersions => request.answer(&answers::api_versions(&[
+            (ApiKey::Metadata, 0, 12),
+            (ApiKey::SaslHandshake, 0, 1),
+            (ApiKey::SaslAuthenticate, 0, 2),
+        ])),
+        ApiKey::SaslHandshake => request.answer(
+            &SaslHandshakeResponse::default()
+                .with_mechanisms(vec![StrBytes::from_static_str("PLAIN")]),
+        ),
+        ApiKey::SaslAuthenticate => {
+            counted.fetch_add(1, Ordering::SeqCst);
+            request.answer(&SaslAuthenticateResponse::default().with_session_lifetime_ms(300))
+        }
+        ApiKey::Metadata => request.answer(&named_answer(request)),
+        _ => Reply::close(),
+    })
+    .await;
+    let settings = ConnectionSettings {
+        security: crate::SecurityConfig {
+            protocol: crate::SecurityProtocol::SaslPlaintext,
+            sasl: Some(crate::SaslConfig::plain("user", "secret".to_owned().into())),
+            ..crate::SecurityConfig::default()
+        },
+        ..ConnectionSettings::default()
+    };
+    let mut connection = Connection::connect(&address, &settings).await.unwrap();
+    assert_eq!(authentications.load(Ordering::SeqCst), 1);
+    assert!(!connection.renewal_due());
+    let first = send(&mut connection).await;
+    tokio::time::sleep(Duration::from_millis(320)).await;
+    assert!(connection.renewal_due());
+    // Expired with a request in flight: refused, and the connection goes on.
+    let refused = connection
+        .send_request(&MetadataRequest::default(), METADATA_VERSION, WAIT)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&refused, Error::InvalidArgument { detail, .. } if detail.contains("SASL session")),
+        "{refused}"
+    );
+    assert_eq!(authentications.load(Ordering::SeqCst), 1, "nothing sent");
+    let answer = connection.read_response::<MetadataRequest>(&first).await;
+    assert_eq!(
+        topic_of(&answer.unwrap()),
+        format!("t{}", first.correlation_id())
+    );
+    // Drained: the next send authenticates afresh first.
+    let second = send(&mut connection).await;
+    assert_eq!(authentications.load(Ordering::SeqCst), 2);
+    assert!(!connection.renewal_due());
+    let answer = connection.read_response::<MetadataRequest>(&second).await;
+    assert_eq!(
+        topic_of(&answer.unwrap()),
+        format!("t{}", second.correlation_id())
+    );
+}
