@@ -236,7 +236,7 @@ impl Connection {
     ) -> Result<R::Response, Error> {
         self.usable()?;
         if self.pipeline.abandoned() {
-            return Err(self.break_for("a request was dropped before its response was read"));
+            return Err(self.break_for(requests::ABANDONED));
         }
         if self.in_flight() > 0 {
             return Err(Error::InvalidArgument {

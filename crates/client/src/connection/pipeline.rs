@@ -163,10 +163,11 @@ impl Pipeline {
         }
     }
 
-    /// Whether requests are in flight and all of them were sent by sequential calls that
-    /// were dropped: no one will read their responses.
+    /// Whether the oldest request in flight was sent by a sequential call, seen from another
+    /// call: that call was dropped, and no one will read the response. (A sequential call
+    /// sends only with nothing in flight, and holds the connection until it has read.)
     pub(super) fn abandoned(&self) -> bool {
-        !self.in_flight.is_empty() && self.in_flight.iter().all(|sent| sent.sequential)
+        self.in_flight.front().is_some_and(|sent| sent.sequential)
     }
 
     /// The oldest request is answered (its frame read).

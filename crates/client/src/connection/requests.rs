@@ -12,6 +12,9 @@ use crate::versions::api_name;
 use crate::wire::ApiRequest;
 use crate::Error;
 
+/// Why a connection whose oldest request's caller went away is broken.
+pub(super) const ABANDONED: &str = "a request was dropped before its response was read";
+
 impl Connection {
     /// Writes `request` at `version` and returns at once with the token of its response,
     /// which must come within `timeout` of now; read it with [`Connection::read_response`],
@@ -58,6 +61,9 @@ impl Connection {
         } else {
             self.pipeline.refuse(pending)
         };
+        if refused.is_some() && self.pipeline.abandoned() {
+            return Err(self.break_for(ABANDONED));
+        }
         if let Some(detail) = refused {
             return Err(Error::InvalidArgument {
                 what: "pending response",
@@ -124,6 +130,9 @@ impl Connection {
     /// nothing is in flight, not expired when something is.
     async fn prepare_send(&mut self, api_key: i16) -> Result<(), Error> {
         self.usable()?;
+        if self.pipeline.abandoned() {
+            return Err(self.break_for(ABANDONED));
+        }
         if self.in_flight() == 0 {
             return self.keep_session().await;
         }

@@ -288,6 +288,11 @@ async fn a_request_dropped_before_its_answer_breaks_the_connection() {
     )
     .await;
     assert!(dropped.is_err(), "the answer comes later");
+    // A pipelined send would have its answer read after one nobody reads.
+    let sent = connection
+        .send_request(&MetadataRequest::default(), METADATA_VERSION, WAIT)
+        .await;
+    assert!(is_unusable(&sent.unwrap_err()));
     let error = connection
         .request(&MetadataRequest::default())
         .await
