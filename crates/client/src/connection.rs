@@ -234,6 +234,19 @@ impl Connection {
         version: i16,
         timeout: Duration,
     ) -> Result<R::Response, Error> {
+        let pending = self.send_sequential(request, version, timeout).await?;
+        self.read_response::<R>(&pending).await
+    }
+
+    /// The sending half of [`Connection::request_at`], for a call that reads the response
+    /// itself right after (Produce): refused with requests in flight, renews a due session,
+    /// and a caller dropped before reading breaks the connection.
+    pub(crate) async fn send_sequential<R: ApiRequest>(
+        &mut self,
+        request: &R,
+        version: i16,
+        timeout: Duration,
+    ) -> Result<PendingResponse, Error> {
         self.usable()?;
         if self.pipeline.abandoned() {
             return Err(self.break_for(requests::ABANDONED));
@@ -250,7 +263,7 @@ impl Connection {
             });
         }
         self.keep_session().await?;
-        self.timed_round_trip(request, version, timeout).await
+        self.write_request(request, version, timeout, true).await
     }
 
     /// The time allowed for a response ([`ConnectionSettings::request_timeout`]).

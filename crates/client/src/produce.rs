@@ -210,7 +210,7 @@ pub async fn produce(
     params: ProduceParams,
     topics: &[ProduceTopic],
 ) -> Result<ProduceAnswer, Error> {
-    send_produce(connection, params, topics)
+    send(connection, params, topics, true)
         .await?
         .answer(connection)
         .await
@@ -225,6 +225,17 @@ pub async fn send_produce(
     connection: &mut Connection,
     params: ProduceParams,
     topics: &[ProduceTopic],
+) -> Result<ProduceInFlight, Error> {
+    send(connection, params, topics, false).await
+}
+
+/// Writes the request, pipelined or for [`produce`] (`sequential`: nothing else in flight,
+/// and the connection broken if the answer is never read).
+async fn send(
+    connection: &mut Connection,
+    params: ProduceParams,
+    topics: &[ProduceTopic],
+    sequential: bool,
 ) -> Result<ProduceInFlight, Error> {
     let negotiated = connection
         .versions()
@@ -255,7 +266,13 @@ pub async fn send_produce(
     }
     let broker_wait = Duration::from_millis(params.timeout_ms.max(0) as u64);
     let timeout = connection.request_timeout() + broker_wait;
-    let pending = connection.send_request(&request, version, timeout).await?;
+    let pending = if sequential {
+        connection
+            .send_sequential(&request, version, timeout)
+            .await?
+    } else {
+        connection.send_request(&request, version, timeout).await?
+    };
     Ok(ProduceInFlight {
         pending: Some(pending),
         ..sent

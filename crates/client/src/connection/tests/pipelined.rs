@@ -369,3 +369,32 @@ async fn a_lapsed_session_waits_for_the_requests_in_flight_then_renews() {
         format!("t{}", second.correlation_id())
     );
 }
+
+#[tokio::test]
+async fn produce_waits_for_nothing_in_flight_and_sends_nothing_meanwhile() {
+    use crate::produce::{produce, Acks, ProduceParams, ProducePartition, ProduceTopic};
+
+    let address = metadata_broker(|_, answer| answer).await;
+    let mut connection = connect(&address).await;
+    let pending = send(&mut connection).await;
+    let topics = [ProduceTopic {
+        name: "t".into(),
+        topic_id: uuid::Uuid::nil(),
+        partitions: vec![ProducePartition {
+            partition: 0,
+            batch: Bytes::from_static(b"not a batch"),
+        }],
+    }];
+    let params = ProduceParams {
+        acks: Acks::All,
+        timeout_ms: 1000,
+    };
+    let error = produce(&mut connection, params, &topics).await.unwrap_err();
+    assert!(matches!(error, Error::InvalidArgument { .. }), "{error}");
+    assert_eq!(connection.in_flight(), 1, "nothing sent");
+    let answer = connection.read_response::<MetadataRequest>(&pending).await;
+    assert_eq!(
+        topic_of(&answer.unwrap()),
+        format!("t{}", pending.correlation_id())
+    );
+}
