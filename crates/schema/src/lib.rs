@@ -39,11 +39,14 @@
 #![forbid(unsafe_code)]
 
 pub mod avro;
+mod avro_json;
 mod decimal;
 pub mod decoder;
+pub mod encoder;
 pub mod error;
 mod json;
 mod json_schema;
+mod misfit;
 pub mod protobuf;
 pub mod registry;
 pub mod schemas;
@@ -51,6 +54,7 @@ mod time;
 pub mod wire;
 
 pub use decoder::{SchemaFormat, ValueDecoder};
+pub use encoder::{SchemaSource, ValueEncoder};
 pub use error::Error;
-pub use registry::RegistryConfig;
+pub use registry::{RegistryConfig, SubjectVersion};
 pub use schemas::{CompiledSchema, SchemaRegistry};
