@@ -40,25 +40,21 @@ pub enum SchemaSource {
 
 impl SchemaSource {
     /// `SUBJECT[:VERSION]`: a version number or `latest` after the last colon (the latest
-    /// version when there is none).
-    pub fn subject(text: &str) -> Result<SchemaSource, Error> {
+    /// version when there is none). The error says what is wrong with `text`.
+    pub fn subject(text: &str) -> Result<SchemaSource, String> {
         let (subject, version) = match text.rsplit_once(':') {
             Some((subject, "latest")) => (subject, SubjectVersion::Latest),
             Some((subject, number)) if number.bytes().all(|b| b.is_ascii_digit()) => {
                 let version = number.parse().ok().filter(|&n: &i64| n > 0);
-                let version = version.ok_or_else(|| Error::Config {
-                    property: "value.subject",
-                    detail: format!("{text:?}: version {number:?} is not a version number"),
+                let version = version.ok_or_else(|| {
+                    format!("{text:?}: version {number:?} is not a version number (from 1)")
                 })?;
                 (subject, SubjectVersion::Number(version))
             }
             _ => (text, SubjectVersion::Latest),
         };
         if subject.is_empty() {
-            return Err(Error::Config {
-                property: "value.subject",
-                detail: format!("{text:?}: expected SUBJECT[:VERSION]"),
-            });
+            return Err(format!("{text:?}: expected SUBJECT[:VERSION]"));
         }
         Ok(SchemaSource::Subject {
             subject: subject.to_owned(),
@@ -266,4 +262,53 @@ fn push_zigzag(out: &mut Vec<u8>, value: i64) {
         zigzag >>= 7;
     }
     out.push(zigzag as u8);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{push_message_indexes, SchemaSource};
+    use crate::registry::SubjectVersion;
+
+    fn subject(subject: &str, version: SubjectVersion) -> Result<SchemaSource, String> {
+        Ok(SchemaSource::Subject {
+            subject: subject.to_owned(),
+            version,
+        })
+    }
+
+    #[test]
+    fn subject_and_version_split_at_the_last_colon() {
+        use SubjectVersion::{Latest, Number};
+        assert_eq!(
+            SchemaSource::subject("orders-value"),
+            subject("orders-value", Latest)
+        );
+        assert_eq!(
+            SchemaSource::subject("orders-value:3"),
+            subject("orders-value", Number(3))
+        );
+        assert_eq!(SchemaSource::subject("o:latest"), subject("o", Latest));
+        // A context prefix or a colon inside the name stays in the subject.
+        assert_eq!(
+            SchemaSource::subject(":.ctx:orders"),
+            subject(":.ctx:orders", Latest)
+        );
+        assert_eq!(SchemaSource::subject("a:b:2"), subject("a:b", Number(2)));
+        for bad in ["", ":3", "orders:0", "orders:99999999999999999999"] {
+            assert!(SchemaSource::subject(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn message_indexes_use_the_zero_shortcut_only_for_the_first_message() {
+        let mut out = Vec::new();
+        push_message_indexes(&mut out, &[0]);
+        assert_eq!(out, [0]);
+        out.clear();
+        push_message_indexes(&mut out, &[1]);
+        assert_eq!(out, [2, 2]);
+        out.clear();
+        push_message_indexes(&mut out, &[0, 70]);
+        assert_eq!(out, [4, 0, 0x8c, 0x01]);
+    }
 }

@@ -472,7 +472,8 @@ fn read_ca_file(path: &std::path::Path) -> Result<ureq::tls::RootCerts, Error> {
 
 #[cfg(test)]
 mod tests {
-    use super::{encode_path, RegistryConfig};
+    use super::{encode_path, NewSchema, RegistryClient, RegistryConfig, SubjectVersion};
+    use crate::Error;
 
     #[test]
     fn credentials_in_a_url_become_basic_auth_and_leave_the_url() {
@@ -488,6 +489,96 @@ mod tests {
         assert!(!format!("{config:?}").contains("s3cret"));
         assert!(config.set_urls("reg.example:8081").is_err());
         assert!(config.set_urls(" , ").is_err());
+    }
+
+    /// Answers one request with `status` and `body`; returns the request's text.
+    fn answer_once(status: &str, body: &'static str) -> (String, std::thread::JoinHandle<String>) {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let status = status.to_owned();
+        let server = std::thread::spawn(move || {
+            let (mut stream, _) = listener.accept().unwrap();
+            let mut request = Vec::new();
+            let mut buffer = [0; 4096];
+            // The headers, then a body if the request is a POST (a JSON object).
+            loop {
+                let read = stream.read(&mut buffer).unwrap();
+                request.extend_from_slice(&buffer[..read]);
+                let text = String::from_utf8_lossy(&request);
+                let body = text.split_once("\r\n\r\n").map(|(_, body)| body);
+                match body {
+                    Some(body) if !text.starts_with("POST") || body.ends_with('}') => break,
+                    _ if read == 0 => break,
+                    _ => {}
+                }
+            }
+            let answer = format!(
+                "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            stream.write_all(answer.as_bytes()).unwrap();
+            String::from_utf8(request).unwrap()
+        });
+        (url, server)
+    }
+
+    #[test]
+    fn registering_posts_the_schema_and_a_refusal_shows_no_secret() {
+        let (url, server) = answer_once(
+            "401 Unauthorized",
+            r#"{"error_code":40101,"message":"Unauthorized"}"#,
+        );
+        let mut config = RegistryConfig::default();
+        config
+            .set_urls(&url.replace("://", "://alice:s3cret@"))
+            .unwrap();
+        let client = RegistryClient::new(config).unwrap();
+        let schema = NewSchema {
+            schema: "{}",
+            schema_type: "JSON",
+            references: &[],
+        };
+        let error = client.register("orders value", &schema).unwrap_err();
+        let request = server.join().unwrap();
+        assert!(request.starts_with("POST /subjects/orders%20value/versions HTTP/1.1\r\n"));
+        assert!(request.contains("\r\nauthorization: Basic YWxpY2U6czNjcmV0\r\n"));
+        assert!(
+            request.ends_with(r#"{"schema":"{}","schemaType":"JSON"}"#),
+            "{request}"
+        );
+        assert!(
+            matches!(&error, Error::RegistryRefused { status: 401, detail, .. } if detail == "Unauthorized"),
+            "{error:?}"
+        );
+        let message = error.to_string();
+        assert!(message.contains("registering a schema under subject \"orders value\""));
+        assert!(
+            !message.contains("s3cret") && !message.contains("alice"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_missing_subject_keeps_the_registry_message() {
+        let (url, server) = answer_once(
+            "404 Not Found",
+            r#"{"error_code":40401,"message":"Subject 'x' not found."}"#,
+        );
+        let mut config = RegistryConfig::default();
+        config.set_urls(&url).unwrap();
+        let client = RegistryClient::new(config).unwrap();
+        let error = client
+            .subject_version("x", SubjectVersion::Latest)
+            .unwrap_err();
+        assert!(server
+            .join()
+            .unwrap()
+            .starts_with("GET /subjects/x/versions/latest "));
+        assert_eq!(
+            error.to_string(),
+            format!("schema registry {url}: subject \"x\" version latest: HTTP 404: Subject 'x' not found.")
+        );
     }
 
     #[test]
