@@ -10,11 +10,14 @@ use std::collections::HashMap;
 use base64::Engine as _;
 use prost::Message as _;
 use prost_reflect::{
-    DescriptorPool, DynamicMessage, FileDescriptor, MessageDescriptor, SerializeOptions,
+    DescriptorPool, DynamicMessage, FieldDescriptor, FileDescriptor, Kind, MessageDescriptor,
+    SerializeOptions,
 };
 use protox::file::{File, FileResolver, GoogleFileResolver};
 
-use crate::misfit::Misfit;
+use serde_path_to_error::{Path, Segment};
+
+use crate::misfit::{shown, Misfit};
 
 /// A Protobuf schema file, compiled with its imports.
 #[derive(Debug)]
@@ -131,7 +134,15 @@ impl ProtobufSchema {
         let tracked = serde_path_to_error::Deserializer::new(value, &mut track);
         let parsed = DynamicMessage::deserialize(message.clone(), tracked)
             .map_err(|error| (error.to_string(), track.path()));
-        let parsed = parsed.map_err(|(detail, path)| misfit_at(&path, detail))?;
+        let parsed = parsed.map_err(|(detail, path)| {
+            let detail = match (expected_kind(message, &path), value_at(value, &path)) {
+                (Some(kind), Some(found)) => {
+                    format!("expected {kind}, got {} ({detail})", shown(found))
+                }
+                _ => detail,
+            };
+            misfit_at(&path, detail)
+        })?;
         parsed
             .encode(out)
             .map_err(|error| Misfit::new(error.to_string()))
@@ -165,9 +176,49 @@ fn message_at(message: &MessageDescriptor, nested: &[usize]) -> MessageDescripto
     message
 }
 
+/// The type of the field a serde path leads to, in Protobuf's words.
+fn expected_kind(message: &MessageDescriptor, path: &Path) -> Option<String> {
+    let mut kind = Kind::Message(message.clone());
+    // A repeated or map field whose item or entry the next segment names.
+    let mut container: Option<FieldDescriptor> = None;
+    for segment in path.iter() {
+        match (segment, container.take()) {
+            (Segment::Seq { .. }, Some(field)) if field.is_list() => kind = field.kind(),
+            (Segment::Map { .. }, Some(field)) if field.is_map() => {
+                kind = field.kind().as_message()?.map_entry_value_field().kind()
+            }
+            (Segment::Map { key }, None) => {
+                let message = kind.as_message()?;
+                let field = message.get_field_by_json_name(key);
+                let field = field.or_else(|| message.get_field_by_name(key))?;
+                match field.is_list() || field.is_map() {
+                    true => container = Some(field),
+                    false => kind = field.kind(),
+                }
+            }
+            _ => return None,
+        }
+    }
+    Some(match (container, kind) {
+        (Some(field), _) if field.is_list() => "a list".to_owned(),
+        (Some(_), _) => "a map (an object)".to_owned(),
+        (None, Kind::Message(message)) => message.full_name().to_owned(),
+        (None, Kind::Enum(enumeration)) => format!("enum {}", enumeration.full_name()),
+        (None, scalar) => format!("{scalar:?}").to_lowercase(),
+    })
+}
+
+/// The part of `value` a serde path leads to.
+fn value_at<'v>(value: &'v serde_json::Value, path: &Path) -> Option<&'v serde_json::Value> {
+    path.iter().try_fold(value, |value, segment| match segment {
+        Segment::Seq { index } => value.get(index),
+        Segment::Map { key } => value.get(key),
+        _ => None,
+    })
+}
+
 /// A serde path (`order.lines[2].sku`) as a misfit's path.
-fn misfit_at(path: &serde_path_to_error::Path, detail: String) -> Misfit {
-    use serde_path_to_error::Segment;
+fn misfit_at(path: &Path, detail: String) -> Misfit {
     let mut misfit = Misfit::new(detail);
     for segment in path.iter().collect::<Vec<_>>().into_iter().rev() {
         misfit = match segment {

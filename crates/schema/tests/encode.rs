@@ -244,11 +244,25 @@ fn protobuf_round_trips_with_the_message_index_prefix() {
 fn protobuf_misfits_name_the_field_path() {
     let encoder = ValueEncoder::from_schema(9, SchemaFormat::Protobuf, SHOP_PROTO, None).unwrap();
     let cases = [
-        (json!({"lines": [{}, {"qty": "x"}]}), ".lines[1].qty: "),
-        (json!({"id": true}), ".id: "),
-        (json!({"status": "LOST"}), ".status: "),
-        (json!({"nope": 1}), ".: "),
-        (json!([]), ".: "),
+        (
+            json!({"lines": [{}, {"qty": "x"}]}),
+            r#".lines[1].qty: expected int32, got "x" ("#,
+        ),
+        (json!({"id": true}), ".id: expected int64, got true ("),
+        (
+            json!({"status": "LOST"}),
+            r#".status: expected enum shop.Status, got "LOST" ("#,
+        ),
+        (
+            json!({"counts": {"a": 1.5}}),
+            r#".counts.a: expected int64, got 1.5 ("#,
+        ),
+        (json!({"lines": 3}), ".lines: expected a list, got 3 ("),
+        (
+            json!({"nope": 1}),
+            r#".: expected shop.Order, got {"nope":1} ("#,
+        ),
+        (json!([]), ".: expected shop.Order, got [] ("),
     ];
     for (value, want) in cases {
         let message = misfit(encoder.encode_to_vec(&value));
