@@ -4,7 +4,7 @@
 # Kafka's ProducerPerformance (the Java producer), on the same records with the same settings.
 #
 #   scripts/bench-produce.sh [--records N] [--runs R] [--partitions P] [--codecs LIST] [--quick]
-#                            [--peers-only] [--stop]
+#                            [--peers-only] [--build-rdkafka] [--build-franz] [--stop]
 #
 #   --records N      records of 100-300 B values (default 1000000); the 1 KiB runs send N/2
 #   --runs R         timed runs of each producer, interleaved (default 3); medians are reported
@@ -36,7 +36,8 @@
 # --quick run then fails). Wall time, CPU seconds (user + sys) and peak RSS come from wait4(2)
 # on the producer process, children included (`measure`, scripts/lib/timer.py); the order of
 # the producers rotates from round to round. krec is measured only if its binary has a
-# `produce` command: otherwise the script and the report say loudly that it was not.
+# `produce` command: otherwise the script and the report say loudly that it was not; the report
+# also names each peer left out (not built in a --quick run, a failed build, no go).
 #
 # Environment: KREC_BIN=path benchmarks that krec binary instead of building one;
 # KREC_BENCH_BROKER names the broker instance (default bench-produce), reused if running.
@@ -101,15 +102,18 @@ bench_peer_build() {
             log "$name producer: the build already there ($bin; --quick builds none)"
             return 0
         fi
+        NOT_MEASURED+=("$name: not built (scripts/$BENCH.sh --build-$name builds it)")
         log "$name producer NOT MEASURED: not built; run scripts/$BENCH.sh --build-$name (a build of minutes)"
         return 1
     fi
     log "building the $name producer (a clean build takes minutes)"
     if ! "$@" >"$OUT/$name-build.log" 2>&1 || [[ ! -x "$bin" ]]; then
+        NOT_MEASURED+=("$name: the build failed ($OUT/$name-build.log)")
         log "$name producer NOT MEASURED: it does not build (see $OUT/$name-build.log)"
         return 1
     fi
 }
+NOT_MEASURED=()
 RDKAFKA_BIN="$REPO_ROOT/target/rdkafka-producer/release/rdkafka-producer-bench"
 if bench_peer_build rdkafka "$RDKAFKA_BIN" "$BUILD_RDKAFKA" \
     env CARGO_TARGET_DIR="$REPO_ROOT/target/rdkafka-producer" cargo build -q --release \
@@ -121,6 +125,7 @@ if command -v go >/dev/null && bench_peer_build franz "$FRANZ_BIN" "$BUILD_FRANZ
     bash -c 'cd "$1/benches/franz-producer" && go build -trimpath -o "$2" .' - "$REPO_ROOT" "$FRANZ_BIN"; then
     PEERS+=(franz)
 elif ! command -v go >/dev/null; then
+    NOT_MEASURED+=("franz: go not found")
     log "franz producer NOT MEASURED: go not found"
 fi
 
@@ -197,7 +202,8 @@ round_order() {
 }
 
 delete_topics() {
-    /usr/bin/python3 - "$BOOTSTRAP" "$@" <<'EOF' || log "could not delete topics $*"
+    # librdkafka's log lines at exit (an unserved background event) are noise here: stderr dropped.
+    /usr/bin/python3 - "$BOOTSTRAP" "$@" 2>/dev/null <<'EOF' || log "could not delete topics $*"
 import sys
 from confluent_kafka.admin import AdminClient
 admin = AdminClient({"bootstrap.servers": sys.argv[1]})
@@ -264,6 +270,7 @@ versions() {
     echo "Versions: $(versions)"
     echo "Command: scripts/bench-produce.sh --records $RECORDS --runs $RUNS --partitions $PARTITIONS --codecs $CODECS"
     [[ -n "$KREC_NOTE" ]] && echo "**$KREC_NOTE**"
+    ((${#NOT_MEASURED[@]})) && echo "Peers not measured: $(IFS=';'; echo "${NOT_MEASURED[*]}" | sed 's/;/; /g')"
     echo
     /usr/bin/python3 - "$RESULTS" <<'EOF'
 import csv, statistics, sys
