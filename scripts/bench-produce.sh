@@ -23,8 +23,8 @@
 # Every producer reads the same input file, one record per line, KEY<TAB>VALUE, and adds two
 # headers (trace-id, source), with linger.ms=5, batch.size=1 MiB, acks=all, idempotence on:
 #   krec      krec produce -b B -t T -z CODEC -K '\t' -H .. -H .. -X linger.ms=5
-#             -X batch.size=1048576 -X acks=all -l FILE
-#   kcat      kcat -P, the same flags, -X enable.idempotence=true (Debian's librdkafka)
+#             -X batch.size=1048576 -X acks=all -X enable.idempotence=true -l FILE
+#   kcat      kcat -P, the same flags (Debian's librdkafka)
 #   rdkafka   benches/rdkafka-producer (the rdkafka crate, bundled librdkafka), the same -X
 #   franz     benches/franz-producer (franz-go; idempotent with acks=all by default)
 #   java      ProducerPerformance: it takes no headers and no input file of records: values
@@ -133,14 +133,14 @@ fi
 # to topic $2 with codec $6.
 producer_command() {
     local peer="$1" topic="$2" file="$3" size="$4" count="$5" codec="$6"
-    local librdkafka=(-X "linger.ms=$LINGER_MS" -X "batch.size=$BATCH_BYTES" -X acks=all -X enable.idempotence=true)
+    local properties=(-X "linger.ms=$LINGER_MS" -X "batch.size=$BATCH_BYTES" -X acks=all -X enable.idempotence=true)
     case "$peer" in
         krec) PRODUCER=("$KREC" produce -b "$BOOTSTRAP" -t "$topic" -z "$codec" -K $'\t' "${HEADERS[@]}"
-            -X "linger.ms=$LINGER_MS" -X "batch.size=$BATCH_BYTES" -X acks=all -l "$file") ;;
+            "${properties[@]}" -l "$file") ;;
         kcat) PRODUCER=(kcat -P -q -b "$BOOTSTRAP" -t "$topic" -z "$codec" -K $'\t' "${HEADERS[@]}"
-            "${librdkafka[@]}" -l "$file") ;;
+            "${properties[@]}" -l "$file") ;;
         rdkafka) PRODUCER=("$RDKAFKA_BIN" "$BOOTSTRAP" "$topic" "$file" "${HEADERS[@]}"
-            -X "compression.codec=$codec" "${librdkafka[@]}") ;;
+            -X "compression.codec=$codec" "${properties[@]}") ;;
         franz) PRODUCER=("$FRANZ_BIN" -b "$BOOTSTRAP" -t "$topic" -f "$file" -z "$codec"
             -linger-ms "$LINGER_MS" -batch-bytes "$BATCH_BYTES" "${HEADERS[@]}") ;;
         java) PRODUCER=(bash "$KAFKA" tool --name "$BROKER_NAME" org.apache.kafka.tools.ProducerPerformance
