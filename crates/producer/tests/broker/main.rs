@@ -6,3 +6,4 @@ mod support;
 
 mod bounds;
 mod delivery;
+mod faults;

@@ -73,3 +73,89 @@ pub async fn within<T>(what: &str, future: impl Future<Output = T>) -> T {
         .await
         .unwrap_or_else(|_| panic!("{what}: not done after {LIMIT:?}"))
 }
+
+/// One lane of the broker's Toxiproxy (`KREC_TEST_PROXY_ENV`, `kafka.sh start --proxies K`):
+/// its bootstrap string, whose advertised addresses are the lane's proxies, and a small client
+/// of Toxiproxy's HTTP API for them. Cleared of its toxics when dropped.
+pub struct Lane {
+    pub bootstrap: String,
+    api: String,
+    proxies: Vec<String>,
+}
+
+impl Lane {
+    /// Lane `index` (1-based) of the suite's proxied broker.
+    pub fn take(index: usize) -> Lane {
+        let path = live::required("KREC_TEST_PROXY_ENV");
+        let text = std::fs::read_to_string(&path).expect("read proxy.env");
+        let env: std::collections::HashMap<&str, &str> =
+            text.lines().filter_map(|l| l.split_once('=')).collect();
+        let lane = Lane {
+            bootstrap: env[format!("LANE{index}").as_str()].to_owned(),
+            api: env["TOXIPROXY_API"].to_owned(),
+            proxies: env[format!("LANE{index}_PROXIES").as_str()]
+                .split(',')
+                .map(str::to_owned)
+                .collect(),
+        };
+        lane.clear();
+        lane
+    }
+
+    /// Adds toxic `name` of `kind` on `stream` with `attributes` (JSON) to every proxy.
+    pub fn add_toxic(&self, name: &str, kind: &str, stream: &str, attributes: &str) {
+        for proxy in &self.proxies {
+            let body = format!(
+                r#"{{"name":"{name}","type":"{kind}","stream":"{stream}","toxicity":1.0,"attributes":{attributes}}}"#
+            );
+            self.call("POST", &format!("/proxies/{proxy}/toxics"), &body);
+        }
+    }
+
+    /// Removes toxic `name` from every proxy.
+    pub fn remove_toxic(&self, name: &str) {
+        for proxy in &self.proxies {
+            self.call("DELETE", &format!("/proxies/{proxy}/toxics/{name}"), "");
+        }
+    }
+
+    fn clear(&self) {
+        for proxy in &self.proxies {
+            let listed = self.call("GET", &format!("/proxies/{proxy}/toxics"), "");
+            for name in listed.split("\"name\":\"").skip(1) {
+                let name = &name[..name.find('"').unwrap_or(0)];
+                self.call("DELETE", &format!("/proxies/{proxy}/toxics/{name}"), "");
+            }
+        }
+    }
+
+    /// One HTTP/1.1 call of the API (std only); panics unless it answers 2xx.
+    fn call(&self, method: &str, path: &str, body: &str) -> String {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(&self.api).expect("toxiproxy API");
+        stream.set_read_timeout(Some(Duration::from_secs(10))).ok();
+        let request = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            self.api,
+            body.len()
+        );
+        stream
+            .write_all(request.as_bytes())
+            .expect("toxiproxy write");
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).expect("toxiproxy read");
+        let status = answer.split(' ').nth(1).unwrap_or("");
+        assert!(
+            status.starts_with('2'),
+            "toxiproxy {method} {path}: {answer}"
+        );
+        answer
+    }
+}
+
+impl Drop for Lane {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
