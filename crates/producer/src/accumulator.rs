@@ -526,3 +526,6 @@ struct Closer<'a> {
     topic: &'a Arc<str>,
     partition: i32,
 }
+
+#[cfg(test)]
+mod tests;
