@@ -211,6 +211,10 @@ impl Accumulator {
                     continue;
                 }
             };
+            // A topic being created has no partitions yet (LEADER_NOT_AVAILABLE): wait on.
+            if topic.error_code != 0 || topic.partitions.is_empty() {
+                continue;
+            }
             let key: Arc<str> = Arc::from(name.as_str());
             self.unknown.remove(&key);
             let batch_size = self.limits.write.batch_size;

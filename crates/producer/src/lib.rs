@@ -5,7 +5,8 @@
 //! [`Producer::send`] picks the record's partition (its own, murmur2 of its key, or KIP-794's
 //! uniform sticky partitioner; see `partitioner` and `partitioner.class` below) and appends it
 //! in wire form to that partition's open batch, the one copy of its bytes; it waits only for
-//! the topic's metadata and for room in `buffer.memory`, both within `max.block.ms`. It
+//! the topic's metadata (a missing topic is created where the brokers allow auto-creation, as
+//! the Java producer asks) and for room in `buffer.memory`, both within `max.block.ms`. It
 //! returns a [`Delivery`], a future that resolves once the broker acknowledged the record's
 //! batch ([`Delivered`]: partition, offset, timestamp) or the batch failed ([`Error`], naming
 //! the topic, partition and why). Every record of a batch shares one completion: no channel
@@ -81,8 +82,7 @@
 //! # Not yet
 //!
 //! One request in flight per broker (`max.in.flight.requests.per.connection` is read, not yet
-//! used); a topic missing from the metadata is waited for but not created (Metadata is sent
-//! with auto-creation off); transactions.
+//! used); transactions.
 //!
 //! # Public surface
 //!

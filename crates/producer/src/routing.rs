@@ -1,4 +1,5 @@
-//! The metadata task: partition leaders for every topic the producer writes to, refreshed every
+//! The metadata task: partition leaders for every topic the producer writes to (a missing one
+//! created where the brokers allow auto-creation), refreshed every
 //! `metadata.max.age.ms`, when a sender saw a leader move or lost its broker, and soon (every
 //! `retry.backoff.ms`) while `send` waits for a topic the metadata does not have. It also fails
 //! batches past `delivery.timeout.ms` that no sender drains (their partition has no leader).
@@ -6,7 +7,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use krec_client::metadata::MetadataClient;
+use krec_client::metadata::{MetadataClient, TopicSelection};
 
 use crate::producer::Shared;
 
@@ -40,7 +41,11 @@ pub(crate) async fn run(shared: Arc<Shared>, mut client: MetadataClient) {
 /// One metadata request for every topic wanted; new brokers get their sender.
 pub(crate) async fn refresh(shared: &Arc<Shared>, client: &mut MetadataClient) {
     let topics = shared.lock().wanted_topics();
-    match client.fetch(&topics).await {
+    // Missing topics are created where the brokers allow it, as the Java producer asks.
+    match client
+        .fetch_selected(TopicSelection::Creating(&topics))
+        .await
+    {
         Ok(metadata) => {
             let new_brokers = shared.lock().apply_metadata(&metadata);
             for node in new_brokers {

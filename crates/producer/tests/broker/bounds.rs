@@ -149,3 +149,33 @@ async fn buffer_memory_bounds_what_send_takes_while_the_broker_is_away() {
         within("delivery", delivery).await.expect("delivered");
     }
 }
+
+/// Dropping the producer while the broker is away resolves every pending delivery with the
+/// reason, and gives no record as delivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_producer_resolves_every_delivery() {
+    let broker = live::broker();
+    let lane = Lane::take(3);
+    let topic = live::unique_name("producer-drop");
+    broker.create_topic(&topic, 1);
+    let producer = Producer::connect(producer_config(&lane.bootstrap, &[]))
+        .await
+        .expect("connect");
+    let first = producer
+        .send(ProducerRecord::new(topic.as_str()).value(b"first"))
+        .await
+        .expect("send");
+    within("first delivery", first).await.expect("delivered");
+    lane.add_toxic("away", "timeout", "upstream", r#"{"timeout":0}"#);
+    let mut deliveries = Vec::new();
+    for _ in 0..50 {
+        let record = ProducerRecord::new(topic.as_str()).value(b"held");
+        deliveries.push(producer.send(record).await.expect("send"));
+    }
+    drop(producer);
+    for delivery in deliveries {
+        let error = within("delivery", delivery).await.unwrap_err();
+        assert!(matches!(error, Error::Stopped { .. }), "{error:?}");
+        assert!(error.to_string().contains("dropped"), "{error}");
+    }
+}

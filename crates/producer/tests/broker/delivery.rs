@@ -154,3 +154,68 @@ async fn every_codec_round_trips() {
         }
     }
 }
+
+/// `flush` sends what lingers at once (`linger.ms` here far longer than the test) and returns
+/// once it is acknowledged; records without a key spread over partitions, each delivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flush_sends_lingering_batches_and_waits_for_them() {
+    let broker = live::broker();
+    let topic = live::unique_name("producer-flush");
+    broker.create_topic(&topic, 3);
+    let config = producer_config(&broker.bootstrap, &[("linger.ms", "600000")]);
+    let producer = Producer::connect(config).await.expect("connect");
+    let mut deliveries = Vec::new();
+    for i in 0..300 {
+        let record = ProducerRecord::new(topic.as_str()).value(format!("{i}"));
+        deliveries.push(producer.send(record).await.expect("send"));
+    }
+    within("flush", producer.flush()).await.expect("flush");
+    assert_eq!(
+        producer.stats().records_acknowledged,
+        300,
+        "all acknowledged by flush"
+    );
+    for delivery in deliveries {
+        let delivered = within("delivery", delivery).await.expect("delivered");
+        assert!(delivered.has_offset());
+    }
+    producer.close().await.expect("close");
+    let read = read_back(&broker.bootstrap, &topic).await;
+    assert_eq!(read.values().map(Vec::len).sum::<usize>(), 300);
+}
+
+/// With acks=0 the broker answers nothing: deliveries resolve without an offset, and the
+/// records are there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acks_zero_delivers_without_offsets() {
+    let broker = live::broker();
+    let topic = live::unique_name("producer-acks0");
+    broker.create_topic(&topic, 1);
+    let config = producer_config(&broker.bootstrap, &[("acks", "0")]);
+    let producer = Producer::connect(config).await.expect("connect");
+    let mut deliveries = Vec::new();
+    for i in 0..100 {
+        let record = ProducerRecord::new(topic.as_str())
+            .key(b"k")
+            .value(format!("{i}"));
+        deliveries.push(producer.send(record).await.expect("send"));
+    }
+    producer.close().await.expect("close");
+    for delivery in deliveries {
+        let delivered = within("delivery", delivery).await.expect("delivered");
+        assert_eq!((delivered.offset(), delivered.has_offset()), (-1, false));
+    }
+    let read = within("read back", async {
+        loop {
+            let read = read_back(&broker.bootstrap, &topic).await;
+            if read.values().map(Vec::len).sum::<usize>() >= 100 {
+                break read;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    let values: Vec<_> = read[&0].iter().map(|r| r.value.clone().unwrap()).collect();
+    let sent: Vec<_> = (0..100).map(|i| format!("{i}").into_bytes()).collect();
+    assert_eq!(values, sent);
+}
