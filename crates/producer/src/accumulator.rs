@@ -39,6 +39,8 @@ pub(crate) struct Limits {
     pub(crate) retries: u32,
     pub(crate) retry_backoff: Duration,
     pub(crate) partitioning: Partitioning,
+    /// Batches of one partition in flight at once (`max.in.flight.requests.per.connection`).
+    pub(crate) max_in_flight: usize,
 }
 
 impl Limits {
@@ -52,6 +54,7 @@ impl Limits {
             retries: config.retries.max(0) as u32,
             retry_backoff: config.retry_backoff,
             partitioning: config.partitioning,
+            max_in_flight: config.max_in_flight.max(1) as usize,
         }
     }
 }
@@ -99,15 +102,20 @@ struct TopicState {
     round_robin: u32,
 }
 
-/// One partition: its leader, its open batch and its finished batches, oldest first; the
-/// oldest may be in flight (one at a time, which keeps retries in order).
+/// One partition: its leader, its open batch and its finished batches, oldest first. The
+/// oldest `in_flight` are in flight, all to one broker; when one must be sent again nothing
+/// more is sent until every one is back, then all go again in order: retries never reorder.
 #[derive(Debug)]
 struct PartitionQueue {
     leader: i32,
     writer: Option<BatchWriter>,
     open: Option<OpenBatch>,
     closed: VecDeque<ClosedBatch>,
-    in_flight: bool,
+    in_flight: usize,
+    /// The broker the batches in flight went to.
+    in_flight_to: i32,
+    /// A batch must be sent again: wait for those in flight, then resend from the oldest.
+    resend: bool,
     /// No retry before this.
     retry_at: Option<Instant>,
 }
@@ -358,7 +366,7 @@ impl Accumulator {
                     held += batch.held;
                     batch.completion.complete(Err(error.clone()));
                 }
-                queue.in_flight = false;
+                queue.in_flight = 0;
             }
         }
         self.in_flight = 0;
@@ -428,7 +436,9 @@ impl PartitionQueue {
             writer: None,
             open: None,
             closed: VecDeque::new(),
-            in_flight: false,
+            in_flight: 0,
+            in_flight_to: -1,
+            resend: false,
             retry_at: None,
         }
     }

@@ -86,17 +86,17 @@ impl Accumulator {
                 if bytes > 0 && bytes + batch.len() > max_bytes {
                     continue;
                 }
-                bytes += batch.len();
                 let Some(queue) = self.queue_mut(&topic, partition) else {
                     continue;
                 };
-                let Some(front) = queue.closed.front() else {
+                let Some(next) = queue.closed.get(queue.in_flight) else {
                     continue;
                 };
-                queue.in_flight = true;
-                request.sent.push(Sent {
-                    completion: front.completion.clone(),
-                });
+                let completion = next.completion.clone();
+                queue.in_flight += 1;
+                queue.in_flight_to = node;
+                bytes += batch.len();
+                request.sent.push(Sent { completion });
                 partitions.push(ProducePartition { partition, batch });
                 self.in_flight += 1;
             }
@@ -129,10 +129,12 @@ impl Accumulator {
     ) -> Option<bytes::Bytes> {
         let linger = self.limits.linger;
         let closing = self.flushing > 0;
+        let max_in_flight = self.limits.max_in_flight;
         self.expire_partition(topic, partition, now);
         let state = self.topics.get_mut(topic)?;
         let queue = state.partitions.get_mut(partition as usize)?;
-        if queue.leader != node || queue.in_flight {
+        let busy = queue.in_flight > 0 && (queue.resend || queue.in_flight_to != node);
+        if queue.leader != node || busy || queue.in_flight >= max_in_flight {
             return None;
         }
         if let Some(at) = queue.retry_at {
@@ -142,7 +144,8 @@ impl Accumulator {
             }
             queue.retry_at = None;
         }
-        if queue.closed.is_empty() {
+        queue.resend = false;
+        if queue.closed.len() == queue.in_flight {
             let open = queue.open.as_ref()?;
             let due = open.created + linger;
             if due > now && !closing {
@@ -159,7 +162,10 @@ impl Accumulator {
             };
             queue.close_open(&mut closer);
         }
-        queue.closed.front().map(|batch| batch.bytes.clone())
+        queue
+            .closed
+            .get(queue.in_flight)
+            .map(|batch| batch.bytes.clone())
     }
 
     /// Fails the partition's batches past `delivery.timeout.ms` that are not in flight.
@@ -170,7 +176,7 @@ impl Accumulator {
             return;
         };
         let mut expired = Vec::new();
-        while !queue.in_flight {
+        while queue.in_flight == 0 {
             match queue.closed.front() {
                 Some(batch) if batch.created + timeout <= now => {
                     expired.extend(queue.closed.pop_front());
@@ -179,7 +185,7 @@ impl Accumulator {
             }
         }
         if let Some(open) = queue.open.as_ref() {
-            if open.created + timeout <= now && queue.closed.is_empty() && !queue.in_flight {
+            if open.created + timeout <= now && queue.closed.is_empty() && queue.in_flight == 0 {
                 let mut closer = self.closer_for(topic, partition);
                 if let Some(queue) = closer.0 {
                     queue.close_open(&mut closer.1);
@@ -341,48 +347,52 @@ impl Accumulator {
         }
     }
 
-    /// Applies an outcome to the batch at the front of its partition (if it is still there:
-    /// a stopped producer has failed it already).
+    /// Applies an outcome to a batch in flight (if it is still there: a stopped producer has
+    /// failed it already). An answer that asks for a resend marks the partition: nothing more
+    /// goes out until every batch in flight is back, then all go again from the oldest.
     fn apply(&mut self, completion: &Arc<BatchCompletion>, outcome: Outcome, now: Instant) {
         let retries_allowed = self.limits.retries;
         let backoff = self.limits.retry_backoff;
         let idempotent = self.identity.is_idempotent();
         let (topic, partition) = (completion.topic().clone(), completion.partition());
-        let Some(queue) = self.queue_mut(&topic, partition) else {
+        let Some(queue) = (self.topics.get_mut(&topic))
+            .and_then(|state| state.partitions.get_mut(partition as usize))
+        else {
             return;
         };
-        let is_front = queue
-            .closed
-            .front()
-            .is_some_and(|b| Arc::ptr_eq(&b.completion, completion));
-        if !is_front {
+        let Some(at) = (queue.closed.iter()).position(|b| Arc::ptr_eq(&b.completion, completion))
+        else {
             return;
-        }
-        queue.in_flight = false;
-        let failure = match outcome {
+        };
+        queue.in_flight = queue.in_flight.saturating_sub(1);
+        let (detail, stops_producer) = match outcome {
             Outcome::Acknowledged(ack) => {
-                if let Some(batch) = queue.closed.pop_front() {
+                if let Some(batch) = queue.closed.remove(at) {
                     self.counters.acknowledged(batch.records, batch.bytes.len());
                     self.settle(batch, Ok(ack));
                 }
                 return;
             }
-            Outcome::Bump { detail } => {
-                if let Some(batch) = queue.closed.front_mut() {
+            // Out of step at the oldest batch: a new epoch. Behind an older batch sent again,
+            // the gap is that batch's: resend in order.
+            Outcome::Bump { detail } if at == 0 => {
+                self.bump_pending = true;
+                queue.resend = true;
+                if let Some(batch) = queue.closed.get_mut(at) {
                     batch.retries += 1;
                     batch.last_error = Some(detail);
                 }
                 self.counters.retried();
-                self.bump_pending = true;
                 return;
             }
-            Outcome::Retry { detail, .. } => {
-                let Some(batch) = queue.closed.front_mut() else {
+            Outcome::Retry { detail, .. } | Outcome::Bump { detail } => {
+                let Some(batch) = queue.closed.get_mut(at) else {
                     return;
                 };
                 if batch.retries < retries_allowed {
                     batch.retries += 1;
                     batch.last_error = Some(detail);
+                    queue.resend = true;
                     queue.retry_at = Some(now + backoff);
                     self.counters.retried();
                     return;
@@ -394,8 +404,7 @@ impl Accumulator {
                 stops_producer,
             } => (detail, stops_producer),
         };
-        let (detail, stops_producer) = failure;
-        if let Some(batch) = queue.closed.pop_front() {
+        if let Some(batch) = queue.closed.remove(at) {
             let error = Error::Refused {
                 topic: topic.to_string(),
                 partition,

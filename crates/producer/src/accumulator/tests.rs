@@ -143,25 +143,48 @@ async fn outcome(delivery: Delivery) -> Result<i64, Error> {
 }
 
 #[tokio::test]
-async fn a_retried_batch_goes_again_unchanged_before_the_next() {
+async fn a_retried_batch_goes_again_unchanged_and_the_later_ones_after_it() {
     let mut bench = bench();
-    let first = bench.send("a");
-    let second = bench.send("b");
-    let request = bench.drain().expect("a ready batch");
-    assert_eq!(Bench::only_batch(&request), (3, 0, "a".to_owned()));
-    assert!(bench.drain().is_none(), "one batch per partition in flight");
-    bench.answer(request, Err(ProduceErrorKind::Transient));
+    let deliveries = [bench.send("a"), bench.send("b"), bench.send("c")];
+    let first = bench.drain().expect("a ready batch");
+    assert_eq!(Bench::only_batch(&first), (3, 0, "a".to_owned()));
+    let second = bench.drain().expect("a second batch in flight");
+    assert_eq!(Bench::only_batch(&second), (3, 1, "b".to_owned()));
+    bench.answer(first, Err(ProduceErrorKind::Transient));
+    assert!(
+        bench.drain().is_none(),
+        "nothing new while a resend waits for b"
+    );
+    // b's gap is a's: sent again after it, no new epoch.
+    bench.answer(second, Err(ProduceErrorKind::OutOfOrderSequenceNumber));
     assert!(bench.drain().is_none(), "no retry before retry.backoff.ms");
     bench.now += Duration::from_secs(1);
-    let request = bench.drain().expect("the retry");
-    assert_eq!(Bench::only_batch(&request), (3, 0, "a".to_owned()));
-    bench.answer(request, Ok(10));
-    let request = bench.drain().expect("the next batch");
-    assert_eq!(Bench::only_batch(&request), (3, 1, "b".to_owned()));
-    bench.answer(request, Ok(11));
-    assert_eq!(outcome(first).await.unwrap(), 10);
-    assert_eq!(outcome(second).await.unwrap(), 11);
+    for (sequence, value) in ["a", "b", "c"].into_iter().enumerate() {
+        let request = bench.drain().expect("the batches again, in order");
+        assert_eq!(
+            Bench::only_batch(&request),
+            (3, sequence as i32, value.to_owned())
+        );
+        bench.answer(request, Ok(10 + sequence as i64));
+    }
+    for (delivery, offset) in deliveries.into_iter().zip(10..) {
+        assert_eq!(outcome(delivery).await.unwrap(), offset);
+    }
     assert_eq!(bench.free_memory(), MEMORY, "every byte given back");
+}
+
+#[tokio::test]
+async fn at_most_max_in_flight_batches_of_a_partition_are_out() {
+    let mut bench = bench();
+    let _deliveries: Vec<Delivery> = (0..7).map(|i| bench.send(&i.to_string())).collect();
+    let mut requests = Vec::new();
+    while let Some(request) = bench.drain() {
+        requests.push(request);
+    }
+    assert_eq!(requests.len(), 5, "max.in.flight.requests.per.connection");
+    bench.answer(requests.remove(0), Ok(0));
+    let request = bench.drain().expect("room for one more");
+    assert_eq!(Bench::only_batch(&request), (3, 5, "5".to_owned()));
 }
 
 #[tokio::test]
