@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 
 use bytes::Bytes;
+use smallvec::SmallVec;
 
 /// A record's key, value or header: borrowed bytes, or shared ones ([`Bytes`], and owned
 /// `Vec<u8>`/`String` turned into `Bytes` without a copy). Built by `From` from anything a
@@ -103,7 +104,8 @@ pub struct ProducerRecord<'a> {
     pub(crate) timestamp: Option<i64>,
     pub(crate) key: Option<Payload<'a>>,
     pub(crate) value: Option<Payload<'a>>,
-    pub(crate) headers: Vec<(Payload<'a>, Option<Payload<'a>>)>,
+    /// Kept inline up to two headers: building a record allocates nothing then.
+    pub(crate) headers: SmallVec<[(Payload<'a>, Option<Payload<'a>>); 2]>,
 }
 
 /// Bytes a record may take in a batch beyond its key, value and header bytes: its length,
@@ -121,7 +123,7 @@ impl<'a> ProducerRecord<'a> {
             timestamp: None,
             key: None,
             value: None,
-            headers: Vec::new(),
+            headers: SmallVec::new(),
         }
     }
 

@@ -4,6 +4,12 @@
 
 mod support;
 
+mod allocations;
 mod bounds;
 mod delivery;
 mod faults;
+
+/// Counts heap allocations per thread for `allocations` (forwards to the system allocator).
+#[global_allocator]
+static ALLOCATOR: krec_testkit::alloc::CountingAllocator =
+    krec_testkit::alloc::CountingAllocator::new();
