@@ -418,14 +418,24 @@ fn choose_partition(
     if let Some(partition) = partitioning.keyed_partition(record.key_bytes(), count) {
         return Ok(partition);
     }
-    let available: Vec<i32> = Vec::new();
     Ok(match partitioning.unkeyed() {
         Unkeyed::RoundRobin => {
             state.round_robin = state.round_robin.wrapping_add(1);
             (state.round_robin % count as u32) as i32
         }
         Unkeyed::Random => (state.random.next_u32() % count as u32) as i32,
-        _ => state.sticky.current_partition(&available, count),
+        _ => {
+            // Partitions with a leader, as Java's; collected only when one has none.
+            let leaderless = state.partitions.iter().any(|q| q.leader < 0);
+            let available: Vec<i32> = if leaderless {
+                (0..count)
+                    .filter(|&p| state.partitions[p as usize].leader >= 0)
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            state.sticky.current_partition(&available, count)
+        }
     })
 }
 

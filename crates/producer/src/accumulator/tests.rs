@@ -274,3 +274,35 @@ async fn a_lost_connection_sends_the_batch_again_to_the_new_leader() {
     bench.answer(request, Ok(5));
     assert_eq!(outcome(delivery).await.unwrap(), 5);
 }
+
+#[tokio::test]
+async fn records_without_a_key_go_to_partitions_that_have_a_leader() {
+    let mut bench = bench();
+    let partition = |partition, leader| PartitionMetadata {
+        partition,
+        leader,
+        leader_epoch: 0,
+        error_code: 0,
+    };
+    let metadata = ClusterMetadata {
+        brokers: HashMap::from([(NODE, "b:9092".to_owned())]),
+        topics: HashMap::from([(
+            "t".to_owned(),
+            TopicMetadata {
+                name: "t".to_owned(),
+                topic_id: uuid::Uuid::nil(),
+                error_code: 0,
+                is_internal: false,
+                partitions: vec![partition(0, -1), partition(1, NODE), partition(2, -1)],
+            },
+        )]),
+    };
+    bench.accumulator.apply_metadata(&metadata);
+    let _deliveries: Vec<Delivery> = (0..50).map(|i| bench.send(&i.to_string())).collect();
+    let queues = &bench.accumulator.topics["t"].partitions;
+    let held: Vec<usize> = queues
+        .iter()
+        .map(|q| q.closed.len() + usize::from(q.open.is_some()))
+        .collect();
+    assert_eq!(held, [0, 50, 0], "records per partition");
+}
