@@ -116,6 +116,11 @@ struct PartitionQueue {
     in_flight_to: i32,
     /// A batch must be sent again: wait for those in flight, then resend from the oldest.
     resend: bool,
+    /// The broker acknowledged a batch of the partition from this producer id: it has the
+    /// producer's sequences, and refuses a batch that skips one. Until then it takes any
+    /// first sequence, so a later batch could pass an earlier one being retried: one batch in
+    /// flight at a time.
+    acknowledged: bool,
     /// No retry before this.
     retry_at: Option<Instant>,
 }
@@ -449,6 +454,7 @@ impl PartitionQueue {
             in_flight: 0,
             in_flight_to: -1,
             resend: false,
+            acknowledged: false,
             retry_at: None,
         }
     }

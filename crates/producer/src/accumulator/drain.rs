@@ -130,9 +130,15 @@ impl Accumulator {
         let linger = self.limits.linger;
         let closing = self.flushing > 0;
         let max_in_flight = self.limits.max_in_flight;
+        let idempotent = self.identity.is_idempotent();
         self.expire_partition(topic, partition, now);
         let state = self.topics.get_mut(topic)?;
         let queue = state.partitions.get_mut(partition as usize)?;
+        let max_in_flight = if queue.acknowledged || !idempotent {
+            max_in_flight
+        } else {
+            1
+        };
         let busy = queue.in_flight > 0 && (queue.resend || queue.in_flight_to != node);
         if queue.leader != node || busy || queue.in_flight >= max_in_flight {
             return None;
@@ -367,6 +373,7 @@ impl Accumulator {
         queue.in_flight = queue.in_flight.saturating_sub(1);
         let (detail, stops_producer) = match outcome {
             Outcome::Acknowledged(ack) => {
+                queue.acknowledged = true;
                 if let Some(batch) = queue.closed.remove(at) {
                     self.counters.acknowledged(batch.records, batch.bytes.len());
                     self.settle(batch, Ok(ack));

@@ -145,11 +145,15 @@ async fn outcome(delivery: Delivery) -> Result<i64, Error> {
 #[tokio::test]
 async fn a_retried_batch_goes_again_unchanged_and_the_later_ones_after_it() {
     let mut bench = bench();
+    let sequences_known = bench.send("known");
+    let request = bench.drain().expect("a ready batch");
+    bench.answer(request, Ok(9));
+    assert_eq!(outcome(sequences_known).await.unwrap(), 9);
     let deliveries = [bench.send("a"), bench.send("b"), bench.send("c")];
     let first = bench.drain().expect("a ready batch");
-    assert_eq!(Bench::only_batch(&first), (3, 0, "a".to_owned()));
+    assert_eq!(Bench::only_batch(&first), (3, 1, "a".to_owned()));
     let second = bench.drain().expect("a second batch in flight");
-    assert_eq!(Bench::only_batch(&second), (3, 1, "b".to_owned()));
+    assert_eq!(Bench::only_batch(&second), (3, 2, "b".to_owned()));
     bench.answer(first, Err(ProduceErrorKind::Transient));
     assert!(
         bench.drain().is_none(),
@@ -163,7 +167,7 @@ async fn a_retried_batch_goes_again_unchanged_and_the_later_ones_after_it() {
         let request = bench.drain().expect("the batches again, in order");
         assert_eq!(
             Bench::only_batch(&request),
-            (3, sequence as i32, value.to_owned())
+            (3, sequence as i32 + 1, value.to_owned())
         );
         bench.answer(request, Ok(10 + sequence as i64));
     }
@@ -177,14 +181,21 @@ async fn a_retried_batch_goes_again_unchanged_and_the_later_ones_after_it() {
 async fn at_most_max_in_flight_batches_of_a_partition_are_out() {
     let mut bench = bench();
     let _deliveries: Vec<Delivery> = (0..7).map(|i| bench.send(&i.to_string())).collect();
+    // Before the broker has the producer's sequences of the partition: one at a time.
+    let first = bench.drain().expect("a ready batch");
+    assert!(
+        bench.drain().is_none(),
+        "a second before the first is acknowledged"
+    );
+    bench.answer(first, Ok(0));
     let mut requests = Vec::new();
     while let Some(request) = bench.drain() {
         requests.push(request);
     }
     assert_eq!(requests.len(), 5, "max.in.flight.requests.per.connection");
-    bench.answer(requests.remove(0), Ok(0));
+    bench.answer(requests.remove(0), Ok(1));
     let request = bench.drain().expect("room for one more");
-    assert_eq!(Bench::only_batch(&request), (3, 5, "5".to_owned()));
+    assert_eq!(Bench::only_batch(&request), (3, 6, "6".to_owned()));
 }
 
 #[tokio::test]
