@@ -26,7 +26,7 @@ use crate::record::ProducerRecord;
 use crate::stats::Counters;
 use crate::{Error, ProducerConfig};
 
-pub(crate) use drain::Request;
+pub(crate) use drain::{Request, Sent};
 
 /// The settings the accumulator works with.
 #[derive(Clone, Debug)]

@@ -14,12 +14,15 @@
 //!
 //! A batch goes out when full (`batch.size`), after `linger.ms`, or on [`Producer::flush`]
 //! and [`Producer::close`]; each broker's sender puts one batch of every partition it leads
-//! into one Produce request. A partition has one batch in flight at a time, so a retry
-//! (retriable errors, a lost connection, a leader that moved) resends the same batch, with the
-//! same sequence, before the next: nothing is reordered or duplicated. The producer id, its
-//! epoch and the sequences have one owner; UNKNOWN_PRODUCER_ID and OUT_OF_ORDER_SEQUENCE bump
-//! the epoch (KIP-360: the next epoch, sequences from 0, the batches not yet acknowledged
-//! re-stamped), once nothing is in flight. A batch not acknowledged within
+//! into one Produce request, with up to `max.in.flight.requests.per.connection` requests in
+//! flight on its connection. A retry (retriable errors, a lost connection, a leader that
+//! moved) waits for the partition's batches in flight, then resends them all in order with
+//! the same sequences: nothing is reordered or duplicated. (Until the broker has acknowledged
+//! a batch of the partition it takes any first sequence, so until then a partition has one
+//! batch in flight.) The producer id, its epoch and the sequences have one owner;
+//! UNKNOWN_PRODUCER_ID and OUT_OF_ORDER_SEQUENCE bump the epoch (KIP-360: the next epoch,
+//! sequences from 0, the batches not yet acknowledged re-stamped), once nothing is in flight.
+//! A batch not acknowledged within
 //! `delivery.timeout.ms` fails its records. Dropping the producer fails what it still holds;
 //! every `Delivery` resolves.
 //!
@@ -79,10 +82,8 @@
 //! [`krec_client::partitioner::Partitioning::from_settings`]. A consumer's key (`group.id`,
 //! `auto.offset.reset`, ...) is refused as one; any other unknown key is refused.
 //!
-//! # Not yet
-//!
-//! One request in flight per broker (`max.in.flight.requests.per.connection` is read, not yet
-//! used); transactions.
+//! Transactions are not here yet; the owner of the producer id, epoch and sequences is their
+//! seam.
 //!
 //! # Public surface
 //!
