@@ -320,3 +320,17 @@ async fn init_identity(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// What the docs promise: a `Producer` shared between tasks, futures sent between them.
+    #[test]
+    fn the_front_door_types_cross_tasks() {
+        fn send_sync<T: Send + Sync>() {}
+        fn send<T: Send>() {}
+        send_sync::<super::Producer>();
+        send::<crate::Delivery>();
+        send::<crate::ProducerRecord<'static>>();
+        send_sync::<crate::Error>();
+    }
+}
