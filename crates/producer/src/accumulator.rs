@@ -7,7 +7,7 @@
 
 mod drain;
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -75,8 +75,9 @@ pub(crate) enum Route {
 pub(crate) struct Accumulator {
     limits: Limits,
     topics: HashMap<Arc<str>, TopicState>,
-    /// Topics `send` asked for that the metadata does not have yet.
-    unknown: HashSet<Arc<str>>,
+    /// Topics `send` waits for that the metadata does not have yet, until when the last
+    /// waiting `send` gives up (then they are no longer asked for).
+    unknown: HashMap<Arc<str>, Instant>,
     /// Topics the cluster refused to describe, with its answer.
     refused: HashMap<Arc<str>, String>,
     /// `host:port` by broker id.
@@ -161,7 +162,7 @@ impl Accumulator {
         Accumulator {
             limits,
             topics: HashMap::new(),
-            unknown: HashSet::new(),
+            unknown: HashMap::new(),
             refused: HashMap::new(),
             brokers: HashMap::new(),
             identity,
@@ -174,17 +175,20 @@ impl Accumulator {
         }
     }
 
-    /// Whether the topic can take records now; an unknown one is asked for at the next
-    /// metadata refresh.
-    pub(crate) fn route(&mut self, topic: &str) -> Route {
+    /// Whether the topic can take records now; an unknown one is asked for at each metadata
+    /// refresh until `until`. A refusal is answered once: the next `send` asks again.
+    pub(crate) fn route(&mut self, topic: &str, until: Instant) -> Route {
         if self.topics.contains_key(topic) {
             return Route::Known;
         }
-        if let Some(answer) = self.refused.get(topic) {
-            return Route::Refused(answer.clone());
+        if let Some(answer) = self.refused.remove(topic) {
+            return Route::Refused(answer);
         }
-        if !self.unknown.contains(topic) {
-            self.unknown.insert(Arc::from(topic));
+        match self.unknown.get_mut(topic) {
+            Some(deadline) => *deadline = (*deadline).max(until),
+            None => {
+                self.unknown.insert(Arc::from(topic), until);
+            }
         }
         Route::Unknown
     }
@@ -193,7 +197,7 @@ impl Accumulator {
     pub(crate) fn wanted_topics(&self) -> Vec<String> {
         let known = self.topics.keys();
         known
-            .chain(self.unknown.iter())
+            .chain(self.unknown.keys())
             .map(|t| t.to_string())
             .collect()
     }
@@ -207,6 +211,8 @@ impl Accumulator {
     /// Takes in new metadata: brokers, topics, partition counts and leaders. Returns the
     /// broker ids seen for the first time.
     pub(crate) fn apply_metadata(&mut self, metadata: &ClusterMetadata) -> Vec<i32> {
+        let now = Instant::now();
+        self.unknown.retain(|_, until| *until > now);
         let mut new_brokers = Vec::new();
         for (id, address) in &metadata.brokers {
             if self.brokers.insert(*id, address.clone()).is_none() {

@@ -206,7 +206,7 @@ impl Producer {
     async fn wait_for_topic(&self, topic: &str, deadline: Instant) -> Result<(), Error> {
         loop {
             let mut refreshed = self.shared.metadata_version.subscribe();
-            let route = self.shared.lock().route(topic);
+            let route = self.shared.lock().route(topic, deadline);
             match route {
                 Route::Known => return Ok(()),
                 Route::Refused(answer) => {
