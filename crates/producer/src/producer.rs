@@ -174,7 +174,7 @@ impl Producer {
         let room = self.shared.memory.acquire_many(permits);
         match tokio::time::timeout_at(deadline.into(), room).await {
             Ok(Ok(permit)) => permit.forget(),
-            Ok(Err(_)) => unreachable_closed()?,
+            Ok(Err(_)) => return Err(memory_closed()),
             Err(_) => {
                 return Err(Error::BufferFull {
                     topic: record.topic().to_owned(),
@@ -275,11 +275,11 @@ impl Drop for FlushGuard<'_> {
     }
 }
 
-/// The semaphore of `buffer.memory` is never closed.
-fn unreachable_closed() -> Result<(), Error> {
-    Err(Error::Stopped {
+/// What `send` answers if the semaphore of `buffer.memory` were closed (it never is).
+fn memory_closed() -> Error {
+    Error::Stopped {
         reason: "buffer.memory is closed".to_owned(),
-    })
+    }
 }
 
 fn now_ms() -> i64 {
