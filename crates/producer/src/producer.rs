@@ -333,4 +333,20 @@ mod tests {
         send::<crate::ProducerRecord<'static>>();
         send_sync::<crate::Error>();
     }
+
+    /// No broker listening: `connect` fails at once naming the key and the broker tried.
+    #[tokio::test]
+    async fn connect_without_a_broker_names_bootstrap_servers() {
+        let config = crate::ProducerConfig::new(vec!["127.0.0.1:1".to_owned()]);
+        let error = super::Producer::connect(config).await.unwrap_err();
+        let text = error.to_string();
+        assert!(matches!(error, crate::Error::Client { .. }), "{error:?}");
+        assert!(
+            text.contains("bootstrap.servers") && text.contains("127.0.0.1:1"),
+            "{text}"
+        );
+        let config = crate::ProducerConfig::new(Vec::new());
+        let error = super::Producer::connect(config).await.unwrap_err();
+        assert!(error.to_string().contains("bootstrap.servers"), "{error}");
+    }
 }
