@@ -159,8 +159,6 @@ impl Producer {
     /// once, into the batch.
     pub async fn send(&self, record: ProducerRecord<'_>) -> Result<Delivery, Error> {
         let config = &self.shared.config;
-        let deadline = Instant::now() + config.max_block;
-        self.wait_for_topic(record.topic(), deadline).await?;
         let held = record.held_bytes();
         if held > config.buffer_memory {
             return Err(Error::RecordTooLarge {
@@ -171,34 +169,61 @@ impl Producer {
             });
         }
         let permits = u32::try_from(held).unwrap_or(u32::MAX);
-        let room = self.shared.memory.acquire_many(permits);
-        match tokio::time::timeout_at(deadline.into(), room).await {
-            Ok(Ok(permit)) => permit.forget(),
-            Ok(Err(_)) => return Err(memory_closed()),
-            Err(_) => {
-                return Err(Error::BufferFull {
-                    topic: record.topic().to_owned(),
-                    buffer_memory: config.buffer_memory,
-                    waited_ms: config.max_block.as_millis() as u64,
-                })
+        // `max.block.ms` counts from the first wait: the usual send reads no clock for it.
+        let mut deadline = None;
+        loop {
+            self.take_room(&record, permits, &mut deadline).await?;
+            let timestamp = record.timestamp.unwrap_or_else(now_ms);
+            let appended = self
+                .shared
+                .lock()
+                .append(&record, timestamp, u64::from(permits), None);
+            match appended {
+                Ok(Some(appended)) => {
+                    if appended.wake_senders {
+                        self.shared.work.notify_waiters();
+                    }
+                    return Ok(appended.delivery);
+                }
+                Ok(None) => {
+                    self.shared.memory.add_permits(permits as usize);
+                    let until = *deadline.get_or_insert_with(|| Instant::now() + config.max_block);
+                    self.wait_for_topic(record.topic(), until).await?;
+                }
+                Err(error) => {
+                    self.shared.memory.add_permits(permits as usize);
+                    return Err(error);
+                }
             }
         }
-        let timestamp = record.timestamp.unwrap_or_else(now_ms);
-        let appended =
-            self.shared
-                .lock()
-                .append(&record, timestamp, u64::from(permits), Instant::now());
-        match appended {
-            Ok(appended) => {
-                if appended.wake_senders {
-                    self.shared.work.notify_waiters();
-                }
-                Ok(appended.delivery)
+    }
+
+    /// Takes `permits` bytes of `buffer.memory`, waiting for them until the deadline (set
+    /// now if this is the first wait).
+    async fn take_room(
+        &self,
+        record: &ProducerRecord<'_>,
+        permits: u32,
+        deadline: &mut Option<Instant>,
+    ) -> Result<(), Error> {
+        let memory = &self.shared.memory;
+        if let Ok(permit) = memory.try_acquire_many(permits) {
+            permit.forget();
+            return Ok(());
+        }
+        let config = &self.shared.config;
+        let until = *deadline.get_or_insert_with(|| Instant::now() + config.max_block);
+        match tokio::time::timeout_at(until.into(), memory.acquire_many(permits)).await {
+            Ok(Ok(permit)) => {
+                permit.forget();
+                Ok(())
             }
-            Err(error) => {
-                self.shared.memory.add_permits(permits as usize);
-                Err(error)
-            }
+            Ok(Err(_)) => Err(memory_closed()),
+            Err(_) => Err(Error::BufferFull {
+                topic: record.topic().to_owned(),
+                buffer_memory: config.buffer_memory,
+                waited_ms: config.max_block.as_millis() as u64,
+            }),
         }
     }
 
