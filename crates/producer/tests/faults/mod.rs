@@ -9,5 +9,6 @@
 pub mod check;
 
 mod cut;
+mod expiry;
 mod latency;
 mod restart;
