@@ -7,7 +7,7 @@
 
 mod drain;
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -75,8 +75,9 @@ pub(crate) enum Route {
 pub(crate) struct Accumulator {
     limits: Limits,
     topics: HashMap<Arc<str>, TopicState>,
-    /// Topics `send` asked for that the metadata does not have yet.
-    unknown: HashSet<Arc<str>>,
+    /// Topics `send` waits for that the metadata does not have yet, until when the last
+    /// waiting `send` gives up (then they are no longer asked for).
+    unknown: HashMap<Arc<str>, Instant>,
     /// Topics the cluster refused to describe, with its answer.
     refused: HashMap<Arc<str>, String>,
     /// `host:port` by broker id.
@@ -95,6 +96,7 @@ pub(crate) struct Accumulator {
 
 #[derive(Debug)]
 struct TopicState {
+    name: Arc<str>,
     topic_id: Uuid,
     partitions: Vec<PartitionQueue>,
     sticky: StickyPartitioner,
@@ -161,7 +163,7 @@ impl Accumulator {
         Accumulator {
             limits,
             topics: HashMap::new(),
-            unknown: HashSet::new(),
+            unknown: HashMap::new(),
             refused: HashMap::new(),
             brokers: HashMap::new(),
             identity,
@@ -174,17 +176,20 @@ impl Accumulator {
         }
     }
 
-    /// Whether the topic can take records now; an unknown one is asked for at the next
-    /// metadata refresh.
-    pub(crate) fn route(&mut self, topic: &str) -> Route {
+    /// Whether the topic can take records now; an unknown one is asked for at each metadata
+    /// refresh until `until`. A refusal is answered once: the next `send` asks again.
+    pub(crate) fn route(&mut self, topic: &str, until: Instant) -> Route {
         if self.topics.contains_key(topic) {
             return Route::Known;
         }
-        if let Some(answer) = self.refused.get(topic) {
-            return Route::Refused(answer.clone());
+        if let Some(answer) = self.refused.remove(topic) {
+            return Route::Refused(answer);
         }
-        if !self.unknown.contains(topic) {
-            self.unknown.insert(Arc::from(topic));
+        match self.unknown.get_mut(topic) {
+            Some(deadline) => *deadline = (*deadline).max(until),
+            None => {
+                self.unknown.insert(Arc::from(topic), until);
+            }
         }
         Route::Unknown
     }
@@ -193,7 +198,7 @@ impl Accumulator {
     pub(crate) fn wanted_topics(&self) -> Vec<String> {
         let known = self.topics.keys();
         known
-            .chain(self.unknown.iter())
+            .chain(self.unknown.keys())
             .map(|t| t.to_string())
             .collect()
     }
@@ -215,6 +220,8 @@ impl Accumulator {
     /// Takes in new metadata: brokers, topics, partition counts and leaders. Returns the
     /// broker ids seen for the first time.
     pub(crate) fn apply_metadata(&mut self, metadata: &ClusterMetadata) -> Vec<i32> {
+        let now = Instant::now();
+        self.unknown.retain(|_, until| *until > now);
         let mut new_brokers = Vec::new();
         for (id, address) in &metadata.brokers {
             if self.brokers.insert(*id, address.clone()).is_none() {
@@ -239,13 +246,17 @@ impl Accumulator {
             let key: Arc<str> = Arc::from(name.as_str());
             self.unknown.remove(&key);
             let batch_size = self.limits.write.batch_size;
-            let state = self.topics.entry(key).or_insert_with(|| TopicState {
-                topic_id: topic.topic_id,
-                partitions: Vec::new(),
-                sticky: StickyPartitioner::new(batch_size),
-                random: SeededRandom::from_entropy(),
-                round_robin: 0,
-            });
+            let state = self
+                .topics
+                .entry(key.clone())
+                .or_insert_with(|| TopicState {
+                    name: key,
+                    topic_id: topic.topic_id,
+                    partitions: Vec::new(),
+                    sticky: StickyPartitioner::new(batch_size),
+                    random: SeededRandom::from_entropy(),
+                    round_robin: 0,
+                });
             state.topic_id = topic.topic_id;
             for partition in &topic.partitions {
                 let at = partition.partition.max(0) as usize;
@@ -277,31 +288,25 @@ impl Accumulator {
         state.partitions.get_mut(usize::try_from(partition).ok()?)
     }
 
-    /// Appends the record to its partition's open batch (the topic is [`Route::Known`]);
-    /// `held` bytes of `buffer.memory` were taken for it and go with the batch.
+    /// Appends the record to its partition's open batch; `None` when the topic is not in the
+    /// metadata (yet). `held` bytes of `buffer.memory` were taken for it and go with the batch.
+    /// `now` is when a batch it starts was created (read from the clock only then if `None`).
     pub(crate) fn append(
         &mut self,
         record: &ProducerRecord<'_>,
         timestamp: i64,
         held: u64,
-        now: Instant,
-    ) -> Result<Appended, Error> {
+        now: Option<Instant>,
+    ) -> Result<Option<Appended>, Error> {
         if let Some(reason) = &self.stopped {
             return Err(Error::Stopped {
                 reason: reason.clone(),
             });
         }
-        let topic_name = record.topic();
-        let unknown = || Error::UnknownTopic {
-            topic: topic_name.to_owned(),
-            detail: "not in the cluster's metadata".to_owned(),
+        let Some(state) = self.topics.get_mut(record.topic()) else {
+            return Ok(None);
         };
-        let topic = self
-            .topics
-            .get_key_value(topic_name)
-            .map(|(topic, _)| topic.clone())
-            .ok_or_else(unknown)?;
-        let state = self.topics.get_mut(topic_name).ok_or_else(unknown)?;
+        let topic = state.name.clone();
         let partition = choose_partition(state, &self.limits.partitioning, record)?;
         let queue = &mut state.partitions[partition as usize];
         let started = queue.open.is_none();
@@ -316,7 +321,7 @@ impl Accumulator {
         let (offset_delta, filled) = queue.append(record, timestamp, &mut closer)?;
         let open = queue.open.get_or_insert_with(|| OpenBatch {
             completion: BatchCompletion::new(topic.clone(), partition),
-            created: now,
+            created: now.unwrap_or_else(Instant::now),
             held: 0,
         });
         open.held += held;
@@ -330,10 +335,10 @@ impl Accumulator {
                 .sticky
                 .record_appended(held as usize, filled || full_now);
         }
-        Ok(Appended {
+        Ok(Some(Appended {
             delivery,
             wake_senders: started || filled || full_now,
-        })
+        }))
     }
 
     /// Starts a flush: every open batch is ready until [`flush_end`](Self::flush_end); the

@@ -67,7 +67,11 @@ fn bench() -> Bench {
             },
         )]),
     };
-    assert!(matches!(accumulator.route("t"), super::Route::Unknown));
+    let until = Instant::now() + Duration::from_secs(60);
+    assert!(matches!(
+        accumulator.route("t", until),
+        super::Route::Unknown
+    ));
     accumulator.apply_metadata(&metadata);
     Bench {
         accumulator,
@@ -86,8 +90,9 @@ impl Bench {
             .expect("memory")
             .forget();
         self.accumulator
-            .append(&record, 0, held, self.now)
+            .append(&record, 0, held, Some(self.now))
             .expect("append")
+            .expect("a known topic")
             .delivery
     }
 
@@ -262,7 +267,10 @@ async fn a_batch_past_delivery_timeout_fails_and_a_stop_fails_the_rest() {
     assert!(matches!(error, Error::Stopped { .. }), "{error:?}");
     assert_eq!(bench.free_memory(), MEMORY);
     let record = ProducerRecord::new("t").value(b"c");
-    assert!(bench.accumulator.append(&record, 0, 0, bench.now).is_err());
+    assert!(bench
+        .accumulator
+        .append(&record, 0, 0, Some(bench.now))
+        .is_err());
 }
 
 #[tokio::test]
@@ -316,4 +324,52 @@ async fn records_without_a_key_go_to_partitions_that_have_a_leader() {
         .map(|q| q.closed.len() + usize::from(q.open.is_some()))
         .collect();
     assert_eq!(held, [0, 50, 0], "records per partition");
+}
+
+#[tokio::test]
+async fn missing_topics_are_asked_for_while_a_send_waits_and_refusals_answered_once() {
+    let mut bench = bench();
+    let now = Instant::now();
+    let past = now.checked_sub(Duration::from_millis(1)).unwrap_or(now);
+    assert!(matches!(
+        bench.accumulator.route("gone", past),
+        super::Route::Unknown
+    ));
+    assert!(matches!(
+        bench
+            .accumulator
+            .route("denied", now + Duration::from_secs(60)),
+        super::Route::Unknown
+    ));
+    assert!(bench.accumulator.has_unknown_topics());
+    let denied = TopicMetadata {
+        name: "denied".to_owned(),
+        topic_id: uuid::Uuid::nil(),
+        error_code: 29,
+        is_internal: false,
+        partitions: Vec::new(),
+    };
+    let metadata = ClusterMetadata {
+        brokers: HashMap::from([(NODE, "b:9092".to_owned())]),
+        topics: HashMap::from([("denied".to_owned(), denied)]),
+    };
+    bench.accumulator.apply_metadata(&metadata);
+    let mut wanted = bench.accumulator.wanted_topics();
+    wanted.sort();
+    assert_eq!(
+        wanted,
+        ["t"],
+        "no send waits for `gone` any more; `denied` answered"
+    );
+    assert!(!bench.accumulator.has_unknown_topics());
+    let until = Instant::now() + Duration::from_secs(60);
+    let refused = bench.accumulator.route("denied", until);
+    assert!(
+        matches!(&refused, super::Route::Refused(answer) if answer.contains("AUTHORIZATION")),
+        "{refused:?}"
+    );
+    assert!(matches!(
+        bench.accumulator.route("denied", until),
+        super::Route::Unknown
+    ));
 }

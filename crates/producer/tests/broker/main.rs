@@ -1,12 +1,14 @@
 //! krec-producer against the suite's real broker (`KREC_TEST_BOOTSTRAP`, see scripts/test.sh):
 //! the front door, keyed records read back in order, the bounds of `buffer.memory` and
-//! `max.block.ms`, unknown topics, every codec, and a connection cut under idempotence.
+//! `max.block.ms`, unknown topics, every codec, a connection cut under idempotence, the
+//! allocations of the write path, and the root package's `examples/produce.rs`.
 
 mod support;
 
 mod allocations;
 mod bounds;
 mod delivery;
+mod example;
 mod faults;
 
 /// The producer under faults that need a Toxiproxy lane or the broker to themselves:
