@@ -8,13 +8,14 @@ use std::time::Duration;
 use krec_producer::Producer;
 
 use crate::check::{assert_exactly_once, outcomes, properties, send_keyed};
-use crate::support::{live, producer_config, within};
+use crate::support::{live, producer_config, within, LIMIT};
 
 const RECORDS: usize = 300_000;
 
 /// 300,000 keyed records on a topic of three partitions, three replicas each, while node 1
-/// stops, starts and gets its leaderships back: every delivery resolves, each record once
-/// at the offset its delivery gave, each partition in send order.
+/// stops (what was sent by then is delivered through the new leaders before it is back),
+/// starts and gets its leaderships back: every delivery resolves, each record once at the
+/// offset its delivery gave, each partition in send order.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leaders_moving_lose_duplicate_and_reorder_nothing() {
     let cluster = live::cluster();
@@ -47,13 +48,24 @@ async fn leaders_moving_lose_duplicate_and_reorder_nothing() {
         Duration::from_millis(30),
     );
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let moves = {
+    // Leaders are spread over the three nodes, so node 1 leads some partition.
+    let node = |command: &'static str| {
+        let cluster = cluster.clone();
+        tokio::task::spawn_blocking(move || cluster.kafka_sh(command, &["--node", "1"]))
+    };
+    within("stop-node", node("stop-node")).await.expect("stop");
+    // What was sent so far is delivered by the new leaders, while node 1 is away.
+    let flushed = tokio::time::timeout(LIMIT, producer.flush()).await;
+    within("start-node", node("start-node"))
+        .await
+        .expect("start");
+    assert!(
+        matches!(flushed, Ok(Ok(()))),
+        "the records of node 1's partitions waited for node 1: {flushed:?}"
+    );
+    let election = {
         let cluster = cluster.clone();
         tokio::task::spawn_blocking(move || {
-            // Leaders are spread over the three nodes, so node 1 leads some partition.
-            cluster.kafka_sh("stop-node", &["--node", "1"]);
-            std::thread::sleep(Duration::from_millis(500));
-            cluster.kafka_sh("start-node", &["--node", "1"]);
             cluster.tool(
                 "org.apache.kafka.tools.LeaderElectionCommand",
                 &[
@@ -66,7 +78,9 @@ async fn leaders_moving_lose_duplicate_and_reorder_nothing() {
             )
         })
     };
-    within("the leader moves", moves).await.expect("moves");
+    within("the preferred-leader election", election)
+        .await
+        .expect("election");
     let outcomes = outcomes(sending).await;
     within("close", producer.close()).await.expect("close");
     let stats = producer.stats();
