@@ -6,6 +6,11 @@
 //! ```text
 //! cargo bench -p krec-producer --bench produce_file -- BROKERS TOPIC FILE CODEC
 //! ```
+//!
+//! FILE is what scripts/bench-produce.sh writes (target/bench-produce/records-small-N.txt).
+//! For an A/B, copy the binary `cargo bench --no-run` names for each version and run them
+//! alternately under `/usr/bin/time -f "%U %S"`, comparing medians. Every run appends all of
+//! FILE to TOPIC: on a shared broker give the topic a `retention.bytes`, or delete it after.
 
 use std::io::BufRead;
 
