@@ -306,16 +306,22 @@ impl Accumulator {
         let Some(state) = self.topics.get_mut(record.topic()) else {
             return Ok(None);
         };
-        let topic = state.name.clone();
-        let partition = choose_partition(state, &self.limits.partitioning, record)?;
-        let queue = &mut state.partitions[partition as usize];
+        let (partition, sticky) = choose_partition(state, &self.limits.partitioning, record)?;
+        // Split borrows: the topic's name is borrowed, cloned only when a batch starts.
+        let TopicState {
+            name: topic,
+            partitions,
+            sticky: sticky_partitioner,
+            ..
+        } = state;
+        let queue = &mut partitions[partition as usize];
         let started = queue.open.is_none();
         let mut closer = Closer {
             limits: &self.limits,
             identity: &mut self.identity,
             memory: &self.memory,
             counters: &self.counters,
-            topic: &topic,
+            topic,
             partition,
         };
         let (offset_delta, filled) = queue.append(record, timestamp, &mut closer)?;
@@ -330,10 +336,8 @@ impl Accumulator {
         if full_now {
             queue.close_open(&mut closer);
         }
-        if state.sticky_in_use(&self.limits.partitioning, record) {
-            state
-                .sticky
-                .record_appended(held as usize, filled || full_now);
+        if sticky {
+            sticky_partitioner.record_appended(held as usize, filled || full_now);
         }
         Ok(Some(Appended {
             delivery,
@@ -399,23 +403,13 @@ impl Accumulator {
     }
 }
 
-impl TopicState {
-    /// Whether the record's partition comes from the sticky partitioner.
-    fn sticky_in_use(&self, partitioning: &Partitioning, record: &ProducerRecord<'_>) -> bool {
-        record.partition.is_none()
-            && partitioning.unkeyed() == Unkeyed::UniformSticky
-            && partitioning
-                .keyed_partition(record.key_bytes(), self.partitions.len() as i32)
-                .is_none()
-    }
-}
-
-/// The record's partition: its own, the key's hash, or the rule for records without a key.
+/// The record's partition: its own, the key's hash, or the rule for records without a key;
+/// and whether the sticky partitioner chose it (it then counts the record).
 fn choose_partition(
     state: &mut TopicState,
     partitioning: &Partitioning,
     record: &ProducerRecord<'_>,
-) -> Result<i32, Error> {
+) -> Result<(i32, bool), Error> {
     let count = state.partitions.len() as i32;
     if let Some(partition) = record.partition {
         if !(0..count).contains(&partition) {
@@ -425,7 +419,7 @@ fn choose_partition(
                 count,
             });
         }
-        return Ok(partition);
+        return Ok((partition, false));
     }
     if count == 0 {
         return Err(Error::UnknownTopic {
@@ -434,9 +428,10 @@ fn choose_partition(
         });
     }
     if let Some(partition) = partitioning.keyed_partition(record.key_bytes(), count) {
-        return Ok(partition);
+        return Ok((partition, false));
     }
-    Ok(match partitioning.unkeyed() {
+    let unkeyed = partitioning.unkeyed();
+    let partition = match unkeyed {
         Unkeyed::RoundRobin => {
             state.round_robin = state.round_robin.wrapping_add(1);
             (state.round_robin % count as u32) as i32
@@ -454,7 +449,8 @@ fn choose_partition(
             };
             state.sticky.current_partition(&available, count)
         }
-    })
+    };
+    Ok((partition, unkeyed == Unkeyed::UniformSticky))
 }
 
 impl PartitionQueue {

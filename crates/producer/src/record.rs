@@ -140,6 +140,7 @@ impl<'a> ProducerRecord<'a> {
     }
 
     /// One more header (names may repeat, in order).
+    #[inline]
     pub fn header(mut self, name: impl Into<Payload<'a>>, value: impl Into<Payload<'a>>) -> Self {
         self.headers.push((name.into(), Some(value.into())));
         self

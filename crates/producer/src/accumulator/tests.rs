@@ -373,3 +373,82 @@ async fn missing_topics_are_asked_for_while_a_send_waits_and_refusals_answered_o
         super::Route::Unknown
     ));
 }
+
+/// Records in each partition's open batch of topic `t`.
+fn open_records(accumulator: &Accumulator) -> Vec<usize> {
+    accumulator.topics["t"]
+        .partitions
+        .iter()
+        .map(|q| q.writer.as_ref().map_or(0, |w| w.record_count()))
+        .collect()
+}
+
+#[test]
+fn keyed_records_do_not_move_the_sticky_partition() {
+    let mut config = ProducerConfig::new(vec!["b:9092".to_owned()]);
+    config.write = WriteConfig {
+        batch_size: 10_000,
+        ..WriteConfig::default()
+    };
+    let mut accumulator = Accumulator::new(
+        Limits::new(&config),
+        Identity::none(),
+        Arc::new(Semaphore::new(MEMORY)),
+        Arc::new(Counters::default()),
+    );
+    let partitions = (0..8)
+        .map(|partition| PartitionMetadata {
+            partition,
+            leader: NODE,
+            leader_epoch: 0,
+            error_code: 0,
+        })
+        .collect();
+    let topic = TopicMetadata {
+        name: "t".to_owned(),
+        topic_id: uuid::Uuid::nil(),
+        error_code: 0,
+        is_internal: false,
+        partitions,
+    };
+    let metadata = ClusterMetadata {
+        brokers: HashMap::from([(NODE, "b:9092".to_owned())]),
+        topics: HashMap::from([("t".to_owned(), topic)]),
+    };
+    let until = Instant::now() + Duration::from_secs(60);
+    let _ = accumulator.route("t", until);
+    accumulator.apply_metadata(&metadata);
+    let value = "v".repeat(100);
+    let append = |accumulator: &mut Accumulator, record: ProducerRecord<'_>| {
+        let held = record.held_bytes();
+        let appended = accumulator.append(&record, 0, held, None);
+        drop(appended.expect("append").expect("a known topic"));
+    };
+    let mut sticky = None;
+    // Keyed records of more than twice batch.size between unkeyed ones: were they counted,
+    // the sticky partitioner would draw a new partition (the same one by chance, 1 in 8).
+    for round in 0..6 {
+        append(
+            &mut accumulator,
+            ProducerRecord::new("t").value(value.as_str()),
+        );
+        for key in 0..200 {
+            let key = format!("key-{round}-{key}");
+            append(
+                &mut accumulator,
+                ProducerRecord::new("t").key(key).value(value.as_str()),
+            );
+        }
+        // The one open batch that changed (grew, or was full and started again) took it.
+        let before = open_records(&accumulator);
+        append(
+            &mut accumulator,
+            ProducerRecord::new("t").value(value.as_str()),
+        );
+        let after = open_records(&accumulator);
+        let chosen = (0..8)
+            .find(|&p| after[p] != before[p])
+            .expect("a partition");
+        assert_eq!(*sticky.get_or_insert(chosen), chosen, "round {round}");
+    }
+}
