@@ -1,4 +1,4 @@
-//! krec: a fast Kafka consumer and record-batch decoder.
+//! krec: a fast Kafka consumer, producer and record-batch toolkit.
 //!
 //! This crate is a facade: it re-exports the crates that do the work, so an embedding
 //! program can depend on `krec` alone. Each depends only on those listed above it.
@@ -8,6 +8,8 @@
 //! - [`client`]: the Kafka wire client: connections, Metadata, ListOffsets, Fetch, group
 //!   calls (`krec-client`).
 //! - [`consumer`]: the embeddable async consumer and consumer groups (`krec-consumer`).
+//! - [`producer`]: the embeddable async producer: `send` a record, await its offset;
+//!   idempotent, batched per partition, Java's partitioning (`krec-producer`).
 //! - [`schema`]: Schema Registry values (Avro, Protobuf, JSON Schema) to JSON text
 //!   (`krec-schema`); it depends on none of the crates above.
 //!
@@ -30,6 +32,18 @@
 //! # }
 //! ```
 //!
+//! ```no_run
+//! # async fn demo() -> Result<(), krec::producer::Error> {
+//! use krec::producer::{Producer, ProducerConfig, ProducerRecord};
+//! let config = ProducerConfig::from_properties([("bootstrap.servers", "127.0.0.1:9092")])?;
+//! let producer = Producer::connect(config).await?;
+//! let delivery = producer.send(ProducerRecord::new("orders").key(b"k1").value(b"v1")).await?;
+//! println!("offset {}", delivery.await?.offset());
+//! producer.close().await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! How this crate fits into krec (the crates, the hot path, the invariants):
 //! `docs/ARCHITECTURE.md` in the repository.
 #![deny(missing_docs)]
@@ -38,4 +52,5 @@ pub use krec_batch as batch;
 pub use krec_client as client;
 pub use krec_consumer as consumer;
 pub use krec_lz4 as lz4;
+pub use krec_producer as producer;
 pub use krec_schema as schema;

@@ -1,29 +1,48 @@
 //! One connection to one broker: size-prefixed frames, correlation ids, request headers, and
 //! the security the settings ask for (TLS, SASL, re-authentication before a session expires).
 //!
-//! Requests are strictly sequential on a connection (send, then read its response), which is
-//! all a fetch loop needs: it keeps exactly one fetch in flight per broker. A request the
-//! broker never answers (Produce with acks=0) is sent and nothing is read for it. Re-authentication
-//! (KIP-368) therefore happens between two requests, and nothing above sees it.
+//! Two ways to use it. [`Connection::request`] and its variants send a request and read its
+//! response, which is all a fetch loop needs (one fetch in flight per broker). A producer
+//! pipelines: [`Connection::send_request`] writes a request and returns a [`PendingResponse`]
+//! at once, [`Connection::read_response`] reads the answers in the order the requests were
+//! sent (Kafka answers a connection's requests in that order). A request the broker never
+//! answers (Produce with acks=0) is sent and nothing is read for it.
+//!
+//! `read_response` is cancel-safe: the frame read so far stays in the connection (see
+//! `frame_reader`), so it can be raced in `select!` against anything, while more requests
+//! are written. A timeout, a correlation id that does not match, a failed read or a write
+//! dropped midway leave the stream at an unknown place: the connection is then broken, and
+//! every later call fails with [`Error::Connection`] (connect again).
+//!
+//! Re-authentication (KIP-368) happens only with nothing in flight, between two requests,
+//! where nothing above sees it: [`Connection::send_request`] renews a due session when it is
+//! the only request; a pipelining caller that sees [`Connection::renewal_due`] stops sending,
+//! reads what is in flight, and its next send renews.
 
 use std::time::{Duration, Instant};
 
-use bytes::{BufMut, Bytes, BytesMut};
-use kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, ApiVersionsResponse, RequestHeader, ResponseHeader,
-};
-use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
+use kafka_protocol::protocol::{Decodable, StrBytes};
 use tokio::net::TcpStream;
 
+use self::frame_reader::{FrameReader, ReadFailure};
+use self::pipeline::Pipeline;
 use super::authenticate::{self, SessionLifetime};
 use super::frame_buffers::FrameBuffers;
 use super::receive_wait::ReceiveWait;
 use super::response_check;
 use super::security::SecurityConfig;
 use super::transport::{self, Transport};
-use super::versions::{api_name, ApiVersions};
+use super::versions::ApiVersions;
 use super::wire::ApiRequest;
 use crate::Error;
+
+mod frame_reader;
+mod pipeline;
+mod requests;
+
+pub use self::pipeline::PendingResponse;
 
 /// Response buffers a connection keeps for reuse. A reader that holds fewer responses than
 /// this at once leaves one for the response being read, so no frame is freshly allocated.
@@ -83,9 +102,10 @@ pub struct Connection {
     versions: ApiVersions,
     /// When the SASL session must be renewed, if the broker limits it.
     session: Option<SessionLifetime>,
-    /// Responses read so far: a first one in TLS, or a close right after ApiVersions, says
-    /// the listener wants another security protocol.
-    responses: u64,
+    /// The response frame being read, kept across cancelled reads.
+    reader: FrameReader,
+    /// Requests in flight, and whether the connection is still usable.
+    pipeline: Pipeline,
 }
 
 impl Connection {
@@ -137,7 +157,8 @@ impl Connection {
             settings: settings.clone(),
             versions: ApiVersions::default(),
             session: None,
-            responses: 0,
+            reader: FrameReader::new(),
+            pipeline: Pipeline::new(),
         };
         connection.versions = connection.negotiate_versions().await?;
         connection.authenticate().await?;
@@ -202,38 +223,47 @@ impl Connection {
         Ok((version, response))
     }
 
-    /// Sends `request` at `version` and reads the matching response within `timeout`.
+    /// Sends `request` at `version` and reads the matching response within `timeout`. Only
+    /// with nothing in flight: with pipelined requests unanswered it is refused
+    /// ([`Error::InvalidArgument`]), since their responses come first. After such a call
+    /// dropped before its response came, the connection is broken ([`Error::Connection`]):
+    /// the response nobody reads is still on its way.
     pub async fn request_at<R: ApiRequest>(
         &mut self,
         request: &R,
         version: i16,
         timeout: Duration,
     ) -> Result<R::Response, Error> {
-        self.keep_session().await?;
-        self.timed_round_trip(request, version, timeout).await
+        let pending = self.send_sequential(request, version, timeout).await?;
+        self.read_response::<R>(&pending).await
     }
 
-    /// Sends `request` at `version` and reads nothing back: for the one request the broker
-    /// never answers (Produce with acks=0). Requests are sequential, so the next response on
-    /// the wire is still the next request's.
-    pub(crate) async fn send_unanswered<R: ApiRequest>(
+    /// The sending half of [`Connection::request_at`], for a call that reads the response
+    /// itself right after (Produce): refused with requests in flight, renews a due session,
+    /// and a caller dropped before reading breaks the connection.
+    pub(crate) async fn send_sequential<R: ApiRequest>(
         &mut self,
         request: &R,
         version: i16,
-    ) -> Result<(), Error> {
-        self.keep_session().await?;
-        let correlation_id = self.next_correlation_id;
-        self.next_correlation_id = self.next_correlation_id.wrapping_add(1);
-        self.encode_frame(request, version, correlation_id)?;
-        let timeout = self.settings.request_timeout;
-        match tokio::time::timeout(timeout, self.transport.send(&self.write_buffer)).await {
-            Ok(sent) => sent.map_err(|source| self.io_error("sending a request", source)),
-            Err(_) => Err(Error::Timeout {
-                broker: self.address.clone(),
-                api: api_name(R::KEY),
-                timeout_ms: timeout.as_millis() as u64,
-            }),
+        timeout: Duration,
+    ) -> Result<PendingResponse, Error> {
+        self.usable()?;
+        if self.pipeline.abandoned() {
+            return Err(self.break_for(requests::ABANDONED));
         }
+        if self.in_flight() > 0 {
+            return Err(Error::InvalidArgument {
+                what: "request",
+                detail: format!(
+                    "{} requests are in flight on the connection to {}: read their responses \
+                     first",
+                    self.in_flight(),
+                    self.address
+                ),
+            });
+        }
+        self.keep_session().await?;
+        self.write_request(request, version, timeout, true).await
     }
 
     /// The time allowed for a response ([`ConnectionSettings::request_timeout`]).
@@ -288,144 +318,28 @@ impl Connection {
         Ok(())
     }
 
+    /// One request and its response, with no session check (connecting, authenticating, or
+    /// after `keep_session`).
     async fn timed_round_trip<R: ApiRequest>(
         &mut self,
         request: &R,
         version: i16,
         timeout: Duration,
     ) -> Result<R::Response, Error> {
-        let api = api_name(R::KEY);
-        match tokio::time::timeout(timeout, self.round_trip(request, version)).await {
-            Ok(result) => result,
-            Err(_) => Err(Error::Timeout {
-                broker: self.address.clone(),
-                api,
-                timeout_ms: timeout.as_millis() as u64,
-            }),
-        }
+        let pending = self.write_request(request, version, timeout, true).await?;
+        self.read_response::<R>(&pending).await
     }
 
-    async fn round_trip<R: ApiRequest>(
-        &mut self,
-        request: &R,
-        version: i16,
-    ) -> Result<R::Response, Error> {
-        let api = api_name(R::KEY);
-        let correlation_id = self.next_correlation_id;
-        self.next_correlation_id = self.next_correlation_id.wrapping_add(1);
-        self.encode_frame(request, version, correlation_id)?;
-        self.transport
-            .send(&self.write_buffer)
-            .await
-            .map_err(|source| self.io_error("sending a request", source))?;
-        let mut frame = self.read_frame().await?;
-        let header_version = R::Response::header_version(version);
-        let header = ResponseHeader::decode(&mut frame, header_version)
-            .map_err(|e| self.protocol_error(api, format!("response header: {e}")))?;
-        if header.correlation_id != correlation_id {
-            return Err(self.protocol_error(
-                api,
-                format!(
-                    "correlation id {} does not match request {correlation_id}",
-                    header.correlation_id
-                ),
-            ));
-        }
-        decode_body::<R::Response>(R::KEY, version, frame)
-            .map_err(|detail| self.protocol_error(api, format!("version {version}: {detail}")))
-    }
-
-    fn encode_frame<R: ApiRequest>(
-        &mut self,
-        request: &R,
-        version: i16,
-        correlation_id: i32,
-    ) -> Result<(), Error> {
-        let api = api_name(R::KEY);
-        let header = RequestHeader::default()
-            .with_request_api_key(R::KEY)
-            .with_request_api_version(version)
-            .with_correlation_id(correlation_id)
-            .with_client_id(Some(self.client_id.clone()));
-        self.write_buffer.clear();
-        self.write_buffer.put_i32(0);
-        let header_version = R::header_version(version);
-        header
-            .encode(&mut self.write_buffer, header_version)
-            .and_then(|()| request.encode(&mut self.write_buffer, version))
-            .map_err(|e| Error::Protocol {
-                broker: self.address.clone(),
-                api,
-                detail: format!("cannot encode request version {version}: {e}"),
-            })?;
-        let size = (self.write_buffer.len() - 4) as i32;
-        self.write_buffer[..4].copy_from_slice(&size.to_be_bytes());
-        Ok(())
-    }
-
-    /// Reads one size-prefixed frame; EOF before the size is a closed connection, EOF inside
-    /// the frame a truncated one (both are connection errors the caller reconnects from).
-    ///
-    /// Requests are sequential, so nothing follows a response on the wire: reads stop at the
-    /// frame's end and each frame fills a buffer of its own (pooled, see [`FrameBuffers`]).
+    /// Reads the next response frame, whatever request it answers (for tests of framing).
+    #[cfg(test)]
     async fn read_frame(&mut self) -> Result<Bytes, Error> {
-        let mut head = [0u8; 4];
-        self.fill(&mut head[..]).await?;
-        if self.responses == 0
-            && matches!(self.transport, Transport::Plain(_))
-            && is_tls_record(head)
-        {
-            return Err(Error::WrongSecurityProtocol {
-                broker: self.address.clone(),
-                detail: "the broker answered in TLS: this listener needs security.protocol=SSL \
-                         or SASL_SSL"
-                    .to_owned(),
-            });
-        }
-        self.responses += 1;
-        let size = i32::from_be_bytes(head);
-        if size < 4 || size as usize > self.settings.max_frame_bytes {
-            return Err(Error::FrameTooLarge {
-                broker: self.address.clone(),
-                size: size.into(),
-                max: self.settings.max_frame_bytes,
-            });
-        }
-        let size = size as usize;
-        let mut frame = self.frames.take(size);
-        self.fill((&mut frame.buffer).limit(size)).await?;
-        Ok(self.frames.finish(frame).freeze())
-    }
-
-    /// Reads until `buffer` is full (a slice, or a `BytesMut` limited to the bytes expected),
-    /// never past it.
-    async fn fill<B: BufMut>(&mut self, mut buffer: B) -> Result<(), Error> {
-        let wanted = buffer.remaining_mut();
-        while buffer.has_remaining_mut() {
-            let stream = match &mut self.transport {
-                Transport::Plain(stream) => stream,
-                Transport::Tls(stream) => {
-                    match stream.read(&mut buffer, &mut self.receive_wait).await {
-                        Ok(0) => return Err(self.closed_early(wanted, buffer.remaining_mut())),
-                        Ok(_) => continue,
-                        Err(source) => return Err(self.io_error("reading a response", source)),
-                    }
-                }
-            };
-            match stream.try_read_buf(&mut buffer) {
-                Ok(0) => return Err(self.closed_early(wanted, buffer.remaining_mut())),
-                Ok(_) => {}
-                Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
-                    // Sleep until the rest of the frame (up to a cap) is queued, not per packet.
-                    self.receive_wait.prepare(stream, buffer.remaining_mut());
-                    if let Err(source) = stream.readable().await {
-                        return Err(self.io_error("reading a response", source));
-                    }
-                }
-                Err(source) => return Err(self.io_error("reading a response", source)),
-            }
-        }
-        Ok(())
+        let read = self.reader.read(
+            &mut self.transport,
+            &mut self.receive_wait,
+            &mut self.frames,
+            self.settings.max_frame_bytes,
+        );
+        read.await.map_err(|failure| self.read_error(failure))
     }
 
     async fn negotiate_versions(&mut self) -> Result<ApiVersions, Error> {
@@ -453,20 +367,37 @@ impl Connection {
         Ok(ApiVersions::from_response(&response))
     }
 
-    fn closed_early(&self, wanted: usize, remaining: usize) -> Error {
+    /// A frame that could not be read, as the error the caller sees.
+    fn read_error(&self, failure: ReadFailure) -> Error {
+        match failure {
+            ReadFailure::Io(source) => self.io_error("reading a response", source),
+            ReadFailure::Closed { read, wanted } => self.closed_early(read, wanted),
+            ReadFailure::BadSize(size) => Error::FrameTooLarge {
+                broker: self.address.clone(),
+                size: size.into(),
+                max: self.settings.max_frame_bytes,
+            },
+            ReadFailure::AnsweredInTls => Error::WrongSecurityProtocol {
+                broker: self.address.clone(),
+                detail: "the broker answered in TLS: this listener needs security.protocol=SSL \
+                         or SASL_SSL"
+                    .to_owned(),
+            },
+        }
+    }
+
+    fn closed_early(&self, read: usize, wanted: usize) -> Error {
         // A SASL listener answers ApiVersions, then closes on any request but SaslHandshake.
-        let hint = if self.responses == 1 && !self.settings.security.protocol.uses_sasl() {
-            " (right after ApiVersions: if this listener requires SASL, set \
+        let hint =
+            if self.reader.frames_started() == 1 && !self.settings.security.protocol.uses_sasl() {
+                " (right after ApiVersions: if this listener requires SASL, set \
              security.protocol=SASL_PLAINTEXT or SASL_SSL and a sasl.mechanism)"
-        } else {
-            ""
-        };
+            } else {
+                ""
+            };
         let source = std::io::Error::new(
             std::io::ErrorKind::UnexpectedEof,
-            format!(
-                "connection closed with {} of {wanted} bytes read{hint}",
-                wanted - remaining
-            ),
+            format!("connection closed with {read} of {wanted} bytes read{hint}"),
         );
         self.io_error("reading a response", source)
     }
@@ -506,12 +437,6 @@ pub(crate) fn decode_body<T: Decodable>(
     response_check::check(api_key, version, &body)?;
     // Decoding from `Bytes` makes every `bytes` field (fetch records) a slice of the frame.
     T::decode(&mut body, version).map_err(|e| e.to_string())
-}
-
-/// Whether a frame's first four bytes are a TLS record header (an alert or a handshake),
-/// which as a Kafka frame size would be hundreds of megabytes.
-fn is_tls_record(head: [u8; 4]) -> bool {
-    matches!(head[0], 0x15 | 0x16) && head[1] == 0x03 && head[2] <= 0x04
 }
 
 #[cfg(test)]

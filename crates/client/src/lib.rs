@@ -19,11 +19,13 @@
 //!   the session lifetime that schedules re-authentication.
 //! - `response_check`: every length and count of a response body checked against the bytes
 //!   left, by the message's layout, before kafka-protocol decodes it.
-//! - [`connection`]: framing, request/response matching, timeouts, one broker.
+//! - [`connection`]: framing, request/response matching (one at a time, or pipelined with
+//!   cancel-safe reads), timeouts, one broker.
 //! - [`metadata`], [`offsets`], [`fetch`], [`group`]: the requests, each in its own module;
 //!   [`fetch_session`] keeps a broker's KIP-227 fetch session and builds its requests.
 //! - [`produce`], [`producer_id`]: the write path's requests: Produce (one finished batch per
-//!   partition, many partitions and topics per request, its answers typed per partition) and
+//!   partition, many partitions and topics per request, several in flight per connection,
+//!   its answers typed per partition) and
 //!   InitProducerId (the idempotent producer's id and epoch).
 //! - [`describe`]: the cluster as an operator asks about it: racks, replicas, ISR, errors.
 //! - [`share`]: share groups (KIP-932): ShareGroupHeartbeat, ShareFetch (records as a slice
@@ -73,7 +75,7 @@
 //! listing of every public item and member, with its signature).
 //!
 //! - Connecting, in [`connection`] and [`security`]: [`Connection`], [`ConnectionSettings`],
-//!   [`SecurityConfig`] with [`SecurityProtocol`], [`SaslConfig`], [`ScramMechanism`],
+//!   [`connection::PendingResponse`] (a pipelined request's token), [`SecurityConfig`] with [`SecurityProtocol`], [`SaslConfig`], [`ScramMechanism`],
 //!   [`TlsConfig`], [`security::Pem`] and [`Secret`] (in [`security::config`]); client properties
 //!   in [`security::properties`] ([`security::properties::parse`],
 //!   [`security::properties::Property`], [`security::properties::PropertiesFault`],
@@ -120,7 +122,8 @@
 //!   answers as [`fetch::PartitionResponse`]s ([`fetch::AbortedTransaction`]);
 //!   [`fetch::scan_batches`] splits their record bytes ([`fetch::Scan`], [`fetch::PartialBatch`],
 //!   [`fetch::ScanError`]).
-//! - Producing, in [`produce`] and [`producer_id`]: [`produce::produce`]
+//! - Producing, in [`produce`] and [`producer_id`]: [`produce::produce`], or pipelined
+//!   [`produce::send_produce`] and [`produce::ProduceInFlight`]'s answer
 //!   ([`produce::ProduceParams`] with [`produce::Acks`], [`produce::ProduceTopic`],
 //!   [`produce::ProducePartition`]) and its [`produce::ProduceAnswer`]
 //!   ([`produce::PartitionProduced`], [`produce::Appended`], [`produce::ProduceError`] with

@@ -90,6 +90,9 @@ impl ClusterMetadata {
 pub enum TopicSelection<'a> {
     /// These topics (none: brokers only).
     Named(&'a [String]),
+    /// These topics, asking the brokers to create those missing where they allow it
+    /// (`auto.create.topics.enable`), as the Java producer does.
+    Creating(&'a [String]),
     /// Every topic of the cluster (the principal may describe).
     All,
 }
@@ -118,7 +121,7 @@ async fn metadata_response(
     selection: TopicSelection<'_>,
 ) -> Result<MetadataResponse, Error> {
     let topics = match selection {
-        TopicSelection::Named(topics) => Some(
+        TopicSelection::Named(topics) | TopicSelection::Creating(topics) => Some(
             topics
                 .iter()
                 .map(|name| {
@@ -132,7 +135,7 @@ async fn metadata_response(
     };
     let request = MetadataRequest::default()
         .with_topics(topics)
-        .with_allow_auto_topic_creation(false);
+        .with_allow_auto_topic_creation(matches!(selection, TopicSelection::Creating(_)));
     let (_, response) = connection.request(&request).await?;
     Ok(response)
 }

@@ -6,6 +6,11 @@
 //! has its id, by name otherwise. The batch bytes are copied once, into the request frame (the
 //! transport writes one buffer; no vectored write). With acks=0 nothing is read back: the
 //! broker sends no response, and the connection stays usable for the next request.
+//!
+//! [`produce`] sends and waits. A producer keeping several requests in flight on one
+//! connection calls [`send_produce`], which returns once the request is written, and later
+//! [`ProduceInFlight::answer`], oldest first; `answer` is cancel-safe, so one task can race
+//! it against new batches becoming ready (see [`Connection::read_response`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,6 +22,7 @@ use kafka_protocol::messages::{ProduceRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use uuid::Uuid;
 
+use super::connection::PendingResponse;
 use super::Connection;
 use crate::{Error, TopicPartition};
 
@@ -122,14 +128,115 @@ pub struct ProduceAnswer {
     pub partitions: Vec<PartitionProduced>,
 }
 
+/// A Produce request written to a connection, its answer not read yet.
+#[derive(Debug)]
+#[must_use = "its answer must be read before any later request's"]
+pub struct ProduceInFlight {
+    /// The answer's token; `None` with acks=0, which has no answer.
+    pending: Option<PendingResponse>,
+    version: i16,
+    /// The topics sent, by name and id, to match the answer's topics with.
+    topics: Vec<(Arc<str>, Uuid)>,
+    partitions_sent: usize,
+}
+
+impl ProduceInFlight {
+    /// The version the request was sent at.
+    pub fn version(&self) -> i16 {
+        self.version
+    }
+
+    /// Reads the answer from `connection` (the one it was sent on): one [`PartitionProduced`]
+    /// per partition sent, or none with acks=0, which resolves at once. A partition the broker
+    /// did not answer for is a protocol error.
+    ///
+    /// Cancel-safe (see [`Connection::read_response`]): raced in `select!` and dropped, it
+    /// loses nothing, and the next call reads on. Answers come in the order requests were
+    /// sent: only the oldest request's `answer` reads; a later one is refused.
+    pub async fn answer(&self, connection: &mut Connection) -> Result<ProduceAnswer, Error> {
+        let Some(pending) = self.pending.as_ref() else {
+            return Ok(ProduceAnswer {
+                version: self.version,
+                throttle_time_ms: 0,
+                partitions: Vec::new(),
+            });
+        };
+        let response = connection.read_response::<ProduceRequest>(pending).await?;
+        let version = self.version;
+        let mut partitions = Vec::new();
+        for answer in response.responses {
+            let (name, _) = self
+                .topics
+                .iter()
+                .find(|(name, id)| {
+                    if version > LAST_VERSION_BY_NAME {
+                        *id == answer.topic_id
+                    } else {
+                        **name == *answer.name.0
+                    }
+                })
+                .ok_or_else(|| unasked(connection, format!("{:?}", answer.name.0)))?;
+            for p in answer.partition_responses {
+                let partition = TopicPartition::new(name.clone(), p.index);
+                partitions.push(PartitionProduced {
+                    result: partition_result(&partition, p),
+                    partition,
+                });
+            }
+        }
+        if partitions.len() != self.partitions_sent {
+            return Err(unasked(
+                connection,
+                format!(
+                    "{} partition answers for {} partitions sent",
+                    partitions.len(),
+                    self.partitions_sent
+                ),
+            ));
+        }
+        Ok(ProduceAnswer {
+            version,
+            throttle_time_ms: response.throttle_time_ms,
+            partitions,
+        })
+    }
+}
+
 /// Sends one batch per partition of `topics` to `connection`'s broker (the leader of every
-/// one of them) and, unless acks=0, waits for the answer: one [`PartitionProduced`] for each
-/// partition sent. A partition the broker did not answer for is a protocol error.
+/// one of them) and waits for the answer (none with acks=0): [`send_produce`], then
+/// [`ProduceInFlight::answer`].
 pub async fn produce(
     connection: &mut Connection,
     params: ProduceParams,
     topics: &[ProduceTopic],
 ) -> Result<ProduceAnswer, Error> {
+    send(connection, params, topics, true)
+        .await?
+        .answer(connection)
+        .await
+}
+
+/// Writes one Produce request carrying one batch per partition of `topics` to `connection`'s
+/// broker (the leader of every one of them) and returns once it is written, without waiting
+/// for the answer; read that with [`ProduceInFlight::answer`], after the answers of requests
+/// sent earlier on the connection. The answer is due within the connection's request timeout
+/// plus the broker's `timeout_ms`. Not cancel-safe (see [`Connection::send_request`]).
+pub async fn send_produce(
+    connection: &mut Connection,
+    params: ProduceParams,
+    topics: &[ProduceTopic],
+) -> Result<ProduceInFlight, Error> {
+    send(connection, params, topics, false).await
+}
+
+/// Writes the request, pipelined or for [`produce`] (`sequential`: nothing else in flight,
+/// and the connection broken if the answer is never read).
+async fn send(
+    connection: &mut Connection,
+    params: ProduceParams,
+    topics: &[ProduceTopic],
+    sequential: bool,
+) -> Result<ProduceInFlight, Error> {
     let negotiated = connection
         .versions()
         .negotiate::<ProduceRequest>(connection.address())?;
@@ -144,53 +251,31 @@ pub async fn produce(
         .with_acks(params.acks.wire())
         .with_timeout_ms(params.timeout_ms)
         .with_topic_data(topics.iter().map(|t| topic_data(t, version)).collect());
+    let sent = ProduceInFlight {
+        pending: None,
+        version,
+        topics: topics
+            .iter()
+            .map(|t| (t.name.clone(), t.topic_id))
+            .collect(),
+        partitions_sent: topics.iter().map(|t| t.partitions.len()).sum(),
+    };
     if params.acks == Acks::None {
         connection.send_unanswered(&request, version).await?;
-        return Ok(ProduceAnswer {
-            version,
-            throttle_time_ms: 0,
-            partitions: Vec::new(),
-        });
+        return Ok(sent);
     }
     let broker_wait = Duration::from_millis(params.timeout_ms.max(0) as u64);
     let timeout = connection.request_timeout() + broker_wait;
-    let (version, response) = connection
-        .request_capped(&request, version, timeout)
-        .await?;
-    let mut partitions = Vec::new();
-    for answer in response.responses {
-        let topic = topics
-            .iter()
-            .find(|t| {
-                if version > LAST_VERSION_BY_NAME {
-                    t.topic_id == answer.topic_id
-                } else {
-                    *t.name == *answer.name.0
-                }
-            })
-            .ok_or_else(|| unasked(connection, format!("{:?}", answer.name.0)))?;
-        for p in answer.partition_responses {
-            let partition = TopicPartition::new(topic.name.clone(), p.index);
-            partitions.push(PartitionProduced {
-                result: partition_result(&partition, p),
-                partition,
-            });
-        }
-    }
-    let sent = topics.iter().map(|t| t.partitions.len()).sum::<usize>();
-    if partitions.len() != sent {
-        return Err(unasked(
-            connection,
-            format!(
-                "{} partition answers for {sent} partitions sent",
-                partitions.len()
-            ),
-        ));
-    }
-    Ok(ProduceAnswer {
-        version,
-        throttle_time_ms: response.throttle_time_ms,
-        partitions,
+    let pending = if sequential {
+        connection
+            .send_sequential(&request, version, timeout)
+            .await?
+    } else {
+        connection.send_request(&request, version, timeout).await?
+    };
+    Ok(ProduceInFlight {
+        pending: Some(pending),
+        ..sent
     })
 }
 

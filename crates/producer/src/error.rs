@@ -1,9 +1,12 @@
 //! The producer crate's one error type.
 
+use std::sync::Arc;
+
 use krec_client::client_properties::PropertyError;
 
-/// What can go wrong; today, only configuration.
-#[derive(Debug, thiserror::Error)]
+/// What can go wrong: configuration, connecting, a record refused by `send`, or a delivery
+/// that failed (each naming the topic and partition, and why).
+#[derive(Clone, Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// A client property is unknown, unsupported or invalid; a secret's value is never shown.
@@ -28,6 +31,114 @@ pub enum Error {
         /// Why, and how to fix it.
         detail: String,
     },
+
+    /// The cluster could not be reached or refused the producer (bootstrap, InitProducerId).
+    #[error("{context}: {source}")]
+    Client {
+        /// What the producer was doing.
+        context: String,
+        /// The client's error.
+        #[source]
+        source: Arc<krec_client::Error>,
+    },
+
+    /// The topic is not in the cluster's metadata (and the cluster did not create it) within
+    /// `max.block.ms`, or the principal may not describe it.
+    #[error("topic {topic}: {detail}")]
+    UnknownTopic {
+        /// The topic.
+        topic: String,
+        /// What the cluster answered and how long `send` waited.
+        detail: String,
+    },
+
+    /// The record names a partition the topic does not have.
+    #[error("topic {topic}: partition {partition} does not exist (the topic has {count})")]
+    UnknownPartition {
+        /// The topic.
+        topic: String,
+        /// The partition asked for.
+        partition: i32,
+        /// How many partitions the topic has.
+        count: i32,
+    },
+
+    /// The record alone is larger than a batch may be (`max.request.size`) or than the
+    /// producer may hold (`buffer.memory`): no wait can make room for it.
+    #[error("topic {topic}: a record of {size} bytes is larger than {key} ({limit} bytes)")]
+    RecordTooLarge {
+        /// The topic.
+        topic: String,
+        /// The record's size in a batch (header included), or its estimate.
+        size: u64,
+        /// The configuration key that limits it.
+        key: &'static str,
+        /// Its value in bytes.
+        limit: u64,
+    },
+
+    /// `send` found no room in `buffer.memory` within `max.block.ms`.
+    #[error(
+        "topic {topic}: no room for the record in buffer.memory ({buffer_memory} bytes) \
+         within max.block.ms ({waited_ms} ms): the brokers take records slower than they come"
+    )]
+    BufferFull {
+        /// The topic.
+        topic: String,
+        /// `buffer.memory`.
+        buffer_memory: u64,
+        /// How long `send` waited.
+        waited_ms: u64,
+    },
+
+    /// The broker refused the record's batch with an error that retrying does not cure, or
+    /// `retries` ran out.
+    #[error("topic {topic} partition {partition}: {detail} after {retries} retries")]
+    Refused {
+        /// The topic.
+        topic: String,
+        /// The partition.
+        partition: i32,
+        /// The broker's error (its name, code and message).
+        detail: String,
+        /// How many times the batch was sent again before this answer.
+        retries: u32,
+    },
+
+    /// The record's batch was not acknowledged within `delivery.timeout.ms`.
+    #[error(
+        "topic {topic} partition {partition}: delivery.timeout.ms ({timeout_ms} ms) passed \
+         after {retries} retries; last: {last}"
+    )]
+    DeliveryTimeout {
+        /// The topic.
+        topic: String,
+        /// The partition.
+        partition: i32,
+        /// `delivery.timeout.ms`.
+        timeout_ms: u64,
+        /// How many times the batch was sent again.
+        retries: u32,
+        /// The last failure seen, or that it was never sent (no leader, no connection).
+        last: String,
+    },
+
+    /// The producer was closed or dropped, or stopped on a fatal error, before the record
+    /// was delivered.
+    #[error("the producer stopped before the record was delivered: {reason}")]
+    Stopped {
+        /// Why: closed, dropped, or the fatal error (a fenced producer, a refused ACL).
+        reason: String,
+    },
+}
+
+impl Error {
+    pub(crate) fn client(context: impl Into<String>, source: krec_client::Error) -> Self {
+        Error::Client {
+            context: context.into(),
+            source: Arc::new(source),
+        }
+    }
 }
 
 impl From<PropertyError> for Error {

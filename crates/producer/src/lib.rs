@@ -1,9 +1,46 @@
-//! krec's Kafka producer, as far as it goes today: its configuration.
+//! krec's Kafka producer: `send` a record, await its offset.
 //!
-//! The producer (`Producer::connect`, `send`, batching per partition, idempotence, every
-//! codec) is being built; this crate holds the first part of it, [`ProducerConfig`]. The
-//! `Producer` itself is not here yet: nothing in this crate connects to a broker or sends a
-//! record.
+//! [`Producer::connect`] reads the cluster's metadata, takes a producer id (idempotence is on
+//! by default, as in the Java client since 3.0) and starts one sender task per broker.
+//! [`Producer::send`] picks the record's partition (its own, murmur2 of its key, or KIP-794's
+//! uniform sticky partitioner; see `partitioner` and `partitioner.class` below) and appends it
+//! in wire form to that partition's open batch, the one copy of its bytes; it waits only for
+//! the topic's metadata (a missing topic is created where the brokers allow auto-creation, as
+//! the Java producer asks) and for room in `buffer.memory`, both within `max.block.ms`. It
+//! returns a [`Delivery`], a future that resolves once the broker acknowledged the record's
+//! batch ([`Delivered`]: partition, offset, timestamp) or the batch failed ([`Error`], naming
+//! the topic, partition and why). Every record of a batch shares one completion: no channel
+//! per record.
+//!
+//! A batch goes out when full (`batch.size`), after `linger.ms`, or on [`Producer::flush`]
+//! and [`Producer::close`]; each broker's sender puts one batch of every partition it leads
+//! into one Produce request, with up to `max.in.flight.requests.per.connection` requests in
+//! flight on its connection. A retry (retriable errors, a lost connection, a leader that
+//! moved) waits for the partition's batches in flight, then resends them all in order with
+//! the same sequences: nothing is reordered or duplicated. (Until the broker has acknowledged
+//! a batch of the partition it takes any first sequence, so until then a partition has one
+//! batch in flight.) The producer id, its epoch and the sequences have one owner;
+//! UNKNOWN_PRODUCER_ID and OUT_OF_ORDER_SEQUENCE bump the epoch (KIP-360: the next epoch,
+//! sequences from 0, the batches not yet acknowledged re-stamped), once nothing is in flight.
+//! A batch not acknowledged within
+//! `delivery.timeout.ms` fails its records. Dropping the producer fails what it still holds;
+//! every `Delivery` resolves.
+//!
+//! ```no_run
+//! # async fn demo(brokers: &str) -> Result<(), krec_producer::Error> {
+//! use krec_producer::{Producer, ProducerConfig, ProducerRecord};
+//!
+//! let config = ProducerConfig::from_file("client.properties")?.with("bootstrap.servers", brokers)?;
+//! let producer = Producer::connect(config).await?;
+//! let record = ProducerRecord::new("orders").key(b"k1").value(b"v1").header("traceparent", b"00-..");
+//! let delivery = producer.send(record).await?; // waits only for room in buffer.memory
+//! let delivered = delivery.await?; // once the broker acknowledged it
+//! println!("{} {}", delivered.partition(), delivered.offset());
+//! producer.flush().await?;
+//! producer.close().await?;
+//! # Ok(())
+//! # }
+//! ```
 //!
 //! [`ProducerConfig`] reads the client properties operators already have, with the Java
 //! client's names and librdkafka's, through the same loader as krec-consumer's
@@ -45,20 +82,38 @@
 //! [`krec_client::partitioner::Partitioning::from_settings`]. A consumer's key (`group.id`,
 //! `auto.offset.reset`, ...) is refused as one; any other unknown key is refused.
 //!
+//! Transactions are not here yet; the owner of the producer id, epoch and sequences is their
+//! seam.
+//!
 //! # Public surface
 //!
 //! Everything public is named here; `tests/public_surface.rs` fails when an item becomes
 //! public without a line here and in `public-surface.txt` (the listing of every public item
 //! and member, with its signature).
 //!
-//! The front door is two names: [`ProducerConfig`], [`Error`].
+//! The front door is six names: [`Producer`], [`ProducerConfig`], [`ProducerRecord`],
+//! [`Delivery`], [`Delivered`], [`Error`].
 //!
+//! - Sending: [`Producer`], [`ProducerRecord`] and the [`Payload`] its key, value and
+//!   headers take, [`Delivery`], [`Delivered`], [`ProducerStats`].
 //! - Configuration, in [`config`]: [`ProducerConfig`], [`Acks`],
 //!   `config::MAX_IDEMPOTENT_IN_FLIGHT`.
 //! - Errors: [`Error`].
 
+mod accumulator;
 pub mod config;
+mod delivery;
 mod error;
+mod identity;
+mod producer;
+mod record;
+mod routing;
+mod sender;
+mod stats;
 
 pub use config::{Acks, ProducerConfig};
+pub use delivery::{Delivered, Delivery};
 pub use error::Error;
+pub use producer::Producer;
+pub use record::{Payload, ProducerRecord};
+pub use stats::ProducerStats;

@@ -573,7 +573,7 @@ impl<'s> Compiler<'s> {
 }
 
 /// Every named type in `schema`, by full name.
-fn collect_names<'s>(
+pub(crate) fn collect_names<'s>(
     schema: &'s Schema,
     namespace: &Namespace,
     into: &mut HashMap<Name, &'s Schema>,

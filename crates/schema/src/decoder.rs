@@ -17,7 +17,7 @@ pub enum SchemaFormat {
     Avro,
     /// Protobuf, with the message-index list after the schema id.
     Protobuf,
-    /// JSON text checked against a JSON Schema by the producer.
+    /// JSON text checked against a JSON Schema by the producer (`json` or `json-schema`).
     Json,
 }
 
@@ -39,7 +39,7 @@ impl FromStr for SchemaFormat {
         match text {
             "avro" => Ok(SchemaFormat::Avro),
             "protobuf" => Ok(SchemaFormat::Protobuf),
-            "json" => Ok(SchemaFormat::Json),
+            "json" | "json-schema" => Ok(SchemaFormat::Json),
             other => Err(format!("`{other}`: expected avro, protobuf or json")),
         }
     }

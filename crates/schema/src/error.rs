@@ -1,6 +1,7 @@
 //! The crate's one error enum.
 
-/// What can go wrong fetching a schema or decoding a value with it.
+/// What can go wrong fetching or registering a schema, or decoding or encoding a value with
+/// it.
 ///
 /// Registry addresses in messages never carry credentials; property values are never shown.
 #[derive(Debug, thiserror::Error)]
@@ -85,6 +86,26 @@ pub enum Error {
         detail: String,
     },
 
+    /// A JSON value to encode does not fit its schema.
+    #[error("{path}: {detail} (schema id {id})")]
+    Misfit {
+        /// The schema id.
+        id: u32,
+        /// Where in the value, from its root: `.order.lines[2].sku` (`.` for the root).
+        path: String,
+        /// What was expected and what was found.
+        detail: String,
+    },
+
+    /// A schema file could not be read or is not a valid schema of its format.
+    #[error("schema file {}: {detail}", path.display())]
+    SchemaFile {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What went wrong.
+        detail: String,
+    },
+
     /// The value's bytes do not match its schema.
     #[error("schema id {id}: value does not match its schema: {detail}")]
     Mismatch {
@@ -105,6 +126,7 @@ impl Error {
                 | Error::RegistryUnavailable { .. }
                 | Error::RegistryRefused { .. }
                 | Error::RegistryTls { .. }
+                | Error::SchemaFile { .. }
         )
     }
 }

@@ -10,9 +10,14 @@ use std::collections::HashMap;
 use base64::Engine as _;
 use prost::Message as _;
 use prost_reflect::{
-    DescriptorPool, DynamicMessage, FileDescriptor, MessageDescriptor, SerializeOptions,
+    DescriptorPool, DynamicMessage, FieldDescriptor, FileDescriptor, Kind, MessageDescriptor,
+    SerializeOptions,
 };
 use protox::file::{File, FileResolver, GoogleFileResolver};
+
+use serde_path_to_error::{Path, Segment};
+
+use crate::misfit::{shown, Misfit};
 
 /// A Protobuf schema file, compiled with its imports.
 #[derive(Debug)]
@@ -87,6 +92,143 @@ impl ProtobufSchema {
             .serialize_with_options(&mut serializer, &SerializeOptions::new())
             .map_err(|e| format!("as {name}: {e}"))
     }
+}
+
+impl ProtobufSchema {
+    /// The message called `name` (its full name, or its name within the file's package) and
+    /// its Confluent message-index path; the file's first message when `name` is `None`.
+    pub fn message_named(
+        &self,
+        name: Option<&str>,
+    ) -> Result<(MessageDescriptor, Vec<usize>), String> {
+        let Some(name) = name else {
+            return Ok((self.message(&[0])?, vec![0]));
+        };
+        let package = self.file.package_name();
+        let full_name = match package.is_empty() || name.starts_with(&format!("{package}.")) {
+            true => name.to_owned(),
+            false => format!("{package}.{name}"),
+        };
+        let mut path = Vec::new();
+        for (index, message) in self.file.messages().enumerate() {
+            path.push(index);
+            if find_nested(&message, &full_name, &mut path) {
+                return Ok((message_at(&message, &path[1..]), path));
+            }
+            path.pop();
+        }
+        let names: Vec<String> = self.file.messages().map(|m| m.name().to_owned()).collect();
+        Err(format!(
+            "no message {name:?} in the schema (its messages: {})",
+            names.join(", ")
+        ))
+    }
+
+    /// Reads `value` in the proto3 JSON mapping as `message` and appends its binary encoding.
+    pub(crate) fn from_json(
+        message: &MessageDescriptor,
+        value: &serde_json::Value,
+        out: &mut Vec<u8>,
+    ) -> Result<(), Misfit> {
+        let mut track = serde_path_to_error::Track::new();
+        let tracked = serde_path_to_error::Deserializer::new(value, &mut track);
+        let parsed = DynamicMessage::deserialize(message.clone(), tracked)
+            .map_err(|error| (error.to_string(), track.path()));
+        let parsed = parsed.map_err(|(detail, path)| {
+            let detail = match (expected_kind(message, &path), value_at(value, &path)) {
+                (Some(kind), Some(found)) => {
+                    format!("expected {kind}, got {} ({detail})", shown(found))
+                }
+                _ => detail,
+            };
+            misfit_at(&path, detail)
+        })?;
+        parsed
+            .encode(out)
+            .map_err(|error| Misfit::new(error.to_string()))
+    }
+}
+
+/// Whether `full_name` is `message` or nested in it, pushing the nested indexes on `path`.
+fn find_nested(message: &MessageDescriptor, full_name: &str, path: &mut Vec<usize>) -> bool {
+    if message.full_name() == full_name {
+        return true;
+    }
+    if !full_name.starts_with(message.full_name()) {
+        return false;
+    }
+    for (index, child) in message.child_messages().enumerate() {
+        path.push(index);
+        if find_nested(&child, full_name, path) {
+            return true;
+        }
+        path.pop();
+    }
+    false
+}
+
+fn message_at(message: &MessageDescriptor, nested: &[usize]) -> MessageDescriptor {
+    let mut message = message.clone();
+    for &index in nested {
+        let child = message.child_messages().nth(index);
+        message = child.expect("an index path found by find_nested");
+    }
+    message
+}
+
+/// The type of the field a serde path leads to, in Protobuf's words.
+fn expected_kind(message: &MessageDescriptor, path: &Path) -> Option<String> {
+    let mut kind = Kind::Message(message.clone());
+    // A repeated or map field whose item or entry the next segment names.
+    let mut container: Option<FieldDescriptor> = None;
+    for segment in path.iter() {
+        match (segment, container.take()) {
+            (Segment::Seq { .. }, Some(field)) if field.is_list() => kind = field.kind(),
+            (Segment::Map { .. }, Some(field)) if field.is_map() => {
+                kind = field.kind().as_message()?.map_entry_value_field().kind()
+            }
+            (Segment::Map { key }, None) => {
+                let message = kind.as_message()?;
+                let field = message.get_field_by_json_name(key);
+                let field = field.or_else(|| message.get_field_by_name(key))?;
+                match field.is_list() || field.is_map() {
+                    true => container = Some(field),
+                    false => kind = field.kind(),
+                }
+            }
+            _ => return None,
+        }
+    }
+    Some(match (container, kind) {
+        (Some(field), _) if field.is_list() => "a list".to_owned(),
+        (Some(_), _) => "a map (an object)".to_owned(),
+        (None, Kind::Message(message)) => message.full_name().to_owned(),
+        (None, Kind::Enum(enumeration)) => format!("enum {}", enumeration.full_name()),
+        (None, scalar) => format!("{scalar:?}").to_lowercase(),
+    })
+}
+
+/// The part of `value` a serde path leads to.
+fn value_at<'v>(value: &'v serde_json::Value, path: &Path) -> Option<&'v serde_json::Value> {
+    path.iter().try_fold(value, |value, segment| match segment {
+        Segment::Seq { index } => value.get(index),
+        Segment::Map { key } => value.get(key),
+        _ => None,
+    })
+}
+
+/// A serde path (`order.lines[2].sku`) as a misfit's path.
+fn misfit_at(path: &Path, detail: String) -> Misfit {
+    let mut misfit = Misfit::new(detail);
+    for segment in path.iter().collect::<Vec<_>>().into_iter().rev() {
+        misfit = match segment {
+            Segment::Seq { index } => misfit.in_item(*index),
+            Segment::Map { key } => misfit.in_field(key),
+            Segment::Enum { variant } => misfit.in_field(variant),
+            Segment::Unknown => misfit,
+        };
+    }
+    misfit
 }
 
 /// One registry text as a protox file: base64 descriptor if it decodes as one, else source.

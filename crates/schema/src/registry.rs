@@ -1,12 +1,13 @@
-//! The Schema Registry client: `GET /schemas/ids/N` and `GET /subjects/S/versions/V` of the
-//! Confluent REST API, over HTTP or HTTPS (rustls), with basic auth, a request timeout and
+//! The Schema Registry client: `GET /schemas/ids/N`, `GET /subjects/S/versions/V` and
+//! `POST /subjects/S/versions` (registration) of the Confluent REST API, over HTTP or HTTPS (rustls), with basic auth, a request timeout and
 //! retries with backoff for a registry that is down or overloaded.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use base64::Engine as _;
-use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 
 use crate::Error;
 
@@ -128,7 +129,7 @@ impl RegisteredSchema {
 }
 
 /// A reference from one schema to a subject version.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
 pub struct SchemaReference {
     /// The name the referring schema uses (a Protobuf import path, an Avro type name).
     pub name: String,
@@ -179,9 +180,10 @@ impl RegistryClient {
 
     /// The schema with this id.
     pub fn schema_by_id(&self, id: u32) -> Result<RegisteredSchema, Error> {
-        match self.get(&format!("/schemas/ids/{id}"), &format!("schema id {id}"))? {
+        let what = format!("schema id {id}");
+        match self.request(&format!("/schemas/ids/{id}"), None, &what)? {
             Answer::Found(schema) => Ok(schema),
-            Answer::NotFound => Err(Error::UnknownSchema { id }),
+            Answer::NotFound(_) => Err(Error::UnknownSchema { id }),
         }
     }
 
@@ -191,21 +193,74 @@ impl RegistryClient {
         subject: &str,
         version: i64,
     ) -> Result<RegisteredSchema, Error> {
+        let version = SubjectVersion::Number(version);
+        self.subject_version(subject, version)
+            .map(|found| found.schema)
+    }
+
+    /// A version of `subject` (`GET /subjects/{subject}/versions/{version}`), with its id.
+    pub fn subject_version(
+        &self,
+        subject: &str,
+        version: SubjectVersion,
+    ) -> Result<SubjectSchema, Error> {
         let what = format!("subject {subject:?} version {version}");
         let path = format!("/subjects/{}/versions/{version}", encode_path(subject));
-        match self.get(&path, &what)? {
-            Answer::Found(schema) => Ok(schema),
-            Answer::NotFound => Err(Error::RegistryRefused {
+        let found: SubjectSchema = self.found(&path, None, what)?;
+        if found.id.is_none() {
+            return Err(Error::RegistryRefused {
+                url: self.config.urls[0].clone(),
+                what: format!("subject {subject:?} version {version}"),
+                status: 200,
+                detail: "the answer has no schema id".into(),
+            });
+        }
+        Ok(found)
+    }
+
+    /// Registers `schema` under `subject` (`POST /subjects/{subject}/versions`) and returns its
+    /// id; a schema already registered there gets its existing id back.
+    pub fn register(&self, subject: &str, schema: &NewSchema<'_>) -> Result<u32, Error> {
+        #[derive(Deserialize)]
+        struct Registered {
+            id: u32,
+        }
+        let what = format!("registering a schema under subject {subject:?}");
+        let path = format!("/subjects/{}/versions", encode_path(subject));
+        let body = serde_json::to_string(schema).map_err(|e| Error::Config {
+            property: "schema.registry.url",
+            detail: format!("{what}: {e}"),
+        })?;
+        let registered: Registered = self.found(&path, Some(&body), what)?;
+        Ok(registered.id)
+    }
+
+    /// A request whose 404 is an error carrying the registry's message.
+    fn found<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: Option<&str>,
+        what: String,
+    ) -> Result<T, Error> {
+        match self.request(path, body, &what)? {
+            Answer::Found(value) => Ok(value),
+            Answer::NotFound(detail) => Err(Error::RegistryRefused {
                 url: self.config.urls[0].clone(),
                 what,
                 status: 404,
-                detail: "not found".into(),
+                detail,
             }),
         }
     }
 
-    /// One GET, retried with backoff over the URLs while the failure may pass.
-    fn get(&self, path: &str, what: &str) -> Result<Answer, Error> {
+    /// One GET (or POST of `body`), retried with backoff over the URLs while the failure may
+    /// pass. Registering is safe to retry: the same schema gets the same id.
+    fn request<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: Option<&str>,
+        what: &str,
+    ) -> Result<Answer<T>, Error> {
         let attempts = self.config.max_retries.saturating_add(1);
         let mut backoff = self.config.retry_backoff;
         let mut last_failure = String::new();
@@ -215,7 +270,7 @@ impl RegistryClient {
                 backoff = (backoff * 2).min(MAX_BACKOFF);
             }
             let base = &self.config.urls[attempt as usize % self.config.urls.len()];
-            match self.get_once(base, path) {
+            match self.request_once(base, path, body) {
                 Ok(Outcome::Done(answer)) => return Ok(answer),
                 Ok(Outcome::Refused { status, detail }) => {
                     return Err(Error::RegistryRefused {
@@ -241,16 +296,37 @@ impl RegistryClient {
         })
     }
 
-    fn get_once(&self, base: &str, path: &str) -> Result<Outcome, String> {
-        let mut request = self.agent.get(format!("{base}{path}")).header(
-            "Accept",
-            "application/vnd.schemaregistry.v1+json, application/json",
-        );
-        if let Some(authorization) = &self.authorization {
-            request = request.header("Authorization", authorization);
-        }
+    fn request_once<T: DeserializeOwned>(
+        &self,
+        base: &str,
+        path: &str,
+        body: Option<&str>,
+    ) -> Result<Outcome<T>, String> {
+        const ACCEPT: &str = "application/vnd.schemaregistry.v1+json, application/json";
+        let url = format!("{base}{path}");
+        let authorization = self.authorization.as_deref();
         // ureq's messages name the host and the failure, never the headers.
-        let mut response = match request.call() {
+        let sent = match body {
+            None => {
+                let request = self.agent.get(url).header("Accept", ACCEPT);
+                match authorization {
+                    Some(value) => request.header("Authorization", value).call(),
+                    None => request.call(),
+                }
+            }
+            Some(body) => {
+                let request = self
+                    .agent
+                    .post(url)
+                    .header("Accept", ACCEPT)
+                    .header("Content-Type", "application/vnd.schemaregistry.v1+json");
+                match authorization {
+                    Some(value) => request.header("Authorization", value).send(body),
+                    None => request.send(body),
+                }
+            }
+        };
+        let mut response = match sent {
             Ok(response) => response,
             Err(error) => match tls_failure(&error) {
                 Some(detail) => return Ok(Outcome::Untrusted(detail)),
@@ -267,9 +343,9 @@ impl RegistryClient {
         Ok(match status {
             200 => Outcome::Done(Answer::Found(
                 serde_json::from_str(&body)
-                    .map_err(|error| format!("answer is not a schema: {error}"))?,
+                    .map_err(|error| format!("unexpected answer: {error}"))?,
             )),
-            404 => Outcome::Done(Answer::NotFound),
+            404 => Outcome::Done(Answer::NotFound(message(&body))),
             429 | 500..=599 => Outcome::Retry(format!("HTTP {status}: {}", message(&body))),
             _ => Outcome::Refused {
                 status,
@@ -279,13 +355,59 @@ impl RegistryClient {
     }
 }
 
-enum Answer {
-    Found(RegisteredSchema),
-    NotFound,
+/// A subject's version: a number, or the latest one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SubjectVersion {
+    /// The newest version registered.
+    Latest,
+    /// A version number (from 1).
+    Number(i64),
 }
 
-enum Outcome {
-    Done(Answer),
+impl std::fmt::Display for SubjectVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SubjectVersion::Latest => f.write_str("latest"),
+            SubjectVersion::Number(number) => write!(f, "{number}"),
+        }
+    }
+}
+
+/// A subject's version as the registry returns it: the schema and its id.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct SubjectSchema {
+    /// The schema id (present in every answer of a Confluent-compatible registry).
+    #[serde(default)]
+    pub id: Option<u32>,
+    /// The version number.
+    #[serde(default)]
+    pub version: Option<i64>,
+    /// The schema, its type and references.
+    #[serde(flatten)]
+    pub schema: RegisteredSchema,
+}
+
+/// A schema to register: its text, its type and the subject versions it references.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NewSchema<'a> {
+    /// Avro JSON, JSON Schema, or `.proto` text.
+    pub schema: &'a str,
+    /// `AVRO`, `PROTOBUF` or `JSON`.
+    pub schema_type: &'a str,
+    /// Other registered schemas this one imports or names.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub references: &'a [SchemaReference],
+}
+
+enum Answer<T> {
+    Found(T),
+    /// The registry's message.
+    NotFound(String),
+}
+
+enum Outcome<T> {
+    Done(Answer<T>),
     Refused { status: u16, detail: String },
     Untrusted(String),
     Retry(String),
@@ -350,7 +472,8 @@ fn read_ca_file(path: &std::path::Path) -> Result<ureq::tls::RootCerts, Error> {
 
 #[cfg(test)]
 mod tests {
-    use super::{encode_path, RegistryConfig};
+    use super::{encode_path, NewSchema, RegistryClient, RegistryConfig, SubjectVersion};
+    use crate::Error;
 
     #[test]
     fn credentials_in_a_url_become_basic_auth_and_leave_the_url() {
@@ -366,6 +489,96 @@ mod tests {
         assert!(!format!("{config:?}").contains("s3cret"));
         assert!(config.set_urls("reg.example:8081").is_err());
         assert!(config.set_urls(" , ").is_err());
+    }
+
+    /// Answers one request with `status` and `body`; returns the request's text.
+    fn answer_once(status: &str, body: &'static str) -> (String, std::thread::JoinHandle<String>) {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let status = status.to_owned();
+        let server = std::thread::spawn(move || {
+            let (mut stream, _) = listener.accept().unwrap();
+            let mut request = Vec::new();
+            let mut buffer = [0; 4096];
+            // The headers, then a body if the request is a POST (a JSON object).
+            loop {
+                let read = stream.read(&mut buffer).unwrap();
+                request.extend_from_slice(&buffer[..read]);
+                let text = String::from_utf8_lossy(&request);
+                let body = text.split_once("\r\n\r\n").map(|(_, body)| body);
+                match body {
+                    Some(body) if !text.starts_with("POST") || body.ends_with('}') => break,
+                    _ if read == 0 => break,
+                    _ => {}
+                }
+            }
+            let answer = format!(
+                "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            stream.write_all(answer.as_bytes()).unwrap();
+            String::from_utf8(request).unwrap()
+        });
+        (url, server)
+    }
+
+    #[test]
+    fn registering_posts_the_schema_and_a_refusal_shows_no_secret() {
+        let (url, server) = answer_once(
+            "401 Unauthorized",
+            r#"{"error_code":40101,"message":"Unauthorized"}"#,
+        );
+        let mut config = RegistryConfig::default();
+        config
+            .set_urls(&url.replace("://", "://alice:s3cret@"))
+            .unwrap();
+        let client = RegistryClient::new(config).unwrap();
+        let schema = NewSchema {
+            schema: "{}",
+            schema_type: "JSON",
+            references: &[],
+        };
+        let error = client.register("orders value", &schema).unwrap_err();
+        let request = server.join().unwrap();
+        assert!(request.starts_with("POST /subjects/orders%20value/versions HTTP/1.1\r\n"));
+        assert!(request.contains("\r\nauthorization: Basic YWxpY2U6czNjcmV0\r\n"));
+        assert!(
+            request.ends_with(r#"{"schema":"{}","schemaType":"JSON"}"#),
+            "{request}"
+        );
+        assert!(
+            matches!(&error, Error::RegistryRefused { status: 401, detail, .. } if detail == "Unauthorized"),
+            "{error:?}"
+        );
+        let message = error.to_string();
+        assert!(message.contains("registering a schema under subject \"orders value\""));
+        assert!(
+            !message.contains("s3cret") && !message.contains("alice"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_missing_subject_keeps_the_registry_message() {
+        let (url, server) = answer_once(
+            "404 Not Found",
+            r#"{"error_code":40401,"message":"Subject 'x' not found."}"#,
+        );
+        let mut config = RegistryConfig::default();
+        config.set_urls(&url).unwrap();
+        let client = RegistryClient::new(config).unwrap();
+        let error = client
+            .subject_version("x", SubjectVersion::Latest)
+            .unwrap_err();
+        assert!(server
+            .join()
+            .unwrap()
+            .starts_with("GET /subjects/x/versions/latest "));
+        assert_eq!(
+            error.to_string(),
+            format!("schema registry {url}: subject \"x\" version latest: HTTP 404: Subject 'x' not found.")
+        );
     }
 
     #[test]

@@ -73,6 +73,11 @@ impl SchemaRegistry {
         Ok(schema)
     }
 
+    /// The registry client, for lookups by subject and registration.
+    pub fn client(&self) -> &RegistryClient {
+        &self.client
+    }
+
     /// Schemas fetched by id so far (each id once when all goes well).
     pub fn fetches(&self) -> u64 {
         self.fetches.load(Ordering::Relaxed)
@@ -82,7 +87,7 @@ impl SchemaRegistry {
         let registered = self.client.schema_by_id(id)?;
         let invalid = |detail: String| Error::InvalidSchema { id, detail };
         let mut references = HashMap::new();
-        self.collect_references(&registered.references, &mut references)?;
+        collect_references(&self.client, &registered.references, &mut references)?;
         match registered.schema_type() {
             "AVRO" => {
                 let named: Vec<String> = references.into_values().map(|s| s.schema).collect();
@@ -103,30 +108,28 @@ impl SchemaRegistry {
             other => Err(invalid(format!("unknown schema type {other:?}"))),
         }
     }
+}
 
-    /// Fetches `references` and theirs, by reference name.
-    fn collect_references(
-        &self,
-        references: &[SchemaReference],
-        into: &mut HashMap<String, RegisteredSchema>,
-    ) -> Result<(), Error> {
-        for reference in references {
-            if into.contains_key(&reference.name) {
-                continue;
-            }
-            if into.len() >= MAX_REFERENCES {
-                return Err(Error::Config {
-                    property: "schema.registry.url",
-                    detail: format!("more than {MAX_REFERENCES} schema references"),
-                });
-            }
-            let schema = self
-                .client
-                .schema_by_subject(&reference.subject, reference.version)?;
-            let nested = schema.references.clone();
-            into.insert(reference.name.clone(), schema);
-            self.collect_references(&nested, into)?;
+/// Fetches `references` and theirs from the registry, by reference name.
+pub(crate) fn collect_references(
+    client: &RegistryClient,
+    references: &[SchemaReference],
+    into: &mut HashMap<String, RegisteredSchema>,
+) -> Result<(), Error> {
+    for reference in references {
+        if into.contains_key(&reference.name) {
+            continue;
         }
-        Ok(())
+        if into.len() >= MAX_REFERENCES {
+            return Err(Error::Config {
+                property: "schema.registry.url",
+                detail: format!("more than {MAX_REFERENCES} schema references"),
+            });
+        }
+        let schema = client.schema_by_subject(&reference.subject, reference.version)?;
+        let nested = schema.references.clone();
+        into.insert(reference.name.clone(), schema);
+        collect_references(client, &nested, into)?;
     }
+    Ok(())
 }

@@ -177,3 +177,5 @@ async fn a_connection_closed_inside_the_size_prefix_is_an_error() {
         "{error}"
     );
 }
+
+mod pipelined;

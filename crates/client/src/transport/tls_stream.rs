@@ -6,6 +6,12 @@
 //!
 //! One state machine drives the handshake, reads and writes: [`TlsStream::step`] handles one
 //! `process_tls_records` state, the three loops above it decide when the socket is read.
+//!
+//! Reads are cancel-safe, as a pipelining connection needs: every byte read, decrypted or to
+//! be sent lives in the stream, never in a future; the ciphertext rustls used is discarded
+//! before any await; records rustls wants sent during a read (a KeyUpdate's answer) are
+//! written from a cursor, so a write dropped midway goes on where it stopped and no byte is
+//! sent twice. A write may come between two reads: records it decrypts are kept for them.
 
 use std::io;
 
@@ -33,7 +39,7 @@ pub(crate) struct TlsStream {
     plaintext: Vec<u8>,
     taken: usize,
     /// TLS records to write, encrypted or encoded and not yet sent.
-    outgoing: Vec<u8>,
+    outgoing: Outgoing,
     /// The broker sent close_notify or closed the socket: reads return 0 from here on.
     closed: bool,
 }
@@ -48,6 +54,35 @@ enum Step {
     Idle,
     /// The broker ended the session with close_notify.
     PeerClosed,
+}
+
+/// TLS records to send, and how much of them the socket has taken.
+#[derive(Default)]
+struct Outgoing {
+    bytes: Vec<u8>,
+    sent: usize,
+}
+
+impl Outgoing {
+    /// Writes what is not sent yet. Cancel-safe: a dropped flush leaves `sent` where the
+    /// socket stopped taking bytes, and the next one goes on from there.
+    async fn flush(&mut self, tcp: &mut TcpStream) -> io::Result<()> {
+        while self.sent < self.bytes.len() {
+            let written = tcp.write(&self.bytes[self.sent..]).await?;
+            if written == 0 {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+            self.sent += written;
+        }
+        self.bytes.clear();
+        self.sent = 0;
+        Ok(())
+    }
+
+    /// Whether a flush was dropped after the socket took part of the records.
+    fn is_half_sent(&self) -> bool {
+        self.sent > 0
+    }
 }
 
 impl std::fmt::Debug for TlsStream {
@@ -74,7 +109,7 @@ impl TlsStream {
             end: 0,
             plaintext: Vec::new(),
             taken: 0,
-            outgoing: Vec::new(),
+            outgoing: Outgoing::default(),
             closed: false,
         };
         let mut nowhere: &mut [u8] = &mut [];
@@ -136,24 +171,29 @@ impl TlsStream {
 
     /// Processes the ciphertext buffered and handles the state rustls reaches: payloads go to
     /// `sink` (the rest is kept), `message` is encrypted and sent once writing is allowed,
-    /// records rustls wants sent (handshake, KeyUpdate) are sent.
+    /// records rustls wants sent (handshake, KeyUpdate) are sent. Dropped at an await, it
+    /// has consumed its ciphertext and kept what it must still send (see the module docs).
     async fn step<B: BufMut>(
         &mut self,
         sink: &mut B,
         message: &mut Option<&[u8]>,
     ) -> io::Result<Step> {
+        if self.outgoing.is_half_sent() {
+            self.outgoing.flush(&mut self.tcp).await?;
+        }
         let status = self
             .session
             .process_tls_records(&mut self.incoming[self.start..self.end]);
-        let mut discard = status.discard;
+        // Before any await: a step dropped there must not process these records again.
+        self.start += status.discard;
         let step = match status.state.map_err(tls_error)? {
             ConnectionState::ReadTraffic(records) => {
-                discard += deliver(records, sink, &mut self.plaintext)?;
+                self.start += deliver(records, sink, &mut self.plaintext)?;
                 Step::Again
             }
             ConnectionState::EncodeTlsData(mut record) => {
                 append(
-                    &mut self.outgoing,
+                    &mut self.outgoing.bytes,
                     |out| record.encode(out),
                     |e| match e {
                         EncodeError::InsufficientSize(size) => Some(size.required_size),
@@ -163,23 +203,22 @@ impl TlsStream {
                 Step::Again
             }
             ConnectionState::TransmitTlsData(transmit) => {
-                self.tcp.write_all(&self.outgoing).await?;
-                self.outgoing.clear();
+                // Dropped before `done`, rustls asks again; the flush then goes on.
+                self.outgoing.flush(&mut self.tcp).await?;
                 transmit.done();
                 Step::Again
             }
             ConnectionState::WriteTraffic(mut writer) => match message.take() {
                 Some(bytes) => {
                     append(
-                        &mut self.outgoing,
+                        &mut self.outgoing.bytes,
                         |out| writer.encrypt(bytes, out),
                         |e| match e {
                             EncryptError::InsufficientSize(size) => Some(size.required_size),
                             _ => None,
                         },
                     )?;
-                    self.tcp.write_all(&self.outgoing).await?;
-                    self.outgoing.clear();
+                    self.outgoing.flush(&mut self.tcp).await?;
                     Step::Again
                 }
                 None => Step::Idle,
@@ -191,7 +230,6 @@ impl TlsStream {
             }
             state => return Err(io::Error::other(format!("unexpected TLS state {state:?}"))),
         };
-        self.start += discard;
         Ok(step)
     }
 
@@ -242,8 +280,8 @@ impl TlsStream {
 }
 
 /// Copies the records' payloads into `sink` while it has room and keeps the rest in `kept`
-/// (only ever part of a response's last record: requests are sequential). Returns the bytes
-/// of `incoming` the records used.
+/// (the rest of a frame's last record, or, pipelined, what follows it, or records a write
+/// came across). Returns the bytes of `incoming` the records used.
 fn deliver<B: BufMut>(
     mut records: ReadTraffic<'_, '_, ClientConnectionData>,
     sink: &mut B,
@@ -302,3 +340,6 @@ where
 fn tls_error(error: rustls::Error) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, error)
 }
+
+#[cfg(test)]
+mod tests;

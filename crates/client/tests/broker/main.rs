@@ -2,7 +2,8 @@
 //! `BatchWriter` with a real producer id, epoch and sequences, sent to every partition of a
 //! topic, their offsets, the broker's answers to a resent batch, a sequence gap, an
 //! oversized batch, a record refused with its index, acks=0 and an epoch bump, and the topic
-//! read back by kcat (a reader other than krec) record by record.
+//! read back by kcat (a reader other than krec) record by record; and Produce requests
+//! pipelined on one connection (`pipelined`).
 //!
 //! `cargo test` leaves this binary out (`test = false`): it needs the suite's broker and
 //! Kafka installation (`krec_testkit::live`). test.sh runs it with the other broker tests; by
@@ -20,9 +21,11 @@ use krec_client::produce::{
     ProducePartition, ProduceTopic,
 };
 use krec_client::producer_id::{init_producer_id, ProducerIdentity};
-use krec_client::{Connection, ConnectionSettings};
+use krec_client::{Connection, ConnectionSettings, Error};
 use krec_testkit::live::{self, LiveBroker};
 use uuid::Uuid;
+
+mod pipelined;
 
 const ALL: ProduceParams = ProduceParams {
     acks: Acks::All,

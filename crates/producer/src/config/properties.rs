@@ -78,8 +78,8 @@ impl ProducerConfig {
     }
 
     /// This configuration with one more property: `config.with("acks", "1")?`.
-    pub fn with(self, key: &str, value: &str) -> Result<Self, Error> {
-        self.apply_properties([Property::new(key, value, WITH)])
+    pub fn with(self, key: &str, value: impl AsRef<str>) -> Result<Self, Error> {
+        self.apply_properties([Property::new(key, value.as_ref(), WITH)])
     }
 
     /// Applies `properties` in order, each error naming the key and its origin, then checks

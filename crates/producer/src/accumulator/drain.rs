@@ -1,0 +1,442 @@
+//! The senders' side of the accumulator: drain a broker's ready batches into one request,
+//! take in the answers (acknowledge, retry in order, bump the epoch, fail), expire batches
+//! past `delivery.timeout.ms`.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use krec_client::produce::{
+    Appended as BrokerAppended, ProduceError, ProduceErrorKind, ProducePartition, ProduceTopic,
+};
+use krec_client::TopicPartition;
+
+use super::{Accumulator, ClosedBatch, Closer, PartitionQueue};
+use crate::delivery::{BatchAck, BatchCompletion};
+use crate::Error;
+
+/// One Produce request's batches: at most one per partition.
+#[derive(Debug)]
+pub(crate) struct Request {
+    pub(crate) topics: Vec<ProduceTopic>,
+    pub(crate) sent: Vec<Sent>,
+}
+
+/// A batch in flight, known by its completion.
+#[derive(Debug)]
+pub(crate) struct Sent {
+    completion: Arc<BatchCompletion>,
+}
+
+/// What a sender does after an answer.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Followup {
+    /// Some partition's leader must be looked up again.
+    pub(crate) refresh_metadata: bool,
+}
+
+/// What the broker's answer means for one batch.
+enum Outcome {
+    Acknowledged(BatchAck),
+    Retry {
+        detail: String,
+        refresh: bool,
+    },
+    Bump {
+        detail: String,
+    },
+    Fail {
+        detail: String,
+        stops_producer: bool,
+    },
+}
+
+impl Accumulator {
+    /// The ready batches of the partitions `node` leads, one per partition and at most
+    /// `max_bytes` together (one batch at least), and when to look again if none is ready.
+    pub(crate) fn drain(
+        &mut self,
+        node: i32,
+        max_bytes: usize,
+        now: Instant,
+    ) -> (Option<Request>, Option<Instant>) {
+        if self.stopped.is_some() {
+            return (None, None);
+        }
+        if self.bump_pending {
+            if self.in_flight > 0 {
+                return (None, None);
+            }
+            self.bump_epoch();
+        }
+        let mut wakeup: Option<Instant> = None;
+        let mut request = Request {
+            topics: Vec::new(),
+            sent: Vec::new(),
+        };
+        let mut bytes = 0usize;
+        let topics: Vec<Arc<str>> = self.topics.keys().cloned().collect();
+        for topic in topics {
+            let mut partitions = Vec::new();
+            let count = self.topics.get(&topic).map_or(0, |s| s.partitions.len());
+            for partition in 0..count as i32 {
+                let Some(batch) = self.ready_batch(&topic, partition, node, now, &mut wakeup)
+                else {
+                    continue;
+                };
+                if bytes > 0 && bytes + batch.len() > max_bytes {
+                    continue;
+                }
+                let Some(queue) = self.queue_mut(&topic, partition) else {
+                    continue;
+                };
+                let Some(next) = queue.closed.get(queue.in_flight) else {
+                    continue;
+                };
+                let completion = next.completion.clone();
+                queue.in_flight += 1;
+                queue.in_flight_to = node;
+                bytes += batch.len();
+                request.sent.push(Sent { completion });
+                partitions.push(ProducePartition { partition, batch });
+                self.in_flight += 1;
+            }
+            if !partitions.is_empty() {
+                let topic_id = self
+                    .topics
+                    .get(&topic)
+                    .map(|s| s.topic_id)
+                    .unwrap_or_default();
+                request.topics.push(ProduceTopic {
+                    name: topic,
+                    topic_id,
+                    partitions,
+                });
+            }
+        }
+        let request = (!request.sent.is_empty()).then_some(request);
+        (request, wakeup)
+    }
+
+    /// The partition's next batch to send when `node` leads it and it is ready (closing the
+    /// open batch if its time came); else notes in `wakeup` when it may be.
+    fn ready_batch(
+        &mut self,
+        topic: &Arc<str>,
+        partition: i32,
+        node: i32,
+        now: Instant,
+        wakeup: &mut Option<Instant>,
+    ) -> Option<bytes::Bytes> {
+        let linger = self.limits.linger;
+        let closing = self.flushing > 0;
+        let max_in_flight = self.limits.max_in_flight;
+        let idempotent = self.identity.is_idempotent();
+        self.expire_partition(topic, partition, now);
+        let state = self.topics.get_mut(topic)?;
+        let queue = state.partitions.get_mut(partition as usize)?;
+        let max_in_flight = if queue.acknowledged || !idempotent {
+            max_in_flight
+        } else {
+            1
+        };
+        let busy = queue.in_flight > 0 && (queue.resend || queue.in_flight_to != node);
+        if queue.leader != node || busy || queue.in_flight >= max_in_flight {
+            return None;
+        }
+        if let Some(at) = queue.retry_at {
+            if at > now {
+                note(wakeup, at);
+                return None;
+            }
+            queue.retry_at = None;
+        }
+        queue.resend = false;
+        if queue.closed.len() == queue.in_flight {
+            let open = queue.open.as_ref()?;
+            let due = open.created + linger;
+            if due > now && !closing {
+                note(wakeup, due);
+                return None;
+            }
+            let mut closer = Closer {
+                limits: &self.limits,
+                identity: &mut self.identity,
+                memory: &self.memory,
+                counters: &self.counters,
+                topic,
+                partition,
+            };
+            queue.close_open(&mut closer);
+        }
+        queue
+            .closed
+            .get(queue.in_flight)
+            .map(|batch| batch.bytes.clone())
+    }
+
+    /// Fails the partition's batches past `delivery.timeout.ms` that are not in flight.
+    fn expire_partition(&mut self, topic: &Arc<str>, partition: i32, now: Instant) {
+        let timeout = self.limits.delivery_timeout;
+        let idempotent = self.identity.is_idempotent();
+        let Some(queue) = self.queue_mut(topic, partition) else {
+            return;
+        };
+        let mut expired = Vec::new();
+        while queue.in_flight == 0 {
+            match queue.closed.front() {
+                Some(batch) if batch.created + timeout <= now => {
+                    expired.extend(queue.closed.pop_front());
+                }
+                _ => break,
+            }
+        }
+        if let Some(open) = queue.open.as_ref() {
+            if open.created + timeout <= now && queue.closed.is_empty() && queue.in_flight == 0 {
+                let mut closer = self.closer_for(topic, partition);
+                if let Some(queue) = closer.0 {
+                    queue.close_open(&mut closer.1);
+                    expired.extend(queue.closed.pop_front());
+                }
+            }
+        }
+        if expired.is_empty() {
+            return;
+        }
+        // Their sequences were taken: the partition's next batches need a new epoch.
+        self.bump_pending |= idempotent;
+        for batch in expired {
+            let error = Error::DeliveryTimeout {
+                topic: topic.to_string(),
+                partition,
+                timeout_ms: timeout.as_millis() as u64,
+                retries: batch.retries,
+                last: batch
+                    .last_error
+                    .clone()
+                    .unwrap_or_else(|| "never sent (no leader or no connection)".to_owned()),
+            };
+            self.settle(batch, Err(error));
+        }
+    }
+
+    fn closer_for<'a>(
+        &'a mut self,
+        topic: &'a Arc<str>,
+        partition: i32,
+    ) -> (Option<&'a mut PartitionQueue>, Closer<'a>) {
+        let queue = self
+            .topics
+            .get_mut(topic)
+            .and_then(|s| s.partitions.get_mut(partition as usize));
+        let closer = Closer {
+            limits: &self.limits,
+            identity: &mut self.identity,
+            memory: &self.memory,
+            counters: &self.counters,
+            topic,
+            partition,
+        };
+        (queue, closer)
+    }
+
+    /// Fails what is past `delivery.timeout.ms` in every partition (those without a leader
+    /// too, which no sender drains).
+    pub(crate) fn expire(&mut self, now: Instant) {
+        let mut partitions = Vec::new();
+        for (topic, state) in &self.topics {
+            partitions.extend((0..state.partitions.len() as i32).map(|p| (topic.clone(), p)));
+        }
+        for (topic, partition) in partitions {
+            self.expire_partition(&topic, partition, now);
+        }
+    }
+
+    /// KIP-360, once nothing is in flight: the next epoch, and every batch not yet
+    /// acknowledged re-stamped with it and new sequences from 0, in order.
+    fn bump_epoch(&mut self) {
+        self.bump_pending = false;
+        if self.identity.bump_epoch().is_err() {
+            self.stop("the producer epoch is exhausted; a new producer is needed");
+            return;
+        }
+        for (topic, state) in &mut self.topics {
+            for (partition, queue) in state.partitions.iter_mut().enumerate() {
+                for batch in &mut queue.closed {
+                    let fields = self
+                        .identity
+                        .next_batch(topic, partition as i32, batch.records);
+                    let mut bytes = batch.bytes.to_vec();
+                    if krec_batch::restamp(&mut bytes, 0, fields).is_ok() {
+                        batch.bytes = bytes::Bytes::from(bytes);
+                    }
+                }
+            }
+        }
+        tracing::info!(identity = ?self.identity.current(), "bumped the producer epoch");
+    }
+
+    /// Takes in a Produce answer for the batches of `sent`.
+    pub(crate) fn on_answer(
+        &mut self,
+        sent: Vec<Sent>,
+        answers: Vec<(TopicPartition, Result<BrokerAppended, ProduceError>)>,
+        broker: &str,
+        now: Instant,
+    ) -> Followup {
+        let mut followup = Followup::default();
+        for batch in sent {
+            self.in_flight = self.in_flight.saturating_sub(1);
+            let (topic, partition) = (batch.completion.topic(), batch.completion.partition());
+            let answer = answers
+                .iter()
+                .find(|(tp, _)| *tp.topic == **topic && tp.partition == partition);
+            let outcome = match answer {
+                None => Outcome::Acknowledged(BatchAck {
+                    base_offset: -1,
+                    log_append_time: None,
+                }),
+                Some((_, Ok(appended))) => Outcome::Acknowledged(BatchAck {
+                    base_offset: appended.base_offset,
+                    log_append_time: appended.log_append_time_ms,
+                }),
+                Some((_, Err(error))) => self.classify(error, broker),
+            };
+            if let Outcome::Retry { refresh: true, .. } = outcome {
+                followup.refresh_metadata = true;
+                let hint = answer.and_then(|(_, r)| r.as_ref().err()?.current_leader);
+                let leader = hint.map_or(-1, |h| h.leader_id);
+                let topic = topic.clone();
+                self.set_leader(&topic, partition, leader);
+            }
+            self.apply(&batch.completion, outcome, now);
+        }
+        followup
+    }
+
+    /// The connection broke (or never opened): every batch of the request is sent again.
+    pub(crate) fn on_lost(&mut self, sent: Vec<Sent>, reason: &str, now: Instant) {
+        for batch in sent {
+            self.in_flight = self.in_flight.saturating_sub(1);
+            let outcome = Outcome::Retry {
+                detail: reason.to_owned(),
+                refresh: true,
+            };
+            self.apply(&batch.completion, outcome, now);
+        }
+    }
+
+    fn classify(&self, error: &ProduceError, broker: &str) -> Outcome {
+        let detail = format!("broker {broker}: {error}");
+        let idempotent = self.identity.is_idempotent();
+        if idempotent && error.is_duplicate() {
+            return Outcome::Acknowledged(BatchAck {
+                base_offset: -1,
+                log_append_time: None,
+            });
+        }
+        if idempotent && error.needs_epoch_bump() {
+            return Outcome::Bump { detail };
+        }
+        if error.is_retriable() {
+            return Outcome::Retry {
+                refresh: error.needs_metadata_refresh(),
+                detail,
+            };
+        }
+        let stops_producer = matches!(
+            error.kind,
+            ProduceErrorKind::ProducerFenced | ProduceErrorKind::ClusterAuthorizationFailed
+        );
+        Outcome::Fail {
+            detail,
+            stops_producer,
+        }
+    }
+
+    /// Applies an outcome to a batch in flight (if it is still there: a stopped producer has
+    /// failed it already). An answer that asks for a resend marks the partition: nothing more
+    /// goes out until every batch in flight is back, then all go again from the oldest.
+    fn apply(&mut self, completion: &Arc<BatchCompletion>, outcome: Outcome, now: Instant) {
+        let retries_allowed = self.limits.retries;
+        let backoff = self.limits.retry_backoff;
+        let idempotent = self.identity.is_idempotent();
+        let (topic, partition) = (completion.topic().clone(), completion.partition());
+        let Some(queue) = (self.topics.get_mut(&topic))
+            .and_then(|state| state.partitions.get_mut(partition as usize))
+        else {
+            return;
+        };
+        let Some(at) = (queue.closed.iter()).position(|b| Arc::ptr_eq(&b.completion, completion))
+        else {
+            return;
+        };
+        queue.in_flight = queue.in_flight.saturating_sub(1);
+        let (detail, stops_producer) = match outcome {
+            Outcome::Acknowledged(ack) => {
+                queue.acknowledged = true;
+                if let Some(batch) = queue.closed.remove(at) {
+                    self.counters.acknowledged(batch.records, batch.bytes.len());
+                    self.settle(batch, Ok(ack));
+                }
+                return;
+            }
+            // Out of step at the oldest batch: a new epoch. Behind an older batch sent again,
+            // the gap is that batch's: resend in order.
+            Outcome::Bump { detail } if at == 0 => {
+                self.bump_pending = true;
+                queue.resend = true;
+                if let Some(batch) = queue.closed.get_mut(at) {
+                    batch.retries += 1;
+                    batch.last_error = Some(detail);
+                }
+                self.counters.retried();
+                return;
+            }
+            Outcome::Retry { detail, .. } | Outcome::Bump { detail } => {
+                let Some(batch) = queue.closed.get_mut(at) else {
+                    return;
+                };
+                if batch.retries < retries_allowed {
+                    batch.retries += 1;
+                    batch.last_error = Some(detail);
+                    queue.resend = true;
+                    queue.retry_at = Some(now + backoff);
+                    self.counters.retried();
+                    return;
+                }
+                (detail, false)
+            }
+            Outcome::Fail {
+                detail,
+                stops_producer,
+            } => (detail, stops_producer),
+        };
+        if let Some(batch) = queue.closed.remove(at) {
+            let error = Error::Refused {
+                topic: topic.to_string(),
+                partition,
+                detail: detail.clone(),
+                retries: batch.retries,
+            };
+            self.settle(batch, Err(error));
+        }
+        // The failed batch's sequences are gone: the partition's next batches need a new epoch.
+        self.bump_pending |= idempotent;
+        if stops_producer {
+            self.stop(&detail);
+        }
+    }
+
+    /// Resolves a batch's records and gives its bytes back to `buffer.memory`.
+    fn settle(&self, batch: ClosedBatch, outcome: Result<BatchAck, Error>) {
+        if outcome.is_err() {
+            self.counters.failed(batch.records.max(0) as usize);
+        }
+        batch.completion.complete(outcome);
+        self.release(batch.held);
+    }
+}
+
+fn note(wakeup: &mut Option<Instant>, at: Instant) {
+    *wakeup = Some(wakeup.map_or(at, |w| w.min(at)));
+}

@@ -1,0 +1,138 @@
+//! The one owner of the producer id, its epoch and the sequence of every partition, as the
+//! Java client's TransactionManager is: the accumulator asks it for each finished batch's
+//! producer fields, and for an epoch bump (KIP-360) when a partition's sequences broke.
+//! Transactions will drive the same owner from a transaction coordinator.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use krec_batch::ProducerFields;
+use krec_client::producer_id::ProducerIdentity;
+
+/// Producer id, epoch and next sequence per partition; or none of it without idempotence.
+#[derive(Debug)]
+pub(crate) struct Identity {
+    current: Option<ProducerIdentity>,
+    next_sequence: HashMap<(Arc<str>, i32), i32>,
+}
+
+/// The epoch cannot go higher: a new producer id is needed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct EpochExhausted;
+
+impl Identity {
+    /// An idempotent producer's identity, as InitProducerId gave it.
+    pub(crate) fn idempotent(identity: ProducerIdentity) -> Self {
+        Identity {
+            current: Some(identity),
+            next_sequence: HashMap::new(),
+        }
+    }
+
+    /// A producer without idempotence: every batch carries no producer id.
+    pub(crate) fn none() -> Self {
+        Identity {
+            current: None,
+            next_sequence: HashMap::new(),
+        }
+    }
+
+    pub(crate) fn is_idempotent(&self) -> bool {
+        self.current.is_some()
+    }
+
+    /// The fields of the partition's next batch of `records` records; its sequences are
+    /// taken (Kafka's sequences wrap from `i32::MAX` to 0).
+    pub(crate) fn next_batch(
+        &mut self,
+        topic: &Arc<str>,
+        partition: i32,
+        records: i32,
+    ) -> ProducerFields {
+        let Some(identity) = self.current else {
+            return ProducerFields::NONE;
+        };
+        let next = self
+            .next_sequence
+            .entry((topic.clone(), partition))
+            .or_insert(0);
+        let base = *next;
+        *next = increment_sequence(base, records);
+        ProducerFields::idempotent(identity.producer_id, identity.producer_epoch, base)
+    }
+
+    /// KIP-360 for an idempotent producer: the next epoch of the same id, every partition's
+    /// sequences from 0 (the broker accepts sequence 0 of a higher epoch and fences the old
+    /// one). The caller re-stamps the batches not yet acknowledged, in order.
+    pub(crate) fn bump_epoch(&mut self) -> Result<(), EpochExhausted> {
+        let Some(identity) = self.current.as_mut() else {
+            return Ok(());
+        };
+        if identity.producer_epoch == i16::MAX {
+            return Err(EpochExhausted);
+        }
+        identity.producer_epoch += 1;
+        self.next_sequence.clear();
+        Ok(())
+    }
+
+    /// The current producer id and epoch, if idempotent.
+    pub(crate) fn current(&self) -> Option<ProducerIdentity> {
+        self.current
+    }
+}
+
+/// Kafka's `DefaultRecordBatch.incrementSequence`: sequences wrap to 0 past `i32::MAX`.
+fn increment_sequence(sequence: i32, increment: i32) -> i32 {
+    if sequence > i32::MAX - increment {
+        increment - (i32::MAX - sequence) - 1
+    } else {
+        sequence + increment
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn identity() -> Identity {
+        Identity::idempotent(ProducerIdentity {
+            producer_id: 7,
+            producer_epoch: 3,
+        })
+    }
+
+    #[test]
+    fn sequences_count_records_per_partition_and_restart_on_a_bump() {
+        let mut owner = identity();
+        let topic: Arc<str> = Arc::from("t");
+        assert_eq!(owner.next_batch(&topic, 0, 5).base_sequence, 0);
+        assert_eq!(owner.next_batch(&topic, 0, 2).base_sequence, 5);
+        assert_eq!(owner.next_batch(&topic, 1, 1).base_sequence, 0);
+        owner.bump_epoch().unwrap();
+        let fields = owner.next_batch(&topic, 0, 1);
+        assert_eq!((fields.producer_epoch, fields.base_sequence), (4, 0));
+        assert_eq!(fields.producer_id, 7);
+    }
+
+    #[test]
+    fn sequences_wrap_as_kafkas_do() {
+        assert_eq!(increment_sequence(i32::MAX - 1, 1), i32::MAX);
+        assert_eq!(increment_sequence(i32::MAX, 1), 0);
+        assert_eq!(increment_sequence(i32::MAX - 1, 3), 1);
+    }
+
+    #[test]
+    fn without_idempotence_no_fields_and_an_exhausted_epoch_is_said() {
+        let topic: Arc<str> = Arc::from("t");
+        assert_eq!(
+            Identity::none().next_batch(&topic, 0, 3),
+            ProducerFields::NONE
+        );
+        let mut owner = Identity::idempotent(ProducerIdentity {
+            producer_id: 1,
+            producer_epoch: i16::MAX,
+        });
+        assert_eq!(owner.bump_epoch(), Err(EpochExhausted));
+    }
+}

@@ -1,0 +1,336 @@
+//! The front door: `Producer::connect`, `send`, `flush`, `close`, `stats`, over the accumulator,
+//! one sender task per broker and the metadata task.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use krec_client::metadata::{ClusterMetadata, MetadataClient};
+use krec_client::produce::Acks as WireAcks;
+use krec_client::producer_id::{self, ProducerIdentity};
+use krec_client::Connection;
+use tokio::sync::{watch, Notify, Semaphore};
+use tokio::task::JoinHandle;
+
+use crate::accumulator::{Accumulator, Limits, Route};
+use crate::delivery::{Delivery, Settled};
+use crate::identity::Identity;
+use crate::record::ProducerRecord;
+use crate::stats::{Counters, ProducerStats};
+use crate::{routing, sender, Acks, Error, ProducerConfig};
+
+/// An async Kafka producer: `send` appends a record to its partition's batch and returns its
+/// [`Delivery`], one sender task per broker sends the batches, and every `Delivery` resolves
+/// with the record's offset or the reason it failed.
+///
+/// All methods take `&self`, and a `Producer` is `Send + Sync`: share it between tasks in an
+/// `Arc` (it is not `Clone`). Dropping it stops its tasks and fails the records not yet
+/// acknowledged; [`close`](Self::close) delivers them first.
+///
+/// ```no_run
+/// # async fn demo(brokers: &str) -> Result<(), krec_producer::Error> {
+/// use krec_producer::{Producer, ProducerConfig, ProducerRecord};
+///
+/// let config = ProducerConfig::from_properties([("linger.ms", "10")])?
+///     .with("bootstrap.servers", brokers)?;
+/// let producer = Producer::connect(config).await?;
+/// let record = ProducerRecord::new("orders").key(b"k1").value(b"v1");
+/// let delivery = producer.send(record).await?;
+/// let delivered = delivery.await?;
+/// println!("{} {}", delivered.partition(), delivered.offset());
+/// producer.close().await?;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct Producer {
+    shared: Arc<Shared>,
+}
+
+/// What the producer's tasks share.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) config: ProducerConfig,
+    pub(crate) acks: WireAcks,
+    state: Mutex<Accumulator>,
+    /// `buffer.memory`, in bytes of records held.
+    memory: Arc<Semaphore>,
+    /// Senders look again: a batch filled or started, an answer came, a flush began.
+    pub(crate) work: Notify,
+    /// The metadata task refreshes now.
+    pub(crate) refresh: Notify,
+    /// Bumped after each metadata refresh (`send` waits on it for a topic).
+    pub(crate) metadata_version: watch::Sender<u64>,
+    counters: Arc<Counters>,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Shared {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Accumulator> {
+        // Every change to the accumulator completes under the lock or not at all.
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub(crate) fn spawn_sender(self: &Arc<Self>, node: i32) {
+        let task = tokio::spawn(sender::run(self.clone(), node));
+        self.tasks_lock().push(task);
+    }
+
+    fn tasks_lock(&self) -> MutexGuard<'_, Vec<JoinHandle<()>>> {
+        self.tasks
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Fails what is not acknowledged and ends the tasks.
+    fn stop(&self, reason: &str) -> Vec<JoinHandle<()>> {
+        self.lock().stop(reason);
+        let tasks = std::mem::take(&mut *self.tasks_lock());
+        for task in &tasks {
+            task.abort();
+        }
+        tasks
+    }
+}
+
+impl Producer {
+    /// Connects to the cluster (`bootstrap.servers`), takes a producer id when idempotent
+    /// (InitProducerId, retried within `max.block.ms`), and starts the metadata task and a
+    /// sender per broker. Must be called within a Tokio runtime.
+    pub async fn connect(config: ProducerConfig) -> Result<Self, Error> {
+        if config.bootstrap.is_empty() {
+            return Err(Error::Property {
+                key: "bootstrap.servers".to_owned(),
+                origin: String::new(),
+                detail: "no broker given".to_owned(),
+            });
+        }
+        let mut client = MetadataClient::new(config.bootstrap.clone(), config.connection.clone());
+        let metadata = client
+            .fetch(&[])
+            .await
+            .map_err(|e| Error::client("bootstrap.servers: no broker answered Metadata", e))?;
+        let identity = if config.idempotence {
+            Identity::idempotent(init_identity(&config, &metadata).await?)
+        } else {
+            Identity::none()
+        };
+        let memory = Arc::new(Semaphore::new(
+            usize::try_from(config.buffer_memory)
+                .unwrap_or(usize::MAX)
+                .min(Semaphore::MAX_PERMITS),
+        ));
+        let counters = Arc::new(Counters::default());
+        let accumulator = Accumulator::new(
+            Limits::new(&config),
+            identity,
+            memory.clone(),
+            counters.clone(),
+        );
+        let acks = match config.acks {
+            Acks::None => WireAcks::None,
+            Acks::Leader => WireAcks::Leader,
+            Acks::All => WireAcks::All,
+        };
+        let shared = Arc::new(Shared {
+            config,
+            acks,
+            state: Mutex::new(accumulator),
+            memory,
+            work: Notify::new(),
+            refresh: Notify::new(),
+            metadata_version: watch::Sender::new(0),
+            counters,
+            tasks: Mutex::new(Vec::new()),
+        });
+        for node in shared.lock().apply_metadata(&metadata) {
+            shared.spawn_sender(node);
+        }
+        let task = tokio::spawn(routing::run(shared.clone(), client));
+        shared.tasks_lock().push(task);
+        Ok(Producer { shared })
+    }
+
+    /// Appends the record to its partition's batch and returns its [`Delivery`], which
+    /// resolves once the broker acknowledged it. Waits only for the topic's metadata and for
+    /// room in `buffer.memory`, both within `max.block.ms`; a record larger than
+    /// `max.request.size` or `buffer.memory` fails at once. The record's bytes are copied
+    /// once, into the batch.
+    pub async fn send(&self, record: ProducerRecord<'_>) -> Result<Delivery, Error> {
+        let config = &self.shared.config;
+        let deadline = Instant::now() + config.max_block;
+        self.wait_for_topic(record.topic(), deadline).await?;
+        let held = record.held_bytes();
+        if held > config.buffer_memory {
+            return Err(Error::RecordTooLarge {
+                topic: record.topic().to_owned(),
+                size: held,
+                key: "buffer.memory",
+                limit: config.buffer_memory,
+            });
+        }
+        let permits = u32::try_from(held).unwrap_or(u32::MAX);
+        let room = self.shared.memory.acquire_many(permits);
+        match tokio::time::timeout_at(deadline.into(), room).await {
+            Ok(Ok(permit)) => permit.forget(),
+            Ok(Err(_)) => unreachable_closed()?,
+            Err(_) => {
+                return Err(Error::BufferFull {
+                    topic: record.topic().to_owned(),
+                    buffer_memory: config.buffer_memory,
+                    waited_ms: config.max_block.as_millis() as u64,
+                })
+            }
+        }
+        let timestamp = record.timestamp.unwrap_or_else(now_ms);
+        let appended =
+            self.shared
+                .lock()
+                .append(&record, timestamp, u64::from(permits), Instant::now());
+        match appended {
+            Ok(appended) => {
+                if appended.wake_senders {
+                    self.shared.work.notify_waiters();
+                }
+                Ok(appended.delivery)
+            }
+            Err(error) => {
+                self.shared.memory.add_permits(permits as usize);
+                Err(error)
+            }
+        }
+    }
+
+    /// Waits until the metadata has the topic, asking for it, within `deadline`.
+    async fn wait_for_topic(&self, topic: &str, deadline: Instant) -> Result<(), Error> {
+        loop {
+            let mut refreshed = self.shared.metadata_version.subscribe();
+            let route = self.shared.lock().route(topic, deadline);
+            match route {
+                Route::Known => return Ok(()),
+                Route::Refused(answer) => {
+                    return Err(Error::UnknownTopic {
+                        topic: topic.to_owned(),
+                        detail: answer,
+                    })
+                }
+                Route::Unknown => self.shared.refresh.notify_one(),
+            }
+            let changed = tokio::time::timeout_at(deadline.into(), refreshed.changed()).await;
+            if changed.is_err() {
+                let waited = self.shared.config.max_block.as_millis();
+                return Err(Error::UnknownTopic {
+                    topic: topic.to_owned(),
+                    detail: format!(
+                        "not in the cluster's metadata within max.block.ms ({waited} ms); \
+                         create it, or let the brokers create topics (auto.create.topics.enable)"
+                    ),
+                });
+            }
+        }
+    }
+
+    /// Waits until every record sent before the call is acknowledged or failed (each
+    /// `Delivery` says which); batches still lingering go out at once.
+    pub async fn flush(&self) -> Result<(), Error> {
+        let pending = self.shared.lock().flush_begin();
+        let _flushing = FlushGuard(&self.shared);
+        self.shared.work.notify_waiters();
+        for batch in pending {
+            Settled::new(batch).await;
+        }
+        Ok(())
+    }
+
+    /// Flushes, then stops the tasks and closes the connections. Records sent after it
+    /// fail with [`Error::Stopped`].
+    pub async fn close(&self) -> Result<(), Error> {
+        self.flush().await?;
+        for task in self.shared.stop("the producer was closed") {
+            let _ = task.await;
+        }
+        Ok(())
+    }
+
+    /// What the producer has done so far: records and bytes acknowledged, batches, retries,
+    /// records failed.
+    pub fn stats(&self) -> ProducerStats {
+        self.shared.counters.snapshot()
+    }
+}
+
+impl Drop for Producer {
+    fn drop(&mut self) {
+        self.shared.stop("the producer was dropped");
+    }
+}
+
+/// Ends a flush, even when its future is dropped.
+struct FlushGuard<'a>(&'a Shared);
+
+impl Drop for FlushGuard<'_> {
+    fn drop(&mut self) {
+        self.0.lock().flush_end();
+    }
+}
+
+/// The semaphore of `buffer.memory` is never closed.
+fn unreachable_closed() -> Result<(), Error> {
+    Err(Error::Stopped {
+        reason: "buffer.memory is closed".to_owned(),
+    })
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// InitProducerId from any broker, asked again after a passing error within `max.block.ms`.
+async fn init_identity(
+    config: &ProducerConfig,
+    metadata: &ClusterMetadata,
+) -> Result<ProducerIdentity, Error> {
+    let deadline = Instant::now() + config.max_block;
+    let mut addresses: Vec<String> = metadata.brokers.values().cloned().collect();
+    addresses.sort();
+    addresses.extend(config.bootstrap.iter().cloned());
+    let mut attempt = 0usize;
+    loop {
+        let address = &addresses[attempt % addresses.len()];
+        attempt += 1;
+        let result = match Connection::connect(address, &config.connection).await {
+            Ok(mut connection) => producer_id::init_producer_id(&mut connection, None).await,
+            Err(error) => Err(error),
+        };
+        match result {
+            Ok(identity) => return Ok(identity),
+            Err(error) if producer_id::is_retriable(&error) && Instant::now() < deadline => {
+                tracing::debug!(%error, "InitProducerId failed; asking again");
+                tokio::time::sleep(config.retry_backoff.max(Duration::from_millis(10))).await;
+            }
+            Err(error) => {
+                return Err(Error::client(
+                    "InitProducerId (enable.idempotence=true)",
+                    error,
+                ))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// What the docs promise: a `Producer` shared between tasks, futures sent between them.
+    #[test]
+    fn the_front_door_types_cross_tasks() {
+        fn send_sync<T: Send + Sync>() {}
+        fn send<T: Send>() {}
+        send_sync::<super::Producer>();
+        send::<crate::Delivery>();
+        send::<crate::ProducerRecord<'static>>();
+        send_sync::<crate::Error>();
+    }
+}

@@ -1,0 +1,158 @@
+//! One sender task per broker, as the Java client's Sender: it owns the broker's connection
+//! and drains the ready batches of every partition the broker leads into one Produce request,
+//! keeping up to `max.in.flight.requests.per.connection` requests in flight. It waits for
+//! whichever comes first: the oldest request's answer (read cancel-safely, so racing it loses
+//! nothing), or batches ready while there is room for another request.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Instant;
+
+use krec_client::produce::{send_produce, ProduceAnswer, ProduceInFlight, ProduceParams};
+use krec_client::Connection;
+
+use crate::accumulator::{Request, Sent};
+use crate::producer::Shared;
+
+/// The broker's connection and the requests in flight on it, oldest first.
+struct Link {
+    connection: Option<Connection>,
+    in_flight: VecDeque<(ProduceInFlight, Vec<Sent>)>,
+}
+
+/// Drains and sends for broker `node` until the producer stops (its task is aborted).
+pub(crate) async fn run(shared: Arc<Shared>, node: i32) {
+    let mut link = Link {
+        connection: None,
+        in_flight: VecDeque::new(),
+    };
+    let max_in_flight = shared.config.max_in_flight.max(1) as usize;
+    let max_bytes = shared.config.write.max_record_size;
+    loop {
+        let work = shared.work.notified();
+        tokio::pin!(work);
+        work.as_mut().enable();
+        let mut wakeup = None;
+        if link.in_flight.len() < max_in_flight {
+            let (request, next) = shared.lock().drain(node, max_bytes, Instant::now());
+            if let Some(request) = request {
+                link.send(&shared, node, request).await;
+                continue;
+            }
+            wakeup = next;
+        }
+        let sleep = async {
+            match wakeup {
+                Some(at) => tokio::time::sleep_until(at.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            answer = link.oldest_answer() => {
+                link.take_answer(&shared, answer);
+                // A retry, a bump or room for another request may be ready now.
+                shared.work.notify_waiters();
+            }
+            _ = &mut work => {}
+            _ = sleep => {}
+        }
+    }
+}
+
+impl Link {
+    /// Writes one request (connecting first if needed); a failure sends every batch in
+    /// flight again after `retry.backoff.ms`.
+    async fn send(&mut self, shared: &Shared, node: i32, request: Request) {
+        if self.connection.is_none() {
+            match connect(shared, node).await {
+                Ok(opened) => self.connection = Some(opened),
+                Err(reason) => {
+                    tracing::debug!(node, %reason, "no connection for produce");
+                    self.lose(shared, request.sent, &reason);
+                    tokio::time::sleep(shared.config.retry_backoff).await;
+                    return;
+                }
+            }
+        }
+        let Some(connection) = self.connection.as_mut() else {
+            return;
+        };
+        let params = ProduceParams {
+            acks: shared.acks,
+            timeout_ms: shared
+                .config
+                .connection
+                .request_timeout
+                .as_millis()
+                .min(i32::MAX as u128) as i32,
+        };
+        match send_produce(connection, params, &request.topics).await {
+            Ok(flight) => self.in_flight.push_back((flight, request.sent)),
+            Err(error) => {
+                let reason = format!("broker {}: {error}", connection.address());
+                self.lose(shared, request.sent, &reason);
+            }
+        }
+    }
+
+    /// The oldest request's answer; never resolves while nothing is in flight.
+    async fn oldest_answer(&mut self) -> Result<ProduceAnswer, krec_client::Error> {
+        match (self.connection.as_mut(), self.in_flight.front()) {
+            (Some(connection), Some((flight, _))) => flight.answer(connection).await,
+            _ => std::future::pending().await,
+        }
+    }
+
+    /// Takes in the oldest request's answer; a failed read loses the connection.
+    fn take_answer(&mut self, shared: &Shared, answer: Result<ProduceAnswer, krec_client::Error>) {
+        let broker = self
+            .connection
+            .as_ref()
+            .map_or_else(String::new, |c| c.address().to_owned());
+        match answer {
+            Ok(answer) => {
+                let Some((_, sent)) = self.in_flight.pop_front() else {
+                    return;
+                };
+                let answers = answer
+                    .partitions
+                    .into_iter()
+                    .map(|p| (p.partition, p.result))
+                    .collect();
+                let followup = shared
+                    .lock()
+                    .on_answer(sent, answers, &broker, Instant::now());
+                if followup.refresh_metadata {
+                    shared.refresh.notify_one();
+                }
+            }
+            Err(error) => {
+                tracing::debug!(%broker, %error, "produce failed; the batches go again");
+                self.lose(shared, Vec::new(), &format!("broker {broker}: {error}"));
+            }
+        }
+    }
+
+    /// The connection is gone: every request in flight, then `sent` (not written), go again.
+    fn lose(&mut self, shared: &Shared, sent: Vec<Sent>, reason: &str) {
+        self.connection = None;
+        let now = Instant::now();
+        let mut state = shared.lock();
+        for (_, earlier) in self.in_flight.drain(..) {
+            state.on_lost(earlier, reason, now);
+        }
+        state.on_lost(sent, reason, now);
+        drop(state);
+        shared.refresh.notify_one();
+    }
+}
+
+async fn connect(shared: &Shared, node: i32) -> Result<Connection, String> {
+    let address = shared
+        .lock()
+        .broker_address(node)
+        .ok_or_else(|| format!("broker {node} is not in the metadata"))?;
+    Connection::connect(&address, &shared.config.connection)
+        .await
+        .map_err(|error| format!("broker {address}: {error}"))
+}

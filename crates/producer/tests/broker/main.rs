@@ -1,0 +1,17 @@
+//! krec-producer against the suite's real broker (`KREC_TEST_BOOTSTRAP`, see scripts/test.sh):
+//! the front door, keyed records read back in order, the bounds of `buffer.memory` and
+//! `max.block.ms`, unknown topics, every codec, a connection cut under idempotence, the
+//! allocations of the write path, and the root package's `examples/produce.rs`.
+
+mod support;
+
+mod allocations;
+mod bounds;
+mod delivery;
+mod example;
+mod faults;
+
+/// Counts heap allocations per thread for `allocations` (forwards to the system allocator).
+#[global_allocator]
+static ALLOCATOR: krec_testkit::alloc::CountingAllocator =
+    krec_testkit::alloc::CountingAllocator::new();
