@@ -307,6 +307,7 @@ bench_smoke scripts/bench-decode.sh
 wait "$bench_broker"
 bench_smoke scripts/bench-consume.sh
 bench_smoke scripts/bench-consume.sh --tls
+bench_smoke scripts/bench-produce.sh
 bench_smoke scripts/bench-embed.sh
 bench_smoke scripts/bench-questions.sh
 bench_smoke scripts/bench-partitions.sh
