@@ -45,6 +45,52 @@ pub struct InputRecord {
     pub origin: Origin,
 }
 
+/// One record read, borrowing the input's buffer (line input) or the reader's last owned
+/// record (JSON, whole files): what is sent, with no copy of its bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordRef<'a> {
+    /// The key; `None` for a null key.
+    pub key: Option<&'a [u8]>,
+    /// The value; `None` for a null value.
+    pub value: Option<&'a [u8]>,
+    /// Headers in order.
+    pub headers: &'a [Header],
+    /// The timestamp in ms since the epoch, if the input gives one.
+    pub timestamp: Option<i64>,
+    /// The partition, if the input names one.
+    pub partition: Option<i32>,
+    /// Where the record was read.
+    pub origin: Origin,
+}
+
+impl RecordRef<'_> {
+    /// The record with its bytes copied.
+    pub fn to_owned(&self) -> InputRecord {
+        InputRecord {
+            key: self.key.map(<[u8]>::to_vec),
+            value: self.value.map(<[u8]>::to_vec),
+            headers: self.headers.to_vec(),
+            timestamp: self.timestamp,
+            partition: self.partition,
+            origin: self.origin.clone(),
+        }
+    }
+}
+
+impl InputRecord {
+    /// The record, borrowed.
+    pub fn as_ref(&self) -> RecordRef<'_> {
+        RecordRef {
+            key: self.key.as_deref(),
+            value: self.value.as_deref(),
+            headers: &self.headers,
+            timestamp: self.timestamp,
+            partition: self.partition,
+            origin: self.origin.clone(),
+        }
+    }
+}
+
 /// Where a record was read: a file (or `stdin`) and, for line input, the line.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Origin {
@@ -138,6 +184,8 @@ pub struct Input {
     pending: VecDeque<PathBuf>,
     /// The file (or stdin) being read, by name.
     current: Option<(Arc<str>, Pieces)>,
+    /// The last record read whole (JSON, a whole file), lent out by [`Input::next_borrowed`].
+    held: Option<InputRecord>,
 }
 
 impl Input {
@@ -152,6 +200,7 @@ impl Input {
             limit,
             pending: files.into(),
             current: None,
+            held: None,
         };
         if input.pending.is_empty() {
             let stdin: Box<dyn Read + Send> = Box::new(std::io::stdin());
@@ -173,13 +222,19 @@ impl Input {
             limit,
             pending: VecDeque::new(),
             current: None,
+            held: None,
         };
         input.current = Some((name.into(), input.delimited(reader)));
         input
     }
 
-    /// The next record, `None` when every input is read.
+    /// The next record, owned, `None` when every input is read.
     pub fn next_record(&mut self) -> Result<Option<InputRecord>, InputError> {
+        Ok(self.next_borrowed()?.map(|record| record.to_owned()))
+    }
+
+    /// The next record, borrowed until the next call; `None` when every input is read.
+    pub fn next_borrowed(&mut self) -> Result<Option<RecordRef<'_>>, InputError> {
         loop {
             if self.whole_files {
                 let Some(path) = self.pending.pop_front() else {
@@ -189,65 +244,88 @@ impl Input {
                     unreachable!("whole files are line input only")
                 };
                 match lines::read_whole_file(format, &path, self.limit)? {
-                    Some(record) => return Ok(Some(record)),
+                    Some(record) => return Ok(Some(self.held.insert(record).as_ref())),
                     None => continue,
                 }
             }
-            if let Some(record) = self.next_in_current()? {
-                return Ok(Some(record));
-            }
-            let Some(path) = self.pending.pop_front() else {
-                return Ok(None);
+            let Some((number, span)) = self.next_span_in_current()? else {
+                let Some(path) = self.pending.pop_front() else {
+                    return Ok(None);
+                };
+                let file = std::fs::File::open(&path).map_err(|source| InputError::Open {
+                    file: path.display().to_string(),
+                    source,
+                })?;
+                let reader: Box<dyn Read + Send> = Box::new(file);
+                self.current = Some((path.display().to_string().into(), self.delimited(reader)));
+                continue;
             };
-            let file = std::fs::File::open(&path).map_err(|source| InputError::Open {
-                file: path.display().to_string(),
-                source,
-            })?;
-            let reader: Box<dyn Read + Send> = Box::new(file);
-            self.current = Some((path.display().to_string().into(), self.delimited(reader)));
+            // Decided on the span, not the bytes: an empty piece is skipped without a borrow.
+            if span.is_empty() {
+                continue;
+            }
+            let origin = Origin {
+                source: self.current_source(),
+                line: Some(number),
+            };
+            // Each branch borrows on its own: a borrow returned from one must not be held
+            // while the loop reads on.
+            if let InputFormat::Json(_) = self.format {
+                let (InputFormat::Json(format), Some((_, pieces))) = (&self.format, &self.current)
+                else {
+                    unreachable!("checked above")
+                };
+                if let Some(record) = format.record(pieces.slice(span), origin)? {
+                    return Ok(Some(self.held.insert(record).as_ref()));
+                }
+                continue;
+            }
+            let (InputFormat::Lines(format), Some((_, pieces))) = (&self.format, &self.current)
+            else {
+                unreachable!("line input, with a span from the current input")
+            };
+            return Ok(format.record_ref(pieces.slice(span), origin));
         }
     }
 
-    /// The next record of the file (or stdin) being read; `None` once it is done.
-    fn next_in_current(&mut self) -> Result<Option<InputRecord>, InputError> {
+    /// The name of the file (or stdin) being read.
+    fn current_source(&self) -> Arc<str> {
+        self.current
+            .as_ref()
+            .map_or_else(|| "stdin".into(), |(source, _)| source.clone())
+    }
+
+    /// The number and span of the next piece of the file (or stdin) being read; `None` once
+    /// it is done.
+    fn next_span_in_current(
+        &mut self,
+    ) -> Result<Option<(u64, std::ops::Range<usize>)>, InputError> {
         let Some((source, pieces)) = &mut self.current else {
             return Ok(None);
         };
-        loop {
-            let origin = |number| Origin {
-                source: source.clone(),
-                line: Some(number),
-            };
-            let (number, piece) = match pieces.next_piece() {
-                Ok(Some(found)) => found,
-                Ok(None) => break,
-                Err(SplitError::TooLong { number }) => {
-                    return Err(InputError::TooLong {
-                        origin: origin(number),
-                        what: match self.format {
-                            InputFormat::Lines(_) => "a record",
-                            InputFormat::Json(_) => "a JSON line",
-                        },
-                        limit: self.piece_limit(),
-                    })
-                }
-                Err(SplitError::Read { number, source }) => {
-                    return Err(InputError::Read {
-                        origin: origin(number),
-                        source,
-                    })
-                }
-            };
-            let record = match &self.format {
-                InputFormat::Lines(format) => format.record(piece, origin(number)),
-                InputFormat::Json(format) => format.record(piece, origin(number))?,
-            };
-            if let Some(record) = record {
-                return Ok(Some(record));
+        let origin = |number| Origin {
+            source: source.clone(),
+            line: Some(number),
+        };
+        match pieces.next_span() {
+            Ok(Some(found)) => Ok(Some(found)),
+            Ok(None) => {
+                self.current = None;
+                Ok(None)
             }
+            Err(SplitError::TooLong { number }) => Err(InputError::TooLong {
+                origin: origin(number),
+                what: match self.format {
+                    InputFormat::Lines(_) => "a record",
+                    InputFormat::Json(_) => "a JSON line",
+                },
+                limit: self.piece_limit(),
+            }),
+            Err(SplitError::Read { number, source }) => Err(InputError::Read {
+                origin: origin(number),
+                source,
+            }),
         }
-        self.current = None;
-        Ok(None)
     }
 
     fn delimited(&self, reader: Box<dyn Read + Send>) -> Pieces {

@@ -10,7 +10,7 @@
 use std::io::Read;
 use std::path::Path;
 
-use super::{Header, InputError, InputRecord, Origin};
+use super::{Header, InputError, InputRecord, Origin, RecordRef};
 
 /// How line input becomes records.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,6 +42,13 @@ impl Default for LineFormat {
 impl LineFormat {
     /// The record `piece` holds, `None` for an empty piece (skipped, as kcat does).
     pub fn record(&self, piece: &[u8], origin: Origin) -> Option<InputRecord> {
+        self.record_ref(piece, origin)
+            .map(|record| record.to_owned())
+    }
+
+    /// The record `piece` holds, borrowing it and this format's key and headers; `None` for
+    /// an empty piece.
+    pub fn record_ref<'a>(&'a self, piece: &'a [u8], origin: Origin) -> Option<RecordRef<'a>> {
         if piece.is_empty() {
             return None;
         }
@@ -54,10 +61,10 @@ impl LineFormat {
                 value = Some(after).filter(|v| !(self.null_empty && v.is_empty()));
             }
         }
-        Some(InputRecord {
-            key: key.map(<[u8]>::to_vec).or_else(|| self.fixed_key.clone()),
-            value: value.map(<[u8]>::to_vec),
-            headers: self.headers.clone(),
+        Some(RecordRef {
+            key: key.or(self.fixed_key.as_deref()),
+            value,
+            headers: &self.headers,
             timestamp: None,
             partition: None,
             origin,

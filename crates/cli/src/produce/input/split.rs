@@ -66,7 +66,23 @@ impl<R: Read> Delimited<R> {
     }
 
     /// The next piece and its number, `None` at the end of input.
+    #[cfg(test)]
     pub(crate) fn next_piece(&mut self) -> Result<Option<(u64, &[u8])>, SplitError> {
+        Ok(self
+            .next_span()?
+            .map(|(number, span)| (number, self.slice(span))))
+    }
+
+    /// The bytes of a span [`next_span`](Self::next_span) returned, until the next call.
+    pub(crate) fn slice(&self, span: std::ops::Range<usize>) -> &[u8] {
+        &self.buf[span]
+    }
+
+    /// The next piece's number and where it is in the buffer ([`slice`](Self::slice)), `None`
+    /// at the end of input: a span, not a borrow, so that a caller may skip it and read on.
+    pub(crate) fn next_span(
+        &mut self,
+    ) -> Result<Option<(u64, std::ops::Range<usize>)>, SplitError> {
         loop {
             if let Some(at) = self.find_delimiter() {
                 if at - self.start > self.limit {
@@ -99,9 +115,9 @@ impl<R: Read> Delimited<R> {
         }
     }
 
-    fn take(&mut self, piece: std::ops::Range<usize>) -> Option<(u64, &[u8])> {
+    fn take(&mut self, piece: std::ops::Range<usize>) -> Option<(u64, std::ops::Range<usize>)> {
         self.number += 1;
-        Some((self.number, &self.buf[piece]))
+        Some((self.number, piece))
     }
 
     /// Where the next delimiter starts, searching only bytes not searched before.
