@@ -4,11 +4,13 @@
 //! [`args`](ProduceArgs) turns the flags into an input format and a producer configuration
 //! (the client properties through the loader `krec consume` uses); [`input`] reads records,
 //! one module per format, each record knowing its `FILE:LINE`; [`run`] sends them and says
-//! what became of them.
+//! what became of them; [`schema`] encodes JSON keys and values with Schema Registry
+//! schemas.
 
 mod args;
 pub mod input;
 mod run;
+pub mod schema;
 
 pub use args::{HeaderArg, ProduceArgs};
 pub use input::{Input, InputError, InputFormat, InputRecord, Origin, RecordRef};

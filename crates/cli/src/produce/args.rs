@@ -10,6 +10,7 @@ use krec_producer::ProducerConfig;
 use super::input::json::JsonFormat;
 use super::input::lines::{parse_delimiter, LineFormat};
 use super::input::{Input, InputFormat};
+use super::schema::ProduceSchemaArgs;
 use crate::cluster::ClusterArgs;
 use crate::Error;
 
@@ -76,6 +77,10 @@ pub struct ProduceArgs {
         conflicts_with_all = ["key", "key_delimiter", "null_empty", "lines", "delimiter"]
     )]
     pub json: bool,
+
+    /// Keys and values as JSON documents encoded with Schema Registry schemas.
+    #[command(flatten)]
+    pub schema: ProduceSchemaArgs,
 
     /// Files to read instead of standard input: each one record, or with -l or -J one per
     /// line.

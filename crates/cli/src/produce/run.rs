@@ -12,9 +12,10 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use krec_producer::{Delivered, Producer, ProducerRecord, ProducerStats};
+use krec_producer::{Delivered, Producer, ProducerConfig, ProducerRecord, ProducerStats};
 
 use super::input::{Origin, RecordRef};
+use super::schema::Encoders;
 use super::ProduceArgs;
 use crate::Error;
 
@@ -38,7 +39,16 @@ pub fn run(args: ProduceArgs) -> ExitCode {
             })
         }
     };
-    match runtime.block_on(produce(args)) {
+    // The registry's HTTP client blocks: the schemas are fetched before the runtime runs.
+    let prepared = args.producer_config().and_then(|config| {
+        let encoders = args.schema.encoders(&args.topic, &config)?;
+        Ok((config, encoders))
+    });
+    let (config, encoders) = match prepared {
+        Ok(prepared) => prepared,
+        Err(error) => return report(&error),
+    };
+    match runtime.block_on(produce(args, config, encoders)) {
         Ok(outcome) if outcome.finish() => ExitCode::SUCCESS,
         Ok(_) => ExitCode::FAILURE,
         Err(error) => report(&error),
@@ -114,8 +124,11 @@ struct Shutdown {
 }
 
 /// Connects, sends every record read, awaits their deliveries and closes the producer.
-async fn produce(args: ProduceArgs) -> Result<Outcome, Error> {
-    let config = args.producer_config()?;
+async fn produce(
+    args: ProduceArgs,
+    config: ProducerConfig,
+    encoders: Encoders,
+) -> Result<Outcome, Error> {
     let mut input = args.input(config.write.max_record_size)?;
     let producer = Arc::new(Producer::connect(config).await?);
     let shutdown = Arc::new(Shutdown::default());
@@ -123,6 +136,7 @@ async fn produce(args: ProduceArgs) -> Result<Outcome, Error> {
     let mut outcome = Outcome::default();
     let mut queue = VecDeque::with_capacity(QUEUE_LENGTH);
     let forced_partition = args.forced_partition();
+    let (mut key_buffer, mut value_buffer) = (Vec::new(), Vec::new());
     while !shutdown.stop.load(Ordering::Relaxed) {
         let record = match input.next_borrowed() {
             Ok(Some(record)) => record,
@@ -133,6 +147,13 @@ async fn produce(args: ProduceArgs) -> Result<Outcome, Error> {
             }
         };
         let origin = record.origin.clone();
+        let record = match encoded(&encoders, record, &mut key_buffer, &mut value_buffer) {
+            Ok(record) => record,
+            Err(error) => {
+                outcome.stopped_by = Some(error);
+                break;
+            }
+        };
         let to_send = producer_record(&args.topic, &record, forced_partition);
         match producer.send(to_send).await {
             Ok(delivery) => queue.push_back((delivery, origin)),
@@ -172,6 +193,25 @@ impl Outcome {
             self.first_failure.get_or_insert((origin, error));
         }
     }
+}
+
+/// `record` with its key and value encoded as `--key-format`/`--value-format` say, into the
+/// buffers (reused from record to record); a null stays null.
+fn encoded<'a>(
+    encoders: &Encoders,
+    mut record: RecordRef<'a>,
+    key_buffer: &'a mut Vec<u8>,
+    value_buffer: &'a mut Vec<u8>,
+) -> Result<RecordRef<'a>, String> {
+    if let (true, Some(key)) = (encoders.keys(), record.key) {
+        encoders.encode_key(key, key_buffer, &record.origin)?;
+        record.key = Some(key_buffer);
+    }
+    if let (true, Some(value)) = (encoders.values(), record.value) {
+        encoders.encode_value(value, value_buffer, &record.origin)?;
+        record.value = Some(value_buffer);
+    }
+    Ok(record)
 }
 
 /// The record to send, borrowing `record`'s bytes; `-p` (`forced`) overrides its partition.

@@ -244,3 +244,80 @@ fn sigterm_stops_reading_and_delivers_what_was_read() {
     );
     drop(stdin);
 }
+
+/// One test, so that its registrations never race another of this file's (Apicurio fails
+/// concurrent ones): a schema file registered and used, then the subject it made, then a
+/// value that does not fit.
+#[test]
+fn values_encoded_with_a_registry_schema_read_back_by_consume() {
+    let broker = broker();
+    let registry = std::env::var("KREC_TEST_REGISTRY_URL")
+        .expect("KREC_TEST_REGISTRY_URL: run through scripts/test.sh (it starts the registry)");
+    let topic = unique_topic("cliprod-avro");
+    broker.create_topic(&topic, 1, 1);
+    let dir = tempfile::tempdir().unwrap();
+    let schema = dir.path().join("order.avsc");
+    std::fs::write(
+        &schema,
+        r#"{"type":"record","name":"Order","fields":[{"name":"id","type":"int"},{"name":"item","type":"string"}]}"#,
+    )
+    .unwrap();
+    let by_file = [
+        "-r",
+        &registry,
+        "--value-format",
+        "avro",
+        "--value-schema",
+        schema.to_str().unwrap(),
+        "-K",
+        "\t",
+    ];
+    let input = b"k1\t{\"id\":1,\"item\":\"a\"}\n{\"id\":2,\"item\":\"b\"}\n";
+    let output = produce(&broker.bootstrap, &topic, &by_file, input);
+    assert!(output.status.success(), "{}", stderr(&output));
+
+    let subject = format!("{topic}-value:latest");
+    let by_subject = [
+        "-r",
+        &registry,
+        "--value-format",
+        "avro",
+        "--value-subject",
+        &subject,
+    ];
+    let input = b"{\"id\":3,\"item\":\"c\"}\n{\"id\":\"four\",\"item\":\"d\"}\n";
+    let output = produce(&broker.bootstrap, &topic, &by_subject, input);
+    assert_eq!(output.status.code(), Some(1));
+    let text = stderr(&output);
+    assert!(
+        text.starts_with("krec produce: stdin:2: value.id: expected int, got \"four\" (schema id "),
+        "{text}"
+    );
+    assert!(
+        text.contains("\nkrec produce: 1 records acknowledged, "),
+        "{text}"
+    );
+
+    let consumed = broker.consume(&topic, &["-e", "-J", "-s", "value=avro", "-r", &registry]);
+    assert!(consumed.status.success(), "{}", stderr(&consumed));
+    let lines: Vec<serde_json::Value> = String::from_utf8(consumed.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let values: Vec<_> = lines.iter().map(|l| (&l["key"], &l["value"])).collect();
+    assert_eq!(
+        values,
+        [
+            (&"k1".into(), &serde_json::json!({"id": 1, "item": "a"})),
+            (
+                &serde_json::Value::Null,
+                &serde_json::json!({"id": 2, "item": "b"})
+            ),
+            (
+                &serde_json::Value::Null,
+                &serde_json::json!({"id": 3, "item": "c"})
+            ),
+        ]
+    );
+}
