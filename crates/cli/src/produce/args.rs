@@ -78,6 +78,11 @@ pub struct ProduceArgs {
     )]
     pub json: bool,
 
+    /// Every S seconds (default 1), records and MB acknowledged per second and in all, on
+    /// stderr.
+    #[arg(long = "stats", value_name = "SECONDS", num_args = 0..=1, default_missing_value = "1")]
+    pub stats: Option<f64>,
+
     /// Keys and values as JSON documents encoded with Schema Registry schemas.
     #[command(flatten)]
     pub schema: ProduceSchemaArgs,

@@ -133,6 +133,9 @@ async fn produce(
     let producer = Arc::new(Producer::connect(config).await?);
     let shutdown = Arc::new(Shutdown::default());
     watch_signals(&producer, &shutdown)?;
+    let progress = args
+        .stats
+        .map(|seconds| tokio::spawn(print_progress(producer.clone(), seconds)));
     let mut outcome = Outcome::default();
     let mut queue = VecDeque::with_capacity(QUEUE_LENGTH);
     let forced_partition = args.forced_partition();
@@ -176,6 +179,9 @@ async fn produce(
         outcome
             .stopped_by
             .get_or_insert(format!("closing: {error}"));
+    }
+    if let Some(progress) = progress {
+        progress.abort();
     }
     outcome.interrupted = shutdown.stop.load(Ordering::Relaxed);
     outcome.stats = producer.stats();
@@ -273,4 +279,24 @@ fn watch_signals(producer: &Arc<Producer>, shutdown: &Arc<Shutdown>) -> Result<(
         std::process::exit(if outcome.finish() { 0 } else { 1 });
     });
     Ok(())
+}
+
+/// `--stats`: every `seconds`, what the brokers acknowledged in the interval and in all.
+async fn print_progress(producer: Arc<Producer>, seconds: f64) {
+    let period = std::time::Duration::from_secs_f64(seconds.clamp(0.01, 86_400.0));
+    let mut ticks = tokio::time::interval(period);
+    ticks.tick().await;
+    let mut last = producer.stats();
+    loop {
+        ticks.tick().await;
+        let now = producer.stats();
+        let rate = |now: u64, last: u64| now.saturating_sub(last) as f64 / period.as_secs_f64();
+        eprintln!(
+            "krec produce: stats: {:.0} records/s {:.2} MB/s, {} records acknowledged",
+            rate(now.records_acknowledged, last.records_acknowledged),
+            rate(now.bytes_acknowledged, last.bytes_acknowledged) / 1e6,
+            now.records_acknowledged
+        );
+        last = now;
+    }
 }

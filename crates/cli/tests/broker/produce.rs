@@ -215,7 +215,7 @@ fn sigterm_stops_reading_and_delivers_what_was_read() {
     let broker = broker();
     let topic = unique_topic("cliprod-term");
     broker.create_topic(&topic, 1, 1);
-    let mut child = spawn_produce(&broker.bootstrap, &topic, &[]);
+    let mut child = spawn_produce(&broker.bootstrap, &topic, &["--stats", "0.05"]);
     let mut stdin = child.stdin.take().expect("piped stdin");
     stdin.write_all(b"one\ntwo\nthree\n").unwrap();
     stdin.flush().unwrap();
@@ -237,9 +237,20 @@ fn sigterm_stops_reading_and_delivers_what_was_read() {
     let mut text = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut text).unwrap();
     assert!(status.success(), "{status}: {text}");
+    // --stats lines while it waited, then the summary.
+    let lines: Vec<&str> = text.lines().collect();
+    let (summary, stats) = lines.split_last().expect("a summary");
     assert!(
-        text.starts_with("krec produce: 3 records acknowledged, ")
-            && text.ends_with(" (interrupted: the records read before were sent)\n"),
+        !stats.is_empty() && stats.iter().all(|l| l.starts_with("krec produce: stats: ")),
+        "{text}"
+    );
+    assert!(
+        stats.iter().any(|l| l.ends_with(" 3 records acknowledged")),
+        "{text}"
+    );
+    assert!(
+        summary.starts_with("krec produce: 3 records acknowledged, ")
+            && summary.ends_with(" (interrupted: the records read before were sent)"),
         "{text}"
     );
     drop(stdin);
