@@ -1,9 +1,10 @@
 //! Embedding the producer: send each line of standard input as one record (the line number as
 //! its key), wait until every one is acknowledged, print where the last one went and a
-//! summary, and exit with status 1 if any record failed.
+//! summary, and exit with status 1 if any record failed. More client properties may follow
+//! the topic (`compression.type=lz4 linger.ms=5`).
 //!
 //! ```text
-//! cargo run --example produce -- 127.0.0.1:9092 my-topic < lines.txt
+//! cargo run --example produce -- 127.0.0.1:9092 my-topic [KEY=VALUE...] < lines.txt
 //! ```
 
 use std::io::BufRead;
@@ -14,11 +15,18 @@ use krec::producer::{Producer, ProducerConfig, ProducerRecord};
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let (Some(brokers), Some(topic)) = (args.next(), args.next()) else {
-        eprintln!("usage: produce HOST:PORT[,HOST:PORT] TOPIC < LINES");
+        eprintln!("usage: produce HOST:PORT[,HOST:PORT] TOPIC [KEY=VALUE...] < LINES");
         std::process::exit(2);
     };
-    let config = ProducerConfig::from_properties([("linger.ms", "10")])?
+    let mut config = ProducerConfig::from_properties([("linger.ms", "10")])?
         .with("bootstrap.servers", &brokers)?;
+    for property in args {
+        let Some((key, value)) = property.split_once('=') else {
+            eprintln!("not KEY=VALUE: {property}");
+            std::process::exit(2);
+        };
+        config = config.with(key, value)?;
+    }
     let producer = Producer::connect(config).await?;
 
     let mut deliveries = Vec::new();

@@ -96,6 +96,7 @@ pub(crate) struct Accumulator {
 
 #[derive(Debug)]
 struct TopicState {
+    name: Arc<str>,
     topic_id: Uuid,
     partitions: Vec<PartitionQueue>,
     sticky: StickyPartitioner,
@@ -237,13 +238,17 @@ impl Accumulator {
             let key: Arc<str> = Arc::from(name.as_str());
             self.unknown.remove(&key);
             let batch_size = self.limits.write.batch_size;
-            let state = self.topics.entry(key).or_insert_with(|| TopicState {
-                topic_id: topic.topic_id,
-                partitions: Vec::new(),
-                sticky: StickyPartitioner::new(batch_size),
-                random: SeededRandom::from_entropy(),
-                round_robin: 0,
-            });
+            let state = self
+                .topics
+                .entry(key.clone())
+                .or_insert_with(|| TopicState {
+                    name: key,
+                    topic_id: topic.topic_id,
+                    partitions: Vec::new(),
+                    sticky: StickyPartitioner::new(batch_size),
+                    random: SeededRandom::from_entropy(),
+                    round_robin: 0,
+                });
             state.topic_id = topic.topic_id;
             for partition in &topic.partitions {
                 let at = partition.partition.max(0) as usize;
@@ -275,31 +280,25 @@ impl Accumulator {
         state.partitions.get_mut(usize::try_from(partition).ok()?)
     }
 
-    /// Appends the record to its partition's open batch (the topic is [`Route::Known`]);
-    /// `held` bytes of `buffer.memory` were taken for it and go with the batch.
+    /// Appends the record to its partition's open batch; `None` when the topic is not in the
+    /// metadata (yet). `held` bytes of `buffer.memory` were taken for it and go with the batch.
+    /// `now` is when a batch it starts was created (read from the clock only then if `None`).
     pub(crate) fn append(
         &mut self,
         record: &ProducerRecord<'_>,
         timestamp: i64,
         held: u64,
-        now: Instant,
-    ) -> Result<Appended, Error> {
+        now: Option<Instant>,
+    ) -> Result<Option<Appended>, Error> {
         if let Some(reason) = &self.stopped {
             return Err(Error::Stopped {
                 reason: reason.clone(),
             });
         }
-        let topic_name = record.topic();
-        let unknown = || Error::UnknownTopic {
-            topic: topic_name.to_owned(),
-            detail: "not in the cluster's metadata".to_owned(),
+        let Some(state) = self.topics.get_mut(record.topic()) else {
+            return Ok(None);
         };
-        let topic = self
-            .topics
-            .get_key_value(topic_name)
-            .map(|(topic, _)| topic.clone())
-            .ok_or_else(unknown)?;
-        let state = self.topics.get_mut(topic_name).ok_or_else(unknown)?;
+        let topic = state.name.clone();
         let partition = choose_partition(state, &self.limits.partitioning, record)?;
         let queue = &mut state.partitions[partition as usize];
         let started = queue.open.is_none();
@@ -314,7 +313,7 @@ impl Accumulator {
         let (offset_delta, filled) = queue.append(record, timestamp, &mut closer)?;
         let open = queue.open.get_or_insert_with(|| OpenBatch {
             completion: BatchCompletion::new(topic.clone(), partition),
-            created: now,
+            created: now.unwrap_or_else(Instant::now),
             held: 0,
         });
         open.held += held;
@@ -328,10 +327,10 @@ impl Accumulator {
                 .sticky
                 .record_appended(held as usize, filled || full_now);
         }
-        Ok(Appended {
+        Ok(Some(Appended {
             delivery,
             wake_senders: started || filled || full_now,
-        })
+        }))
     }
 
     /// Starts a flush: every open batch is ready until [`flush_end`](Self::flush_end); the

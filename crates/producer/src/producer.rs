@@ -159,8 +159,6 @@ impl Producer {
     /// once, into the batch.
     pub async fn send(&self, record: ProducerRecord<'_>) -> Result<Delivery, Error> {
         let config = &self.shared.config;
-        let deadline = Instant::now() + config.max_block;
-        self.wait_for_topic(record.topic(), deadline).await?;
         let held = record.held_bytes();
         if held > config.buffer_memory {
             return Err(Error::RecordTooLarge {
@@ -171,34 +169,61 @@ impl Producer {
             });
         }
         let permits = u32::try_from(held).unwrap_or(u32::MAX);
-        let room = self.shared.memory.acquire_many(permits);
-        match tokio::time::timeout_at(deadline.into(), room).await {
-            Ok(Ok(permit)) => permit.forget(),
-            Ok(Err(_)) => unreachable_closed()?,
-            Err(_) => {
-                return Err(Error::BufferFull {
-                    topic: record.topic().to_owned(),
-                    buffer_memory: config.buffer_memory,
-                    waited_ms: config.max_block.as_millis() as u64,
-                })
+        // `max.block.ms` counts from the first wait: the usual send reads no clock for it.
+        let mut deadline = None;
+        loop {
+            self.take_room(&record, permits, &mut deadline).await?;
+            let timestamp = record.timestamp.unwrap_or_else(now_ms);
+            let appended = self
+                .shared
+                .lock()
+                .append(&record, timestamp, u64::from(permits), None);
+            match appended {
+                Ok(Some(appended)) => {
+                    if appended.wake_senders {
+                        self.shared.work.notify_waiters();
+                    }
+                    return Ok(appended.delivery);
+                }
+                Ok(None) => {
+                    self.shared.memory.add_permits(permits as usize);
+                    let until = *deadline.get_or_insert_with(|| Instant::now() + config.max_block);
+                    self.wait_for_topic(record.topic(), until).await?;
+                }
+                Err(error) => {
+                    self.shared.memory.add_permits(permits as usize);
+                    return Err(error);
+                }
             }
         }
-        let timestamp = record.timestamp.unwrap_or_else(now_ms);
-        let appended =
-            self.shared
-                .lock()
-                .append(&record, timestamp, u64::from(permits), Instant::now());
-        match appended {
-            Ok(appended) => {
-                if appended.wake_senders {
-                    self.shared.work.notify_waiters();
-                }
-                Ok(appended.delivery)
+    }
+
+    /// Takes `permits` bytes of `buffer.memory`, waiting for them until the deadline (set
+    /// now if this is the first wait).
+    async fn take_room(
+        &self,
+        record: &ProducerRecord<'_>,
+        permits: u32,
+        deadline: &mut Option<Instant>,
+    ) -> Result<(), Error> {
+        let memory = &self.shared.memory;
+        if let Ok(permit) = memory.try_acquire_many(permits) {
+            permit.forget();
+            return Ok(());
+        }
+        let config = &self.shared.config;
+        let until = *deadline.get_or_insert_with(|| Instant::now() + config.max_block);
+        match tokio::time::timeout_at(until.into(), memory.acquire_many(permits)).await {
+            Ok(Ok(permit)) => {
+                permit.forget();
+                Ok(())
             }
-            Err(error) => {
-                self.shared.memory.add_permits(permits as usize);
-                Err(error)
-            }
+            Ok(Err(_)) => Err(memory_closed()),
+            Err(_) => Err(Error::BufferFull {
+                topic: record.topic().to_owned(),
+                buffer_memory: config.buffer_memory,
+                waited_ms: config.max_block.as_millis() as u64,
+            }),
         }
     }
 
@@ -275,11 +300,11 @@ impl Drop for FlushGuard<'_> {
     }
 }
 
-/// The semaphore of `buffer.memory` is never closed.
-fn unreachable_closed() -> Result<(), Error> {
-    Err(Error::Stopped {
+/// What `send` answers if the semaphore of `buffer.memory` were closed (it never is).
+fn memory_closed() -> Error {
+    Error::Stopped {
         reason: "buffer.memory is closed".to_owned(),
-    })
+    }
 }
 
 fn now_ms() -> i64 {
@@ -332,5 +357,21 @@ mod tests {
         send::<crate::Delivery>();
         send::<crate::ProducerRecord<'static>>();
         send_sync::<crate::Error>();
+    }
+
+    /// No broker listening: `connect` fails at once naming the key and the broker tried.
+    #[tokio::test]
+    async fn connect_without_a_broker_names_bootstrap_servers() {
+        let config = crate::ProducerConfig::new(vec!["127.0.0.1:1".to_owned()]);
+        let error = super::Producer::connect(config).await.unwrap_err();
+        let text = error.to_string();
+        assert!(matches!(error, crate::Error::Client { .. }), "{error:?}");
+        assert!(
+            text.contains("bootstrap.servers") && text.contains("127.0.0.1:1"),
+            "{text}"
+        );
+        let config = crate::ProducerConfig::new(Vec::new());
+        let error = super::Producer::connect(config).await.unwrap_err();
+        assert!(error.to_string().contains("bootstrap.servers"), "{error}");
     }
 }

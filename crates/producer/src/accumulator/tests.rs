@@ -90,8 +90,9 @@ impl Bench {
             .expect("memory")
             .forget();
         self.accumulator
-            .append(&record, 0, held, self.now)
+            .append(&record, 0, held, Some(self.now))
             .expect("append")
+            .expect("a known topic")
             .delivery
     }
 
@@ -266,7 +267,10 @@ async fn a_batch_past_delivery_timeout_fails_and_a_stop_fails_the_rest() {
     assert!(matches!(error, Error::Stopped { .. }), "{error:?}");
     assert_eq!(bench.free_memory(), MEMORY);
     let record = ProducerRecord::new("t").value(b"c");
-    assert!(bench.accumulator.append(&record, 0, 0, bench.now).is_err());
+    assert!(bench
+        .accumulator
+        .append(&record, 0, 0, Some(bench.now))
+        .is_err());
 }
 
 #[tokio::test]
