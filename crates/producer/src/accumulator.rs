@@ -209,6 +209,14 @@ impl Accumulator {
         !self.unknown.is_empty()
     }
 
+    /// Whether a partition holds records but has no leader (it moved, or its broker went
+    /// away): no sender drains it, so the metadata task asks again soon, as for a topic.
+    pub(crate) fn has_leaderless_records(&self) -> bool {
+        let held = |q: &PartitionQueue| q.open.is_some() || !q.closed.is_empty();
+        (self.topics.values())
+            .any(|state| (state.partitions.iter()).any(|q| q.leader < 0 && held(q)))
+    }
+
     /// Takes in new metadata: brokers, topics, partition counts and leaders. Returns the
     /// broker ids seen for the first time.
     pub(crate) fn apply_metadata(&mut self, metadata: &ClusterMetadata) -> Vec<i32> {

@@ -105,7 +105,9 @@ pub enum Error {
         retries: u32,
     },
 
-    /// The record's batch was not acknowledged within `delivery.timeout.ms`.
+    /// The record's batch was not acknowledged within `delivery.timeout.ms`. With `retries`
+    /// above 0 it may have reached the broker, whose answer was lost: the record may be in
+    /// the topic (once; never twice with idempotence), its outcome is unknown.
     #[error(
         "topic {topic} partition {partition}: delivery.timeout.ms ({timeout_ms} ms) passed \
          after {retries} retries; last: {last}"

@@ -1,7 +1,8 @@
 //! The metadata task: partition leaders for every topic the producer writes to (a missing one
 //! created where the brokers allow auto-creation), refreshed every
 //! `metadata.max.age.ms`, when a sender saw a leader move or lost its broker, and soon (every
-//! `retry.backoff.ms`) while `send` waits for a topic the metadata does not have. It also fails
+//! `retry.backoff.ms`) while `send` waits for a topic the metadata does not have or records
+//! wait for a partition without a leader. It also fails
 //! batches past `delivery.timeout.ms` that no sender drains (their partition has no leader).
 
 use std::sync::Arc;
@@ -19,7 +20,10 @@ pub(crate) async fn run(shared: Arc<Shared>, mut client: MetadataClient) {
     let max_age = shared.config.metadata_refresh;
     let mut refreshed = Instant::now();
     loop {
-        let waiting = shared.lock().has_unknown_topics();
+        let waiting = {
+            let state = shared.lock();
+            state.has_unknown_topics() || state.has_leaderless_records()
+        };
         let due = refreshed + max_age;
         let tick = if waiting {
             shared.config.retry_backoff

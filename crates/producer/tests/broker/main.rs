@@ -11,6 +11,11 @@ mod delivery;
 mod example;
 mod faults;
 
+/// The producer under faults that need a Toxiproxy lane or the broker to themselves:
+/// scripts/test.sh runs the `solo::` tests one at a time, after the others.
+#[path = "../faults/mod.rs"]
+mod solo;
+
 /// Counts heap allocations per thread for `allocations` (forwards to the system allocator).
 #[global_allocator]
 static ALLOCATOR: krec_testkit::alloc::CountingAllocator =
