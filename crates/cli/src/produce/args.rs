@@ -134,7 +134,11 @@ impl ProduceArgs {
             })
             .collect();
         if self.json {
-            return Ok(InputFormat::Json(JsonFormat { headers }));
+            return Ok(InputFormat::Json(JsonFormat {
+                headers,
+                key_documents: self.schema.key_format.is_some(),
+                value_documents: self.schema.value_format.is_some(),
+            }));
         }
         let delimiter = |what: &'static str, text: &str| {
             let bytes =

@@ -317,6 +317,7 @@ fn values_encoded_with_a_registry_schema_read_back_by_consume() {
         .map(|line| serde_json::from_str(line).unwrap())
         .collect();
     let values: Vec<_> = lines.iter().map(|l| (&l["key"], &l["value"])).collect();
+    let consumed_text = lines.iter().map(|l| format!("{l}\n")).collect::<String>();
     assert_eq!(
         values,
         [

@@ -9,6 +9,9 @@
 //!   clock;
 //! - `partition`: the partition to write to (a number from 0), unless `-p` says otherwise.
 //!
+//! With `--key-format` / `--value-format`, `key` / `value` is the JSON document to encode
+//! (any JSON value, as `krec consume -J -s` writes it), null still null.
+//!
 //! Ignored: `topic` (`-t` names it), `offset`, `timestamp_type`, `delivery_count` and any
 //! field this format does not know. A control record's line (`"control"`, written with
 //! `--print-control`) is an error: it is a transaction marker, not data. A blank line is
@@ -24,6 +27,11 @@ use super::{Header, InputError, InputRecord, Origin};
 pub struct JsonFormat {
     /// Headers added after each line's own (`-H`).
     pub headers: Vec<Header>,
+    /// `key` is a JSON document to encode with a schema (`--key-format`): any JSON value but
+    /// null, as `krec consume -J -s` writes it, taken as its JSON text.
+    pub key_documents: bool,
+    /// The same for `value` (`--value-format`).
+    pub value_documents: bool,
 }
 
 /// The longest JSON line read for records of at most `record_limit` bytes: JSON escapes a
@@ -60,16 +68,17 @@ impl JsonFormat {
                  --print-control",
             ));
         }
-        let bytes = |field: &str| match fields.get(field) {
-            None => Ok(None),
+        let bytes = |field: &str, document: bool| match fields.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(value) if document => Ok(Some(value.to_string().into_bytes())),
             Some(value) => bytes_of(value).map_err(|detail| field_error(field, detail)),
         };
         let mut headers =
             headers_of(&fields).map_err(|(field, detail)| field_error(&field, detail))?;
         headers.extend(self.headers.iter().cloned());
         Ok(Some(InputRecord {
-            key: bytes("key")?,
-            value: bytes("value")?,
+            key: bytes("key", self.key_documents)?,
+            value: bytes("value", self.value_documents)?,
             headers,
             timestamp: timestamp_of(&fields).map_err(|detail| field_error("timestamp", detail))?,
             partition: partition_of(&fields).map_err(|detail| field_error("partition", detail))?,

@@ -186,6 +186,7 @@ fn every_field_is_optional_and_unknown_ones_are_ignored() {
 fn header_flags_follow_each_lines_own_headers() {
     let format = JsonFormat {
         headers: vec![(b"added".to_vec(), None)],
+        ..JsonFormat::default()
     };
     let record = format
         .record(br#"{"headers":[["own","1"]]}"#, origin())
@@ -311,4 +312,37 @@ fn a_line_too_long_for_any_record_is_refused_with_its_line() {
         )),
         "{error}"
     );
+}
+
+#[test]
+fn with_a_schema_format_a_field_is_the_json_document_to_encode() {
+    let format = JsonFormat {
+        value_documents: true,
+        ..JsonFormat::default()
+    };
+    let line = br#"{"key":"k","value":{"id":1,"tags":["a"]}}"#;
+    let record = format.record(line, origin()).unwrap().unwrap();
+    assert_eq!(
+        record.key.as_deref(),
+        Some(b"k".as_slice()),
+        "keys stay bytes"
+    );
+    assert_eq!(
+        record.value.as_deref(),
+        Some(br#"{"id":1,"tags":["a"]}"#.as_slice())
+    );
+    let text = format
+        .record(br#"{"value":"s"}"#, origin())
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        text.value.as_deref(),
+        Some(br#""s""#.as_slice()),
+        "a JSON string document"
+    );
+    let null = format
+        .record(br#"{"value":null}"#, origin())
+        .unwrap()
+        .unwrap();
+    assert_eq!(null.value, None, "null stays null");
 }
