@@ -332,4 +332,33 @@ fn values_encoded_with_a_registry_schema_read_back_by_consume() {
             ),
         ]
     );
+
+    // What `consume -J -s` wrote, copied by `produce -J` with the same schema.
+    let copy = unique_topic("cliprod-avro-copy");
+    broker.create_topic(&copy, 1, 1);
+    let subject = format!("{topic}-value");
+    let args = [
+        "-J",
+        "-r",
+        &registry,
+        "--value-format",
+        "avro",
+        "--value-subject",
+        &subject,
+    ];
+    let output = produce(&broker.bootstrap, &copy, &args, consumed_text.as_bytes());
+    assert!(output.status.success(), "{}", stderr(&output));
+    let copied = broker.consume(&copy, &["-e", "-J", "-s", "value=avro", "-r", &registry]);
+    let copied: Vec<serde_json::Value> = String::from_utf8(copied.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let pairs = |lines: &[serde_json::Value]| -> Vec<(serde_json::Value, serde_json::Value)> {
+        lines
+            .iter()
+            .map(|l| (l["key"].clone(), l["value"].clone()))
+            .collect()
+    };
+    assert_eq!(pairs(&copied), pairs(&lines));
 }
