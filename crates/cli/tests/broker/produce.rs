@@ -191,6 +191,33 @@ fn bad_input_and_unknown_topics_fail_with_where() {
         stderr(&output)
     );
 
+    // The broker refuses the batch (its topic takes 500 bytes at most): a failed delivery,
+    // counted and named with where its record was read.
+    let small = unique_topic("cliprod-small");
+    let create = [
+        "create",
+        &small,
+        "--partitions",
+        "1",
+        "--replication-factor",
+        "1",
+    ];
+    let config = ["--config", "max.message.bytes=500"];
+    broker.kafka_sh("topic", &[&create[..], &config[..]].concat());
+    broker.wait_for_leaders(&small, 1);
+    let output = produce(&broker.bootstrap, &small, &[], &long[..1000]);
+    assert_eq!(output.status.code(), Some(1));
+    let text = stderr(&output);
+    assert!(
+        text.starts_with(&format!(
+            "krec produce: 1 of 1 records failed; the first, stdin:1: topic {small} partition 0: "
+        )) && text.contains("(MESSAGE_TOO_LARGE)")
+            && text.ends_with(
+                "\nkrec produce: 0 records acknowledged, 0 bytes in 0 batches, 0 retries\n"
+            ),
+        "{text}"
+    );
+
     let missing = unique_topic("cliprod-missing");
     let output = produce(
         &broker.bootstrap,
