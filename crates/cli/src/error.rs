@@ -8,6 +8,15 @@ pub enum Error {
     #[error(transparent)]
     Consumer(#[from] krec_consumer::Error),
 
+    /// Producing failed, or the producer's configuration is unusable (the producer's error
+    /// names the property, topic or partition).
+    #[error(transparent)]
+    Producer(#[from] krec_producer::Error),
+
+    /// `krec produce`'s input cannot become a record (the error names `FILE:LINE`).
+    #[error(transparent)]
+    ProduceInput(#[from] crate::produce::InputError),
+
     /// Reading or writing a file or stream failed.
     #[error("{context}: {source}")]
     Io {
@@ -122,6 +131,9 @@ impl Error {
             | Self::InvalidArgument { .. }
             | Self::Listen { .. }
             | Self::SchemaSetup(_) => 2,
+            Self::Producer(
+                krec_producer::Error::Property { .. } | krec_producer::Error::Conflict { .. },
+            ) => 2,
             Self::Consumer(
                 krec_consumer::Error::InvalidArgument { .. }
                 | krec_consumer::Error::Property { .. },

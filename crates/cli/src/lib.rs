@@ -20,6 +20,8 @@
 //! - [`stats`]: `--stats` lines, text or JSON.
 //! - [`metrics_server`]: `--metrics`, Prometheus exposition and `/health` over HTTP.
 //! - [`consume`]: `krec consume`: arguments into a consumer configuration, records out, logging.
+//! - [`produce`]: `krec produce`: lines, files or JSON lines into records, each with where it
+//!   was read, and the producer's configuration from the same properties.
 //! - [`metadata`], [`offsets`]: `krec metadata` and `krec offsets`, questions about a cluster.
 //! - [`count`]: `krec count`, exact record counts of a topic or of segment files.
 //! - [`groups`](mod@groups): `krec groups`, the cluster's groups, or one group's members and lag.
@@ -59,6 +61,7 @@ pub mod man;
 pub mod metadata;
 pub mod metrics_server;
 pub mod offsets;
+pub mod produce;
 pub mod progress;
 pub mod properties;
 pub mod range;

@@ -1,4 +1,5 @@
-//! The `krec` command: `krec decode` for segment files, `krec consume` for a live cluster.
+//! The `krec` command: `krec decode` for segment files, `krec consume` and `krec produce`
+//! for a live cluster.
 
 use std::process::ExitCode;
 
@@ -15,6 +16,9 @@ enum Command {
     /// Consume topics from a Kafka cluster and write their records out.
     #[command(after_help = CONSUME_EXAMPLES)]
     Consume(Box<cli::consume::ConsumeArgs>),
+    /// Write records from standard input or files to a topic (kcat's -P), or JSON lines.
+    #[command(after_help = PRODUCE_EXAMPLES)]
+    Produce(Box<cli::produce::ProduceArgs>),
     /// Show brokers, controller and topic partitions with replicas and ISR (kcat's -L).
     #[command(
         after_help = "Examples:\n  krec metadata -b h1:9092\n  krec metadata -b h1:9092 -t orders -J"
@@ -61,10 +65,17 @@ const CONSUME_EXAMPLES: &str = "Examples:
   krec consume -b h1:9092 -t orders -e --header trace=abc123 -f '%I %k %s\\n'
   krec consume -b h1:9092 -t orders,'^logs-' -G billing --metrics 127.0.0.1:9464";
 
+const PRODUCE_EXAMPLES: &str = "Examples:
+  krec produce -b h1:9092 -t orders < orders.txt
+  krec produce -b h1:9092 -t orders -K : -H source=batch -z zstd -l orders-*.txt
+  krec produce -b h1:9092 -t orders -p 0 -k user-42 -Z
+  krec consume -b h1:9092 -t orders -e -J | krec produce -b h2:9092 -t orders -J";
+
 fn main() -> ExitCode {
     match Command::parse() {
         Command::Decode(args) => cli::decode::run(args),
         Command::Consume(args) => cli::consume::run(*args),
+        Command::Produce(args) => cli::produce::run(*args),
         Command::Metadata(args) => cli::metadata::run(args),
         Command::Offsets(args) => cli::offsets::run(args),
         Command::Count(args) => cli::count::run(args),

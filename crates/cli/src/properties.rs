@@ -92,7 +92,7 @@ impl ClientArgs {
     }
 
     /// Every property in precedence order, each with its origin (`FILE:LINE`, `-X`).
-    fn properties(&self) -> Result<Vec<Property>, Error> {
+    pub fn properties(&self) -> Result<Vec<Property>, Error> {
         let mut all = Vec::new();
         if let Some(path) = std::env::var_os(CONFIG_ENV).filter(|p| !p.is_empty()) {
             all.extend(read_file(Path::new(&path), &format!("${CONFIG_ENV}"))?);
@@ -109,6 +109,11 @@ impl ClientArgs {
 
 /// The keys `-b` stands for.
 const BOOTSTRAP_KEYS: &[&str] = &["bootstrap.servers", "metadata.broker.list"];
+
+/// Whether `key` names the bootstrap brokers (what `-b` stands for).
+pub(crate) fn is_bootstrap_key(key: &str) -> bool {
+    BOOTSTRAP_KEYS.contains(&key)
+}
 
 /// The Schema Registry properties of `config`, for `-s`.
 pub fn registry_properties(config: &ConsumerConfig) -> RegistryProperties {

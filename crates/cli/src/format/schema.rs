@@ -190,7 +190,9 @@ impl SchemaArgs {
         self.shared.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn registry(&self) -> Result<Arc<SchemaRegistry>, Error> {
+    /// The registry client, built on the first call from the properties and `-r`, then
+    /// shared (`krec produce`'s encoders use it too).
+    pub(crate) fn registry(&self) -> Result<Arc<SchemaRegistry>, Error> {
         let mut state = self.state();
         if let Some(registry) = &state.registry {
             return Ok(registry.clone());

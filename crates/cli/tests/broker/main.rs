@@ -26,6 +26,7 @@ mod java_partitions;
 mod kerberos;
 mod metrics;
 mod oidc;
+mod produce;
 mod producers;
 mod questions;
 mod ranges;

@@ -1,6 +1,7 @@
 //! Writing records allocates nothing per record: after the writer's buffer
 //! exists, JSON, templates and raw output render every record of a segment
-//! without touching the heap (counted by a per-thread counting allocator).
+//! without touching the heap (counted by a per-thread counting allocator); and `krec
+//! produce` reads line input and builds the producer's records without it too.
 
 use std::io;
 
@@ -86,4 +87,61 @@ fn the_counter_sees_allocations() {
     let boxed = std::hint::black_box(Box::new([0u8; 64]));
     assert!(allocations() > before, "a Box allocates");
     drop(boxed);
+}
+
+/// `krec produce`'s hot path: once its buffer exists, line input (`-K`, `-k`, `-H`) yields
+/// each record borrowed, and the producer's record built from it, without touching the heap.
+#[test]
+fn reading_produce_lines_does_not_allocate() {
+    use krec_cli::produce::input::lines::LineFormat;
+    use krec_cli::produce::{Input, InputFormat};
+    use krec_producer::ProducerRecord;
+
+    let text: String = (0..2000)
+        .map(|i| match i % 3 {
+            0 => format!("key-{i}:value-{i}\n"),
+            1 => format!("no key {i}\n"),
+            _ => "\n".to_owned(),
+        })
+        .collect();
+    let format = LineFormat {
+        key_delimiter: Some(b":".to_vec()),
+        fixed_key: Some(b"fixed".to_vec()),
+        headers: vec![
+            (b"source".to_vec(), Some(b"test".to_vec())),
+            (b"n".to_vec(), None),
+        ],
+        ..LineFormat::default()
+    };
+    let reader = Box::new(io::Cursor::new(text.into_bytes()));
+    let mut input = Input::from_reader(InputFormat::Lines(format), "stdin", reader, 1 << 20);
+    let mut sizes = 0usize;
+    let mut read = |input: &mut Input| -> bool {
+        let Some(record) = input.next_borrowed().expect("valid input") else {
+            return false;
+        };
+        let mut to_send = ProducerRecord::new("orders");
+        if let Some(key) = record.key {
+            to_send = to_send.key(key);
+        }
+        if let Some(value) = record.value {
+            to_send = to_send.value(value);
+        }
+        for (name, value) in record.headers {
+            to_send = to_send.header(name, value.as_deref().unwrap_or_default());
+        }
+        sizes += std::hint::black_box(&to_send).topic().len();
+        true
+    };
+    // The first record makes the input's buffer.
+    assert!(read(&mut input));
+    let before = allocations();
+    let mut records = 1;
+    while read(&mut input) {
+        records += 1;
+    }
+    let allocated = allocations() - before;
+    assert_eq!(records, 1334, "every non-empty line is a record");
+    assert_eq!(allocated, 0, "allocations while reading {records} records");
+    assert!(sizes > 0);
 }
