@@ -146,6 +146,12 @@ impl<'a> ProducerRecord<'a> {
         self
     }
 
+    /// One more header with a null value (not an empty one: Kafka keeps the difference).
+    pub fn null_header(mut self, name: impl Into<Payload<'a>>) -> Self {
+        self.headers.push((name.into(), None));
+        self
+    }
+
     /// The partition to write to, whatever the partitioner would choose.
     pub fn partition(mut self, partition: i32) -> Self {
         self.partition = Some(partition);

@@ -48,7 +48,7 @@ pub struct ProduceArgs {
     pub key_delimiter: Option<String>,
 
     /// A header on every record (repeatable, in order): `name=value`, or `name` for a null
-    /// value (sent as an empty one for now: the producer takes no null header value).
+    /// value.
     #[arg(short = 'H', long = "header", value_name = "NAME=VALUE")]
     pub headers: Vec<HeaderArg>,
 

@@ -234,8 +234,10 @@ fn producer_record<'a>(
         to_send = to_send.value(value);
     }
     for (name, value) in record.headers {
-        // The producer takes no null header value: it goes as an empty one.
-        to_send = to_send.header(name, value.as_deref().unwrap_or_default());
+        to_send = match value {
+            Some(value) => to_send.header(name, value),
+            None => to_send.null_header(name),
+        };
     }
     if let Some(partition) = forced.unwrap_or(record.partition) {
         to_send = to_send.partition(partition);
