@@ -1,14 +1,14 @@
 //! krec against older brokers: the instances `scripts/kafka.sh start --version V` runs on
 //! ZooKeeper (Kafka 2.8.2, the oldest Amazon MSK offers, and 3.9.1, the last with ZooKeeper),
-//! named in KREC_TEST_COMPAT_NAMES. Each must be read exactly, as a group member too, and
-//! answer `metadata` and `offsets`.
+//! named in KREC_TEST_COMPAT_NAMES. Each must be read exactly, as a group member too, take
+//! what `krec produce` writes, and answer `metadata` and `offsets`.
 
 use std::collections::BTreeMap;
 
 use krec_testkit::live::LiveBroker;
 
 use crate::support::broker::{
-    assert_same_records, simple_records, unique_topic, Broker, ProducePlan,
+    assert_same_records, simple_records, unique_topic, Broker, ProducePlan, Produced,
 };
 use crate::support::questions::{json_of, krec};
 
@@ -62,6 +62,30 @@ fn read_and_ask(broker: &Broker) {
         broker.consume_records(&topic, &member).is_empty(),
         "{context}: the group committed its end, so a second member reads nothing"
     );
+
+    // What krec writes, idempotent and compressed, reads back the same from these releases.
+    let consumed = broker.consume(&topic, &["-e", "-J"]);
+    assert!(consumed.status.success(), "{context}: {consumed:?}");
+    let copy = unique_topic("compat-copy");
+    broker.create_topic(&copy, 3, 1);
+    let written = crate::produce::produce(
+        &broker.bootstrap,
+        &copy,
+        &["-J", "-z", "zstd"],
+        &consumed.stdout,
+    );
+    assert!(
+        written.status.success(),
+        "{context}: krec produce: {written:?}"
+    );
+    let expected: Vec<_> = produced
+        .iter()
+        .map(|record| Produced {
+            committed: true,
+            ..record.clone()
+        })
+        .collect();
+    assert_same_records(&broker.consume_records(&copy, &["-e"]), &expected);
 
     let metadata = json_of(&krec(&[
         "metadata",

@@ -12,7 +12,7 @@ use crate::support::broker::{
 };
 
 /// Runs `krec produce -b BOOTSTRAP -t TOPIC ARGS` with `input` on stdin.
-fn produce(bootstrap: &str, topic: &str, args: &[&str], input: &[u8]) -> Output {
+pub(crate) fn produce(bootstrap: &str, topic: &str, args: &[&str], input: &[u8]) -> Output {
     let mut child = spawn_produce(bootstrap, topic, args);
     let mut stdin = child.stdin.take().expect("piped stdin");
     // Written on a thread: a refused topic may end krec before it reads everything.
