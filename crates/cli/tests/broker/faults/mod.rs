@@ -9,6 +9,7 @@
 //!   fault began, repeating at most what it had fetched before it (a member cut off past its
 //!   session timeout stops writing: issue 34).
 
+mod produce;
 mod scenarios;
 
 use std::collections::{BTreeMap, BTreeSet};
