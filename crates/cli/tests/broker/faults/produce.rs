@@ -89,16 +89,21 @@ fn assert_running(child: &mut Child) {
     );
 }
 
-/// Waits for krec (bounded) and returns its exit status and stderr.
+/// Waits for krec (bounded) and returns its exit status and stderr, but for `--stats`.
 fn finish(mut child: Child, reader: std::thread::JoinHandle<String>) -> (ExitStatus, String) {
     let Some(status) = wait_with_timeout(&mut child, RECOVERY_BOUND) else {
         let _ = child.kill();
         panic!("krec produce still running after {RECOVERY_BOUND:?}");
     };
     let stderr = reader.join().expect("stderr reader");
-    let outcome = stderr.lines().filter(|line| !line.contains(": stats: "));
-    println!("exit {status}\n{}", outcome.collect::<Vec<_>>().join("\n"));
-    (status, stderr)
+    // Without the `--stats` lines, which only served to time the fault.
+    let outcome: Vec<&str> = stderr
+        .lines()
+        .filter(|line| !line.contains(": stats: "))
+        .collect();
+    let outcome = outcome.join("\n");
+    println!("exit {status}\n{outcome}");
+    (status, outcome)
 }
 
 /// The summary's `(acknowledged, retries)`.
