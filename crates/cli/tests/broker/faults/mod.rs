@@ -8,7 +8,11 @@
 //!   fault (the number of repeats is printed), and of the records first written after the
 //!   fault began, repeating at most what it had fetched before it (a member cut off past its
 //!   session timeout stops writing: issue 34).
+//!
+//! `produce` turns it around: `krec produce` itself goes through the lane, and its exit
+//! status, summary and what reached the topic must agree.
 
+mod produce;
 mod scenarios;
 
 use std::collections::{BTreeMap, BTreeSet};
