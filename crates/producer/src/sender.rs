@@ -89,7 +89,7 @@ impl Link {
         match send_produce(connection, params, &request.topics).await {
             Ok(flight) => self.in_flight.push_back((flight, request.sent)),
             Err(error) => {
-                let reason = format!("broker {}: {error}", connection.address());
+                let reason = naming_broker(connection.address(), &error);
                 self.lose(shared, request.sent, &reason);
             }
         }
@@ -128,7 +128,7 @@ impl Link {
             }
             Err(error) => {
                 tracing::debug!(%broker, %error, "produce failed; the batches go again");
-                self.lose(shared, Vec::new(), &format!("broker {broker}: {error}"));
+                self.lose(shared, Vec::new(), &naming_broker(&broker, &error));
             }
         }
     }
@@ -154,5 +154,15 @@ async fn connect(shared: &Shared, node: i32) -> Result<Connection, String> {
         .ok_or_else(|| format!("broker {node} is not in the metadata"))?;
     Connection::connect(&address, &shared.config.connection)
         .await
-        .map_err(|error| format!("broker {address}: {error}"))
+        .map_err(|error| naming_broker(&address, &error))
+}
+
+/// `error` as a reason that names the broker once (the client's errors mostly name it already).
+fn naming_broker(broker: &str, error: &krec_client::Error) -> String {
+    let text = error.to_string();
+    if text.starts_with("broker ") {
+        text
+    } else {
+        format!("broker {broker}: {text}")
+    }
 }

@@ -248,6 +248,10 @@ fn a_black_hole_past_the_delivery_timeout_fails_with_exit_1() {
             && failure.contains("delivery.timeout.ms (2000 ms) passed"),
         "{failure}"
     );
+    assert!(
+        failure.matches("broker ").count() <= 1,
+        "the broker named once: {failure}"
+    );
     // Line N holds seq-(N-1); deliveries resolve in input order, so every line before the
     // first failure was acknowledged.
     let first_failed_line: u64 = failure
