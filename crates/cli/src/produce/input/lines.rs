@@ -124,8 +124,8 @@ pub fn read_whole_file(
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     match *needle {
         [] => Some(0),
-        [byte] => haystack.iter().position(|&b| b == byte),
-        _ => haystack.windows(needle.len()).position(|w| w == needle),
+        [byte] => memchr::memchr(byte, haystack),
+        _ => memchr::memmem::find(haystack, needle),
     }
 }
 
