@@ -124,8 +124,8 @@ pub fn read_whole_file(
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     match *needle {
         [] => Some(0),
-        [byte] => haystack.iter().position(|&b| b == byte),
-        _ => haystack.windows(needle.len()).position(|w| w == needle),
+        [byte] => memchr::memchr(byte, haystack),
+        _ => memchr::memmem::find(haystack, needle),
     }
 }
 
@@ -202,6 +202,12 @@ mod tests {
             owned((Some(b"k"), Some(b"v::w")))
         );
         assert_eq!(parts(&format, b"no key"), owned((None, Some(b"no key"))));
+        // A one-byte delimiter is searched for apart from longer ones.
+        let tab = LineFormat {
+            key_delimiter: Some(b"\t".to_vec()),
+            ..LineFormat::default()
+        };
+        assert_eq!(parts(&tab, b"k\tv\tw"), owned((Some(b"k"), Some(b"v\tw"))));
         // Without -Z, empty stays empty.
         assert_eq!(parts(&format, b"::"), owned((Some(b""), Some(b""))));
         assert_eq!(parts(&format, b""), None, "an empty line is skipped");

@@ -124,10 +124,8 @@ impl<R: Read> Delimited<R> {
     fn find_delimiter(&mut self) -> Option<usize> {
         let window = &self.buf[self.scanned..self.end];
         let found = match *self.delimiter.as_slice() {
-            [byte] => window.iter().position(|&b| b == byte),
-            _ => window
-                .windows(self.delimiter.len())
-                .position(|candidate| candidate == self.delimiter.as_slice()),
+            [byte] => memchr::memchr(byte, window),
+            _ => memchr::memmem::find(window, &self.delimiter),
         };
         match found {
             Some(offset) => Some(self.scanned + offset),
