@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use krec_client::produce::{send_produce, ProduceAnswer, ProduceInFlight, ProduceParams};
+use krec_client::producer_id;
 use krec_client::Connection;
 
 use crate::accumulator::{Request, Sent};
@@ -37,6 +38,10 @@ pub(crate) async fn run(shared: Arc<Shared>, node: i32) {
             let (request, next) = shared.lock().drain(node, max_bytes, Instant::now());
             if let Some(request) = request {
                 link.send(&shared, node, request).await;
+                continue;
+            }
+            if shared.lock().ask_new_producer_id() {
+                link.renew_producer_id(&shared, node).await;
                 continue;
             }
             wakeup = next;
@@ -93,6 +98,38 @@ impl Link {
                 self.lose(shared, request.sent, &reason);
             }
         }
+    }
+
+    /// InitProducerId for a new producer id once the epoch is exhausted (nothing is in
+    /// flight then, on any connection); a passing failure is asked again after
+    /// `retry.backoff.ms`, another stops the producer.
+    async fn renew_producer_id(&mut self, shared: &Shared, node: i32) {
+        let answer = match self.connection.as_mut() {
+            Some(connection) => producer_id::init_producer_id(connection, None)
+                .await
+                .map_err(|error| (producer_id::is_retriable(&error), error.to_string())),
+            None => match connect(shared, node).await {
+                Ok(mut opened) => {
+                    let answer = producer_id::init_producer_id(&mut opened, None).await;
+                    self.connection = Some(opened);
+                    answer.map_err(|error| (producer_id::is_retriable(&error), error.to_string()))
+                }
+                Err(reason) => Err((true, reason)),
+            },
+        };
+        match answer {
+            Ok(identity) => shared.lock().reset_producer_id(identity),
+            Err((true, reason)) => {
+                tracing::debug!(node, %reason, "InitProducerId failed; asking again");
+                self.connection = None;
+                shared.lock().new_producer_id_not_given();
+                tokio::time::sleep(shared.config.retry_backoff).await;
+            }
+            Err((false, reason)) => shared.lock().stop(&format!(
+                "InitProducerId for a new producer id (the epoch is exhausted): {reason}"
+            )),
+        }
+        shared.work.notify_waiters();
     }
 
     /// The oldest request's answer; never resolves while nothing is in flight.

@@ -8,6 +8,7 @@ use std::time::Instant;
 use krec_client::produce::{
     Appended as BrokerAppended, ProduceError, ProduceErrorKind, ProducePartition, ProduceTopic,
 };
+use krec_client::producer_id::ProducerIdentity;
 use krec_client::TopicPartition;
 
 use super::{Accumulator, ClosedBatch, Closer, PartitionQueue};
@@ -67,6 +68,9 @@ impl Accumulator {
                 return (None, None);
             }
             self.bump_epoch();
+        }
+        if self.identity.awaits_new_id() {
+            return (None, None);
         }
         let mut wakeup: Option<Instant> = None;
         let mut request = Request {
@@ -252,13 +256,49 @@ impl Accumulator {
     }
 
     /// KIP-360, once nothing is in flight: the next epoch, and every batch not yet
-    /// acknowledged re-stamped with it and new sequences from 0, in order.
+    /// acknowledged re-stamped with it and new sequences from 0, in order. At the last epoch
+    /// nothing goes out until a sender brings a new producer id.
     fn bump_epoch(&mut self) {
         self.bump_pending = false;
         if self.identity.bump_epoch().is_err() {
-            self.stop("the producer epoch is exhausted; a new producer is needed");
+            tracing::info!(
+                identity = ?self.identity.current(),
+                "the producer epoch is exhausted; asking for a new producer id"
+            );
             return;
         }
+        self.restamp_waiting();
+        tracing::info!(identity = ?self.identity.current(), "bumped the producer epoch");
+    }
+
+    /// Whether the caller is the one to ask InitProducerId for a new producer id (the epoch
+    /// is exhausted and nobody asks yet); it then answers with
+    /// [`reset_producer_id`](Self::reset_producer_id) or [`new_producer_id_not_given`](Self::new_producer_id_not_given).
+    pub(crate) fn ask_new_producer_id(&mut self) -> bool {
+        self.stopped.is_none() && self.identity.ask_new_id()
+    }
+
+    /// The InitProducerId failed for now: the next sender to look asks again.
+    pub(crate) fn new_producer_id_not_given(&mut self) {
+        self.identity.new_id_not_given();
+    }
+
+    /// A new producer id after an exhausted epoch: every batch not yet acknowledged is
+    /// re-stamped with it from sequence 0, in order; the broker knows no sequence of it yet.
+    pub(crate) fn reset_producer_id(&mut self, identity: ProducerIdentity) {
+        self.identity.reset_producer_id(identity);
+        for state in self.topics.values_mut() {
+            for queue in &mut state.partitions {
+                queue.acknowledged = false;
+            }
+        }
+        self.restamp_waiting();
+        tracing::info!(identity = ?self.identity.current(), "took a new producer id");
+    }
+
+    /// Every batch not yet acknowledged takes the current producer fields and new sequences
+    /// from 0, partition by partition in order (nothing is in flight).
+    fn restamp_waiting(&mut self) {
         for (topic, state) in &mut self.topics {
             for (partition, queue) in state.partitions.iter_mut().enumerate() {
                 for batch in &mut queue.closed {
@@ -272,7 +312,6 @@ impl Accumulator {
                 }
             }
         }
-        tracing::info!(identity = ?self.identity.current(), "bumped the producer epoch");
     }
 
     /// Takes in a Produce answer for the batches of `sent`.

@@ -31,6 +31,14 @@ struct Bench {
 /// An idempotent accumulator (producer 7, epoch 3) over one topic `t` of one partition led
 /// by broker 1, one record per batch, no linger.
 fn bench() -> Bench {
+    bench_of(ProducerIdentity {
+        producer_id: 7,
+        producer_epoch: 3,
+    })
+}
+
+/// [`bench`] with another producer id and epoch.
+fn bench_of(identity: ProducerIdentity) -> Bench {
     let mut config = ProducerConfig::new(vec!["b:9092".to_owned()]);
     config.linger = Duration::ZERO;
     config.write = WriteConfig {
@@ -39,10 +47,7 @@ fn bench() -> Bench {
     };
     config.retries = 2;
     let memory = Arc::new(Semaphore::new(MEMORY));
-    let identity = Identity::idempotent(ProducerIdentity {
-        producer_id: 7,
-        producer_epoch: 3,
-    });
+    let identity = Identity::idempotent(identity);
     let mut accumulator = Accumulator::new(
         Limits::new(&config),
         identity,
@@ -100,18 +105,25 @@ impl Bench {
         self.accumulator.drain(NODE, 1 << 20, self.now).0
     }
 
-    /// The drained batch's (epoch, base sequence, value).
+    /// The drained batch's (epoch, base sequence, value), of producer 7.
     fn only_batch(request: &Request) -> (i16, i32, String) {
+        let (producer_id, fields) = Self::only_batch_of(request);
+        assert_eq!(producer_id, 7);
+        fields
+    }
+
+    /// The drained batch's producer id and (epoch, base sequence, value).
+    fn only_batch_of(request: &Request) -> (i64, (i16, i32, String)) {
         let bytes = &request.topics[0].partitions[0].batch;
         let config = DecodeConfig::default();
         let batch = BatchWalk::new(bytes, &config)
             .next()
             .expect("a batch")
             .expect("a batch whose CRC holds");
-        assert_eq!(batch.producer_id(), 7);
         let record = batch.records().next().expect("a record").expect("record");
         let value = String::from_utf8(record.value().unwrap().to_vec()).unwrap();
-        (batch.producer_epoch(), batch.base_sequence(), value)
+        let fields = (batch.producer_epoch(), batch.base_sequence(), value);
+        (batch.producer_id(), fields)
     }
 
     fn answer(&mut self, request: Request, result: Result<i64, ProduceErrorKind>) {
@@ -218,6 +230,40 @@ async fn unknown_producer_id_bumps_the_epoch_and_restamps_what_waits() {
     bench.answer(request, Ok(21));
     assert_eq!(outcome(first).await.unwrap(), 20);
     assert_eq!(outcome(second).await.unwrap(), 21);
+}
+
+#[tokio::test]
+async fn an_exhausted_epoch_waits_for_a_new_producer_id_and_restamps_what_waits() {
+    let mut bench = bench_of(ProducerIdentity {
+        producer_id: 7,
+        producer_epoch: i16::MAX,
+    });
+    let first = bench.send("a");
+    let second = bench.send("b");
+    let request = bench.drain().expect("a ready batch");
+    bench.answer(request, Err(ProduceErrorKind::UnknownProducerId));
+    assert!(bench.drain().is_none(), "nothing goes out without a new id");
+    assert!(bench.accumulator.ask_new_producer_id(), "a sender asks");
+    assert!(
+        !bench.accumulator.ask_new_producer_id(),
+        "one asks at a time"
+    );
+    bench.accumulator.reset_producer_id(ProducerIdentity {
+        producer_id: 8,
+        producer_epoch: 0,
+    });
+    let request = bench.drain().expect("the batch again, with the new id");
+    assert_eq!(Bench::only_batch_of(&request), (8, (0, 0, "a".to_owned())));
+    assert!(
+        bench.drain().is_none(),
+        "one at a time until the new id is known"
+    );
+    bench.answer(request, Ok(30));
+    let request = bench.drain().expect("the next batch");
+    assert_eq!(Bench::only_batch_of(&request), (8, (0, 1, "b".to_owned())));
+    bench.answer(request, Ok(31));
+    assert_eq!(outcome(first).await.unwrap(), 30);
+    assert_eq!(outcome(second).await.unwrap(), 31);
 }
 
 #[tokio::test]
