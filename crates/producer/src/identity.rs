@@ -134,7 +134,7 @@ impl Identity {
 }
 
 /// Kafka's `DefaultRecordBatch.incrementSequence`: sequences wrap to 0 past `i32::MAX`.
-fn increment_sequence(sequence: i32, increment: i32) -> i32 {
+pub(crate) fn increment_sequence(sequence: i32, increment: i32) -> i32 {
     if sequence > i32::MAX - increment {
         increment - (i32::MAX - sequence) - 1
     } else {

@@ -16,6 +16,9 @@ pub struct ProducerStats {
     pub retries: u64,
     /// Records whose delivery failed.
     pub records_failed: u64,
+    /// Batches the broker refused as too large for the topic (MESSAGE_TOO_LARGE), split and
+    /// sent again in smaller parts.
+    pub batches_split: u64,
 }
 
 /// The live counters behind [`ProducerStats`].
@@ -26,6 +29,7 @@ pub(crate) struct Counters {
     batches_acknowledged: AtomicU64,
     retries: AtomicU64,
     records_failed: AtomicU64,
+    batches_split: AtomicU64,
 }
 
 impl Counters {
@@ -42,6 +46,10 @@ impl Counters {
         self.retries.fetch_add(1, Ordering::Relaxed);
     }
 
+    pub(crate) fn split(&self) {
+        self.batches_split.fetch_add(1, Ordering::Relaxed);
+    }
+
     pub(crate) fn failed(&self, records: usize) {
         self.records_failed
             .fetch_add(records as u64, Ordering::Relaxed);
@@ -54,6 +62,7 @@ impl Counters {
             batches_acknowledged: self.batches_acknowledged.load(Ordering::Relaxed),
             retries: self.retries.load(Ordering::Relaxed),
             records_failed: self.records_failed.load(Ordering::Relaxed),
+            batches_split: self.batches_split.load(Ordering::Relaxed),
         }
     }
 }

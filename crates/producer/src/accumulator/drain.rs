@@ -2,6 +2,8 @@
 //! take in the answers (acknowledge, retry in order, bump the epoch, fail), expire batches
 //! past `delivery.timeout.ms`.
 
+mod split;
+
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -43,6 +45,10 @@ enum Outcome {
         refresh: bool,
     },
     Bump {
+        detail: String,
+    },
+    /// MESSAGE_TOO_LARGE: split the batch, or fail it when it holds one record.
+    TooLarge {
         detail: String,
     },
     Fail {
@@ -376,6 +382,9 @@ impl Accumulator {
         if idempotent && error.needs_epoch_bump() {
             return Outcome::Bump { detail };
         }
+        if error.kind == ProduceErrorKind::MessageTooLarge {
+            return Outcome::TooLarge { detail };
+        }
         if error.is_retriable() {
             return Outcome::Retry {
                 refresh: error.needs_metadata_refresh(),
@@ -396,6 +405,10 @@ impl Accumulator {
     /// failed it already). An answer that asks for a resend marks the partition: nothing more
     /// goes out until every batch in flight is back, then all go again from the oldest.
     fn apply(&mut self, completion: &Arc<BatchCompletion>, outcome: Outcome, now: Instant) {
+        if let Outcome::TooLarge { detail } = outcome {
+            self.split_or_fail(completion, detail);
+            return;
+        }
         let retries_allowed = self.limits.retries;
         let backoff = self.limits.retry_backoff;
         let idempotent = self.identity.is_idempotent();
@@ -449,6 +462,7 @@ impl Accumulator {
                 detail,
                 stops_producer,
             } => (detail, stops_producer),
+            Outcome::TooLarge { detail } => (detail, false),
         };
         if let Some(batch) = queue.closed.remove(at) {
             let error = Error::Refused {
@@ -464,6 +478,52 @@ impl Accumulator {
         if stops_producer {
             self.stop(&detail);
         }
+    }
+
+    /// MESSAGE_TOO_LARGE for a batch in flight: one of several records is split in its place
+    /// and the partition resends from its oldest batch once nothing is in flight (the parts
+    /// keep the batch's sequences, the batches after it keep theirs); a single record fails.
+    fn split_or_fail(&mut self, completion: &Arc<BatchCompletion>, detail: String) {
+        let idempotent = self.identity.is_idempotent();
+        let (topic, partition) = (completion.topic().clone(), completion.partition());
+        let Some(queue) = (self.topics.get_mut(&topic))
+            .and_then(|state| state.partitions.get_mut(partition as usize))
+        else {
+            return;
+        };
+        let Some(at) = (queue.closed.iter()).position(|b| Arc::ptr_eq(&b.completion, completion))
+        else {
+            return;
+        };
+        queue.in_flight = queue.in_flight.saturating_sub(1);
+        let mut detail = detail;
+        if queue.closed[at].records > 1 {
+            match split::split_batch(&queue.closed[at], &self.limits) {
+                Ok(parts) => {
+                    tracing::debug!(%topic, partition, parts = parts.len(), %detail, "split a batch");
+                    queue.closed.remove(at);
+                    for (offset, part) in parts.into_iter().enumerate() {
+                        queue.closed.insert(at + offset, part);
+                    }
+                    queue.resend = true;
+                    self.counters.split();
+                    return;
+                }
+                Err(error) => detail = format!("{detail}; splitting the batch failed: {error}"),
+            }
+        }
+        if let Some(batch) = queue.closed.remove(at) {
+            let error = Error::MessageTooLarge {
+                topic: topic.to_string(),
+                partition,
+                size: batch.bytes.len() as u64,
+                records: batch.records,
+                detail,
+            };
+            self.settle(batch, Err(error));
+        }
+        // The batch's sequences are gone: the partition's next batches need a new epoch.
+        self.bump_pending |= idempotent;
     }
 
     /// Resolves a batch's records and gives its bytes back to `buffer.memory`.

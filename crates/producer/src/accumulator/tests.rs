@@ -275,7 +275,8 @@ async fn a_refused_batch_fails_its_records_and_the_next_gets_a_new_epoch() {
     bench.answer(request, Err(ProduceErrorKind::MessageTooLarge));
     let error = outcome(first).await.unwrap_err();
     assert!(
-        matches!(&error, Error::Refused { topic, partition: 0, retries: 0, .. } if topic == "t"),
+        matches!(&error, Error::MessageTooLarge { topic, partition: 0, records: 1, size, .. }
+            if topic == "t" && *size > 0),
         "{error:?}"
     );
     let request = bench.drain().expect("the next batch");
