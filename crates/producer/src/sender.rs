@@ -6,7 +6,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use krec_client::produce::{send_produce, ProduceAnswer, ProduceInFlight, ProduceParams};
 use krec_client::producer_id;
@@ -19,13 +19,20 @@ use crate::producer::Shared;
 struct Link {
     connection: Option<Connection>,
     in_flight: VecDeque<(ProduceInFlight, Vec<Sent>)>,
+    /// The broker throttles this client (a quota) until then: no new request before.
+    throttled_until: Option<Instant>,
 }
+
+/// The first Produce version whose broker answers at once and leaves the throttling to the
+/// client (KIP-219); an older broker delays its answer instead.
+const CLIENT_THROTTLES_FROM_VERSION: i16 = 6;
 
 /// Drains and sends for broker `node` until the producer stops (its task is aborted).
 pub(crate) async fn run(shared: Arc<Shared>, node: i32) {
     let mut link = Link {
         connection: None,
         in_flight: VecDeque::new(),
+        throttled_until: None,
     };
     let max_in_flight = shared.config.max_in_flight.max(1) as usize;
     let max_bytes = shared.config.write.max_record_size;
@@ -34,8 +41,12 @@ pub(crate) async fn run(shared: Arc<Shared>, node: i32) {
         tokio::pin!(work);
         work.as_mut().enable();
         let mut wakeup = None;
-        if link.in_flight.len() < max_in_flight {
-            let (request, next) = shared.lock().drain(node, max_bytes, Instant::now());
+        let now = Instant::now();
+        let throttled = link.throttled_until.filter(|&until| until > now);
+        if let Some(until) = throttled {
+            wakeup = Some(until);
+        } else if link.in_flight.len() < max_in_flight {
+            let (request, next) = shared.lock().drain(node, max_bytes, now);
             if let Some(request) = request {
                 link.send(&shared, node, request).await;
                 continue;
@@ -151,14 +162,23 @@ impl Link {
                 let Some((_, sent)) = self.in_flight.pop_front() else {
                     return;
                 };
+                let now = Instant::now();
+                let throttle = throttle_end(&answer, now);
+                let throttle_time_ms = answer.throttle_time_ms;
                 let answers = answer
                     .partitions
                     .into_iter()
                     .map(|p| (p.partition, p.result))
                     .collect();
-                let followup = shared
-                    .lock()
-                    .on_answer(sent, answers, &broker, Instant::now());
+                let mut state = shared.lock();
+                if let Some(until) = throttle {
+                    tracing::debug!(%broker, throttle_time_ms, "throttled by a quota");
+                    state.throttled(throttle_time_ms);
+                    self.throttled_until =
+                        Some(self.throttled_until.map_or(until, |t| t.max(until)));
+                }
+                let followup = state.on_answer(sent, answers, &broker, now);
+                drop(state);
                 if followup.refresh_metadata {
                     shared.refresh.notify_one();
                 }
@@ -184,6 +204,13 @@ impl Link {
     }
 }
 
+/// Until when the broker's quota holds this client's next request (KIP-219: the broker
+/// answered at once and mutes the connection for `throttle_time_ms`), if it does.
+fn throttle_end(answer: &ProduceAnswer, now: Instant) -> Option<Instant> {
+    let throttled = answer.throttle_time_ms > 0 && answer.version >= CLIENT_THROTTLES_FROM_VERSION;
+    throttled.then(|| now + Duration::from_millis(answer.throttle_time_ms as u64))
+}
+
 async fn connect(shared: &Shared, node: i32) -> Result<Connection, String> {
     let address = shared
         .lock()
@@ -201,5 +228,33 @@ fn naming_broker(broker: &str, error: &krec_client::Error) -> String {
         text
     } else {
         format!("broker {broker}: {text}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(version: i16, throttle_time_ms: i32) -> ProduceAnswer {
+        ProduceAnswer {
+            version,
+            throttle_time_ms,
+            partitions: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_throttled_answer_holds_the_next_request_from_kip_219_on() {
+        let now = Instant::now();
+        assert_eq!(
+            throttle_end(&answer(9, 250), now),
+            Some(now + Duration::from_millis(250))
+        );
+        assert_eq!(throttle_end(&answer(9, 0), now), None, "not throttled");
+        assert_eq!(
+            throttle_end(&answer(5, 250), now),
+            None,
+            "before v6 the broker held its answer itself"
+        );
     }
 }

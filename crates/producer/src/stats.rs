@@ -19,6 +19,9 @@ pub struct ProducerStats {
     /// Batches the broker refused as too large for the topic (MESSAGE_TOO_LARGE), split and
     /// sent again in smaller parts.
     pub batches_split: u64,
+    /// Time the brokers' quotas throttled this producer for, in milliseconds, summed over
+    /// their answers (`throttle_time_ms`; no request goes to a broker while it throttles).
+    pub throttle_time_ms: u64,
 }
 
 /// The live counters behind [`ProducerStats`].
@@ -30,6 +33,7 @@ pub(crate) struct Counters {
     retries: AtomicU64,
     records_failed: AtomicU64,
     batches_split: AtomicU64,
+    throttle_time_ms: AtomicU64,
 }
 
 impl Counters {
@@ -50,6 +54,11 @@ impl Counters {
         self.batches_split.fetch_add(1, Ordering::Relaxed);
     }
 
+    pub(crate) fn throttled(&self, throttle_time_ms: i32) {
+        self.throttle_time_ms
+            .fetch_add(throttle_time_ms.max(0) as u64, Ordering::Relaxed);
+    }
+
     pub(crate) fn failed(&self, records: usize) {
         self.records_failed
             .fetch_add(records as u64, Ordering::Relaxed);
@@ -63,6 +72,7 @@ impl Counters {
             retries: self.retries.load(Ordering::Relaxed),
             records_failed: self.records_failed.load(Ordering::Relaxed),
             batches_split: self.batches_split.load(Ordering::Relaxed),
+            throttle_time_ms: self.throttle_time_ms.load(Ordering::Relaxed),
         }
     }
 }

@@ -358,6 +358,11 @@ impl Accumulator {
         followup
     }
 
+    /// A broker's quota throttled the producer for `throttle_time_ms` (counted in the stats).
+    pub(crate) fn throttled(&self, throttle_time_ms: i32) {
+        self.counters.throttled(throttle_time_ms);
+    }
+
     /// The connection broke (or never opened): every batch of the request is sent again.
     pub(crate) fn on_lost(&mut self, sent: Vec<Sent>, reason: &str, now: Instant) {
         for batch in sent {
