@@ -21,8 +21,13 @@
 //! a batch of the partition it takes any first sequence, so until then a partition has one
 //! batch in flight.) The producer id, its epoch and the sequences have one owner;
 //! UNKNOWN_PRODUCER_ID and OUT_OF_ORDER_SEQUENCE bump the epoch (KIP-360: the next epoch,
-//! sequences from 0, the batches not yet acknowledged re-stamped), once nothing is in flight.
-//! A batch not acknowledged within
+//! sequences from 0, the batches not yet acknowledged re-stamped), once nothing is in flight;
+//! at the last epoch a sender asks InitProducerId for a new producer id instead, as the Java
+//! client does. A batch the broker refuses as too large for the topic (MESSAGE_TOO_LARGE) is
+//! split in its place, its records keeping their sequences; a record too large alone fails
+//! ([`Error::MessageTooLarge`]). A broker's quota (`throttle_time_ms`, KIP-219) holds the next
+//! request to it. A request unanswered within `request.timeout.ms` (the broker's own wait
+//! included, as in the Java client) is sent again. A batch not acknowledged within
 //! `delivery.timeout.ms` fails its records. Dropping the producer fails what it still holds;
 //! every `Delivery` resolves.
 //!

@@ -38,8 +38,7 @@ pub(super) fn split_batch(
     // (first offset delta, bytes, records) of each part.
     let mut parts: Vec<(i32, Bytes, i32)> = Vec::new();
     let mut first_delta = 0i32;
-    let mut delta = 0i32;
-    for record in whole.records() {
+    for (delta, record) in (0i32..).zip(whole.records()) {
         let record = record?;
         let headers: Vec<(&[u8], Option<&[u8]>)> = (record.headers().iter())
             .map(|h| (h.key, h.value))
@@ -57,7 +56,6 @@ pub(super) fn split_batch(
             parts.push(finish(&mut writer, producer, first_delta, limits)?);
             first_delta = delta;
         }
-        delta += 1;
     }
     if !writer.is_empty() {
         parts.push(finish(&mut writer, producer, first_delta, limits)?);
