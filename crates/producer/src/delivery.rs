@@ -301,3 +301,49 @@ impl Delivered {
         self.timestamp
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ack(base_offset: i64) -> Result<BatchAck, Error> {
+        Ok(BatchAck {
+            base_offset,
+            log_append_time: None,
+        })
+    }
+
+    fn poll_settled(future: &mut Pin<&mut Settled>) -> Poll<()> {
+        let mut cx = Context::from_waker(Waker::noop());
+        future.as_mut().poll(&mut cx)
+    }
+
+    #[tokio::test]
+    async fn a_split_batch_resolves_each_record_with_its_parts_outcome() {
+        let batch = BatchCompletion::new(Arc::from("t"), 0);
+        let deliveries: Vec<Delivery> =
+            (0..6).map(|d| Delivery::new(batch.clone(), d, 0)).collect();
+        // Records 0-2 and 3-5; the second part split again into 3-4 and 5.
+        let parts = batch.split(&[0, 3]);
+        let inner = parts[1].split(&[0, 2]);
+        parts[0].complete(ack(100));
+        inner[1].complete(Err(Error::Stopped {
+            reason: "refused".to_owned(),
+        }));
+        let mut settled = std::pin::pin!(Settled::new(batch.clone()));
+        assert!(
+            poll_settled(&mut settled).is_pending(),
+            "a part is still out"
+        );
+        inner[0].complete(ack(200));
+        assert!(poll_settled(&mut settled).is_ready(), "every part is in");
+        let mut offsets = Vec::new();
+        for delivery in deliveries {
+            offsets.push(delivery.await.map(|d| d.offset()).ok());
+        }
+        assert_eq!(
+            offsets,
+            [Some(100), Some(101), Some(102), Some(200), Some(201), None]
+        );
+    }
+}
