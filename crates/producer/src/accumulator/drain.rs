@@ -4,6 +4,7 @@
 
 mod split;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -13,7 +14,7 @@ use krec_client::produce::{
 use krec_client::producer_id::ProducerIdentity;
 use krec_client::TopicPartition;
 
-use super::{Accumulator, ClosedBatch, Closer, PartitionQueue};
+use super::{Accumulator, ClosedBatch, Closer, PartitionQueue, TopicState};
 use crate::delivery::{BatchAck, BatchCompletion};
 use crate::Error;
 
@@ -418,16 +419,9 @@ impl Accumulator {
         let backoff = self.limits.retry_backoff;
         let idempotent = self.identity.is_idempotent();
         let (topic, partition) = (completion.topic().clone(), completion.partition());
-        let Some(queue) = (self.topics.get_mut(&topic))
-            .and_then(|state| state.partitions.get_mut(partition as usize))
-        else {
+        let Some((queue, at)) = answered(&mut self.topics, completion) else {
             return;
         };
-        let Some(at) = (queue.closed.iter()).position(|b| Arc::ptr_eq(&b.completion, completion))
-        else {
-            return;
-        };
-        queue.in_flight = queue.in_flight.saturating_sub(1);
         let (detail, stops_producer) = match outcome {
             Outcome::Acknowledged(ack) => {
                 queue.acknowledged = true;
@@ -491,16 +485,9 @@ impl Accumulator {
     fn split_or_fail(&mut self, completion: &Arc<BatchCompletion>, detail: String) {
         let idempotent = self.identity.is_idempotent();
         let (topic, partition) = (completion.topic().clone(), completion.partition());
-        let Some(queue) = (self.topics.get_mut(&topic))
-            .and_then(|state| state.partitions.get_mut(partition as usize))
-        else {
+        let Some((queue, at)) = answered(&mut self.topics, completion) else {
             return;
         };
-        let Some(at) = (queue.closed.iter()).position(|b| Arc::ptr_eq(&b.completion, completion))
-        else {
-            return;
-        };
-        queue.in_flight = queue.in_flight.saturating_sub(1);
         let mut detail = detail;
         if queue.closed[at].records > 1 {
             match split::split_batch(&queue.closed[at], &self.limits) {
@@ -539,6 +526,19 @@ impl Accumulator {
         batch.completion.complete(outcome);
         self.release(batch.held);
     }
+}
+
+/// The queue of a batch whose answer came and the batch's place in it (one fewer in flight
+/// there); `None` when it is gone (a stopped producer failed it already).
+fn answered<'a>(
+    topics: &'a mut HashMap<Arc<str>, TopicState>,
+    completion: &Arc<BatchCompletion>,
+) -> Option<(&'a mut PartitionQueue, usize)> {
+    let state = topics.get_mut(completion.topic())?;
+    let queue = state.partitions.get_mut(completion.partition() as usize)?;
+    let at = (queue.closed.iter()).position(|b| Arc::ptr_eq(&b.completion, completion))?;
+    queue.in_flight = queue.in_flight.saturating_sub(1);
+    Some((queue, at))
 }
 
 fn note(wakeup: &mut Option<Instant>, at: Instant) {

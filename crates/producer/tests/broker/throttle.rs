@@ -4,7 +4,7 @@
 
 use krec_producer::{Producer, ProducerRecord};
 
-use crate::support::{live, producer_config, within};
+use crate::support::{alter_config, live, producer_config, within};
 
 /// The quota, in bytes a second.
 const BYTE_RATE: usize = 10_000;
@@ -20,20 +20,7 @@ async fn a_quota_throttles_the_producer_and_every_record_still_arrives() {
     broker.create_topic(&topic, 1);
     let client_id = live::unique_name("pgaps-quota");
     let quota = format!("producer_byte_rate={BYTE_RATE}");
-    broker.tool(
-        "org.apache.kafka.tools.ConfigCommand",
-        &[
-            "--bootstrap-server",
-            "{bootstrap}",
-            "--alter",
-            "--entity-type",
-            "clients",
-            "--entity-name",
-            &client_id,
-            "--add-config",
-            &quota,
-        ],
-    );
+    alter_config(&broker, "clients", &client_id, &quota);
     let config = producer_config(&broker.bootstrap, &[("client.id", client_id.as_str())]);
     let producer = within("connect", Producer::connect(config))
         .await

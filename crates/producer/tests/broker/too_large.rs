@@ -2,16 +2,14 @@
 //! again, as the Java producer does, keeping exactly once and each partition's order; a record
 //! too large alone fails with the topic, partition and size.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use krec_producer::{Error, Producer, ProducerRecord};
+use krec_producer::{Error, ProducerRecord};
 
 use crate::solo::check::{
-    assert_contiguous_sequences, assert_exactly_once, dump_batches, outcomes, properties,
-    send_keyed,
+    assert_contiguous_sequences, assert_exactly_once, dump_batches, outcomes, start_sending, Pace,
 };
-use crate::support::{live, producer_config, within};
+use crate::support::{alter_config, live, within};
 
 const RECORDS: usize = 20_000;
 const PARTITIONS: i32 = 2;
@@ -27,36 +25,14 @@ async fn batches_over_max_message_bytes_are_split_and_arrive_once_in_order() {
     let topic = live::unique_name("producer-too-large");
     broker.create_topic(&topic, PARTITIONS as u32);
     let limit = format!("max.message.bytes={MAX_MESSAGE_BYTES}");
-    broker.tool(
-        "org.apache.kafka.tools.ConfigCommand",
-        &[
-            "--bootstrap-server",
-            "{bootstrap}",
-            "--alter",
-            "--entity-type",
-            "topics",
-            "--entity-name",
-            &topic,
-            "--add-config",
-            &limit,
-        ],
-    );
-    let config = producer_config(
-        &broker.bootstrap,
-        &properties(&[("batch.size", "1048576"), ("linger.ms", "100")]),
-    );
-    let producer = Arc::new(
-        within("connect", Producer::connect(config))
-            .await
-            .expect("connect"),
-    );
-    let sending = send_keyed(
-        producer.clone(),
-        topic.clone(),
-        RECORDS,
-        RECORDS,
-        Duration::ZERO,
-    );
+    alter_config(&broker, "topics", &topic, &limit);
+    let pace = Pace {
+        count: RECORDS,
+        pause_every: RECORDS,
+        pause: Duration::ZERO,
+    };
+    let more = [("batch.size", "1048576"), ("linger.ms", "100")];
+    let (producer, sending) = start_sending(&broker.bootstrap, &more, &topic, pace).await;
     let outcomes = outcomes(sending).await;
     let stats = producer.stats();
     assert!(stats.batches_split > 0, "no batch was split: {stats:?}");
