@@ -3,7 +3,8 @@
 //! [`Producer::connect`] reads the cluster's metadata, takes a producer id (idempotence is on
 //! by default, as in the Java client since 3.0) and starts one sender task per broker.
 //! [`Producer::send`] picks the record's partition (its own, murmur2 of its key, or KIP-794's
-//! uniform sticky partitioner; see `partitioner` and `partitioner.class` below) and appends it
+//! sticky partitioner, adaptive by default: a new partition is drawn by how few batches wait
+//! for each; see `partitioner` and `partitioner.class` below) and appends it
 //! in wire form to that partition's open batch, the one copy of its bytes; it waits only for
 //! the topic's metadata (a missing topic is created where the brokers allow auto-creation, as
 //! the Java producer asks) and for room in `buffer.memory`, both within `max.block.ms`. It
@@ -83,7 +84,9 @@
 //! (`max.in.flight`), `delivery.timeout.ms` (`message.timeout.ms`), `retries`
 //! (`message.send.max.retries`), `retry.backoff.ms`, `buffer.memory`
 //! (`queue.buffering.max.kbytes`, in KiB), `max.block.ms`, and `partitioner` (librdkafka's
-//! names), `partitioner.class`, `partitioner.ignore.keys` (the Java client's), read by
+//! names), `partitioner.class`, `partitioner.ignore.keys`,
+//! `partitioner.adaptive.partitioning.enable` (the Java client's; `partitioner.availability.timeout.ms`
+//! is accepted at 0 only), read by
 //! [`krec_client::partitioner::Partitioning::from_settings`]. A consumer's key (`group.id`,
 //! `auto.offset.reset`, ...) is refused as one; any other unknown key is refused.
 //!

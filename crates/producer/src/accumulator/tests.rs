@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use krec_batch::{BatchWalk, DecodeConfig, WriteConfig};
 use krec_client::metadata::{ClusterMetadata, PartitionMetadata, TopicMetadata};
+use krec_client::partitioner::{SeededRandom, StickyPartitioner};
 use krec_client::produce::{Appended as BrokerAppended, ProduceError, ProduceErrorKind};
 use krec_client::producer_id::ProducerIdentity;
 use krec_client::TopicPartition;
@@ -371,6 +372,49 @@ async fn records_without_a_key_go_to_partitions_that_have_a_leader() {
         .map(|q| q.closed.len() + usize::from(q.open.is_some()))
         .collect();
     assert_eq!(held, [0, 50, 0], "records per partition");
+}
+
+#[tokio::test]
+async fn records_without_a_key_favour_partitions_with_short_queues() {
+    let mut bench = bench();
+    let partition = |partition| PartitionMetadata {
+        partition,
+        leader: NODE,
+        leader_epoch: 0,
+        error_code: 0,
+    };
+    let metadata = ClusterMetadata {
+        brokers: HashMap::from([(NODE, "b:9092".to_owned())]),
+        topics: HashMap::from([(
+            "t".to_owned(),
+            TopicMetadata {
+                name: "t".to_owned(),
+                topic_id: uuid::Uuid::nil(),
+                error_code: 0,
+                is_internal: false,
+                partitions: vec![partition(0), partition(1), partition(2)],
+            },
+        )]),
+    };
+    bench.accumulator.apply_metadata(&metadata);
+    let state = bench.accumulator.topics.get_mut("t").unwrap();
+    state.sticky = StickyPartitioner::with_random(1, SeededRandom::new(7));
+    // Ten batches wait for partition 0 (one record a batch), none for the others.
+    let mut deliveries = Vec::new();
+    for i in 0..10 {
+        let record = ProducerRecord::new("t").partition(0).value(i.to_string());
+        let held = record.held_bytes();
+        bench.memory.try_acquire_many(held as u32).unwrap().forget();
+        let appended = bench.accumulator.append(&record, 0, held, Some(bench.now));
+        deliveries.push(appended.unwrap().unwrap().delivery);
+    }
+    deliveries.extend((0..20).map(|i| bench.send(&i.to_string())));
+    let queues = &bench.accumulator.topics["t"].partitions;
+    let held: Vec<usize> = (queues.iter())
+        .map(|q| q.closed.len() + usize::from(q.open.is_some()))
+        .collect();
+    assert!(held[0] <= 11, "the long queue took {} more", held[0] - 10);
+    assert_eq!(held.iter().sum::<usize>(), 30);
 }
 
 #[tokio::test]
