@@ -51,7 +51,8 @@ pub(crate) async fn run(shared: Arc<Shared>, node: i32) {
                 link.send(&shared, node, request).await;
                 continue;
             }
-            if shared.lock().ask_new_producer_id() {
+            // InitProducerId goes alone on the connection: after every answer is in.
+            if link.in_flight.is_empty() && shared.lock().ask_new_producer_id() {
                 link.renew_producer_id(&shared, node).await;
                 continue;
             }
