@@ -2,7 +2,9 @@
 //! and drains the ready batches of every partition the broker leads into one Produce request,
 //! keeping up to `max.in.flight.requests.per.connection` requests in flight. It waits for
 //! whichever comes first: the oldest request's answer (read cancel-safely, so racing it loses
-//! nothing), or batches ready while there is room for another request.
+//! nothing), or batches ready while there is room for another request. A broker's quota
+//! (`throttle_time_ms`) holds its next request; after an exhausted epoch a sender with nothing
+//! in flight asks InitProducerId for the new producer id.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
