@@ -13,7 +13,6 @@
 //! it against new batches becoming ready (see [`Connection::read_response`]).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
@@ -92,7 +91,8 @@ pub struct ProduceParams {
     /// Replicas that must have each batch before the answer.
     pub acks: Acks,
     /// How long the broker waits for those replicas (`request.timeout.ms` in the Java
-    /// producer); the client waits this long on top of its own request timeout.
+    /// producer). The client waits for the answer no longer than its own request timeout,
+    /// this wait included, as Java's NetworkClient does.
     pub timeout_ms: i32,
 }
 
@@ -220,7 +220,8 @@ pub async fn produce(
 /// broker (the leader of every one of them) and returns once it is written, without waiting
 /// for the answer; read that with [`ProduceInFlight::answer`], after the answers of requests
 /// sent earlier on the connection. The answer is due within the connection's request timeout
-/// plus the broker's `timeout_ms`. Not cancel-safe (see [`Connection::send_request`]).
+/// (not extended by the broker's `timeout_ms`). Not cancel-safe (see
+/// [`Connection::send_request`]).
 pub async fn send_produce(
     connection: &mut Connection,
     params: ProduceParams,
@@ -264,8 +265,9 @@ async fn send(
         connection.send_unanswered(&request, version).await?;
         return Ok(sent);
     }
-    let broker_wait = Duration::from_millis(params.timeout_ms.max(0) as u64);
-    let timeout = connection.request_timeout() + broker_wait;
+    // Java's producer waits request.timeout.ms in all, the broker's wait included: a request
+    // black-holed leaves delivery.timeout.ms room for a retry.
+    let timeout = connection.request_timeout();
     let pending = if sequential {
         connection
             .send_sequential(&request, version, timeout)

@@ -437,6 +437,12 @@ fn choose_partition(
             (state.round_robin % count as u32) as i32
         }
         Unkeyed::Random => (state.random.next_u32() % count as u32) as i32,
+        _ if partitioning.is_adaptive() => {
+            let partitions = &state.partitions;
+            state
+                .sticky
+                .current_partition_adaptive(|| queued_batches(partitions), count)
+        }
         _ => {
             // Partitions with a leader, as Java's; collected only when one has none.
             let leaderless = state.partitions.iter().any(|q| q.leader < 0);
@@ -451,6 +457,19 @@ fn choose_partition(
         }
     };
     Ok((partition, unkeyed == Unkeyed::UniformSticky))
+}
+
+/// The partitions with a leader and the batches waiting for each (not yet sent, the open one
+/// included), as Java's adaptive partitioner counts its queues.
+fn queued_batches(partitions: &[PartitionQueue]) -> Vec<(i32, usize)> {
+    (0i32..)
+        .zip(partitions)
+        .filter(|(_, queue)| queue.leader >= 0)
+        .map(|(partition, queue)| {
+            let waiting = queue.closed.len().saturating_sub(queue.in_flight);
+            (partition, waiting + usize::from(queue.open.is_some()))
+        })
+        .collect()
 }
 
 impl PartitionQueue {

@@ -77,6 +77,26 @@ pub enum Error {
         limit: u64,
     },
 
+    /// The broker refused the record's batch as too large for the topic (MESSAGE_TOO_LARGE:
+    /// over its `max.message.bytes`, or the broker's `message.max.bytes`) with the record
+    /// alone in it: no split of the batch makes it fit. A batch of several records is split
+    /// and sent again instead.
+    #[error(
+        "topic {topic} partition {partition}: a batch of {records} record(s), {size} bytes, is          too large for the topic (its max.message.bytes): {detail}"
+    )]
+    MessageTooLarge {
+        /// The topic.
+        topic: String,
+        /// The partition.
+        partition: i32,
+        /// The refused batch's size in bytes, as sent (compressed, header included).
+        size: u64,
+        /// How many records it held: one, unless splitting it failed.
+        records: i32,
+        /// The broker's answer.
+        detail: String,
+    },
+
     /// `send` found no room in `buffer.memory` within `max.block.ms`.
     #[error(
         "topic {topic}: no room for the record in buffer.memory ({buffer_memory} bytes) \

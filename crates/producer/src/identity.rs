@@ -1,7 +1,9 @@
 //! The one owner of the producer id, its epoch and the sequence of every partition, as the
 //! Java client's TransactionManager is: the accumulator asks it for each finished batch's
-//! producer fields, and for an epoch bump (KIP-360) when a partition's sequences broke.
-//! Transactions will drive the same owner from a transaction coordinator.
+//! producer fields, and for an epoch bump (KIP-360) when a partition's sequences broke; at
+//! the last epoch it waits for a new producer id instead (Java's resetIdempotentProducerId),
+//! which a sender asks InitProducerId for. Transactions will drive the same owner from a
+//! transaction coordinator.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -13,7 +15,19 @@ use krec_client::producer_id::ProducerIdentity;
 #[derive(Debug)]
 pub(crate) struct Identity {
     current: Option<ProducerIdentity>,
+    renewal: Renewal,
     next_sequence: HashMap<(Arc<str>, i32), i32>,
+}
+
+/// Where a new producer id stands once the epoch is exhausted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Renewal {
+    /// The current id serves.
+    NotNeeded,
+    /// The epoch ran out: nothing goes out until a new id comes.
+    Needed,
+    /// A sender is asking InitProducerId for it.
+    Asked,
 }
 
 /// The epoch cannot go higher: a new producer id is needed.
@@ -25,6 +39,7 @@ impl Identity {
     pub(crate) fn idempotent(identity: ProducerIdentity) -> Self {
         Identity {
             current: Some(identity),
+            renewal: Renewal::NotNeeded,
             next_sequence: HashMap::new(),
         }
     }
@@ -33,6 +48,7 @@ impl Identity {
     pub(crate) fn none() -> Self {
         Identity {
             current: None,
+            renewal: Renewal::NotNeeded,
             next_sequence: HashMap::new(),
         }
     }
@@ -63,17 +79,52 @@ impl Identity {
 
     /// KIP-360 for an idempotent producer: the next epoch of the same id, every partition's
     /// sequences from 0 (the broker accepts sequence 0 of a higher epoch and fences the old
-    /// one). The caller re-stamps the batches not yet acknowledged, in order.
+    /// one). The caller re-stamps the batches not yet acknowledged, in order. At the last
+    /// epoch (or while a new id is awaited) a new producer id is needed first.
     pub(crate) fn bump_epoch(&mut self) -> Result<(), EpochExhausted> {
         let Some(identity) = self.current.as_mut() else {
             return Ok(());
         };
-        if identity.producer_epoch == i16::MAX {
+        if identity.producer_epoch == i16::MAX || self.renewal != Renewal::NotNeeded {
+            if self.renewal == Renewal::NotNeeded {
+                self.renewal = Renewal::Needed;
+            }
             return Err(EpochExhausted);
         }
         identity.producer_epoch += 1;
         self.next_sequence.clear();
         Ok(())
+    }
+
+    /// Whether batches must wait for a new producer id ([`reset_producer_id`](Self::reset_producer_id)).
+    pub(crate) fn awaits_new_id(&self) -> bool {
+        self.renewal != Renewal::NotNeeded
+    }
+
+    /// Claims the asking for a new producer id: true for one caller until it gets an answer
+    /// or gives up ([`new_id_not_given`](Self::new_id_not_given)).
+    pub(crate) fn ask_new_id(&mut self) -> bool {
+        let claimed = self.renewal == Renewal::Needed;
+        if claimed {
+            self.renewal = Renewal::Asked;
+        }
+        claimed
+    }
+
+    /// The InitProducerId asked for failed: the next caller of [`ask_new_id`](Self::ask_new_id) asks again.
+    pub(crate) fn new_id_not_given(&mut self) {
+        if self.renewal == Renewal::Asked {
+            self.renewal = Renewal::Needed;
+        }
+    }
+
+    /// Java's resetIdempotentProducerId, done: a new producer id (from InitProducerId) and
+    /// every partition's sequences from 0. The caller re-stamps the batches not yet
+    /// acknowledged, in order.
+    pub(crate) fn reset_producer_id(&mut self, identity: ProducerIdentity) {
+        self.current = Some(identity);
+        self.renewal = Renewal::NotNeeded;
+        self.next_sequence.clear();
     }
 
     /// The current producer id and epoch, if idempotent.
@@ -83,7 +134,7 @@ impl Identity {
 }
 
 /// Kafka's `DefaultRecordBatch.incrementSequence`: sequences wrap to 0 past `i32::MAX`.
-fn increment_sequence(sequence: i32, increment: i32) -> i32 {
+pub(crate) fn increment_sequence(sequence: i32, increment: i32) -> i32 {
     if sequence > i32::MAX - increment {
         increment - (i32::MAX - sequence) - 1
     } else {
@@ -134,5 +185,34 @@ mod tests {
             producer_epoch: i16::MAX,
         });
         assert_eq!(owner.bump_epoch(), Err(EpochExhausted));
+    }
+
+    #[test]
+    fn an_exhausted_epoch_waits_for_one_new_producer_id_then_counts_from_zero() {
+        let topic: Arc<str> = Arc::from("t");
+        let mut owner = Identity::idempotent(ProducerIdentity {
+            producer_id: 1,
+            producer_epoch: i16::MAX,
+        });
+        assert_eq!(owner.next_batch(&topic, 0, 4).base_sequence, 0);
+        assert!(!owner.awaits_new_id());
+        assert_eq!(owner.bump_epoch(), Err(EpochExhausted));
+        assert!(owner.awaits_new_id());
+        assert!(owner.ask_new_id(), "the first sender asks");
+        assert!(!owner.ask_new_id(), "one InitProducerId at a time");
+        assert_eq!(owner.bump_epoch(), Err(EpochExhausted), "no bump meanwhile");
+        owner.new_id_not_given();
+        assert!(owner.ask_new_id(), "asked again after a failure");
+        owner.reset_producer_id(ProducerIdentity {
+            producer_id: 2,
+            producer_epoch: 0,
+        });
+        assert!(!owner.awaits_new_id());
+        assert_eq!(
+            owner.next_batch(&topic, 0, 1),
+            ProducerFields::idempotent(2, 0, 0)
+        );
+        owner.bump_epoch().expect("the new id's next epoch");
+        assert_eq!(owner.current().map(|i| i.producer_epoch), Some(1));
     }
 }

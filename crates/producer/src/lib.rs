@@ -3,7 +3,8 @@
 //! [`Producer::connect`] reads the cluster's metadata, takes a producer id (idempotence is on
 //! by default, as in the Java client since 3.0) and starts one sender task per broker.
 //! [`Producer::send`] picks the record's partition (its own, murmur2 of its key, or KIP-794's
-//! uniform sticky partitioner; see `partitioner` and `partitioner.class` below) and appends it
+//! sticky partitioner, adaptive by default: a new partition is drawn by how few batches wait
+//! for each; see `partitioner` and `partitioner.class` below) and appends it
 //! in wire form to that partition's open batch, the one copy of its bytes; it waits only for
 //! the topic's metadata (a missing topic is created where the brokers allow auto-creation, as
 //! the Java producer asks) and for room in `buffer.memory`, both within `max.block.ms`. It
@@ -21,8 +22,13 @@
 //! a batch of the partition it takes any first sequence, so until then a partition has one
 //! batch in flight.) The producer id, its epoch and the sequences have one owner;
 //! UNKNOWN_PRODUCER_ID and OUT_OF_ORDER_SEQUENCE bump the epoch (KIP-360: the next epoch,
-//! sequences from 0, the batches not yet acknowledged re-stamped), once nothing is in flight.
-//! A batch not acknowledged within
+//! sequences from 0, the batches not yet acknowledged re-stamped), once nothing is in flight;
+//! at the last epoch a sender asks InitProducerId for a new producer id instead, as the Java
+//! client does. A batch the broker refuses as too large for the topic (MESSAGE_TOO_LARGE) is
+//! split in its place, its records keeping their sequences; a record too large alone fails
+//! ([`Error::MessageTooLarge`]). A broker's quota (`throttle_time_ms`, KIP-219) holds the next
+//! request to it. A request unanswered within `request.timeout.ms` (the broker's own wait
+//! included, as in the Java client) is sent again. A batch not acknowledged within
 //! `delivery.timeout.ms` fails its records. Dropping the producer fails what it still holds;
 //! every `Delivery` resolves.
 //!
@@ -78,7 +84,9 @@
 //! (`max.in.flight`), `delivery.timeout.ms` (`message.timeout.ms`), `retries`
 //! (`message.send.max.retries`), `retry.backoff.ms`, `buffer.memory`
 //! (`queue.buffering.max.kbytes`, in KiB), `max.block.ms`, and `partitioner` (librdkafka's
-//! names), `partitioner.class`, `partitioner.ignore.keys` (the Java client's), read by
+//! names), `partitioner.class`, `partitioner.ignore.keys`,
+//! `partitioner.adaptive.partitioning.enable` (the Java client's; `partitioner.availability.timeout.ms`
+//! is accepted at 0 only), read by
 //! [`krec_client::partitioner::Partitioning::from_settings`]. A consumer's key (`group.id`,
 //! `auto.offset.reset`, ...) is refused as one; any other unknown key is refused.
 //!

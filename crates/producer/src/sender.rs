@@ -2,13 +2,16 @@
 //! and drains the ready batches of every partition the broker leads into one Produce request,
 //! keeping up to `max.in.flight.requests.per.connection` requests in flight. It waits for
 //! whichever comes first: the oldest request's answer (read cancel-safely, so racing it loses
-//! nothing), or batches ready while there is room for another request.
+//! nothing), or batches ready while there is room for another request. A broker's quota
+//! (`throttle_time_ms`) holds its next request; after an exhausted epoch a sender with nothing
+//! in flight asks InitProducerId for the new producer id.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use krec_client::produce::{send_produce, ProduceAnswer, ProduceInFlight, ProduceParams};
+use krec_client::producer_id;
 use krec_client::Connection;
 
 use crate::accumulator::{Request, Sent};
@@ -18,13 +21,20 @@ use crate::producer::Shared;
 struct Link {
     connection: Option<Connection>,
     in_flight: VecDeque<(ProduceInFlight, Vec<Sent>)>,
+    /// The broker throttles this client (a quota) until then: no new request before.
+    throttled_until: Option<Instant>,
 }
+
+/// The first Produce version whose broker answers at once and leaves the throttling to the
+/// client (KIP-219); an older broker delays its answer instead.
+const CLIENT_THROTTLES_FROM_VERSION: i16 = 6;
 
 /// Drains and sends for broker `node` until the producer stops (its task is aborted).
 pub(crate) async fn run(shared: Arc<Shared>, node: i32) {
     let mut link = Link {
         connection: None,
         in_flight: VecDeque::new(),
+        throttled_until: None,
     };
     let max_in_flight = shared.config.max_in_flight.max(1) as usize;
     let max_bytes = shared.config.write.max_record_size;
@@ -33,10 +43,19 @@ pub(crate) async fn run(shared: Arc<Shared>, node: i32) {
         tokio::pin!(work);
         work.as_mut().enable();
         let mut wakeup = None;
-        if link.in_flight.len() < max_in_flight {
-            let (request, next) = shared.lock().drain(node, max_bytes, Instant::now());
+        let now = Instant::now();
+        let throttled = link.throttled_until.filter(|&until| until > now);
+        if let Some(until) = throttled {
+            wakeup = Some(until);
+        } else if link.in_flight.len() < max_in_flight {
+            let (request, next) = shared.lock().drain(node, max_bytes, now);
             if let Some(request) = request {
                 link.send(&shared, node, request).await;
+                continue;
+            }
+            // InitProducerId goes alone on the connection: after every answer is in.
+            if link.in_flight.is_empty() && shared.lock().ask_new_producer_id() {
+                link.renew_producer_id(&shared, node).await;
                 continue;
             }
             wakeup = next;
@@ -95,6 +114,38 @@ impl Link {
         }
     }
 
+    /// InitProducerId for a new producer id once the epoch is exhausted (nothing is in
+    /// flight then, on any connection); a passing failure is asked again after
+    /// `retry.backoff.ms`, another stops the producer.
+    async fn renew_producer_id(&mut self, shared: &Shared, node: i32) {
+        let answer = match self.connection.as_mut() {
+            Some(connection) => producer_id::init_producer_id(connection, None)
+                .await
+                .map_err(|error| (producer_id::is_retriable(&error), error.to_string())),
+            None => match connect(shared, node).await {
+                Ok(mut opened) => {
+                    let answer = producer_id::init_producer_id(&mut opened, None).await;
+                    self.connection = Some(opened);
+                    answer.map_err(|error| (producer_id::is_retriable(&error), error.to_string()))
+                }
+                Err(reason) => Err((true, reason)),
+            },
+        };
+        match answer {
+            Ok(identity) => shared.lock().reset_producer_id(identity),
+            Err((true, reason)) => {
+                tracing::debug!(node, %reason, "InitProducerId failed; asking again");
+                self.connection = None;
+                shared.lock().new_producer_id_not_given();
+                tokio::time::sleep(shared.config.retry_backoff).await;
+            }
+            Err((false, reason)) => shared.lock().stop(&format!(
+                "InitProducerId for a new producer id (the epoch is exhausted): {reason}"
+            )),
+        }
+        shared.work.notify_waiters();
+    }
+
     /// The oldest request's answer; never resolves while nothing is in flight.
     async fn oldest_answer(&mut self) -> Result<ProduceAnswer, krec_client::Error> {
         match (self.connection.as_mut(), self.in_flight.front()) {
@@ -114,14 +165,23 @@ impl Link {
                 let Some((_, sent)) = self.in_flight.pop_front() else {
                     return;
                 };
+                let now = Instant::now();
+                let throttle = throttle_end(&answer, now);
+                let throttle_time_ms = answer.throttle_time_ms;
                 let answers = answer
                     .partitions
                     .into_iter()
                     .map(|p| (p.partition, p.result))
                     .collect();
-                let followup = shared
-                    .lock()
-                    .on_answer(sent, answers, &broker, Instant::now());
+                let mut state = shared.lock();
+                if let Some(until) = throttle {
+                    tracing::debug!(%broker, throttle_time_ms, "throttled by a quota");
+                    state.throttled(throttle_time_ms);
+                    self.throttled_until =
+                        Some(self.throttled_until.map_or(until, |t| t.max(until)));
+                }
+                let followup = state.on_answer(sent, answers, &broker, now);
+                drop(state);
                 if followup.refresh_metadata {
                     shared.refresh.notify_one();
                 }
@@ -147,6 +207,13 @@ impl Link {
     }
 }
 
+/// Until when the broker's quota holds this client's next request (KIP-219: the broker
+/// answered at once and mutes the connection for `throttle_time_ms`), if it does.
+fn throttle_end(answer: &ProduceAnswer, now: Instant) -> Option<Instant> {
+    let throttled = answer.throttle_time_ms > 0 && answer.version >= CLIENT_THROTTLES_FROM_VERSION;
+    throttled.then(|| now + Duration::from_millis(answer.throttle_time_ms as u64))
+}
+
 async fn connect(shared: &Shared, node: i32) -> Result<Connection, String> {
     let address = shared
         .lock()
@@ -164,5 +231,33 @@ fn naming_broker(broker: &str, error: &krec_client::Error) -> String {
         text
     } else {
         format!("broker {broker}: {text}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(version: i16, throttle_time_ms: i32) -> ProduceAnswer {
+        ProduceAnswer {
+            version,
+            throttle_time_ms,
+            partitions: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_throttled_answer_holds_the_next_request_from_kip_219_on() {
+        let now = Instant::now();
+        assert_eq!(
+            throttle_end(&answer(9, 250), now),
+            Some(now + Duration::from_millis(250))
+        );
+        assert_eq!(throttle_end(&answer(9, 0), now), None, "not throttled");
+        assert_eq!(
+            throttle_end(&answer(5, 250), now),
+            None,
+            "before v6 the broker held its answer itself"
+        );
     }
 }

@@ -16,6 +16,12 @@ pub struct ProducerStats {
     pub retries: u64,
     /// Records whose delivery failed.
     pub records_failed: u64,
+    /// Batches the broker refused as too large for the topic (MESSAGE_TOO_LARGE), split and
+    /// sent again in smaller parts.
+    pub batches_split: u64,
+    /// Time the brokers' quotas throttled this producer for, in milliseconds, summed over
+    /// their answers (`throttle_time_ms`; no request goes to a broker while it throttles).
+    pub throttle_time_ms: u64,
 }
 
 /// The live counters behind [`ProducerStats`].
@@ -26,6 +32,8 @@ pub(crate) struct Counters {
     batches_acknowledged: AtomicU64,
     retries: AtomicU64,
     records_failed: AtomicU64,
+    batches_split: AtomicU64,
+    throttle_time_ms: AtomicU64,
 }
 
 impl Counters {
@@ -42,6 +50,15 @@ impl Counters {
         self.retries.fetch_add(1, Ordering::Relaxed);
     }
 
+    pub(crate) fn split(&self) {
+        self.batches_split.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn throttled(&self, throttle_time_ms: i32) {
+        self.throttle_time_ms
+            .fetch_add(throttle_time_ms.max(0) as u64, Ordering::Relaxed);
+    }
+
     pub(crate) fn failed(&self, records: usize) {
         self.records_failed
             .fetch_add(records as u64, Ordering::Relaxed);
@@ -54,6 +71,8 @@ impl Counters {
             batches_acknowledged: self.batches_acknowledged.load(Ordering::Relaxed),
             retries: self.retries.load(Ordering::Relaxed),
             records_failed: self.records_failed.load(Ordering::Relaxed),
+            batches_split: self.batches_split.load(Ordering::Relaxed),
+            throttle_time_ms: self.throttle_time_ms.load(Ordering::Relaxed),
         }
     }
 }

@@ -41,6 +41,8 @@ pub struct Partitioning {
     /// librdkafka's `consistent_random` treats an empty key as no key.
     empty_key_is_none: bool,
     unkeyed: Unkeyed,
+    /// KIP-794's adaptive draw for [`Unkeyed::UniformSticky`] (on by default, as in Java).
+    adaptive: bool,
 }
 
 const JAVA_PACKAGE: &str = "org.apache.kafka.clients.producer.";
@@ -51,6 +53,7 @@ impl Partitioning {
         keys: Some(Partitioner::Murmur2),
         empty_key_is_none: false,
         unkeyed: Unkeyed::UniformSticky,
+        adaptive: true,
     };
 
     /// librdkafka's default, `consistent_random`.
@@ -58,6 +61,7 @@ impl Partitioning {
         keys: Some(Partitioner::Crc32),
         empty_key_is_none: true,
         unkeyed: Unkeyed::Random,
+        adaptive: true,
     };
 
     /// Reads the settings, each as its properties file gives it (`None` when unset):
@@ -127,6 +131,7 @@ impl Partitioning {
             keys,
             empty_key_is_none: false,
             unkeyed,
+            adaptive: true,
         })
     }
 
@@ -138,6 +143,7 @@ impl Partitioning {
                 keys: None,
                 empty_key_is_none: false,
                 unkeyed: Unkeyed::RoundRobin,
+                adaptive: true,
             }),
             "internals.DefaultPartitioner" | "DefaultPartitioner" => Err(invalid(
                 "partitioner.class",
@@ -181,6 +187,19 @@ impl Partitioning {
     /// How records without a key choose a partition.
     pub fn unkeyed(&self) -> Unkeyed {
         self.unkeyed
+    }
+
+    /// With `adaptive` false, the uniform sticky partitioner draws uniformly instead of by
+    /// how little is queued for each partition (the Java client's
+    /// `partitioner.adaptive.partitioning.enable`, true by default).
+    pub fn with_adaptive(self, adaptive: bool) -> Self {
+        Partitioning { adaptive, ..self }
+    }
+
+    /// Whether the uniform sticky partitioner draws by queue sizes
+    /// ([`StickyPartitioner::current_partition_adaptive`](super::StickyPartitioner::current_partition_adaptive)).
+    pub fn is_adaptive(&self) -> bool {
+        self.adaptive
     }
 }
 

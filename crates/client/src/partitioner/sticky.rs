@@ -3,11 +3,12 @@
 //! were appended to it, then the next partition is drawn uniformly at random among the
 //! partitions that have a leader (among all of them when none has).
 //!
-//! As in Java, the draw may give the same partition again: the switch is a fresh uniform draw,
-//! not a move away. Left out: the adaptive part (`partitioner.adaptive.partitioning.enable`,
-//! which weights the draw by the inverse of each partition's queued batches, and
-//! `partitioner.availability.timeout.ms`, which drops slow brokers' partitions); a producer
-//! gets the uniform draw whatever those settings say.
+//! As in Java, the draw may give the same partition again: the switch is a fresh draw, not a
+//! move away. The adaptive draw (`partitioner.adaptive.partitioning.enable`, Java's default)
+//! weights each partition by how few batches wait for it: the longest queue plus one, minus its
+//! own ([`StickyPartitioner::current_partition_adaptive`]). Left out:
+//! `partitioner.availability.timeout.ms`, which drops the partitions of a broker that took no
+//! batch for that long.
 
 /// Where a [`StickyPartitioner`] draws its random numbers: the thread's own generator in Java,
 /// a seeded one in tests.
@@ -110,6 +111,42 @@ impl<R: RandomSource> StickyPartitioner<R> {
         partition
     }
 
+    /// [`current_partition`](Self::current_partition) with KIP-794's adaptive draw: `queued`
+    /// lists the available partitions with the batches waiting for each (asked only when a
+    /// partition is drawn), and each weighs the longest queue plus one, minus its own, so the
+    /// partitions whose broker keeps up take more. Queues all alike (or none listed) draw as
+    /// `current_partition` does.
+    pub fn current_partition_adaptive(
+        &mut self,
+        queued: impl FnOnce() -> Vec<(i32, usize)>,
+        partition_count: i32,
+    ) -> i32 {
+        if let Some(partition) = self.current {
+            return partition;
+        }
+        let queued = queued();
+        let longest = queued.iter().map(|&(_, batches)| batches).max();
+        let shortest = queued.iter().map(|&(_, batches)| batches).min();
+        if longest == shortest {
+            let available: Vec<i32> = queued.iter().map(|&(partition, _)| partition).collect();
+            return self.current_partition(&available, partition_count);
+        }
+        let heaviest = longest.unwrap_or(0) as u64 + 1;
+        // Java's cumulative frequency table; a draw belongs to the first bound above it.
+        let mut total = 0u64;
+        let bounds: Vec<u64> = (queued.iter())
+            .map(|&(_, batches)| {
+                total += heaviest - batches as u64;
+                total
+            })
+            .collect();
+        let random = u64::from(self.random.next_u32() & 0x7fff_ffff) % total.max(1);
+        let at = bounds.partition_point(|&bound| bound <= random);
+        let partition = queued.get(at).map_or(0, |&(partition, _)| partition);
+        self.current = Some(partition);
+        partition
+    }
+
     /// Counts `bytes` appended to the current partition and, once `batch.size` bytes were,
     /// lets the next record draw a new one. `switch_allowed` is false while the partition's
     /// last batch is not full (Java's choice, so a switch does not strand a small batch);
@@ -187,6 +224,33 @@ mod tests {
         // With none available, all partitions.
         let mut sticky = StickyPartitioner::with_random(1, Scripted(vec![13]));
         assert_eq!(sticky.current_partition(&[], 12), 1);
+    }
+
+    #[test]
+    fn the_adaptive_draw_favours_short_queues() {
+        // Queues 5, 0, 5: weights 1, 6, 1, bounds 1, 7, 8.
+        let queued = || vec![(3, 5), (4, 0), (9, 5)];
+        let draws = vec![0, 1, 6, 7, 8 + 6];
+        let mut sticky = StickyPartitioner::with_random(1, Scripted(draws));
+        let mut drawn = Vec::new();
+        for _ in 0..5 {
+            drawn.push(sticky.current_partition_adaptive(queued, 12));
+            sticky.record_appended(1, true);
+        }
+        assert_eq!(drawn, [3, 4, 4, 9, 4]);
+        // Alike, or none listed: the uniform draw among them (or among all).
+        let mut sticky = StickyPartitioner::with_random(1, Scripted(vec![1, 13]));
+        assert_eq!(
+            sticky.current_partition_adaptive(|| vec![(2, 1), (5, 1), (7, 1)], 12),
+            5
+        );
+        sticky.record_appended(1, true);
+        assert_eq!(sticky.current_partition_adaptive(Vec::new, 12), 1);
+        assert_eq!(
+            sticky.current_partition_adaptive(|| unreachable!("drawn already"), 12),
+            1,
+            "sticks until batch.size bytes"
+        );
     }
 
     #[test]

@@ -2,15 +2,19 @@
 //! take in the answers (acknowledge, retry in order, bump the epoch, fail), expire batches
 //! past `delivery.timeout.ms`.
 
+mod split;
+
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
 use krec_client::produce::{
     Appended as BrokerAppended, ProduceError, ProduceErrorKind, ProducePartition, ProduceTopic,
 };
+use krec_client::producer_id::ProducerIdentity;
 use krec_client::TopicPartition;
 
-use super::{Accumulator, ClosedBatch, Closer, PartitionQueue};
+use super::{Accumulator, ClosedBatch, Closer, PartitionQueue, TopicState};
 use crate::delivery::{BatchAck, BatchCompletion};
 use crate::Error;
 
@@ -44,6 +48,10 @@ enum Outcome {
     Bump {
         detail: String,
     },
+    /// MESSAGE_TOO_LARGE: split the batch, or fail it when it holds one record.
+    TooLarge {
+        detail: String,
+    },
     Fail {
         detail: String,
         stops_producer: bool,
@@ -67,6 +75,9 @@ impl Accumulator {
                 return (None, None);
             }
             self.bump_epoch();
+        }
+        if self.identity.awaits_new_id() {
+            return (None, None);
         }
         let mut wakeup: Option<Instant> = None;
         let mut request = Request {
@@ -252,13 +263,49 @@ impl Accumulator {
     }
 
     /// KIP-360, once nothing is in flight: the next epoch, and every batch not yet
-    /// acknowledged re-stamped with it and new sequences from 0, in order.
+    /// acknowledged re-stamped with it and new sequences from 0, in order. At the last epoch
+    /// nothing goes out until a sender brings a new producer id.
     fn bump_epoch(&mut self) {
         self.bump_pending = false;
         if self.identity.bump_epoch().is_err() {
-            self.stop("the producer epoch is exhausted; a new producer is needed");
+            tracing::info!(
+                identity = ?self.identity.current(),
+                "the producer epoch is exhausted; asking for a new producer id"
+            );
             return;
         }
+        self.restamp_waiting();
+        tracing::info!(identity = ?self.identity.current(), "bumped the producer epoch");
+    }
+
+    /// Whether the caller is the one to ask InitProducerId for a new producer id (the epoch
+    /// is exhausted and nobody asks yet); it then answers with
+    /// [`reset_producer_id`](Self::reset_producer_id) or [`new_producer_id_not_given`](Self::new_producer_id_not_given).
+    pub(crate) fn ask_new_producer_id(&mut self) -> bool {
+        self.stopped.is_none() && self.identity.ask_new_id()
+    }
+
+    /// The InitProducerId failed for now: the next sender to look asks again.
+    pub(crate) fn new_producer_id_not_given(&mut self) {
+        self.identity.new_id_not_given();
+    }
+
+    /// A new producer id after an exhausted epoch: every batch not yet acknowledged is
+    /// re-stamped with it from sequence 0, in order; the broker knows no sequence of it yet.
+    pub(crate) fn reset_producer_id(&mut self, identity: ProducerIdentity) {
+        self.identity.reset_producer_id(identity);
+        for state in self.topics.values_mut() {
+            for queue in &mut state.partitions {
+                queue.acknowledged = false;
+            }
+        }
+        self.restamp_waiting();
+        tracing::info!(identity = ?self.identity.current(), "took a new producer id");
+    }
+
+    /// Every batch not yet acknowledged takes the current producer fields and new sequences
+    /// from 0, partition by partition in order (nothing is in flight).
+    fn restamp_waiting(&mut self) {
         for (topic, state) in &mut self.topics {
             for (partition, queue) in state.partitions.iter_mut().enumerate() {
                 for batch in &mut queue.closed {
@@ -272,7 +319,6 @@ impl Accumulator {
                 }
             }
         }
-        tracing::info!(identity = ?self.identity.current(), "bumped the producer epoch");
     }
 
     /// Takes in a Produce answer for the batches of `sent`.
@@ -313,6 +359,11 @@ impl Accumulator {
         followup
     }
 
+    /// A broker's quota throttled the producer for `throttle_time_ms` (counted in the stats).
+    pub(crate) fn throttled(&self, throttle_time_ms: i32) {
+        self.counters.throttled(throttle_time_ms);
+    }
+
     /// The connection broke (or never opened): every batch of the request is sent again.
     pub(crate) fn on_lost(&mut self, sent: Vec<Sent>, reason: &str, now: Instant) {
         for batch in sent {
@@ -337,6 +388,9 @@ impl Accumulator {
         if idempotent && error.needs_epoch_bump() {
             return Outcome::Bump { detail };
         }
+        if error.kind == ProduceErrorKind::MessageTooLarge {
+            return Outcome::TooLarge { detail };
+        }
         if error.is_retriable() {
             return Outcome::Retry {
                 refresh: error.needs_metadata_refresh(),
@@ -357,20 +411,17 @@ impl Accumulator {
     /// failed it already). An answer that asks for a resend marks the partition: nothing more
     /// goes out until every batch in flight is back, then all go again from the oldest.
     fn apply(&mut self, completion: &Arc<BatchCompletion>, outcome: Outcome, now: Instant) {
+        if let Outcome::TooLarge { detail } = outcome {
+            self.split_or_fail(completion, detail);
+            return;
+        }
         let retries_allowed = self.limits.retries;
         let backoff = self.limits.retry_backoff;
         let idempotent = self.identity.is_idempotent();
         let (topic, partition) = (completion.topic().clone(), completion.partition());
-        let Some(queue) = (self.topics.get_mut(&topic))
-            .and_then(|state| state.partitions.get_mut(partition as usize))
-        else {
+        let Some((queue, at)) = answered(&mut self.topics, completion) else {
             return;
         };
-        let Some(at) = (queue.closed.iter()).position(|b| Arc::ptr_eq(&b.completion, completion))
-        else {
-            return;
-        };
-        queue.in_flight = queue.in_flight.saturating_sub(1);
         let (detail, stops_producer) = match outcome {
             Outcome::Acknowledged(ack) => {
                 queue.acknowledged = true;
@@ -410,6 +461,7 @@ impl Accumulator {
                 detail,
                 stops_producer,
             } => (detail, stops_producer),
+            Outcome::TooLarge { detail } => (detail, false),
         };
         if let Some(batch) = queue.closed.remove(at) {
             let error = Error::Refused {
@@ -427,6 +479,45 @@ impl Accumulator {
         }
     }
 
+    /// MESSAGE_TOO_LARGE for a batch in flight: one of several records is split in its place
+    /// and the partition resends from its oldest batch once nothing is in flight (the parts
+    /// keep the batch's sequences, the batches after it keep theirs); a single record fails.
+    fn split_or_fail(&mut self, completion: &Arc<BatchCompletion>, detail: String) {
+        let idempotent = self.identity.is_idempotent();
+        let (topic, partition) = (completion.topic().clone(), completion.partition());
+        let Some((queue, at)) = answered(&mut self.topics, completion) else {
+            return;
+        };
+        let mut detail = detail;
+        if queue.closed[at].records > 1 {
+            match split::split_batch(&queue.closed[at], &self.limits) {
+                Ok(parts) => {
+                    tracing::debug!(%topic, partition, parts = parts.len(), %detail, "split a batch");
+                    queue.closed.remove(at);
+                    for (offset, part) in parts.into_iter().enumerate() {
+                        queue.closed.insert(at + offset, part);
+                    }
+                    queue.resend = true;
+                    self.counters.split();
+                    return;
+                }
+                Err(error) => detail = format!("{detail}; splitting the batch failed: {error}"),
+            }
+        }
+        if let Some(batch) = queue.closed.remove(at) {
+            let error = Error::MessageTooLarge {
+                topic: topic.to_string(),
+                partition,
+                size: batch.bytes.len() as u64,
+                records: batch.records,
+                detail,
+            };
+            self.settle(batch, Err(error));
+        }
+        // The batch's sequences are gone: the partition's next batches need a new epoch.
+        self.bump_pending |= idempotent;
+    }
+
     /// Resolves a batch's records and gives its bytes back to `buffer.memory`.
     fn settle(&self, batch: ClosedBatch, outcome: Result<BatchAck, Error>) {
         if outcome.is_err() {
@@ -435,6 +526,19 @@ impl Accumulator {
         batch.completion.complete(outcome);
         self.release(batch.held);
     }
+}
+
+/// The queue of a batch whose answer came and the batch's place in it (one fewer in flight
+/// there); `None` when it is gone (a stopped producer failed it already).
+fn answered<'a>(
+    topics: &'a mut HashMap<Arc<str>, TopicState>,
+    completion: &Arc<BatchCompletion>,
+) -> Option<(&'a mut PartitionQueue, usize)> {
+    let state = topics.get_mut(completion.topic())?;
+    let queue = state.partitions.get_mut(completion.partition() as usize)?;
+    let at = (queue.closed.iter()).position(|b| Arc::ptr_eq(&b.completion, completion))?;
+    queue.in_flight = queue.in_flight.saturating_sub(1);
+    Some((queue, at))
 }
 
 fn note(wakeup: &mut Option<Instant>, at: Instant) {

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use krec_batch::{BatchWalk, DecodeConfig, WriteConfig};
 use krec_client::metadata::{ClusterMetadata, PartitionMetadata, TopicMetadata};
+use krec_client::partitioner::{SeededRandom, StickyPartitioner};
 use krec_client::produce::{Appended as BrokerAppended, ProduceError, ProduceErrorKind};
 use krec_client::producer_id::ProducerIdentity;
 use krec_client::TopicPartition;
@@ -31,6 +32,14 @@ struct Bench {
 /// An idempotent accumulator (producer 7, epoch 3) over one topic `t` of one partition led
 /// by broker 1, one record per batch, no linger.
 fn bench() -> Bench {
+    bench_of(ProducerIdentity {
+        producer_id: 7,
+        producer_epoch: 3,
+    })
+}
+
+/// [`bench`] with another producer id and epoch.
+fn bench_of(identity: ProducerIdentity) -> Bench {
     let mut config = ProducerConfig::new(vec!["b:9092".to_owned()]);
     config.linger = Duration::ZERO;
     config.write = WriteConfig {
@@ -39,10 +48,7 @@ fn bench() -> Bench {
     };
     config.retries = 2;
     let memory = Arc::new(Semaphore::new(MEMORY));
-    let identity = Identity::idempotent(ProducerIdentity {
-        producer_id: 7,
-        producer_epoch: 3,
-    });
+    let identity = Identity::idempotent(identity);
     let mut accumulator = Accumulator::new(
         Limits::new(&config),
         identity,
@@ -100,18 +106,25 @@ impl Bench {
         self.accumulator.drain(NODE, 1 << 20, self.now).0
     }
 
-    /// The drained batch's (epoch, base sequence, value).
+    /// The drained batch's (epoch, base sequence, value), of producer 7.
     fn only_batch(request: &Request) -> (i16, i32, String) {
+        let (producer_id, fields) = Self::only_batch_of(request);
+        assert_eq!(producer_id, 7);
+        fields
+    }
+
+    /// The drained batch's producer id and (epoch, base sequence, value).
+    fn only_batch_of(request: &Request) -> (i64, (i16, i32, String)) {
         let bytes = &request.topics[0].partitions[0].batch;
         let config = DecodeConfig::default();
         let batch = BatchWalk::new(bytes, &config)
             .next()
             .expect("a batch")
             .expect("a batch whose CRC holds");
-        assert_eq!(batch.producer_id(), 7);
         let record = batch.records().next().expect("a record").expect("record");
         let value = String::from_utf8(record.value().unwrap().to_vec()).unwrap();
-        (batch.producer_epoch(), batch.base_sequence(), value)
+        let fields = (batch.producer_epoch(), batch.base_sequence(), value);
+        (batch.producer_id(), fields)
     }
 
     fn answer(&mut self, request: Request, result: Result<i64, ProduceErrorKind>) {
@@ -221,6 +234,40 @@ async fn unknown_producer_id_bumps_the_epoch_and_restamps_what_waits() {
 }
 
 #[tokio::test]
+async fn an_exhausted_epoch_waits_for_a_new_producer_id_and_restamps_what_waits() {
+    let mut bench = bench_of(ProducerIdentity {
+        producer_id: 7,
+        producer_epoch: i16::MAX,
+    });
+    let first = bench.send("a");
+    let second = bench.send("b");
+    let request = bench.drain().expect("a ready batch");
+    bench.answer(request, Err(ProduceErrorKind::UnknownProducerId));
+    assert!(bench.drain().is_none(), "nothing goes out without a new id");
+    assert!(bench.accumulator.ask_new_producer_id(), "a sender asks");
+    assert!(
+        !bench.accumulator.ask_new_producer_id(),
+        "one asks at a time"
+    );
+    bench.accumulator.reset_producer_id(ProducerIdentity {
+        producer_id: 8,
+        producer_epoch: 0,
+    });
+    let request = bench.drain().expect("the batch again, with the new id");
+    assert_eq!(Bench::only_batch_of(&request), (8, (0, 0, "a".to_owned())));
+    assert!(
+        bench.drain().is_none(),
+        "one at a time until the new id is known"
+    );
+    bench.answer(request, Ok(30));
+    let request = bench.drain().expect("the next batch");
+    assert_eq!(Bench::only_batch_of(&request), (8, (0, 1, "b".to_owned())));
+    bench.answer(request, Ok(31));
+    assert_eq!(outcome(first).await.unwrap(), 30);
+    assert_eq!(outcome(second).await.unwrap(), 31);
+}
+
+#[tokio::test]
 async fn a_refused_batch_fails_its_records_and_the_next_gets_a_new_epoch() {
     let mut bench = bench();
     let first = bench.send("a");
@@ -229,7 +276,8 @@ async fn a_refused_batch_fails_its_records_and_the_next_gets_a_new_epoch() {
     bench.answer(request, Err(ProduceErrorKind::MessageTooLarge));
     let error = outcome(first).await.unwrap_err();
     assert!(
-        matches!(&error, Error::Refused { topic, partition: 0, retries: 0, .. } if topic == "t"),
+        matches!(&error, Error::MessageTooLarge { topic, partition: 0, records: 1, size, .. }
+            if topic == "t" && *size > 0),
         "{error:?}"
     );
     let request = bench.drain().expect("the next batch");
@@ -324,6 +372,49 @@ async fn records_without_a_key_go_to_partitions_that_have_a_leader() {
         .map(|q| q.closed.len() + usize::from(q.open.is_some()))
         .collect();
     assert_eq!(held, [0, 50, 0], "records per partition");
+}
+
+#[tokio::test]
+async fn records_without_a_key_favour_partitions_with_short_queues() {
+    let mut bench = bench();
+    let partition = |partition| PartitionMetadata {
+        partition,
+        leader: NODE,
+        leader_epoch: 0,
+        error_code: 0,
+    };
+    let metadata = ClusterMetadata {
+        brokers: HashMap::from([(NODE, "b:9092".to_owned())]),
+        topics: HashMap::from([(
+            "t".to_owned(),
+            TopicMetadata {
+                name: "t".to_owned(),
+                topic_id: uuid::Uuid::nil(),
+                error_code: 0,
+                is_internal: false,
+                partitions: vec![partition(0), partition(1), partition(2)],
+            },
+        )]),
+    };
+    bench.accumulator.apply_metadata(&metadata);
+    let state = bench.accumulator.topics.get_mut("t").unwrap();
+    state.sticky = StickyPartitioner::with_random(1, SeededRandom::new(7));
+    // Ten batches wait for partition 0 (one record a batch), none for the others.
+    let mut deliveries = Vec::new();
+    for i in 0..10 {
+        let record = ProducerRecord::new("t").partition(0).value(i.to_string());
+        let held = record.held_bytes();
+        bench.memory.try_acquire_many(held as u32).unwrap().forget();
+        let appended = bench.accumulator.append(&record, 0, held, Some(bench.now));
+        deliveries.push(appended.unwrap().unwrap().delivery);
+    }
+    deliveries.extend((0..20).map(|i| bench.send(&i.to_string())));
+    let queues = &bench.accumulator.topics["t"].partitions;
+    let held: Vec<usize> = (queues.iter())
+        .map(|q| q.closed.len() + usize::from(q.open.is_some()))
+        .collect();
+    assert!(held[0] <= 11, "the long queue took {} more", held[0] - 10);
+    assert_eq!(held.iter().sum::<usize>(), 30);
 }
 
 #[tokio::test]

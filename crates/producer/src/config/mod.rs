@@ -75,7 +75,7 @@ pub struct ProducerConfig {
     /// How long `send` waits for room or metadata before failing (`max.block.ms`).
     pub max_block: Duration,
     /// How records choose a partition (`partitioner`, `partitioner.class`,
-    /// `partitioner.ignore.keys`).
+    /// `partitioner.ignore.keys`, `partitioner.adaptive.partitioning.enable`).
     pub partitioning: Partitioning,
     /// What the typed fields cannot hold.
     retained: Retained,
@@ -96,6 +96,8 @@ struct Retained {
     levels: Levels,
     /// `partitioner`, `partitioner.class`, `partitioner.ignore.keys`: value and origin.
     partitioner: [Option<(String, String)>; 3],
+    /// `partitioner.adaptive.partitioning.enable`.
+    adaptive: Option<bool>,
 }
 
 /// The levels of the three codecs that have one.

@@ -144,11 +144,15 @@ impl ProducerConfig {
 
     /// The partitioning from the partitioner keys, when a property named one.
     fn settle_partitioning(&mut self) -> Result<(), Error> {
+        if let Some(adaptive) = self.retained.adaptive {
+            self.partitioning = self.partitioning.with_adaptive(adaptive);
+        }
         let given = &self.retained.partitioner;
         if given.iter().all(Option::is_none) {
             return Ok(());
         }
         let value = |i: usize| given[i].as_ref().map(|(value, _)| value.as_str());
+        let adaptive = self.partitioning.is_adaptive();
         self.partitioning = Partitioning::from_settings(value(0), value(1), value(2)).map_err(
             |error| match error {
                 krec_client::Error::InvalidArgument { what, detail } => {
@@ -173,6 +177,7 @@ impl ProducerConfig {
                 },
             },
         )?;
+        self.partitioning = self.partitioning.with_adaptive(adaptive);
         Ok(())
     }
 
@@ -308,6 +313,19 @@ impl ProducerConfig {
                 };
                 let given = (setting.value().to_owned(), setting.0.origin.clone());
                 self.retained.partitioner[index] = Some(given);
+            }
+            "partitioner.adaptive.partitioning.enable" => {
+                self.retained.adaptive = Some(setting.flag()?);
+            }
+            "partitioner.availability.timeout.ms" => {
+                if !setting.millis()?.is_zero() {
+                    return Err(setting.bad(
+                        "not supported: 0 (the default) only; the adaptive draw \
+                         (partitioner.adaptive.partitioning.enable) already sends fewer records \
+                         to partitions whose broker falls behind"
+                            .to_owned(),
+                    ));
+                }
             }
             _ => return Ok(false),
         }

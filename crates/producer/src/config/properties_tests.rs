@@ -227,6 +227,26 @@ fn delivery_timeout_covers_linger_and_one_request() {
 }
 
 #[test]
+fn adaptive_partitioning_is_on_unless_turned_off_and_the_availability_timeout_stays_off() {
+    assert!(config(&[]).unwrap().partitioning.is_adaptive());
+    let off = [("partitioner.adaptive.partitioning.enable", "false")];
+    assert!(!config(&off).unwrap().partitioning.is_adaptive());
+    let ignoring_keys = [
+        ("partitioner.ignore.keys", "true"),
+        ("partitioner.adaptive.partitioning.enable", "false"),
+    ];
+    let ignoring = config(&ignoring_keys).unwrap().partitioning;
+    assert!(!ignoring.is_adaptive() && ignoring.keys().is_none());
+    assert!(config(&[("partitioner.availability.timeout.ms", "0")]).is_ok());
+    let message = error(&[("partitioner.availability.timeout.ms", "1000")]);
+    assert!(
+        message.contains("property partitioner.availability.timeout.ms:")
+            && message.contains("not supported"),
+        "{message}"
+    );
+}
+
+#[test]
 fn partitioner_choices_go_through_krec_client() {
     let librdkafka = config(&[("partitioner", "consistent_random")]).unwrap();
     assert_eq!(librdkafka.partitioning, Partitioning::LIBRDKAFKA_DEFAULT);

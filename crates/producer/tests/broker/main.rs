@@ -10,6 +10,8 @@ mod bounds;
 mod delivery;
 mod example;
 mod faults;
+mod throttle;
+mod too_large;
 
 /// The producer under faults that need a Toxiproxy lane or the broker to themselves:
 /// scripts/test.sh runs the `solo::` tests one at a time, after the others.

@@ -20,6 +20,25 @@ pub fn producer_config(bootstrap: &str, properties: &[(&str, &str)]) -> Producer
         .expect("bootstrap.servers")
 }
 
+/// Sets `config` (`key=value`) on entity `name` of `entity_type` (`topics`, `clients`) with
+/// Kafka's ConfigCommand.
+pub fn alter_config(broker: &live::LiveBroker, entity_type: &str, name: &str, config: &str) {
+    broker.tool(
+        "org.apache.kafka.tools.ConfigCommand",
+        &[
+            "--bootstrap-server",
+            "{bootstrap}",
+            "--alter",
+            "--entity-type",
+            entity_type,
+            "--entity-name",
+            name,
+            "--add-config",
+            config,
+        ],
+    );
+}
+
 /// A record as read back: offset, key, value, headers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Read {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use krec_producer::{Delivered, Delivery, Error, Producer, ProducerRecord};
 use tokio::task::JoinHandle;
 
-use crate::support::{read_back, within};
+use crate::support::{producer_config, read_back, within};
 
 /// Records per key before the next key: the records of a key land in one partition.
 pub const KEYS: usize = 64;
@@ -23,6 +23,65 @@ pub const IDEMPOTENT: [(&str, &str); 4] = [
 /// `IDEMPOTENT` and `more` together.
 pub fn properties<'a>(more: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
     IDEMPOTENT.iter().chain(more).copied().collect()
+}
+
+/// How a test sends: `count` records, a pause of `pause` after every `pause_every`.
+#[derive(Clone, Copy, Debug)]
+pub struct Pace {
+    pub count: usize,
+    pub pause_every: usize,
+    pub pause: Duration,
+}
+
+/// The start of every fault test: an idempotent producer (`IDEMPOTENT` and `more`) on
+/// `bootstrap`, and a task sending keyed records to `topic` at `pace` ([`send_keyed`]).
+pub async fn start_sending(
+    bootstrap: &str,
+    more: &[(&str, &str)],
+    topic: &str,
+    pace: Pace,
+) -> (Arc<Producer>, JoinHandle<Vec<Delivery>>) {
+    let config = producer_config(bootstrap, &properties(more));
+    let producer = Arc::new(
+        within("connect", Producer::connect(config))
+            .await
+            .expect("connect"),
+    );
+    let sending = send_keyed(
+        producer.clone(),
+        topic.to_owned(),
+        pace.count,
+        pace.pause_every,
+        pace.pause,
+    );
+    (producer, sending)
+}
+
+/// The end of every fault test: every delivery's outcome, the producer closed, and the topic
+/// (read from `bootstrap`) checked by [`assert_exactly_once`]; how many records failed, and
+/// the first failure.
+pub async fn finish_sending(
+    bootstrap: &str,
+    topic: &str,
+    producer: &Producer,
+    sending: JoinHandle<Vec<Delivery>>,
+) -> (usize, Option<Error>) {
+    let outcomes = outcomes(sending).await;
+    within("close", producer.close()).await.expect("close");
+    let failed = assert_exactly_once(bootstrap, topic, &outcomes).await;
+    let first = outcomes.into_iter().find_map(Result::err);
+    (failed, first)
+}
+
+/// [`finish_sending`], where every record must have been delivered.
+pub async fn finish_all_delivered(
+    bootstrap: &str,
+    topic: &str,
+    producer: &Producer,
+    sending: JoinHandle<Vec<Delivery>>,
+) {
+    let (failed, first) = finish_sending(bootstrap, topic, producer, sending).await;
+    assert_eq!(failed, 0, "records failed; the first: {first:?}");
 }
 
 /// Sends records `0..count` to `topic` from one task, key `key-{i % KEYS}`, value `i`;

@@ -2,16 +2,12 @@
 //! timeout (whose records the broker may have written: their outcome is unknown), the epoch
 //! is bumped, and the records after them start again at sequence 0 of the new epoch.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use krec_producer::Producer;
-
 use super::check::{
-    assert_contiguous_sequences, assert_exactly_once, dump_batches, outcomes, properties,
-    send_keyed,
+    assert_contiguous_sequences, dump_batches, finish_sending, start_sending, Pace,
 };
-use crate::support::{live, producer_config, within, Lane};
+use crate::support::{live, Lane};
 
 const RECORDS: usize = 150_000;
 const PARTITIONS: i32 = 2;
@@ -26,34 +22,22 @@ async fn expired_batches_bump_the_epoch_and_duplicate_nothing() {
     let lane = Lane::take(1);
     let topic = live::unique_name("pfaults-expiry");
     broker.create_topic(&topic, PARTITIONS as u32);
-    let config = producer_config(
-        &lane.bootstrap,
-        &properties(&[
-            ("linger.ms", "5"),
-            ("request.timeout.ms", "500"),
-            ("delivery.timeout.ms", "1500"),
-        ]),
-    );
-    let producer = Arc::new(
-        within("connect", Producer::connect(config))
-            .await
-            .expect("connect"),
-    );
-    let sending = send_keyed(
-        producer.clone(),
-        topic.clone(),
-        RECORDS,
-        1_000,
-        Duration::from_millis(20),
-    );
+    let pace = Pace {
+        count: RECORDS,
+        pause_every: 1_000,
+        pause: Duration::from_millis(20),
+    };
+    let more = [
+        ("linger.ms", "5"),
+        ("request.timeout.ms", "500"),
+        ("delivery.timeout.ms", "1500"),
+    ];
+    let (producer, sending) = start_sending(&lane.bootstrap, &more, &topic, pace).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     lane.add_toxic("swallow", "timeout", "downstream", r#"{"timeout":0}"#);
     tokio::time::sleep(Duration::from_millis(2500)).await;
     lane.remove_toxic("swallow");
-    let outcomes = outcomes(sending).await;
-    within("close", producer.close()).await.expect("close");
-
-    let failed = assert_exactly_once(&broker.bootstrap, &topic, &outcomes).await;
+    let (failed, _) = finish_sending(&broker.bootstrap, &topic, &producer, sending).await;
     assert!(failed > 0, "no batch expired: {:?}", producer.stats());
     let mut bumped = false;
     for partition in 0..PARTITIONS {

@@ -1,13 +1,10 @@
 //! Added latency while five requests are in flight per connection: answers come late and
 //! jittered, nothing is resent out of order.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use krec_producer::Producer;
-
-use super::check::{assert_exactly_once, outcomes, properties, send_keyed};
-use crate::support::{live, producer_config, within, Lane};
+use super::check::{finish_all_delivered, start_sending, Pace};
+use crate::support::{live, Lane};
 
 const RECORDS: usize = 200_000;
 
@@ -20,22 +17,13 @@ async fn latency_with_five_requests_in_flight_keeps_send_order() {
     let lane = Lane::take(1);
     let topic = live::unique_name("pfaults-latency");
     broker.create_topic(&topic, 3);
-    let config = producer_config(
-        &lane.bootstrap,
-        &properties(&[("linger.ms", "2"), ("batch.size", "8192")]),
-    );
-    let producer = Arc::new(
-        within("connect", Producer::connect(config))
-            .await
-            .expect("connect"),
-    );
-    let sending = send_keyed(
-        producer.clone(),
-        topic.clone(),
-        RECORDS,
-        10_000,
-        Duration::from_millis(50),
-    );
+    let pace = Pace {
+        count: RECORDS,
+        pause_every: 10_000,
+        pause: Duration::from_millis(50),
+    };
+    let more = [("linger.ms", "2"), ("batch.size", "8192")];
+    let (producer, sending) = start_sending(&lane.bootstrap, &more, &topic, pace).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     lane.add_toxic(
         "slow",
@@ -45,14 +33,5 @@ async fn latency_with_five_requests_in_flight_keeps_send_order() {
     );
     tokio::time::sleep(Duration::from_secs(2)).await;
     lane.remove_toxic("slow");
-    let outcomes = outcomes(sending).await;
-    within("close", producer.close()).await.expect("close");
-
-    let failed = assert_exactly_once(&broker.bootstrap, &topic, &outcomes).await;
-    assert_eq!(
-        failed,
-        0,
-        "records failed: {:?}",
-        outcomes.iter().find(|o| o.is_err())
-    );
+    finish_all_delivered(&broker.bootstrap, &topic, &producer, sending).await;
 }

@@ -12,3 +12,4 @@ mod cut;
 mod expiry;
 mod latency;
 mod restart;
+mod timeout;

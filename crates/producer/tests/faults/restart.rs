@@ -2,13 +2,10 @@
 //! flight with the same sequences, and the broker (which kept its producer state) takes each
 //! batch once.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use krec_producer::Producer;
-
-use super::check::{assert_exactly_once, outcomes, properties, send_keyed};
-use crate::support::{live, producer_config, within};
+use super::check::{finish_all_delivered, start_sending, Pace};
+use crate::support::{live, within};
 
 const RECORDS: usize = 300_000;
 
@@ -19,22 +16,13 @@ async fn a_broker_restart_loses_duplicates_and_reorders_nothing() {
     let broker = live::broker();
     let topic = live::unique_name("pfaults-restart");
     broker.create_topic(&topic, 3);
-    let config = producer_config(
-        &broker.bootstrap,
-        &properties(&[("linger.ms", "5"), ("request.timeout.ms", "5000")]),
-    );
-    let producer = Arc::new(
-        within("connect", Producer::connect(config))
-            .await
-            .expect("connect"),
-    );
-    let sending = send_keyed(
-        producer.clone(),
-        topic.clone(),
-        RECORDS,
-        10_000,
-        Duration::from_millis(20),
-    );
+    let pace = Pace {
+        count: RECORDS,
+        pause_every: 10_000,
+        pause: Duration::from_millis(20),
+    };
+    let more = [("linger.ms", "5"), ("request.timeout.ms", "5000")];
+    let (producer, sending) = start_sending(&broker.bootstrap, &more, &topic, pace).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let restart = {
         let broker = broker.clone();
@@ -45,16 +33,7 @@ async fn a_broker_restart_loses_duplicates_and_reorders_nothing() {
         })
     };
     within("the restart", restart).await.expect("restart");
-    let outcomes = outcomes(sending).await;
-    within("close", producer.close()).await.expect("close");
+    finish_all_delivered(&broker.bootstrap, &topic, &producer, sending).await;
     let stats = producer.stats();
     assert!(stats.retries > 0, "the restart went unnoticed: {stats:?}");
-
-    let failed = assert_exactly_once(&broker.bootstrap, &topic, &outcomes).await;
-    assert_eq!(
-        failed,
-        0,
-        "records failed: {:?}",
-        outcomes.iter().find(|o| o.is_err())
-    );
 }
