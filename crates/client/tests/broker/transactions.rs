@@ -293,11 +293,17 @@ async fn a_second_init_fences_the_first_producer() {
     let id = live::unique_name("txnwire-fence");
     let mut coordinator = coordinator(&broker, CoordinatorType::Transaction, &id).await;
     let mut leader = super::connect(&broker).await;
+    // The broker's own protocol: this case runs as it is against a Kafka 3.9 (v1) too.
     let old = TransactionalProducer {
         transactional_id: &id,
         identity: init(&mut coordinator, &id, None).await,
-        protocol: TransactionProtocol::V2,
+        protocol: protocol(coordinator.versions()),
     };
+    if old.protocol == TransactionProtocol::V1 {
+        let partitions = BTreeMap::from([(topic.clone(), vec![0])]);
+        let added = add_partitions_to_txn(&mut coordinator, &old, &partitions).await;
+        assert!(added.unwrap().verdict().is_none());
+    }
     let codes = produce(
         &mut leader,
         &old,
@@ -401,8 +407,12 @@ async fn commit_offsets(broker: &LiveBroker, topic: &str, protocol: TransactionP
 async fn offsets_committed_in_a_transaction_are_stable_after_it() {
     let broker = live::broker();
     let topic = topic(&broker, 1);
-    commit_offsets(&broker, &topic, TransactionProtocol::V2).await;
-    commit_offsets(&broker, &topic, TransactionProtocol::V1).await;
+    // The broker's own protocol, and v1 too where it offers v2 (so also against a Kafka 3.9).
+    let offered = protocol(super::connect(&broker).await.versions());
+    commit_offsets(&broker, &topic, offered).await;
+    if offered == TransactionProtocol::V2 {
+        commit_offsets(&broker, &topic, TransactionProtocol::V1).await;
+    }
 }
 
 #[tokio::test(flavor = "current_thread")]
