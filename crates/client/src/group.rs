@@ -509,3 +509,77 @@ fn require_regex_version(connection: &Connection) -> Result<(), Error> {
 fn millis(duration: Duration) -> i32 {
     duration.as_millis().min(i32::MAX as u128) as i32
 }
+
+#[cfg(test)]
+mod tests {
+    use kafka_protocol::messages::find_coordinator_response::Coordinator;
+    use kafka_protocol::messages::{ApiKey, BrokerId, FindCoordinatorResponse};
+    use krec_testkit::broker::{self, answers};
+
+    use super::*;
+    use crate::ConnectionSettings;
+
+    /// A fake broker speaking FindCoordinator up to `max`, answering each lookup with the key
+    /// type it read as the coordinator's node id (a real single node answers itself for both).
+    async fn echoing_key_type(max: i16) -> String {
+        broker::start(move |request| match request.api_key {
+            ApiKey::ApiVersions => {
+                request.answer(&answers::api_versions(&[(ApiKey::FindCoordinator, 0, max)]))
+            }
+            _ => {
+                let asked: FindCoordinatorRequest = request.decode();
+                let node = BrokerId(i32::from(asked.key_type));
+                let host = StrBytes::from_static_str("127.0.0.1");
+                let answer = if request.version >= 4 {
+                    FindCoordinatorResponse::default().with_coordinators(vec![
+                        Coordinator::default()
+                            .with_key(asked.coordinator_keys[0].clone())
+                            .with_node_id(node)
+                            .with_host(host),
+                    ])
+                } else {
+                    FindCoordinatorResponse::default()
+                        .with_node_id(node)
+                        .with_host(host)
+                };
+                request.answer(&answer)
+            }
+        })
+        .await
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_key_type_goes_out_in_batched_and_single_lookups() {
+        for max in [6, 3] {
+            let address = echoing_key_type(max).await;
+            let settings = ConnectionSettings::default();
+            let mut connection = Connection::connect(&address, &settings).await.unwrap();
+            let by_id = find_coordinator_of(&mut connection, CoordinatorType::Transaction, "t");
+            assert_eq!(by_id.await.unwrap().unwrap().0, 1, "v{max}");
+            let by_group = find_coordinator(&mut connection, "g")
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(by_group.0, 0, "v{max}");
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_v0_broker_finds_no_transaction_coordinator() {
+        let address = echoing_key_type(0).await;
+        let settings = ConnectionSettings::default();
+        let mut connection = Connection::connect(&address, &settings).await.unwrap();
+        let error = find_coordinator_of(&mut connection, CoordinatorType::Transaction, "t")
+            .await
+            .unwrap_err();
+        assert!(matches!(error, Error::UnsupportedVersion { .. }), "{error}");
+        assert_eq!(
+            find_coordinator(&mut connection, "g")
+                .await
+                .unwrap()
+                .unwrap()
+                .0,
+            0
+        );
+    }
+}
