@@ -40,6 +40,15 @@ pub fn response_apis() -> Vec<(i16, i16, i16)> {
         entry::<ShareAcknowledgeRequest>(),
         entry::<ProduceRequest>(),
         entry::<InitProducerIdRequest>(),
+        entry::<AddPartitionsToTxnRequest>(),
+        entry::<AddOffsetsToTxnRequest>(),
+        entry::<EndTxnRequest>(),
+        entry::<TxnOffsetCommitRequest>(),
+        entry::<ListGroupsRequest>(),
+        entry::<DescribeGroupsRequest>(),
+        entry::<ConsumerGroupDescribeRequest>(),
+        entry::<ShareGroupDescribeRequest>(),
+        entry::<DescribeShareGroupOffsetsRequest>(),
     ]
 }
 
@@ -86,6 +95,19 @@ pub fn decode_response(api_key: i16, version: i16, body: Bytes) -> Result<(), St
         ApiKey::ShareAcknowledge => decode::<ShareAcknowledgeResponse>(api_key, version, body),
         ApiKey::Produce => decode::<ProduceResponse>(api_key, version, body),
         ApiKey::InitProducerId => decode::<InitProducerIdResponse>(api_key, version, body),
+        ApiKey::AddPartitionsToTxn => decode::<AddPartitionsToTxnResponse>(api_key, version, body),
+        ApiKey::AddOffsetsToTxn => decode::<AddOffsetsToTxnResponse>(api_key, version, body),
+        ApiKey::EndTxn => decode::<EndTxnResponse>(api_key, version, body),
+        ApiKey::TxnOffsetCommit => decode::<TxnOffsetCommitResponse>(api_key, version, body),
+        ApiKey::ListGroups => decode::<ListGroupsResponse>(api_key, version, body),
+        ApiKey::DescribeGroups => decode::<DescribeGroupsResponse>(api_key, version, body),
+        ApiKey::ConsumerGroupDescribe => {
+            decode::<ConsumerGroupDescribeResponse>(api_key, version, body)
+        }
+        ApiKey::ShareGroupDescribe => decode::<ShareGroupDescribeResponse>(api_key, version, body),
+        ApiKey::DescribeShareGroupOffsets => {
+            decode::<DescribeShareGroupOffsetsResponse>(api_key, version, body)
+        }
         other => Err(format!("krec does not send {other:?}")),
     }
 }
@@ -279,6 +301,20 @@ mod tests {
 
     fn name(text: &'static str) -> StrBytes {
         StrBytes::from_static_str(text)
+    }
+
+    #[test]
+    fn every_api_krec_sends_has_its_response_fuzzed() {
+        let fuzzed: Vec<i16> = response_apis().iter().map(|(key, _, _)| *key).collect();
+        for api in crate::versions::SPOKEN {
+            assert!(fuzzed.contains(&api.key), "{} is not fuzzed", api.name);
+            let body = Bytes::new();
+            assert!(
+                decode_response(api.key, api.max, body).is_err(),
+                "{}",
+                api.name
+            );
+        }
     }
 
     /// Seed bodies: populated responses, encoded at every version each fits.

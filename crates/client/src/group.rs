@@ -1,5 +1,6 @@
-//! Group coordinator requests: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
-//! ConsumerGroupHeartbeat (KIP-848), OffsetFetch and OffsetCommit.
+//! Group coordinator requests: FindCoordinator (of a group, or of a transactional id),
+//! JoinGroup, SyncGroup, Heartbeat, LeaveGroup, ConsumerGroupHeartbeat (KIP-848), OffsetFetch
+//! and OffsetCommit.
 //!
 //! Each function sends one request and returns the answer with Kafka's error codes left for
 //! the caller, which knows which of them mean "rejoin", "rediscover" or "give up".
@@ -78,22 +79,63 @@ pub mod group_codes {
     }
 }
 
+/// What a coordinator is looked up for: FindCoordinator's key type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CoordinatorType {
+    /// A group's coordinator (key type 0), keyed by group id.
+    Group,
+    /// A transactional id's coordinator (key type 1), keyed by `transactional.id`.
+    Transaction,
+}
+
+impl CoordinatorType {
+    /// The key type on the wire.
+    pub fn key_type(self) -> i8 {
+        match self {
+            CoordinatorType::Group => 0,
+            CoordinatorType::Transaction => 1,
+        }
+    }
+}
+
 /// FindCoordinator (key type 0: group): the coordinator's node id and `host:port`, or the
 /// error code it answered with.
 pub async fn find_coordinator(
     connection: &mut Connection,
     group: &str,
 ) -> Result<Result<(i32, String), i16>, Error> {
+    find_coordinator_of(connection, CoordinatorType::Group, group).await
+}
+
+/// FindCoordinator of `key` for `kind` (a group id, or a `transactional.id`): the
+/// coordinator's node id and `host:port`, or the error code it answered with. A broker
+/// speaking only v0 (no key type) finds group coordinators only.
+pub async fn find_coordinator_of(
+    connection: &mut Connection,
+    kind: CoordinatorType,
+    key: &str,
+) -> Result<Result<(i32, String), i16>, Error> {
     let version = connection
         .versions()
         .negotiate::<FindCoordinatorRequest>(connection.address())?;
+    if version < 1 && kind != CoordinatorType::Group {
+        return Err(Error::UnsupportedVersion {
+            broker: connection.address().to_owned(),
+            api: "FindCoordinator of a transactional id",
+            broker_min: 0,
+            broker_max: version,
+            ours_min: 1,
+            ours_max: <FindCoordinatorRequest as kafka_protocol::protocol::Message>::VERSIONS.max,
+        });
+    }
+    let key = StrBytes::from_string(key.to_owned());
+    let request = FindCoordinatorRequest::default().with_key_type(kind.key_type());
     // v4 moved the key into a batch of keys; each layout refuses the other's field.
     let request = if version >= 4 {
-        FindCoordinatorRequest::default()
-            .with_key_type(0)
-            .with_coordinator_keys(vec![StrBytes::from_string(group.to_owned())])
+        request.with_coordinator_keys(vec![key])
     } else {
-        FindCoordinatorRequest::default().with_key(StrBytes::from_string(group.to_owned()))
+        request.with_key(key)
     };
     let timeout = Duration::from_secs(30);
     let response = connection.request_at(&request, version, timeout).await?;
@@ -466,4 +508,78 @@ fn require_regex_version(connection: &Connection) -> Result<(), Error> {
 
 fn millis(duration: Duration) -> i32 {
     duration.as_millis().min(i32::MAX as u128) as i32
+}
+
+#[cfg(test)]
+mod tests {
+    use kafka_protocol::messages::find_coordinator_response::Coordinator;
+    use kafka_protocol::messages::{ApiKey, BrokerId, FindCoordinatorResponse};
+    use krec_testkit::broker::{self, answers};
+
+    use super::*;
+    use crate::ConnectionSettings;
+
+    /// A fake broker speaking FindCoordinator up to `max`, answering each lookup with the key
+    /// type it read as the coordinator's node id (a real single node answers itself for both).
+    async fn echoing_key_type(max: i16) -> String {
+        broker::start(move |request| match request.api_key {
+            ApiKey::ApiVersions => {
+                request.answer(&answers::api_versions(&[(ApiKey::FindCoordinator, 0, max)]))
+            }
+            _ => {
+                let asked: FindCoordinatorRequest = request.decode();
+                let node = BrokerId(i32::from(asked.key_type));
+                let host = StrBytes::from_static_str("127.0.0.1");
+                let answer = if request.version >= 4 {
+                    FindCoordinatorResponse::default().with_coordinators(vec![
+                        Coordinator::default()
+                            .with_key(asked.coordinator_keys[0].clone())
+                            .with_node_id(node)
+                            .with_host(host),
+                    ])
+                } else {
+                    FindCoordinatorResponse::default()
+                        .with_node_id(node)
+                        .with_host(host)
+                };
+                request.answer(&answer)
+            }
+        })
+        .await
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_key_type_goes_out_in_batched_and_single_lookups() {
+        for max in [6, 3] {
+            let address = echoing_key_type(max).await;
+            let settings = ConnectionSettings::default();
+            let mut connection = Connection::connect(&address, &settings).await.unwrap();
+            let by_id = find_coordinator_of(&mut connection, CoordinatorType::Transaction, "t");
+            assert_eq!(by_id.await.unwrap().unwrap().0, 1, "v{max}");
+            let by_group = find_coordinator(&mut connection, "g")
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(by_group.0, 0, "v{max}");
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_v0_broker_finds_no_transaction_coordinator() {
+        let address = echoing_key_type(0).await;
+        let settings = ConnectionSettings::default();
+        let mut connection = Connection::connect(&address, &settings).await.unwrap();
+        let error = find_coordinator_of(&mut connection, CoordinatorType::Transaction, "t")
+            .await
+            .unwrap_err();
+        assert!(matches!(error, Error::UnsupportedVersion { .. }), "{error}");
+        assert_eq!(
+            find_coordinator(&mut connection, "g")
+                .await
+                .unwrap()
+                .unwrap()
+                .0,
+            0
+        );
+    }
 }

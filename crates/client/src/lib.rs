@@ -26,7 +26,10 @@
 //! - [`produce`], [`producer_id`]: the write path's requests: Produce (one finished batch per
 //!   partition, many partitions and topics per request, several in flight per connection,
 //!   its answers typed per partition) and
-//!   InitProducerId (the idempotent producer's id and epoch).
+//!   InitProducerId (the idempotent or transactional producer's id and epoch).
+//! - [`transaction`]: a transactional producer's requests (AddPartitionsToTxn,
+//!   AddOffsetsToTxn, TxnOffsetCommit, EndTxn), whether a broker offers Transactions v2
+//!   (KIP-890), and what each error means for the producer.
 //! - [`describe`]: the cluster as an operator asks about it: racks, replicas, ISR, errors.
 //! - [`share`]: share groups (KIP-932): ShareGroupHeartbeat, ShareFetch (records as a slice
 //!   of the frame, with the ranges acquired for the member), ShareAcknowledge.
@@ -131,7 +134,18 @@
 //!   [`producer_id::init_producer_id`] ([`producer_id::ProducerIdentity`],
 //!   [`producer_id::is_retriable`], and the codes
 //!   [`producer_id::COORDINATOR_LOAD_IN_PROGRESS`], [`producer_id::COORDINATOR_NOT_AVAILABLE`],
-//!   [`producer_id::NOT_COORDINATOR`], [`producer_id::CONCURRENT_TRANSACTIONS`]).
+//!   [`producer_id::NOT_COORDINATOR`], [`producer_id::CONCURRENT_TRANSACTIONS`]);
+//!   [`producer_id::init_transactional_producer_id`].
+//! - Transactions, in [`transaction`] (the coordinator found with
+//!   [`group::find_coordinator_of`] and [`group::CoordinatorType`]):
+//!   [`transaction::protocol`] ([`transaction::TransactionProtocol`],
+//!   [`transaction::TRANSACTION_VERSION_FEATURE`]), [`transaction::add_partitions_to_txn`],
+//!   [`transaction::add_offsets_to_txn`], [`transaction::txn_offset_commit`]
+//!   ([`transaction::TxnOffset`]), [`transaction::end_txn`], each for a
+//!   [`transaction::TransactionalProducer`], with per-partition answers in
+//!   [`transaction::PartitionCodes`]; the classifier [`transaction::classify`] and
+//!   [`transaction::classify_error`] ([`transaction::TxnApi`], [`transaction::TxnErrorClass`])
+//!   and the codes in [`transaction::txn_codes`].
 //! - Share groups, in [`share`]: [`share::share_group_heartbeat`] ([`share::ShareHeartbeat`],
 //!   [`share::ShareHeartbeatAnswer`]), [`share::share_fetch`] ([`share::ShareSessionKey`],
 //!   [`share::ShareFetchParams`], [`share::SharePartitionRequest`], [`share::ShareFetchAnswer`],
@@ -188,6 +202,7 @@ pub mod sasl;
 pub mod security;
 pub mod share;
 mod topic_partition;
+pub mod transaction;
 mod transport;
 pub mod versions;
 pub mod wire;

@@ -1,8 +1,10 @@
 //! InitProducerId for the idempotent producer: a producer id and epoch from any broker, and
 //! the form that sends the current id and epoch back (KIP-360), after UNKNOWN_PRODUCER_ID or
-//! OUT_OF_ORDER_SEQUENCE_NUMBER when the producer cannot bump its epoch itself.
+//! OUT_OF_ORDER_SEQUENCE_NUMBER when the producer cannot bump its epoch itself; and for a
+//! transactional producer, from the coordinator of its `transactional.id`.
 
-use kafka_protocol::messages::{InitProducerIdRequest, ProducerId};
+use kafka_protocol::messages::{InitProducerIdRequest, ProducerId, TransactionalId};
+use kafka_protocol::protocol::StrBytes;
 
 use super::Connection;
 use crate::Error;
@@ -42,9 +44,45 @@ pub async fn init_producer_id(
     connection: &mut Connection,
     current: Option<ProducerIdentity>,
 ) -> Result<ProducerIdentity, Error> {
-    let mut request = InitProducerIdRequest::default()
+    let request = InitProducerIdRequest::default()
         .with_transactional_id(None)
         .with_transaction_timeout_ms(-1);
+    send(connection, request, current).await
+}
+
+/// Asks the transaction coordinator of `transactional_id` (found with
+/// [`find_coordinator_of`](crate::group::find_coordinator_of) and
+/// [`CoordinatorType::Transaction`](crate::group::CoordinatorType::Transaction)) for the
+/// producer id and a new epoch of that id: earlier producers with the same id are fenced from
+/// then on, and a transaction one of them left open is aborted (the answer is
+/// CONCURRENT_TRANSACTIONS until it is). `transaction_timeout_ms` is
+/// `transaction.timeout.ms`: the coordinator aborts a transaction left open longer.
+///
+/// With `current` (KIP-360, Kafka 2.5 on), the coordinator bumps that identity's epoch if it
+/// is still the id's newest, the way back from an abortable error that needs a new epoch
+/// (UNKNOWN_PRODUCER_ID); it answers PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before Kafka
+/// 2.8) if another producer took the id over. Errors as [`init_producer_id`]'s; the
+/// transaction classifier [`crate::transaction::classify_error`] says what each means.
+pub async fn init_transactional_producer_id(
+    connection: &mut Connection,
+    transactional_id: &str,
+    transaction_timeout_ms: i32,
+    current: Option<ProducerIdentity>,
+) -> Result<ProducerIdentity, Error> {
+    let request = InitProducerIdRequest::default()
+        .with_transactional_id(Some(TransactionalId(StrBytes::from_string(
+            transactional_id.to_owned(),
+        ))))
+        .with_transaction_timeout_ms(transaction_timeout_ms);
+    send(connection, request, current).await
+}
+
+/// Sends `request` with `current` in KIP-360's fields (if any), and reads the identity.
+async fn send(
+    connection: &mut Connection,
+    mut request: InitProducerIdRequest,
+    current: Option<ProducerIdentity>,
+) -> Result<ProducerIdentity, Error> {
     if let Some(identity) = current {
         let version = connection
             .versions()

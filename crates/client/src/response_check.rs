@@ -95,6 +95,7 @@ const BYTES: Kind = Kind::Bytes;
 const I32_ARRAY: Kind = Kind::Array(&I32);
 
 mod layouts;
+mod transaction_layouts;
 
 /// The layout of `api_key`'s response, for every API this client sends.
 fn message(api_key: i16) -> Option<&'static Message> {
@@ -124,6 +125,10 @@ fn message(api_key: i16) -> Option<&'static Message> {
         ApiKey::ShareAcknowledge => &layouts::SHARE_ACKNOWLEDGE,
         ApiKey::InitProducerId => &layouts::INIT_PRODUCER_ID,
         ApiKey::Produce => &layouts::PRODUCE,
+        ApiKey::AddPartitionsToTxn => &transaction_layouts::ADD_PARTITIONS_TO_TXN,
+        ApiKey::AddOffsetsToTxn => &transaction_layouts::ADD_OFFSETS_TO_TXN,
+        ApiKey::EndTxn => &transaction_layouts::END_TXN,
+        ApiKey::TxnOffsetCommit => &transaction_layouts::TXN_OFFSET_COMMIT,
         _ => return None,
     })
 }

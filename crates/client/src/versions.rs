@@ -3,19 +3,21 @@
 use std::collections::HashMap;
 
 use kafka_protocol::messages::{
-    ApiVersionsRequest, ApiVersionsResponse, ConsumerGroupDescribeRequest,
-    ConsumerGroupDescribeResponse, ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse,
-    DescribeGroupsRequest, DescribeGroupsResponse, DescribeShareGroupOffsetsRequest,
-    DescribeShareGroupOffsetsResponse, FetchRequest, FetchResponse, FindCoordinatorRequest,
-    FindCoordinatorResponse, HeartbeatRequest, HeartbeatResponse, InitProducerIdRequest,
-    InitProducerIdResponse, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest,
-    LeaveGroupResponse, ListGroupsRequest, ListGroupsResponse, ListOffsetsRequest,
-    ListOffsetsResponse, MetadataRequest, MetadataResponse, OffsetCommitRequest,
-    OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse, ProduceRequest, ProduceResponse,
-    SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
-    ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest, ShareFetchResponse,
-    ShareGroupDescribeRequest, ShareGroupDescribeResponse, ShareGroupHeartbeatRequest,
-    ShareGroupHeartbeatResponse, SyncGroupRequest, SyncGroupResponse,
+    AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse, ApiVersionsRequest, ApiVersionsResponse,
+    ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse, DescribeGroupsRequest, DescribeGroupsResponse,
+    DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse, EndTxnRequest,
+    EndTxnResponse, FetchRequest, FetchResponse, FindCoordinatorRequest, FindCoordinatorResponse,
+    HeartbeatRequest, HeartbeatResponse, InitProducerIdRequest, InitProducerIdResponse,
+    JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse, ListGroupsRequest,
+    ListGroupsResponse, ListOffsetsRequest, ListOffsetsResponse, MetadataRequest, MetadataResponse,
+    OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse,
+    ProduceRequest, ProduceResponse, SaslAuthenticateRequest, SaslAuthenticateResponse,
+    SaslHandshakeRequest, SaslHandshakeResponse, ShareAcknowledgeRequest, ShareAcknowledgeResponse,
+    ShareFetchRequest, ShareFetchResponse, ShareGroupDescribeRequest, ShareGroupDescribeResponse,
+    ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, SyncGroupRequest, SyncGroupResponse,
+    TxnOffsetCommitRequest, TxnOffsetCommitResponse,
 };
 use kafka_protocol::protocol::Message;
 
@@ -29,6 +31,10 @@ pub(crate) const API_VERSIONS_VERSION: i16 = 3;
 /// The SaslHandshake version sent: v1, after which the mechanism's messages travel in
 /// SaslAuthenticate requests (KIP-152).
 pub(crate) const SASL_HANDSHAKE_VERSION: i16 = 1;
+
+/// The last AddPartitionsToTxn version a client sends: v4 on batch several transactions for
+/// brokers verifying a producer's partitions (KIP-890), with no field for a client's own.
+pub(crate) const ADD_PARTITIONS_TO_TXN_CLIENT_VERSION: i16 = 3;
 
 /// One API this client sends, and the range of versions it sends it at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,6 +112,11 @@ api_requests! {
         sent (SASL_HANDSHAKE_VERSION, SASL_HANDSHAKE_VERSION);
     ApiVersionsRequest => ApiVersionsResponse, 18, "ApiVersions", sent (0, API_VERSIONS_VERSION);
     InitProducerIdRequest => InitProducerIdResponse, 22, "InitProducerId";
+    AddPartitionsToTxnRequest => AddPartitionsToTxnResponse, 24, "AddPartitionsToTxn",
+        sent (0, ADD_PARTITIONS_TO_TXN_CLIENT_VERSION);
+    AddOffsetsToTxnRequest => AddOffsetsToTxnResponse, 25, "AddOffsetsToTxn";
+    EndTxnRequest => EndTxnResponse, 26, "EndTxn";
+    TxnOffsetCommitRequest => TxnOffsetCommitResponse, 28, "TxnOffsetCommit";
     SaslAuthenticateRequest => SaslAuthenticateResponse, 36, "SaslAuthenticate";
     ConsumerGroupHeartbeatRequest => ConsumerGroupHeartbeatResponse, 68, "ConsumerGroupHeartbeat";
     ConsumerGroupDescribeRequest => ConsumerGroupDescribeResponse, 69, "ConsumerGroupDescribe";
@@ -117,21 +128,35 @@ api_requests! {
         "DescribeShareGroupOffsets";
 }
 
-/// The version range of each API a broker announced in its ApiVersions response.
+/// The version range of each API a broker announced in its ApiVersions response, and the
+/// cluster's finalized feature levels it reported (v3+, KIP-584).
 #[derive(Clone, Debug, Default)]
 pub struct ApiVersions {
     ranges: HashMap<i16, (i16, i16)>,
+    finalized: HashMap<String, i16>,
 }
 
 impl ApiVersions {
-    /// Reads the announced ranges from an ApiVersions response.
+    /// Reads the announced ranges and finalized features from an ApiVersions response.
     pub(crate) fn from_response(response: &ApiVersionsResponse) -> Self {
         let ranges = response
             .api_keys
             .iter()
             .map(|api| (api.api_key, (api.min_version, api.max_version)))
             .collect();
-        Self { ranges }
+        let finalized = response
+            .finalized_features
+            .iter()
+            .map(|feature| (feature.name.to_string(), feature.max_version_level))
+            .collect();
+        Self { ranges, finalized }
+    }
+
+    /// The level a feature is finalized at in the broker's cluster (`transaction.version`,
+    /// `group.version`...), as the broker knew it when the connection opened; `None` when
+    /// the broker reported no such feature (one older than Kafka 2.7 reports none).
+    pub fn finalized_feature_level(&self, feature: &str) -> Option<i16> {
+        self.finalized.get(feature).copied()
     }
 
     /// The broker's `(min, max)` for an API key, if it speaks that API at all.

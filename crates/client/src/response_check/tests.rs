@@ -397,3 +397,43 @@ fn producer_layouts() {
         .with_producer_epoch(3);
     walks_every_version(ApiKey::InitProducerId, &[init]);
 }
+
+#[test]
+fn transaction_layouts() {
+    let partition = |index| {
+        add_partitions_to_txn_response::AddPartitionsToTxnPartitionResult::default()
+            .with_partition_index(index)
+            .with_partition_error_code(51)
+    };
+    let topic = add_partitions_to_txn_response::AddPartitionsToTxnTopicResult::default()
+        .with_name(TopicName(s("t")))
+        .with_results_by_partition(vec![partition(0), partition(1)]);
+    // The client's versions (up to 3) and the brokers' (4 on) share no field but the first.
+    let by_topic = AddPartitionsToTxnResponse::default()
+        .with_throttle_time_ms(3)
+        .with_results_by_topic_v3_and_below(vec![topic.clone(), topic.clone()]);
+    let by_transaction = AddPartitionsToTxnResponse::default()
+        .with_error_code(5)
+        .with_results_by_transaction(vec![
+            add_partitions_to_txn_response::AddPartitionsToTxnResult::default()
+                .with_transactional_id(TransactionalId(s("x")))
+                .with_topic_results(vec![topic]),
+        ]);
+    walks_every_version(ApiKey::AddPartitionsToTxn, &[by_topic, by_transaction]);
+    let add_offsets = AddOffsetsToTxnResponse::default().with_error_code(47);
+    walks_every_version(ApiKey::AddOffsetsToTxn, &[add_offsets]);
+    let end = EndTxnResponse::default()
+        .with_error_code(90)
+        .with_producer_id(ProducerId(7))
+        .with_producer_epoch(2);
+    walks_every_version(ApiKey::EndTxn, &[end]);
+    let commit_partition = txn_offset_commit_response::TxnOffsetCommitResponsePartition::default()
+        .with_partition_index(4)
+        .with_error_code(22);
+    let commit = TxnOffsetCommitResponse::default().with_topics(vec![
+        txn_offset_commit_response::TxnOffsetCommitResponseTopic::default()
+            .with_name(TopicName(s("t")))
+            .with_partitions(vec![commit_partition.clone(), commit_partition]),
+    ]);
+    walks_every_version(ApiKey::TxnOffsetCommit, &[commit]);
+}

@@ -2,8 +2,8 @@
 //! `BatchWriter` with a real producer id, epoch and sequences, sent to every partition of a
 //! topic, their offsets, the broker's answers to a resent batch, a sequence gap, an
 //! oversized batch, a record refused with its index, acks=0 and an epoch bump, and the topic
-//! read back by kcat (a reader other than krec) record by record; and Produce requests
-//! pipelined on one connection (`pipelined`).
+//! read back by kcat (a reader other than krec) record by record; Produce requests
+//! pipelined on one connection (`pipelined`); and transactions by hand (`transactions`).
 //!
 //! `cargo test` leaves this binary out (`test = false`): it needs the suite's broker and
 //! Kafka installation (`krec_testkit::live`). test.sh runs it with the other broker tests; by
@@ -26,6 +26,7 @@ use krec_testkit::live::{self, LiveBroker};
 use uuid::Uuid;
 
 mod pipelined;
+mod transactions;
 
 const ALL: ProduceParams = ProduceParams {
     acks: Acks::All,
