@@ -8,13 +8,16 @@
 
 use std::hint::black_box;
 use std::io::{Read, Write};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use krec_lz4::{
     decode_frame, set_thread_pool_config, BlockSize, DecodeOptions, EncodeOptions, PoolConfig,
 };
 use krec_testkit::CountingAllocator;
+
+mod support;
+use support::paired_ratio;
 
 // Counts on this thread only (no atomics on the allocation path): the decoders and their
 // buffer pools run on the bench's thread.
@@ -231,33 +234,6 @@ fn frame_decode(c: &mut Criterion) {
         }
         group.finish();
     }
-}
-
-/// Median over rounds of (time of `a`) / (time of `b`), the two run alternately in short
-/// batches so that load from other processes hits both alike: on a shared, noisy machine this
-/// ratio is steadier than two criterion medians taken minutes apart.
-fn paired_ratio(mut a: impl FnMut(), mut b: impl FnMut()) -> f64 {
-    let once = Instant::now();
-    a();
-    b();
-    let per_pair = once.elapsed().as_nanos().max(1);
-    let batch = (100_000 / per_pair).clamp(1, 10_000) as usize;
-    let mut ratios: Vec<f64> = (0..301)
-        .map(|_| {
-            let start = Instant::now();
-            for _ in 0..batch {
-                a();
-            }
-            let a_time = start.elapsed().as_nanos();
-            let start = Instant::now();
-            for _ in 0..batch {
-                b();
-            }
-            a_time as f64 / start.elapsed().as_nanos().max(1) as f64
-        })
-        .collect();
-    ratios.sort_by(f64::total_cmp);
-    ratios[ratios.len() / 2]
 }
 
 fn record_ratio(case: &Case, comparison: &str, ratio: f64) {

@@ -10,6 +10,10 @@
 //! takes a short path that makes only the checks it needs and leaves every other frame, and
 //! every fault, to the general decoder.
 //!
+//! Encoding writes the frame the Java client writes (independent 64 KiB blocks, no checksums),
+//! each block compressed by liblz4 (the `lz4` crate) at acceleration 1, the compressor lz4-java
+//! uses at Kafka's default `compression.lz4.level`, straight into the output buffer.
+//!
 //! ```
 //! use krec_lz4::{decode_frame, encode_frame, DecodeOptions, EncodeOptions};
 //!

@@ -124,6 +124,29 @@ fn default_encoding_is_like_the_java_client() {
 }
 
 #[test]
+fn independent_blocks_are_what_liblz4_writes_at_the_java_clients_default_level() {
+    // The Java client's default `compression.lz4.level` picks lz4-java's fast compressor:
+    // liblz4 at acceleration 1. Blocks that do not shrink are stored, as Java stores them.
+    let mut data = compressible(3 * 64 * 1024 + 500);
+    data.extend(incompressible(64 * 1024, 7));
+    let frame = encode_frame(&data, &EncodeOptions::default());
+    let mut at = 7;
+    for block in data.chunks(64 * 1024) {
+        let field = u32::from_le_bytes(frame[at..at + 4].try_into().unwrap());
+        let (len, stored) = ((field & !(1 << 31)) as usize, field >> 31 == 1);
+        let written = &frame[at + 4..at + 4 + len];
+        let reference = lz4::block::compress(block, None, false).unwrap();
+        if reference.len() < block.len() {
+            assert!(!stored && written == &reference[..], "block at {at}");
+        } else {
+            assert!(stored && written == block, "block at {at}");
+        }
+        at += 4 + len;
+    }
+    assert_eq!(&frame[at..], &[0, 0, 0, 0]);
+}
+
+#[test]
 fn empty_frame_decodes_to_nothing() {
     let frame = encode_frame(b"", &EncodeOptions::default());
     // Header (7 bytes) and end mark only.

@@ -66,8 +66,8 @@ impl Codec {
     }
 
     /// LZ4 at `level`: 1 to 17. Checked as Kafka checks it; krec compresses at every level
-    /// with LZ4's fast compressor (its LZ4 library has no high-compression mode), which is
-    /// what the Java client uses at the default level.
+    /// with liblz4's fast compressor, what the Java client uses at the default level (other
+    /// levels make Java use LZ4's high-compression mode, which krec does not).
     pub fn lz4(level: i32) -> Result<Codec, Error> {
         Self::leveled(Compression::Lz4, level, 1, 17)
     }

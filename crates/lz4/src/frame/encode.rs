@@ -2,11 +2,12 @@
 //!
 //! Every encoder writes the frame into a region sized by [`max_frame_size`], each block
 //! compressed straight into its place, so the pooled path ([`encode_frame_into_pooled`])
-//! copies nothing and, once its buffer and the thread's hash table are warm, allocates nothing.
+//! copies nothing and, once its buffer is warm, allocates nothing. Independent blocks are
+//! compressed by liblz4 (the `lz4` crate), the compressor the Java client uses through
+//! lz4-java, at its default acceleration; linked blocks (tests only) by lz4_flex.
 
-use std::cell::RefCell;
-
-use lz4_flex::block::{compress_into_with_table, get_maximum_output_size, CompressTable};
+use lz4::block::CompressionMode;
+use lz4_flex::block::get_maximum_output_size;
 
 use super::checksum::xxh32;
 use super::header::{header_bytes, MAX_HEADER_LEN};
@@ -17,11 +18,6 @@ const STORED_BLOCK_FLAG: u32 = 1 << 31;
 const WINDOW: usize = 64 * 1024;
 /// Bytes of a block's size field, of the end mark and of each checksum.
 const FIELD_LEN: usize = 4;
-
-thread_local! {
-    // lz4_flex's match table, kept so that a block does not allocate (and zero) its own.
-    static TABLE: RefCell<CompressTable> = RefCell::new(CompressTable::large());
-}
 
 /// Encodes `input` as one frame with independent blocks, as Kafka's Java client writes it.
 pub fn encode_frame(input: &[u8], options: &EncodeOptions) -> Vec<u8> {
@@ -50,7 +46,7 @@ pub fn encode_frame_into(
 
 /// Appends one frame encoding `input` to `out`, with independent blocks as Kafka's Java
 /// client writes them: the batch writer's path. Each block is compressed straight into the
-/// buffer with the thread's kept match table, so a warm buffer and thread allocate nothing.
+/// buffer (liblz4 keeps its match table on the stack), so a warm buffer allocates nothing.
 pub fn encode_frame_into_pooled(input: &[u8], options: &EncodeOptions, out: &mut PooledBuf) {
     let region = out.writable(max_frame_size(input.len(), options));
     let written = write_frame(input, options, BlockMode::Independent, region);
@@ -85,13 +81,13 @@ fn write_frame(input: &[u8], options: &EncodeOptions, mode: BlockMode, out: &mut
         let data_start = at + FIELD_LEN;
         let target = &mut out[data_start..data_start + get_maximum_output_size(block.len())];
         let compressed = match mode {
-            BlockMode::Independent => compress_with_kept_table(block, target),
+            BlockMode::Independent => compress_independent(block, target),
             BlockMode::Linked => {
                 let history = &input[block_start.saturating_sub(WINDOW)..block_start];
                 lz4_flex::block::compress_into_with_dict(block, target, history).ok()
             }
         };
-        // The target has the size lz4_flex documents as always enough, so failure is only
+        // The target is at least lz4_flex's bound, above liblz4's too, so failure is only
         // possible if that contract breaks; storing the block raw is then still correct.
         let (size_field, data_len) = match compressed {
             Some(n) if n < block.len() => (n as u32, n),
@@ -118,23 +114,9 @@ fn write_frame(input: &[u8], options: &EncodeOptions, mode: BlockMode, out: &mut
     at
 }
 
-/// One independent block compressed with the thread's kept table (a fresh one while the
-/// thread is being torn down); `None` if lz4_flex refuses.
-fn compress_with_kept_table(block: &[u8], target: &mut [u8]) -> Option<usize> {
-    let kept = TABLE.try_with(|table| {
-        let mut fresh;
-        let mut borrowed = table.try_borrow_mut();
-        let table: &mut CompressTable = match borrowed {
-            Ok(ref mut table) => table,
-            Err(_) => {
-                fresh = CompressTable::large();
-                &mut fresh
-            }
-        };
-        compress_into_with_table(block, target, table).ok()
-    });
-    match kept {
-        Ok(compressed) => compressed,
-        Err(_) => compress_into_with_table(block, target, &mut CompressTable::large()).ok(),
-    }
+/// One independent block compressed by liblz4 at acceleration 1, what lz4-java's fast
+/// compressor (the Java client's at the default `compression.lz4.level`) does; `None` if
+/// liblz4 refuses.
+fn compress_independent(block: &[u8], target: &mut [u8]) -> Option<usize> {
+    lz4::block::compress_to_buffer(block, Some(CompressionMode::DEFAULT), false, target).ok()
 }
