@@ -210,11 +210,11 @@ fn encoded<'a>(
     value_buffer: &'a mut Vec<u8>,
 ) -> Result<RecordRef<'a>, String> {
     if let (true, Some(key)) = (encoders.keys(), record.key) {
-        encoders.encode_key(key, key_buffer, &record.origin)?;
+        encoders.encode_key(key, record.decoded.key, key_buffer, &record.origin)?;
         record.key = Some(key_buffer);
     }
     if let (true, Some(value)) = (encoders.values(), record.value) {
-        encoders.encode_value(value, value_buffer, &record.origin)?;
+        encoders.encode_value(value, record.decoded.value, value_buffer, &record.origin)?;
         record.value = Some(value_buffer);
     }
     Ok(record)
