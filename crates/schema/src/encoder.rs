@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use prost_reflect::MessageDescriptor;
 use serde_json::Value;
 
-use crate::avro_json::AvroEncoder;
+use crate::avro_json::{AvroEncoder, Notation};
 use crate::json_schema::JsonSchemaValidator;
 use crate::misfit::Misfit;
 use crate::protobuf::ProtobufSchema;
@@ -61,6 +61,25 @@ impl SchemaSource {
             version,
         })
     }
+}
+
+/// The JSON notation of the values to encode: what a JSON value stands for where JSON has no
+/// type of its own (Avro's unions, bytes, logical types). Protobuf's and JSON Schema's values
+/// read the same in both.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum JsonNotation {
+    /// Avro's JSON encoding, as Confluent's kafka-avro-console-producer reads it: a union's
+    /// value tagged with its branch (`{"string": "x"}`), bytes and fixed as strings of code
+    /// points U+0000 to U+00FF, logical types as their underlying type.
+    #[default]
+    AvroEncoding,
+    /// What [`crate::ValueDecoder`] writes (README, "The JSON mapping"): unions untagged (the
+    /// first branch the value fits, in schema order), bytes and fixed base64, logical types
+    /// formatted (`"2024-02-29"`, `"-12.30"`, RFC 3339 timestamps). Values decoded from an
+    /// Avro schema encode back to the same bytes, unless a union has two branches the value
+    /// fits (`string` and `bytes`, `int` and `long`, two alike records).
+    Decoded,
 }
 
 /// Encodes JSON values in one schema as framed values: magic byte 0, the schema id, (for
@@ -183,13 +202,28 @@ impl ValueEncoder {
         self.format
     }
 
-    /// Appends the framed encoding of `value` to `out` (a buffer the caller reuses). On error
-    /// `out` is as it was, and the error names the path to the part of `value` at fault.
+    /// Appends the framed encoding of `value`, in Avro's JSON encoding, to `out` (a buffer
+    /// the caller reuses). On error `out` is as it was, and the error names the path to the
+    /// part of `value` at fault.
     pub fn encode(&self, value: &Value, out: &mut Vec<u8>) -> Result<(), Error> {
+        self.encode_in(value, JsonNotation::AvroEncoding, out)
+    }
+
+    /// [`ValueEncoder::encode`] for a value in `notation`.
+    pub fn encode_in(
+        &self,
+        value: &Value,
+        notation: JsonNotation,
+        out: &mut Vec<u8>,
+    ) -> Result<(), Error> {
         let start = out.len();
         out.extend_from_slice(&self.header);
+        let notation = match notation {
+            JsonNotation::AvroEncoding => Notation::Tagged,
+            JsonNotation::Decoded => Notation::Decoded,
+        };
         let encoded = match &self.body {
-            Body::Avro(avro) => avro.encode(value, out),
+            Body::Avro(avro) => avro.encode(value, notation, out),
             Body::Protobuf(message) => ProtobufSchema::from_json(message, value, out),
             Body::Json(validator) => validator.encode(value, out),
         };

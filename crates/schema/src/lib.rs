@@ -4,7 +4,8 @@
 //!
 //! Layout, from the bottom up:
 //! - [`error`]: the crate's one error enum.
-//! - `json`, `time`, `decimal`: JSON text written straight into a buffer.
+//! - `json`, `time`, `decimal`: JSON text written straight into a buffer (and, for times and
+//!   decimals, read back).
 //! - [`wire`]: the framing (schema id, Protobuf message indexes).
 //! - [`registry`]: the blocking HTTP client (rustls, basic auth, timeout, retries): schemas
 //!   by id or by subject version, registration.
@@ -30,8 +31,9 @@
 //! ```
 //!
 //! Producing: Avro's JSON encoding (unions tagged, `{"string": "x"}`), as Confluent's
-//! kafka-avro-console-producer reads it; Protobuf's proto3 JSON mapping; JSON Schema values
-//! checked against their schema. A value that does not fit is [`Error::Misfit`], naming the
+//! kafka-avro-console-producer reads it, or the notation [`ValueDecoder`] writes
+//! ([`JsonNotation`]); Protobuf's proto3 JSON mapping; JSON Schema values checked against
+//! their schema. A value that does not fit is [`Error::Misfit`], naming the
 //! path to the field at fault.
 //!
 //! ```no_run
@@ -50,7 +52,8 @@
 //! # Public surface
 //!
 //! - Decoding values: [`ValueDecoder`] with [`SchemaFormat`], [`Error`].
-//! - Encoding values: [`ValueEncoder`] with [`SchemaSource`] and [`SubjectVersion`].
+//! - Encoding values: [`ValueEncoder`] with [`SchemaSource`], [`SubjectVersion`] and
+//!   [`JsonNotation`].
 //! - Schemas: [`SchemaRegistry`] (ids to [`CompiledSchema`]s), [`RegistryConfig`] and
 //!   [`registry::RegistryClient`] (the Schema Registry's HTTP API, registration included), [`avro::AvroSchema`],
 //!   [`protobuf::ProtobufSchema`].
@@ -80,7 +83,7 @@ mod time;
 pub mod wire;
 
 pub use decoder::{SchemaFormat, ValueDecoder};
-pub use encoder::{SchemaSource, ValueEncoder};
+pub use encoder::{JsonNotation, SchemaSource, ValueEncoder};
 pub use error::Error;
 pub use registry::{RegistryConfig, SubjectVersion};
 pub use schemas::{CompiledSchema, SchemaRegistry};

@@ -70,7 +70,9 @@ pub struct ProduceArgs {
     pub delimiter: Option<String>,
 
     /// Read JSON lines as `krec consume -J` writes them: key, value, headers, timestamp and
-    /// partition, every field optional; binary data as `{"base64": "..."}`.
+    /// partition, every field optional; binary data as `{"base64": "..."}`. With
+    /// --value-format avro, a line with value_schema_id (`krec consume -J -s`) is read in
+    /// krec's JSON mapping (unions untagged, bytes base64), any other in Avro's JSON encoding.
     #[arg(
         short = 'J',
         long = "json",

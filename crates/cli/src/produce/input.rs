@@ -27,6 +27,17 @@ pub type Header = (Vec<u8>, Option<Vec<u8>>);
 /// The input being read, cut into pieces.
 type Pieces = Delimited<Box<dyn Read + Send>>;
 
+/// Which parts of a record are JSON documents in the notation `krec consume -J -s` writes
+/// (the `-J` line carries `key_schema_id` / `value_schema_id`) rather than Avro's JSON
+/// encoding: what a schema encoder reads them as.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DecodedParts {
+    /// The key is in the decoded notation.
+    pub key: bool,
+    /// The value is in the decoded notation.
+    pub value: bool,
+}
+
 /// One record read, owned, with where it came from.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct InputRecord {
@@ -43,6 +54,8 @@ pub struct InputRecord {
     pub partition: Option<i32>,
     /// Where the record was read.
     pub origin: Origin,
+    /// The parts in the notation `krec consume -J -s` writes.
+    pub decoded: DecodedParts,
 }
 
 /// One record read, borrowing the input's buffer (line input) or the reader's last owned
@@ -61,6 +74,8 @@ pub struct RecordRef<'a> {
     pub partition: Option<i32>,
     /// Where the record was read.
     pub origin: Origin,
+    /// The parts in the notation `krec consume -J -s` writes.
+    pub decoded: DecodedParts,
 }
 
 impl RecordRef<'_> {
@@ -73,6 +88,7 @@ impl RecordRef<'_> {
             timestamp: self.timestamp,
             partition: self.partition,
             origin: self.origin.clone(),
+            decoded: self.decoded,
         }
     }
 }
@@ -87,6 +103,7 @@ impl InputRecord {
             timestamp: self.timestamp,
             partition: self.partition,
             origin: self.origin.clone(),
+            decoded: self.decoded,
         }
     }
 }

@@ -119,6 +119,9 @@ struct Shutdown {
     stop: AtomicBool,
     /// Records handed to the producer so far.
     sent: AtomicU64,
+    /// A record is being handed to the producer (set before `stop` is checked, so the
+    /// signal task either sees it or the reading sees `stop`).
+    sending: AtomicBool,
     /// Whoever sets this first writes the summary and ends the process.
     finishing: AtomicBool,
 }
@@ -157,16 +160,25 @@ async fn produce(
                 break;
             }
         };
+        // A signal may have come while the reading waited for input.
+        shutdown.sending.store(true, Ordering::SeqCst);
+        if shutdown.stop.load(Ordering::SeqCst) {
+            shutdown.sending.store(false, Ordering::SeqCst);
+            break;
+        }
         let to_send = producer_record(&args.topic, &record, forced_partition);
         match producer.send(to_send).await {
-            Ok(delivery) => queue.push_back((delivery, origin)),
-            Err(error) => {
-                outcome.stopped_by = Some(format!("{origin}: {error}"));
-                break;
+            Ok(delivery) => {
+                queue.push_back((delivery, origin));
+                outcome.sent += 1;
+                shutdown.sent.store(outcome.sent, Ordering::SeqCst);
             }
+            Err(error) => outcome.stopped_by = Some(format!("{origin}: {error}")),
         }
-        outcome.sent += 1;
-        shutdown.sent.store(outcome.sent, Ordering::Relaxed);
+        shutdown.sending.store(false, Ordering::SeqCst);
+        if outcome.stopped_by.is_some() {
+            break;
+        }
         if queue.len() == QUEUE_LENGTH {
             let (delivery, origin) = queue.pop_front().expect("the queue is full");
             outcome.settle(delivery.await, origin);
@@ -210,11 +222,11 @@ fn encoded<'a>(
     value_buffer: &'a mut Vec<u8>,
 ) -> Result<RecordRef<'a>, String> {
     if let (true, Some(key)) = (encoders.keys(), record.key) {
-        encoders.encode_key(key, key_buffer, &record.origin)?;
+        encoders.encode_key(key, record.decoded.key, key_buffer, &record.origin)?;
         record.key = Some(key_buffer);
     }
     if let (true, Some(value)) = (encoders.values(), record.value) {
-        encoders.encode_value(value, value_buffer, &record.origin)?;
+        encoders.encode_value(value, record.decoded.value, value_buffer, &record.origin)?;
         record.value = Some(value_buffer);
     }
     Ok(record)
@@ -262,16 +274,22 @@ fn watch_signals(producer: &Arc<Producer>, shutdown: &Arc<Shutdown>) -> Result<(
             _ = terminate.recv() => {}
             _ = tokio::signal::ctrl_c() => {}
         }
-        shutdown.stop.store(true, Ordering::Relaxed);
-        let flushed = producer.flush().await;
+        shutdown.stop.store(true, Ordering::SeqCst);
+        let _ = producer.flush().await;
         // Give the reading a moment to notice, when it is not waiting for input.
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         if shutdown.finishing.swap(true, Ordering::SeqCst) {
             return;
         }
+        // A record being handed over when the signal came is counted once `send` returns
+        // (within max.block.ms); then every record counted is flushed.
+        while shutdown.sending.load(Ordering::SeqCst) {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        let flushed = producer.flush().await;
         let stats = producer.stats();
         let outcome = Outcome {
-            sent: shutdown.sent.load(Ordering::Relaxed),
+            sent: shutdown.sent.load(Ordering::SeqCst),
             failed: stats.records_failed,
             stopped_by: flushed.err().map(|error| format!("flushing: {error}")),
             interrupted: true,

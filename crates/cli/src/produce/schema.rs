@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 
 use krec_producer::ProducerConfig;
-use krec_schema::{SchemaFormat, SchemaSource, ValueEncoder};
+use krec_schema::{JsonNotation, SchemaFormat, SchemaSource, ValueEncoder};
 
 use super::input::Origin;
 use crate::format::schema::{RegistryProperties, SchemaArgs};
@@ -171,24 +171,27 @@ impl Encoders {
         self.value.is_some()
     }
 
-    /// Encodes the key read (a JSON document) into `out`, cleared first.
+    /// Encodes the key read (a JSON document; `decoded`: in the notation `krec consume -J -s`
+    /// writes) into `out`, cleared first.
     pub fn encode_key(
         &self,
         read: &[u8],
+        decoded: bool,
         out: &mut Vec<u8>,
         origin: &Origin,
     ) -> Result<(), String> {
-        encode(self.key.as_ref(), KEY, read, out, origin)
+        encode(self.key.as_ref(), KEY, (read, decoded), out, origin)
     }
 
-    /// Encodes the value read (a JSON document) into `out`, cleared first.
+    /// Encodes the value read the same way.
     pub fn encode_value(
         &self,
         read: &[u8],
+        decoded: bool,
         out: &mut Vec<u8>,
         origin: &Origin,
     ) -> Result<(), String> {
-        encode(self.value.as_ref(), VALUE, read, out, origin)
+        encode(self.value.as_ref(), VALUE, (read, decoded), out, origin)
     }
 }
 
@@ -196,7 +199,7 @@ impl Encoders {
 fn encode(
     encoder: Option<&ValueEncoder>,
     part: Part,
-    read: &[u8],
+    (read, decoded): (&[u8], bool),
     out: &mut Vec<u8>,
     origin: &Origin,
 ) -> Result<(), String> {
@@ -206,7 +209,13 @@ fn encode(
     out.clear();
     let document: serde_json::Value = serde_json::from_slice(read)
         .map_err(|error| format!("{origin}: {}: not JSON: {error}", part.name))?;
-    encoder.encode(&document, out).map_err(|error| match error {
+    let notation = if decoded {
+        JsonNotation::Decoded
+    } else {
+        JsonNotation::AvroEncoding
+    };
+    let encoded = encoder.encode_in(&document, notation, out);
+    encoded.map_err(|error| match error {
         // The path is `.` for the root, else `.order.lines[2].sku`.
         krec_schema::Error::Misfit { id, path, detail } => {
             let path = if path == "." { "" } else { &path };

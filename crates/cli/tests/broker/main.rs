@@ -27,6 +27,7 @@ mod kerberos;
 mod metrics;
 mod oidc;
 mod produce;
+mod produce_schema;
 mod producers;
 mod questions;
 mod ranges;

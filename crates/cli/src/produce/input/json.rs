@@ -10,7 +10,10 @@
 //! - `partition`: the partition to write to (a number from 0), unless `-p` says otherwise.
 //!
 //! With `--key-format` / `--value-format`, `key` / `value` is the JSON document to encode
-//! (any JSON value, as `krec consume -J -s` writes it), null still null.
+//! (any JSON value), null still null. A line with `key_schema_id` / `value_schema_id` (as
+//! `krec consume -J -s` writes it) has that part in the decoded notation (README, "The JSON
+//! mapping": Avro unions untagged, bytes base64, logical types formatted); without it, in
+//! Avro's JSON encoding (unions tagged, as Confluent's console producer reads it).
 //!
 //! Ignored: `topic` (`-t` names it), `offset`, `timestamp_type`, `delivery_count` and any
 //! field this format does not know. A control record's line (`"control"`, written with
@@ -20,7 +23,7 @@
 use base64::Engine as _;
 use serde_json::{Map, Value};
 
-use super::{Header, InputError, InputRecord, Origin};
+use super::{DecodedParts, Header, InputError, InputRecord, Origin};
 
 /// How JSON lines become records.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -83,6 +86,10 @@ impl JsonFormat {
             timestamp: timestamp_of(&fields).map_err(|detail| field_error("timestamp", detail))?,
             partition: partition_of(&fields).map_err(|detail| field_error("partition", detail))?,
             origin,
+            decoded: DecodedParts {
+                key: fields.contains_key("key_schema_id"),
+                value: fields.contains_key("value_schema_id"),
+            },
         }))
     }
 }

@@ -346,3 +346,32 @@ fn with_a_schema_format_a_field_is_the_json_document_to_encode() {
         .unwrap();
     assert_eq!(null.value, None, "null stays null");
 }
+
+#[test]
+fn a_schema_id_marks_its_part_as_written_by_consume() {
+    let format = JsonFormat {
+        key_documents: true,
+        value_documents: true,
+        ..JsonFormat::default()
+    };
+    let decoded = |line: &str| format.record(line.as_bytes(), origin()).unwrap().unwrap();
+    let both = decoded(r#"{"key":1,"value":2,"key_schema_id":3,"value_schema_id":4}"#);
+    assert_eq!(
+        both.decoded,
+        DecodedParts {
+            key: true,
+            value: true
+        }
+    );
+    let value = decoded(r#"{"key":1,"value":2,"value_schema_id":null}"#);
+    assert_eq!(
+        value.decoded,
+        DecodedParts {
+            key: false,
+            value: true
+        }
+    );
+    let neither = decoded(r#"{"key":1,"value":2}"#);
+    assert_eq!(neither.decoded, DecodedParts::default());
+    assert_eq!(neither.as_ref().to_owned(), neither, "kept when borrowed");
+}

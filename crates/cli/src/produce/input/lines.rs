@@ -10,7 +10,7 @@
 use std::io::Read;
 use std::path::Path;
 
-use super::{Header, InputError, InputRecord, Origin, RecordRef};
+use super::{DecodedParts, Header, InputError, InputRecord, Origin, RecordRef};
 
 /// How line input becomes records.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -68,6 +68,7 @@ impl LineFormat {
             timestamp: None,
             partition: None,
             origin,
+            decoded: DecodedParts::default(),
         })
     }
 }
@@ -117,6 +118,7 @@ pub fn read_whole_file(
         timestamp: None,
         partition: None,
         origin,
+        decoded: DecodedParts::default(),
     }))
 }
 

@@ -8,7 +8,13 @@
 //!
 //! A field's default is in the schema's own notation: a union's default is its first
 //! branch's value, untagged.
+//!
+//! The other notation read, [`Notation::Decoded`], is the one [`crate::avro`] writes: see
+//! [`decoded`].
 
+mod decoded;
+
+use std::cell::Cell;
 use std::collections::HashMap;
 
 use apache_avro::schema::{Name, Namespace, RecordSchema, Schema};
@@ -47,6 +53,9 @@ enum Node {
     /// Each branch's tag (its type's name) and node.
     Union(Vec<(String, NodeId)>),
     Record(Vec<Field>),
+    /// A logical type over its underlying type's node: written as that type, except in the
+    /// decoded notation.
+    Logical(Logical, NodeId),
     /// A named type whose node is being compiled (replaced before use).
     Pending,
 }
@@ -58,12 +67,58 @@ struct Field {
     default: Option<Value>,
 }
 
-/// How a value is written: as input (unions tagged) or as a schema default (untagged, the
-/// first branch).
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Notation {
-    Input,
+/// Logical types whose decoded notation differs from their underlying type's.
+#[derive(Clone, Copy, Debug)]
+enum Logical {
+    /// Over bytes, or over a fixed of `size` bytes.
+    Decimal {
+        scale: usize,
+        size: Option<usize>,
+    },
+    Date,
+    TimeMillis,
+    TimeMicros,
+    /// `digits` fraction digits; in UTC (`Z`) or local.
+    Timestamp {
+        digits: u32,
+        utc: bool,
+    },
+    Duration,
+}
+
+/// The JSON notation a value is read in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Notation {
+    /// Avro's JSON encoding: unions tagged, bytes as code points, logical types as their
+    /// underlying type.
+    Tagged,
+    /// What `ValueDecoder` writes (README, "The JSON mapping"): unions untagged, bytes base64,
+    /// logical types formatted.
+    Decoded,
+    /// A field's default in the schema: a union's is its first branch's value, untagged.
     Default,
+}
+
+/// Where a write is: its notation, its depth, and the union branches it may still try and
+/// abandon (shared by the whole value: a bound on the work of untagged unions).
+#[derive(Clone, Copy)]
+struct Walk<'a> {
+    notation: Notation,
+    depth: usize,
+    retries_left: &'a Cell<u32>,
+}
+
+impl Walk<'_> {
+    fn deeper(self) -> Self {
+        Walk {
+            depth: self.depth + 1,
+            ..self
+        }
+    }
+
+    fn with(self, notation: Notation) -> Self {
+        Walk { notation, ..self }
+    }
 }
 
 impl AvroEncoder {
@@ -93,21 +148,36 @@ impl AvroEncoder {
         })
     }
 
-    /// Appends the Avro binary encoding of `value` to `out`.
-    pub(crate) fn encode(&self, value: &Value, out: &mut Vec<u8>) -> Result<(), Misfit> {
-        self.write(self.root, value, Notation::Input, out, 0)
+    /// Appends the Avro binary encoding of `value`, in `notation`, to `out`.
+    pub(crate) fn encode(
+        &self,
+        value: &Value,
+        notation: Notation,
+        out: &mut Vec<u8>,
+    ) -> Result<(), Misfit> {
+        let retries_left = Cell::new(decoded::MAX_UNION_RETRIES);
+        let walk = Walk {
+            notation,
+            depth: 0,
+            retries_left: &retries_left,
+        };
+        self.write(self.root, value, walk, out)
     }
 
     fn write(
         &self,
         id: NodeId,
         value: &Value,
-        notation: Notation,
+        walk: Walk<'_>,
         out: &mut Vec<u8>,
-        depth: usize,
     ) -> Result<(), Misfit> {
-        if depth > MAX_DEPTH {
+        if walk.depth > MAX_DEPTH {
             return Err(Misfit::new(format!("nested deeper than {MAX_DEPTH}")));
+        }
+        if walk.notation == Notation::Decoded {
+            if let Some(written) = self.write_decoded(id, value, walk, out) {
+                return written;
+            }
         }
         match (&self.nodes[id], value) {
             (Node::Null, Value::Null) => {}
@@ -156,17 +226,16 @@ impl AvroEncoder {
                 push_long(out, index as i64);
             }
             (Node::Array(items), Value::Array(values)) => {
-                self.write_array(*items, values, notation, out, depth)?
+                self.write_array(*items, values, walk, out)?
             }
             (Node::Map(values), Value::Object(entries)) => {
-                self.write_map(*values, entries, notation, out, depth)?
+                self.write_map(*values, entries, walk, out)?
             }
-            (Node::Union(branches), _) => {
-                self.write_union(branches, value, notation, out, depth)?
-            }
+            (Node::Union(branches), _) => self.write_union(branches, value, walk, out)?,
             (Node::Record(fields), Value::Object(object)) => {
-                self.write_record(fields, object, notation, out, depth)?
+                self.write_record(fields, object, walk, out)?
             }
+            (Node::Logical(_, underlying), _) => self.write(*underlying, value, walk, out)?,
             (node, _) => return Err(Misfit::expected(node.kind(), value)),
         }
         Ok(())
@@ -176,14 +245,13 @@ impl AvroEncoder {
         &self,
         items: NodeId,
         values: &[Value],
-        notation: Notation,
+        walk: Walk<'_>,
         out: &mut Vec<u8>,
-        depth: usize,
     ) -> Result<(), Misfit> {
         if !values.is_empty() {
             push_long(out, values.len() as i64);
             for (index, item) in values.iter().enumerate() {
-                self.write(items, item, notation, out, depth + 1)
+                self.write(items, item, walk.deeper(), out)
                     .map_err(|misfit| misfit.in_item(index))?;
             }
         }
@@ -195,16 +263,15 @@ impl AvroEncoder {
         &self,
         values: NodeId,
         entries: &Map<String, Value>,
-        notation: Notation,
+        walk: Walk<'_>,
         out: &mut Vec<u8>,
-        depth: usize,
     ) -> Result<(), Misfit> {
         if !entries.is_empty() {
             push_long(out, entries.len() as i64);
             for (key, item) in entries {
                 push_long(out, key.len() as i64);
                 out.extend_from_slice(key.as_bytes());
-                self.write(values, item, notation, out, depth + 1)
+                self.write(values, item, walk.deeper(), out)
                     .map_err(|misfit| misfit.in_entry(key))?;
             }
         }
@@ -218,20 +285,19 @@ impl AvroEncoder {
         &self,
         branches: &[(String, NodeId)],
         value: &Value,
-        notation: Notation,
+        walk: Walk<'_>,
         out: &mut Vec<u8>,
-        depth: usize,
     ) -> Result<(), Misfit> {
-        let (index, inner) = match (notation, value) {
+        let (index, inner) = match (walk.notation, value) {
             (Notation::Default, _) => (0, value),
-            (Notation::Input, Value::Null) => {
+            (_, Value::Null) => {
                 let null = branches.iter().position(|(tag, _)| tag == "null");
                 (
                     null.ok_or_else(|| Misfit::expected(&tags(branches), value))?,
                     value,
                 )
             }
-            (Notation::Input, Value::Object(object)) if object.len() == 1 => {
+            (_, Value::Object(object)) if object.len() == 1 => {
                 let (tag, inner) = object.iter().next().expect("one entry");
                 let index = branches.iter().position(|(name, _)| name == tag);
                 (
@@ -245,7 +311,7 @@ impl AvroEncoder {
             return Err(Misfit::new("union without branches".into()));
         };
         push_long(out, index as i64);
-        self.write(branch, inner, notation, out, depth + 1)
+        self.write(branch, inner, walk.deeper(), out)
     }
 
     /// The fields in schema order, each from the object or its default; a property that is
@@ -254,19 +320,19 @@ impl AvroEncoder {
         &self,
         fields: &[Field],
         object: &Map<String, Value>,
-        notation: Notation,
+        walk: Walk<'_>,
         out: &mut Vec<u8>,
-        depth: usize,
     ) -> Result<(), Misfit> {
         let mut used = 0;
         for field in fields {
             let written = match (object.get(&field.name), &field.default) {
                 (Some(value), _) => {
                     used += 1;
-                    self.write(field.node, value, notation, out, depth + 1)
+                    self.write(field.node, value, walk.deeper(), out)
                 }
                 (None, Some(default)) => {
-                    self.write(field.node, default, Notation::Default, out, depth + 1)
+                    let walk = walk.deeper().with(Notation::Default);
+                    self.write(field.node, default, walk, out)
                 }
                 (None, None) => Err(Misfit::new("missing, and the field has no default".into())),
             };
@@ -306,6 +372,7 @@ impl Node {
             Node::Map(_) => "map (an object)",
             Node::Union(_) => "union",
             Node::Record(_) => "record (an object)",
+            Node::Logical(..) => "logical type",
             Node::Pending => "a type being compiled",
         }
     }
@@ -369,25 +436,43 @@ impl<'s> Compiler<'s> {
         self.nodes.len() - 1
     }
 
+    fn logical(&mut self, logical: Logical, underlying: Node) -> Node {
+        Node::Logical(logical, self.add(underlying))
+    }
+
+    fn timestamp(&mut self, digits: u32, utc: bool) -> Node {
+        self.logical(Logical::Timestamp { digits, utc }, Node::Long)
+    }
+
     fn compile(&mut self, schema: &'s Schema, namespace: &Namespace) -> Result<NodeId, String> {
         let node = match schema {
             Schema::Null => Node::Null,
             Schema::Boolean => Node::Boolean,
-            Schema::Int | Schema::Date | Schema::TimeMillis => Node::Int,
-            Schema::Long
-            | Schema::TimeMicros
-            | Schema::TimestampMillis
-            | Schema::TimestampMicros
-            | Schema::TimestampNanos
-            | Schema::LocalTimestampMillis
-            | Schema::LocalTimestampMicros
-            | Schema::LocalTimestampNanos => Node::Long,
+            Schema::Int => Node::Int,
+            Schema::Long => Node::Long,
+            Schema::Date => self.logical(Logical::Date, Node::Int),
+            Schema::TimeMillis => self.logical(Logical::TimeMillis, Node::Int),
+            Schema::TimeMicros => self.logical(Logical::TimeMicros, Node::Long),
+            Schema::TimestampMillis => self.timestamp(3, true),
+            Schema::TimestampMicros => self.timestamp(6, true),
+            Schema::TimestampNanos => self.timestamp(9, true),
+            Schema::LocalTimestampMillis => self.timestamp(3, false),
+            Schema::LocalTimestampMicros => self.timestamp(6, false),
+            Schema::LocalTimestampNanos => self.timestamp(9, false),
             Schema::Float => Node::Float,
             Schema::Double => Node::Double,
             Schema::Bytes | Schema::BigDecimal => Node::Bytes,
             Schema::String | Schema::Uuid => Node::String,
-            Schema::Duration => Node::Fixed(12),
-            Schema::Decimal(decimal) => return self.compile(&decimal.inner, namespace),
+            Schema::Duration => self.logical(Logical::Duration, Node::Fixed(12)),
+            Schema::Decimal(decimal) => {
+                let size = match decimal.inner.as_ref() {
+                    Schema::Fixed(fixed) => Some(fixed.size),
+                    _ => None,
+                };
+                let underlying = self.compile(&decimal.inner, namespace)?;
+                let scale = decimal.scale;
+                Node::Logical(Logical::Decimal { scale, size }, underlying)
+            }
             Schema::Array(array) => Node::Array(self.compile(&array.items, namespace)?),
             Schema::Map(map) => Node::Map(self.compile(&map.types, namespace)?),
             Schema::Union(union) => {
