@@ -1,4 +1,4 @@
-//! `krec produce` against the real broker: kcat's `-P` input read back by kcat and by Kafka's
+//! `krec produce` against the real broker: every codec read back by kcat; kcat's `-P` input read back by kcat and by Kafka's
 //! Java console consumer, `krec consume -J | krec produce -J` copying a topic exactly, the
 //! errors that stop it (where, and exit 1), and SIGTERM delivering what was read.
 
@@ -38,6 +38,48 @@ fn spawn_produce(bootstrap: &str, topic: &str, args: &[&str]) -> Child {
 
 fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Every codec krec writes, compressible enough that the blocks are compressed (not stored),
+/// read back by kcat (librdkafka's decompressors).
+#[test]
+fn every_codec_read_back_by_kcat() {
+    let broker = broker();
+    let input: String = (0..300)
+        .map(|i| {
+            format!(
+                "key-{i}:value {i} {}\n",
+                "the same words again ".repeat(i % 7 + 1)
+            )
+        })
+        .collect();
+    for codec in ["gzip", "snappy", "lz4", "zstd"] {
+        let topic = unique_topic(&format!("cliprod-{codec}"));
+        broker.create_topic(&topic, 1, 1);
+        let output = produce(
+            &broker.bootstrap,
+            &topic,
+            &["-K", ":", "-z", codec],
+            input.as_bytes(),
+        );
+        assert!(output.status.success(), "{codec}: {}", stderr(&output));
+        let kcat = Command::new("kcat")
+            .args([
+                "-C",
+                "-b",
+                &broker.bootstrap,
+                "-t",
+                &topic,
+                "-e",
+                "-f",
+                "%k:%s\n",
+            ])
+            .stdin(Stdio::null())
+            .output()
+            .expect("run kcat");
+        assert!(kcat.status.success(), "kcat {codec}: {}", stderr(&kcat));
+        assert_eq!(String::from_utf8_lossy(&kcat.stdout), input, "{codec}");
+    }
 }
 
 #[test]
