@@ -1,6 +1,7 @@
-//! `krec produce` against the real broker: every codec read back by kcat; kcat's `-P` input read back by kcat and by Kafka's
-//! Java console consumer, `krec consume -J | krec produce -J` copying a topic exactly, the
-//! errors that stop it (where, and exit 1), and SIGTERM delivering what was read.
+//! `krec produce` against the real broker: every codec read back by kcat; kcat's `-P` input
+//! read back by kcat and by Kafka's Java console consumer, `krec consume -J | krec produce -J`
+//! copying a topic exactly, the errors that stop it (where, and exit 1), and SIGTERM
+//! delivering what was read.
 
 use std::io::Write;
 use std::process::{Child, Command, Output, Stdio};
