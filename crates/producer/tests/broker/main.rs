@@ -12,6 +12,7 @@ mod example;
 mod faults;
 mod throttle;
 mod too_large;
+mod transactions;
 
 /// The producer under faults that need a Toxiproxy lane or the broker to themselves:
 /// scripts/test.sh runs the `solo::` tests one at a time, after the others.

@@ -1,0 +1,205 @@
+//! Transactions through the producer's API against the suite's broker: commit makes the
+//! records visible to read_committed, abort hides them; a second producer with the same
+//! `transactional.id` fences the first; offsets sent with a krec `GroupConsumer`'s group
+//! metadata are stable (OffsetFetch) only once the transaction commits.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use krec_client::group::{find_coordinator_of, offset_fetch, CoordinatorType};
+use krec_client::{Connection, ConnectionSettings, TopicPartition};
+use krec_consumer::{Consumer, ConsumerConfig, GroupConsumer, GroupEvent, StartOffset};
+use krec_producer::{Error, Producer, ProducerRecord};
+
+use crate::support::{live, producer_config, within};
+
+/// A transactional producer for `bootstrap`, its transactions initialized.
+async fn transactional(bootstrap: &str, transactional_id: &str) -> Producer {
+    let config = producer_config(
+        bootstrap,
+        &[("transactional.id", transactional_id), ("linger.ms", "1")],
+    );
+    let producer = Producer::connect(config).await.expect("connect");
+    within("init_transactions", producer.init_transactions())
+        .await
+        .expect("init_transactions");
+    producer
+}
+
+/// Every value of `topic` a read_committed consumer sees, in offset order per partition.
+async fn committed_values(bootstrap: &str, topic: &str) -> Vec<String> {
+    let mut config =
+        ConsumerConfig::new(ConsumerConfig::parse_bootstrap(bootstrap).expect("bootstrap"));
+    config.max_wait = Duration::from_millis(100);
+    config.read_committed = true;
+    let mut consumer = Consumer::connect(config).await.expect("consumer connect");
+    consumer
+        .assign_topic(topic, StartOffset::Beginning)
+        .await
+        .expect("assign_topic");
+    consumer.stop_at_end(true);
+    let mut values = Vec::new();
+    while let Some(chunk) = within("reading back", consumer.next_chunk())
+        .await
+        .expect("next_chunk")
+    {
+        for record in chunk.records() {
+            let record = record.expect("a record that decodes");
+            let value = record.value().map(<[u8]>::to_vec).unwrap_or_default();
+            values.push(String::from_utf8(value).expect("UTF-8"));
+        }
+    }
+    consumer.close().await;
+    values
+}
+
+/// Sends `values` to partition 0 of `topic` and waits until each is acknowledged.
+async fn send_values(producer: &Producer, topic: &str, values: &[&str]) {
+    let mut deliveries = Vec::new();
+    for value in values {
+        let record = ProducerRecord::new(topic)
+            .partition(0)
+            .value(value.as_bytes());
+        deliveries.push(producer.send(record).await.expect("send"));
+    }
+    for delivery in deliveries {
+        within("delivery", delivery).await.expect("delivered");
+    }
+}
+
+/// Committed records are read, aborted ones are not; a send outside a transaction is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commit_shows_the_records_and_abort_hides_them() {
+    let broker = live::broker();
+    let topic = live::unique_name("txnprod-commit");
+    broker.create_topic(&topic, 1);
+    let producer = transactional(&broker.bootstrap, &live::unique_name("txnprod-id")).await;
+    let outside = ProducerRecord::new(&topic).value(b"outside");
+    let refused = producer.send(outside).await.unwrap_err();
+    assert!(
+        matches!(refused, Error::TransactionState { call: "send", .. }),
+        "{refused}"
+    );
+
+    producer.begin().expect("begin");
+    send_values(&producer, &topic, &["c1", "c2"]).await;
+    within("commit", producer.commit()).await.expect("commit");
+    producer.begin().expect("begin");
+    send_values(&producer, &topic, &["a1", "a2"]).await;
+    within("abort", producer.abort()).await.expect("abort");
+    producer.begin().expect("begin");
+    send_values(&producer, &topic, &["c3"]).await;
+    within("commit", producer.commit()).await.expect("commit");
+    let after = ProducerRecord::new(&topic).value(b"after");
+    assert!(producer.send(after).await.is_err(), "committed: no send");
+    producer.close().await.expect("close");
+
+    let values = committed_values(&broker.bootstrap, &topic).await;
+    assert_eq!(values, ["c1", "c2", "c3"]);
+}
+
+/// A second producer with the same id fences the first: its commit fails with a fencing
+/// error, its sends after too, and nothing it wrote becomes visible.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_producer_with_the_same_id_fences_the_first() {
+    let broker = live::broker();
+    let topic = live::unique_name("txnprod-fence");
+    broker.create_topic(&topic, 1);
+    let id = live::unique_name("txnprod-id");
+    let first = transactional(&broker.bootstrap, &id).await;
+    first.begin().expect("begin");
+    send_values(&first, &topic, &["zombie"]).await;
+
+    let second = transactional(&broker.bootstrap, &id).await;
+    let fenced = within("commit", first.commit()).await.unwrap_err();
+    assert!(matches!(fenced, Error::Fenced { .. }), "{fenced}");
+    let record = ProducerRecord::new(&topic).value(b"zombie again");
+    let refused = first.send(record).await.unwrap_err();
+    assert!(matches!(refused, Error::Fenced { .. }), "{refused}");
+    assert!(first.begin().is_err(), "a fenced producer begins nothing");
+
+    second.begin().expect("begin");
+    send_values(&second, &topic, &["new"]).await;
+    within("commit", second.commit()).await.expect("commit");
+    second.close().await.expect("close");
+    assert_eq!(committed_values(&broker.bootstrap, &topic).await, ["new"]);
+}
+
+/// The group's committed offset of `partition`, stable offsets only (-1: none).
+async fn stable_offset(bootstrap: &str, group: &str, partition: &TopicPartition) -> i64 {
+    let settings = ConnectionSettings::default();
+    let mut connection = Connection::connect(bootstrap, &settings).await.unwrap();
+    for _ in 0..150 {
+        if let Ok((_, address)) =
+            find_coordinator_of(&mut connection, CoordinatorType::Group, group)
+                .await
+                .unwrap()
+        {
+            let mut coordinator = Connection::connect(&address, &settings).await.unwrap();
+            let asked = BTreeMap::from([(partition.topic.to_string(), vec![partition.partition])]);
+            let (code, answers) = offset_fetch(&mut coordinator, group, &asked).await.unwrap();
+            assert_eq!(code, 0, "OffsetFetch: {}", krec_client::error_name(code));
+            return answers.get(partition).map_or(-1, |answer| answer.offset);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("no coordinator for group {group}");
+}
+
+/// Offsets sent with a GroupConsumer's metadata are visible only after the commit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offsets_sent_to_the_transaction_are_committed_with_it() {
+    let broker = live::broker();
+    let input = live::unique_name("txnprod-in");
+    let output = live::unique_name("txnprod-out");
+    broker.create_topic(&input, 1);
+    broker.create_topic(&output, 1);
+    let plain = Producer::connect(producer_config(&broker.bootstrap, &[]))
+        .await
+        .expect("connect");
+    send_values(&plain, &input, &["x", "y", "z"]).await;
+    plain.close().await.expect("close");
+
+    let group = live::unique_name("txnprod-group");
+    let mut config = ConsumerConfig::from_properties([("group.id", group.as_str())])
+        .expect("properties")
+        .with("bootstrap.servers", &broker.bootstrap)
+        .expect("bootstrap");
+    config.read_committed = true;
+    let mut consumer = GroupConsumer::subscribe(config, &[&input])
+        .await
+        .expect("subscribe");
+    let producer = transactional(&broker.bootstrap, &live::unique_name("txnprod-id")).await;
+    let partition = TopicPartition::new(input.as_str(), 0);
+    let mut next = 0;
+    while next < 3 {
+        let event = within("next_event", consumer.next_event())
+            .await
+            .expect("event");
+        if let Some(GroupEvent::Chunk(chunk)) = event {
+            next = chunk.next_offset();
+        }
+    }
+    producer.begin().expect("begin");
+    send_values(&producer, &output, &["done"]).await;
+    let offsets = BTreeMap::from([(partition.clone(), next)]);
+    let metadata = consumer.group_metadata();
+    assert!(metadata.generation >= 0, "{metadata:?}");
+    within(
+        "send_offsets",
+        producer.send_offsets_to_transaction(&offsets, &metadata.committer()),
+    )
+    .await
+    .expect("send_offsets_to_transaction");
+    assert_eq!(
+        stable_offset(&broker.bootstrap, &group, &partition).await,
+        -1
+    );
+    within("commit", producer.commit()).await.expect("commit");
+    assert_eq!(
+        stable_offset(&broker.bootstrap, &group, &partition).await,
+        3
+    );
+    producer.close().await.expect("close");
+    consumer.close().await.expect("close");
+}
