@@ -1,7 +1,8 @@
 //! Transactions through the producer's API against the suite's broker: commit makes the
 //! records visible to read_committed, abort hides them; a second producer with the same
 //! `transactional.id` fences the first; offsets sent with a krec `GroupConsumer`'s group
-//! metadata are stable (OffsetFetch) only once the transaction commits.
+//! metadata are stable (OffsetFetch) only once the transaction commits; the root package's
+//! `examples/transactions.rs` copies a topic exactly once.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -202,4 +203,73 @@ async fn offsets_sent_to_the_transaction_are_committed_with_it() {
     );
     producer.close().await.expect("close");
     consumer.close().await.expect("close");
+}
+
+/// The root package's `examples/transactions.rs` (built by test.sh's `cargo build
+/// --examples`): every input record copied once, upper-cased, and the group's offsets
+/// committed at the input's end; run again, it copies nothing more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_transactions_example_copies_every_record_once() {
+    let broker = live::broker();
+    let input = live::unique_name("txnprod-example-in");
+    let output = live::unique_name("txnprod-example-out");
+    broker.create_topic(&input, 2);
+    broker.create_topic(&output, 1);
+    let plain = Producer::connect(producer_config(&broker.bootstrap, &[]))
+        .await
+        .expect("connect");
+    let values: Vec<String> = (0..40).map(|i| format!("v{i}")).collect();
+    for (i, value) in values.iter().enumerate() {
+        let record = ProducerRecord::new(&input)
+            .partition(i as i32 % 2)
+            .value(value.as_bytes());
+        let _pending = plain.send(record).await.expect("send");
+    }
+    plain.close().await.expect("close");
+    let group = live::unique_name("txnprod-example-group");
+    let id = live::unique_name("txnprod-example-id");
+    let args = [&broker.bootstrap, &input, &output, &group, &id];
+    assert!(run_example(&args).contains("40 records copied"));
+    assert!(
+        run_example(&args).contains("0 records copied"),
+        "resumed at the end"
+    );
+
+    let mut copied = committed_values(&broker.bootstrap, &output).await;
+    copied.sort();
+    let mut expected: Vec<String> = values.iter().map(|v| v.to_uppercase()).collect();
+    expected.sort();
+    assert_eq!(copied, expected);
+    for partition in 0..2 {
+        let partition = TopicPartition::new(input.as_str(), partition);
+        assert_eq!(
+            stable_offset(&broker.bootstrap, &group, &partition).await,
+            20
+        );
+    }
+}
+
+/// Runs `target/debug/examples/transactions` with `args`; its standard output, once it
+/// succeeded.
+fn run_example(args: &[&String]) -> String {
+    let exe = std::env::current_exe().expect("the test's path");
+    let path = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/debug/deps")
+        .join("examples")
+        .join("transactions");
+    assert!(
+        path.is_file(),
+        "{} is missing: `cargo build --examples`",
+        path.display()
+    );
+    let output = std::process::Command::new(path)
+        .args(args)
+        .output()
+        .expect("run the example");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout} {stderr}");
+    stdout
 }
