@@ -398,18 +398,6 @@ impl GroupConsumer {
         GroupProgress::new(self.written.clone(), self.ownership.clone())
     }
 
-    /// The member's group metadata now (group id, generation or member epoch, member id,
-    /// instance id), for a transactional producer's offset commits (KIP-447).
-    pub fn group_metadata(&self) -> GroupMetadata {
-        let identity = self.published.read();
-        GroupMetadata {
-            group_id: self.group.group_id.clone(),
-            generation: identity.generation,
-            member_id: identity.member_id,
-            group_instance_id: self.group.instance_id.clone(),
-        }
-    }
-
     /// The partitions assigned now.
     pub fn assignment(&self) -> &BTreeSet<TopicPartition> {
         &self.assigned

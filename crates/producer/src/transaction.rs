@@ -241,7 +241,7 @@ impl Transactions {
         let detail = format!("{what}: {error}");
         if timed_out {
             let context = format!("{what} (transactional.id {}) within max.block.ms", self.id);
-            return Error::client(context, error);
+            return Error::client(context, *error);
         }
         let transactional_id = self.id.clone();
         let error = match class {

@@ -58,7 +58,8 @@ pub(crate) enum Answer {
 #[derive(Debug)]
 pub(crate) struct Failure {
     pub(crate) class: TxnErrorClass,
-    pub(crate) error: krec_client::Error,
+    /// Boxed: a `Result` of it stays small.
+    pub(crate) error: Box<krec_client::Error>,
     /// Still passing when `max.block.ms` ran out.
     pub(crate) timed_out: bool,
 }
@@ -264,7 +265,7 @@ async fn find(
 fn failure(api: TxnApi, error: krec_client::Error) -> Failure {
     Failure {
         class: classify_error(api, &error),
-        error,
+        error: Box::new(error),
         timed_out: false,
     }
 }
@@ -275,7 +276,7 @@ fn verdict(codes: PartitionCodes) -> Result<Answer, Failure> {
         None => Ok(Answer::Done),
         Some((class, error)) => Err(Failure {
             class,
-            error,
+            error: Box::new(error),
             timed_out: false,
         }),
     }

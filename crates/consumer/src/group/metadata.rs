@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 use krec_client::group::Committer;
 
 use super::session::Identity;
+use super::GroupConsumer;
 
 /// Who the member is in its group now: what a transactional producer's
 /// `send_offsets_to_transaction` sends with the offsets (TxnOffsetCommit), so that the group
@@ -56,5 +57,19 @@ impl PublishedIdentity {
 
     pub(crate) fn read(&self) -> Identity {
         self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+impl GroupConsumer {
+    /// The member's group metadata now (group id, generation or member epoch, member id,
+    /// instance id), for a transactional producer's offset commits (KIP-447).
+    pub fn group_metadata(&self) -> GroupMetadata {
+        let identity = self.published.read();
+        GroupMetadata {
+            group_id: self.group.group_id.clone(),
+            generation: identity.generation,
+            member_id: identity.member_id,
+            group_instance_id: self.group.instance_id.clone(),
+        }
     }
 }
