@@ -308,3 +308,62 @@ fn run_example(args: &[&String]) -> String {
     assert!(output.status.success(), "{stdout} {stderr}");
     stdout
 }
+
+/// The group refuses offsets sent with a generation it does not have (a member a rebalance
+/// left behind): the transaction is doomed (commit and send refused, nothing of it visible),
+/// `abort` is allowed, and the producer goes on with the next transaction.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_refusing_the_offsets_dooms_only_the_transaction() {
+    let broker = live::broker();
+    let input = live::unique_name("txnprod-stale-in");
+    let output = live::unique_name("txnprod-stale-out");
+    broker.create_topic(&input, 1);
+    broker.create_topic(&output, 1);
+    let group = live::unique_name("txnprod-stale-group");
+    let config = ConsumerConfig::from_properties([("group.id", group.as_str())])
+        .expect("properties")
+        .with("bootstrap.servers", &broker.bootstrap)
+        .expect("bootstrap");
+    let mut consumer = GroupConsumer::subscribe(config, &[&input])
+        .await
+        .expect("subscribe");
+    while consumer.assignment().is_empty() {
+        within("assignment", consumer.next_event())
+            .await
+            .expect("event");
+    }
+    let producer = transactional(&broker.bootstrap, &live::unique_name("txnprod-id")).await;
+    producer.begin().expect("begin");
+    send_values(&producer, &output, &["doomed"]).await;
+    let mut stale = consumer.group_metadata();
+    stale.generation += 1;
+    let offsets = BTreeMap::from([(TopicPartition::new(input.as_str(), 0), 1)]);
+    let refused = within(
+        "send_offsets",
+        producer.send_offsets_to_transaction(&offsets, &stale.committer()),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(refused, Error::TransactionAbortable { .. }),
+        "{refused}"
+    );
+    let commit = within("commit", producer.commit()).await.unwrap_err();
+    assert!(
+        matches!(commit, Error::TransactionAbortable { .. }),
+        "{commit}"
+    );
+    let record = ProducerRecord::new(&output).value(b"refused");
+    assert!(
+        producer.send(record).await.is_err(),
+        "only abort is allowed"
+    );
+    within("abort", producer.abort()).await.expect("abort");
+
+    producer.begin().expect("the producer goes on");
+    send_values(&producer, &output, &["after"]).await;
+    within("commit", producer.commit()).await.expect("commit");
+    producer.close().await.expect("close");
+    consumer.close().await.expect("close");
+    assert_committed(&broker.bootstrap, &output, &["after"]).await;
+}
