@@ -166,9 +166,11 @@ impl Producer {
     /// `max.request.size` or `buffer.memory` fails at once. The record's bytes are copied
     /// once, into the batch.
     pub async fn send(&self, record: ProducerRecord<'_>) -> Result<Delivery, Error> {
-        if let Some(transactions) = &self.shared.transactions {
-            transactions.check_send()?;
-        }
+        // A transaction's end waits for the sends that began in it.
+        let _in_transaction = match &self.shared.transactions {
+            Some(transactions) => Some(transactions.enter_send().await?),
+            None => None,
+        };
         let config = &self.shared.config;
         let held = record.held_bytes();
         if held > config.buffer_memory {

@@ -17,6 +17,8 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicI16, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use tokio::sync::{RwLock, RwLockReadGuard};
+
 use krec_client::group::Committer;
 use krec_client::produce::ProduceTopic;
 use krec_client::producer_id::ProducerIdentity;
@@ -34,6 +36,8 @@ pub(crate) struct Transactions {
     state: Mutex<State>,
     /// One transactional request at a time.
     coordinators: tokio::sync::Mutex<Coordinators>,
+    /// Held (read) by each `send` under way: `commit` and `abort` wait for them.
+    sends: RwLock<()>,
     /// The highest Produce version the protocol allows.
     max_produce_version: AtomicI16,
 }
@@ -77,6 +81,7 @@ impl Transactions {
                 failed_at_begin: 0,
             }),
             coordinators: tokio::sync::Mutex::new(Coordinators::default()),
+            sends: RwLock::new(()),
             max_produce_version: AtomicI16::new(i16::MAX),
         }
     }
@@ -98,13 +103,20 @@ impl Transactions {
         self.max_produce_version.load(Ordering::Relaxed)
     }
 
-    /// `send` is allowed between `begin` and `commit` or `abort` only.
-    pub(crate) fn check_send(&self) -> Result<(), Error> {
+    /// `send` is allowed between `begin` and `commit` or `abort` only; the guard keeps the
+    /// transaction open until the record is in its batch.
+    pub(crate) async fn enter_send(&self) -> Result<RwLockReadGuard<'_, ()>, Error> {
+        let guard = self.sends.read().await;
         let state = self.lock();
         match &state.phase {
-            Phase::Open => Ok(()),
+            Phase::Open => Ok(guard),
             phase => Err(self.refusal("send", phase)),
         }
+    }
+
+    /// Refuses new sends (the phase moved on) and waits for those under way.
+    async fn close_sends(&self) {
+        drop(self.sends.write().await);
     }
 
     fn refusal(&self, call: &'static str, phase: &Phase) -> Error {
@@ -357,6 +369,7 @@ impl Producer {
             |phase| matches!(phase, Phase::Open),
             Phase::Ending,
         )?;
+        transactions.close_sends().await;
         self.flush().await?;
         let failed = self.stats().records_failed - transactions.lock().failed_at_begin;
         let held = self.shared.lock().needs_new_epoch();
@@ -379,6 +392,7 @@ impl Producer {
         let transactions = self.transactions("abort")?;
         let from = |phase: &Phase| matches!(phase, Phase::Open | Phase::Abortable(_));
         let before = transactions.enter("abort", from, Phase::Ending)?;
+        transactions.close_sends().await;
         let aborted = Error::TransactionAbortable {
             transactional_id: transactions.id.clone(),
             detail: "the transaction was aborted".to_owned(),
