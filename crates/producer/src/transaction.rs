@@ -306,6 +306,25 @@ impl Producer {
     /// any transaction a previous producer with the same id left open is ended, and that
     /// producer is fenced. Chooses Transactions v2 where the coordinator offers it. Call it
     /// once, before [`begin`](Self::begin); it waits within `max.block.ms`.
+    ///
+    /// ```no_run
+    /// # async fn demo(brokers: &str) -> Result<(), krec_producer::Error> {
+    /// use krec_producer::{Error, Producer, ProducerConfig, ProducerRecord};
+    ///
+    /// let config = ProducerConfig::from_properties([("transactional.id", "billing-1")])?
+    ///     .with("bootstrap.servers", brokers)?;
+    /// let producer = Producer::connect(config).await?;
+    /// producer.init_transactions().await?;
+    /// producer.begin()?;
+    /// let sent = producer.send(ProducerRecord::new("invoices").value(b"42")).await;
+    /// match sent {
+    ///     Ok(_delivery) => producer.commit().await?, // flushes, then commits
+    ///     Err(Error::TransactionAbortable { .. }) => producer.abort().await?,
+    ///     Err(fatal) => return Err(fatal), // fenced: close this producer
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn init_transactions(&self) -> Result<(), Error> {
         let transactions = self.transactions("init_transactions")?;
         transactions.enter(
