@@ -390,6 +390,13 @@ impl Producer {
         )?;
         transactions.close_sends().await;
         self.flush().await?;
+        let stopped = self.shared.lock().stopped_reason().map(str::to_owned);
+        if let Some(reason) = stopped {
+            // A Produce answer fenced the producer (or a refused ACL stopped it): final.
+            let error = Error::Stopped { reason };
+            transactions.set_phase(Phase::Failed(error.clone()));
+            return Err(error);
+        }
         let failed = self.stats().records_failed - transactions.lock().failed_at_begin;
         let held = self.shared.lock().needs_new_epoch();
         if failed > 0 || held {

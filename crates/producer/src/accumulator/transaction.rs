@@ -45,4 +45,9 @@ impl Accumulator {
         self.counters.failed(records);
         self.release(held);
     }
+
+    /// Why the producer stopped (a fenced Produce, a refused ACL, closed), if it did.
+    pub(crate) fn stopped_reason(&self) -> Option<&str> {
+        self.stopped.as_deref()
+    }
 }

@@ -367,3 +367,35 @@ async fn a_group_refusing_the_offsets_dooms_only_the_transaction() {
     consumer.close().await.expect("close");
     assert_committed(&broker.bootstrap, &output, &["after"]).await;
 }
+
+/// A fenced producer that sends on: its batch is refused, and its commit fails for good
+/// naming the fence, never committing; nothing of it becomes visible.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fenced_producer_that_sends_on_stops_naming_the_fence() {
+    let broker = live::broker();
+    let topic = live::unique_name("txnprod-zombie");
+    broker.create_topic(&topic, 1);
+    let id = live::unique_name("txnprod-id");
+    let first = transactional(&broker.bootstrap, &id).await;
+    first.begin().expect("begin");
+    send_values(&first, &topic, &["before"]).await;
+    let second = transactional(&broker.bootstrap, &id).await;
+
+    let record = ProducerRecord::new(&topic).partition(0).value(b"zombie");
+    let delivery = first.send(record).await.expect("appended");
+    let refused = within("delivery", delivery).await.unwrap_err();
+    let error = within("commit", first.commit()).await.unwrap_err();
+    let text = error.to_string();
+    assert!(
+        matches!(error, Error::Stopped { .. } | Error::Fenced { .. }),
+        "{error:?}"
+    );
+    assert!(
+        text.contains("FENCED") || text.contains("INVALID_PRODUCER_EPOCH"),
+        "{text} (the delivery: {refused})"
+    );
+    assert!(first.begin().is_err(), "stopped for good");
+    assert!(first.abort().await.is_err(), "stopped for good");
+    second.close().await.expect("close");
+    assert_committed(&broker.bootstrap, &topic, &[]).await;
+}
