@@ -106,7 +106,8 @@
 //! (partitions join implicitly, each EndTxn hands out the next epoch, sequences from 0);
 //! v1 otherwise (AddPartitionsToTxn before a partition's first batch of the transaction,
 //! AddOffsetsToTxn, Produce at v11 at most, the epoch bumped after an abort). Fencing ends
-//! the producer ([`Error::Fenced`]), never retried; a failed record, TRANSACTION_ABORTABLE or a
+//! the producer ([`Error::Fenced`], or [`Error::Stopped`] naming the fence when a Produce
+//! answer saw it first), never retried; a failed record, TRANSACTION_ABORTABLE or a
 //! group refusing the offsets after a rebalance leaves `abort` the one call allowed
 //! ([`Error::TransactionAbortable`]), after which the producer goes on. Abort fails the
 //! records not yet sent and waits for those in flight.
