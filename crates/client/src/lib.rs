@@ -126,7 +126,8 @@
 //!   [`fetch::scan_batches`] splits their record bytes ([`fetch::Scan`], [`fetch::PartialBatch`],
 //!   [`fetch::ScanError`]).
 //! - Producing, in [`produce`] and [`producer_id`]: [`produce::produce`], or pipelined
-//!   [`produce::send_produce`] and [`produce::ProduceInFlight`]'s answer
+//!   [`produce::send_produce`] (in a transaction [`produce::send_produce_in_transaction`])
+//!   and [`produce::ProduceInFlight`]'s answer
 //!   ([`produce::ProduceParams`] with [`produce::Acks`], [`produce::ProduceTopic`],
 //!   [`produce::ProducePartition`]) and its [`produce::ProduceAnswer`]
 //!   ([`produce::PartitionProduced`], [`produce::Appended`], [`produce::ProduceError`] with

@@ -210,7 +210,7 @@ pub async fn produce(
     params: ProduceParams,
     topics: &[ProduceTopic],
 ) -> Result<ProduceAnswer, Error> {
-    send(connection, params, topics, true)
+    send(connection, params, topics, None, true)
         .await?
         .answer(connection)
         .await
@@ -227,20 +227,40 @@ pub async fn send_produce(
     params: ProduceParams,
     topics: &[ProduceTopic],
 ) -> Result<ProduceInFlight, Error> {
-    send(connection, params, topics, false).await
+    send(connection, params, topics, None, false).await
+}
+
+/// [`send_produce`] for a transactional producer: the request carries `transactional_id`
+/// (a broker refuses a transactional batch without it) and goes at `max_version` or lower
+/// (`TransactionProtocol::max_produce_version`: under Transactions v1 a v12+ request would
+/// add the partitions to the transaction implicitly).
+pub async fn send_produce_in_transaction(
+    connection: &mut Connection,
+    params: ProduceParams,
+    topics: &[ProduceTopic],
+    transactional_id: &str,
+    max_version: i16,
+) -> Result<ProduceInFlight, Error> {
+    let transaction = Some((transactional_id, max_version));
+    send(connection, params, topics, transaction, false).await
 }
 
 /// Writes the request, pipelined or for [`produce`] (`sequential`: nothing else in flight,
-/// and the connection broken if the answer is never read).
+/// and the connection broken if the answer is never read), within a transaction (its id and
+/// the highest Produce version it allows) or not.
 async fn send(
     connection: &mut Connection,
     params: ProduceParams,
     topics: &[ProduceTopic],
+    transaction: Option<(&str, i16)>,
     sequential: bool,
 ) -> Result<ProduceInFlight, Error> {
-    let negotiated = connection
+    let mut negotiated = connection
         .versions()
         .negotiate::<ProduceRequest>(connection.address())?;
+    if let Some((_, max_version)) = transaction {
+        negotiated = negotiated.min(max_version);
+    }
     let by_id = topics.iter().all(|topic| !topic.topic_id.is_nil());
     let version = if by_id {
         negotiated
@@ -248,7 +268,9 @@ async fn send(
         negotiated.min(LAST_VERSION_BY_NAME)
     };
     let request = ProduceRequest::default()
-        .with_transactional_id(None)
+        .with_transactional_id(transaction.map(|(id, _)| {
+            kafka_protocol::messages::TransactionalId(StrBytes::from_string(id.to_owned()))
+        }))
         .with_acks(params.acks.wire())
         .with_timeout_ms(params.timeout_ms)
         .with_topic_data(topics.iter().map(|t| topic_data(t, version)).collect());

@@ -41,6 +41,7 @@
 mod assignor;
 mod classic;
 mod kip848;
+mod metadata;
 mod ownership;
 mod progress;
 pub(crate) mod session;
@@ -55,6 +56,7 @@ use tokio::sync::{mpsc, oneshot, Mutex as AsyncMutex};
 use tokio::task::JoinHandle;
 
 pub use assignor::Assignor;
+pub use metadata::GroupMetadata;
 use ownership::Ownership;
 pub use progress::GroupProgress;
 use written::WrittenOffsets;
@@ -247,6 +249,8 @@ pub struct GroupConsumer {
     /// back, since the member may already be fenced and could not commit them.
     confirmed: bool,
     metrics: MetricsSource,
+    group: Arc<GroupConfig>,
+    published: metadata::PublishedIdentity,
 }
 
 impl std::fmt::Debug for GroupConsumer {
@@ -302,8 +306,9 @@ impl GroupConsumer {
         let (commands, command_receiver) = mpsc::unbounded_channel();
         let revoke_limit = group.rebalance_timeout;
         let protocol = group.protocol;
+        let group = Arc::new(group);
         let session = session::Session::new(
-            Arc::new(group),
+            group.clone(),
             &config,
             metadata,
             written.clone(),
@@ -313,6 +318,7 @@ impl GroupConsumer {
             consumer.shared.clone(),
             metrics.shared.metrics.clone(),
         );
+        let published = session.published.clone();
         let task = match protocol {
             GroupProtocol::Classic => tokio::spawn(classic::run(session)),
             GroupProtocol::Consumer => tokio::spawn(kip848::run(session)),
@@ -334,6 +340,8 @@ impl GroupConsumer {
             failed: false,
             confirmed: true,
             metrics,
+            group,
+            published,
         })
     }
 

@@ -102,7 +102,8 @@
 //!   to mark what was processed: [`GroupProgress::processed`], from the polling task or any
 //!   thread), [`GroupConfig`] (the one place of group settings: [`ConsumerConfig::group`]),
 //!   [`group::GroupProtocol`], [`group::Assignor`], [`group::RebalanceListener`] and
-//!   [`group::NoListener`].
+//!   [`group::NoListener`]; [`group::GroupMetadata`]
+//!   ([`GroupConsumer::group_metadata`]), what a transactional producer commits offsets with.
 //! - Share groups (KIP-932), in [`share`]: [`ShareConsumer`], [`ShareChunk`],
 //!   [`AcknowledgeType`], [`Acknowledger`], [`ShareStopper`], [`share::ShareCounters`],
 //!   [`share::DEFAULT_MAX_RECORDS`]: records acknowledged one by one, no offsets.

@@ -6,6 +6,7 @@
 //! finishing that batch).
 
 mod drain;
+mod transaction;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;

@@ -152,6 +152,50 @@ pub enum Error {
         /// Why: closed, dropped, or the fatal error (a fenced producer, a refused ACL).
         reason: String,
     },
+
+    /// A transactional call out of turn: `send` outside `begin` and `commit`, `begin` twice,
+    /// anything before `init_transactions`, or on a producer that is not transactional.
+    #[error("transactional.id {transactional_id}: {call} is not allowed {state}")]
+    TransactionState {
+        /// `transactional.id` (empty on a producer without one).
+        transactional_id: String,
+        /// The call refused.
+        call: &'static str,
+        /// Where the producer stands, and what is allowed instead.
+        state: String,
+    },
+
+    /// The open transaction cannot commit (a batch failed, TRANSACTION_ABORTABLE, the group
+    /// refused the offsets after a rebalance): only `abort` is allowed; the producer goes on
+    /// after it.
+    #[error("transactional.id {transactional_id}: the transaction must be aborted: {detail}")]
+    TransactionAbortable {
+        /// `transactional.id`.
+        transactional_id: String,
+        /// What failed.
+        detail: String,
+    },
+
+    /// A newer producer with the same `transactional.id` took over (PRODUCER_FENCED,
+    /// INVALID_PRODUCER_EPOCH): this producer has stopped; nothing of its open transaction
+    /// becomes visible. Close it.
+    #[error("transactional.id {transactional_id}: fenced by a newer producer with the same id: {detail}")]
+    Fenced {
+        /// `transactional.id`.
+        transactional_id: String,
+        /// The coordinator's answer.
+        detail: String,
+    },
+
+    /// The transaction coordinator refused the producer for good (an ACL, INVALID_TXN_STATE,
+    /// an answer it cannot act on): the producer has stopped.
+    #[error("transactional.id {transactional_id}: {detail}")]
+    TransactionFatal {
+        /// `transactional.id`.
+        transactional_id: String,
+        /// What failed, with the coordinator's answer.
+        detail: String,
+    },
 }
 
 impl Error {

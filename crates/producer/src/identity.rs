@@ -2,8 +2,10 @@
 //! Java client's TransactionManager is: the accumulator asks it for each finished batch's
 //! producer fields, and for an epoch bump (KIP-360) when a partition's sequences broke; at
 //! the last epoch it waits for a new producer id instead (Java's resetIdempotentProducerId),
-//! which a sender asks InitProducerId for. Transactions will drive the same owner from a
-//! transaction coordinator.
+//! which a sender asks InitProducerId for. A transactional producer's owner is driven by its
+//! transaction coordinator instead (crate::transaction): its batches carry the transactional
+//! bit, and a broken sequence holds every batch until the transaction aborts and the
+//! coordinator hands out the next epoch.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,6 +19,8 @@ pub(crate) struct Identity {
     current: Option<ProducerIdentity>,
     renewal: Renewal,
     next_sequence: HashMap<(Arc<str>, i32), i32>,
+    /// Batches carry the transactional bit; epochs come from the transaction coordinator.
+    transactional: bool,
 }
 
 /// Where a new producer id stands once the epoch is exhausted.
@@ -41,6 +45,16 @@ impl Identity {
             current: Some(identity),
             renewal: Renewal::NotNeeded,
             next_sequence: HashMap::new(),
+            transactional: false,
+        }
+    }
+
+    /// A transactional producer's identity: none until `init_transactions` hands it the
+    /// coordinator's ([`reset_producer_id`](Self::reset_producer_id)).
+    pub(crate) fn transactional() -> Self {
+        Identity {
+            transactional: true,
+            ..Identity::none()
         }
     }
 
@@ -50,6 +64,7 @@ impl Identity {
             current: None,
             renewal: Renewal::NotNeeded,
             next_sequence: HashMap::new(),
+            transactional: false,
         }
     }
 
@@ -74,18 +89,24 @@ impl Identity {
             .or_insert(0);
         let base = *next;
         *next = increment_sequence(base, records);
-        ProducerFields::idempotent(identity.producer_id, identity.producer_epoch, base)
+        ProducerFields {
+            transactional: self.transactional,
+            ..ProducerFields::idempotent(identity.producer_id, identity.producer_epoch, base)
+        }
     }
 
     /// KIP-360 for an idempotent producer: the next epoch of the same id, every partition's
     /// sequences from 0 (the broker accepts sequence 0 of a higher epoch and fences the old
     /// one). The caller re-stamps the batches not yet acknowledged, in order. At the last
-    /// epoch (or while a new id is awaited) a new producer id is needed first.
+    /// epoch (or while a new id is awaited) a new producer id is needed first. A
+    /// transactional producer never bumps on its own: its batches wait for the coordinator's
+    /// next epoch, after an abort.
     pub(crate) fn bump_epoch(&mut self) -> Result<(), EpochExhausted> {
         let Some(identity) = self.current.as_mut() else {
             return Ok(());
         };
-        if identity.producer_epoch == i16::MAX || self.renewal != Renewal::NotNeeded {
+        let exhausted = identity.producer_epoch == i16::MAX || self.transactional;
+        if exhausted || self.renewal != Renewal::NotNeeded {
             if self.renewal == Renewal::NotNeeded {
                 self.renewal = Renewal::Needed;
             }
@@ -104,7 +125,8 @@ impl Identity {
     /// Claims the asking for a new producer id: true for one caller until it gets an answer
     /// or gives up ([`new_id_not_given`](Self::new_id_not_given)).
     pub(crate) fn ask_new_id(&mut self) -> bool {
-        let claimed = self.renewal == Renewal::Needed;
+        // A transactional producer's new epoch comes from its coordinator, never a sender.
+        let claimed = self.renewal == Renewal::Needed && !self.transactional;
         if claimed {
             self.renewal = Renewal::Asked;
         }
@@ -125,6 +147,11 @@ impl Identity {
         self.current = Some(identity);
         self.renewal = Renewal::NotNeeded;
         self.next_sequence.clear();
+    }
+
+    /// Whether batches wait for a new epoch (a transactional producer's sequences broke).
+    pub(crate) fn needs_new_epoch(&self) -> bool {
+        self.renewal != Renewal::NotNeeded
     }
 
     /// The current producer id and epoch, if idempotent.
@@ -164,6 +191,33 @@ mod tests {
         let fields = owner.next_batch(&topic, 0, 1);
         assert_eq!((fields.producer_epoch, fields.base_sequence), (4, 0));
         assert_eq!(fields.producer_id, 7);
+    }
+
+    #[test]
+    fn a_transactional_owner_marks_its_batches_and_waits_for_its_coordinator() {
+        let topic: Arc<str> = Arc::from("t");
+        let mut owner = Identity::transactional();
+        assert_eq!(owner.next_batch(&topic, 0, 1), ProducerFields::NONE);
+        owner.reset_producer_id(ProducerIdentity {
+            producer_id: 9,
+            producer_epoch: 2,
+        });
+        let fields = owner.next_batch(&topic, 0, 3);
+        assert!(fields.transactional);
+        assert_eq!((fields.producer_epoch, fields.base_sequence), (2, 0));
+        assert_eq!(
+            owner.bump_epoch(),
+            Err(EpochExhausted),
+            "no bump of its own"
+        );
+        assert!(owner.needs_new_epoch());
+        assert!(!owner.ask_new_id(), "no sender asks InitProducerId");
+        owner.reset_producer_id(ProducerIdentity {
+            producer_id: 9,
+            producer_epoch: 3,
+        });
+        assert!(!owner.needs_new_epoch());
+        assert_eq!(owner.next_batch(&topic, 0, 1).base_sequence, 0);
     }
 
     #[test]

@@ -82,7 +82,8 @@
 //! `compression.lz4.level`, `compression.zstd.level` (in Kafka's ranges, krec-batch's
 //! [`krec_batch::Codec`]), `enable.idempotence`, `max.in.flight.requests.per.connection`
 //! (`max.in.flight`), `delivery.timeout.ms` (`message.timeout.ms`), `retries`
-//! (`message.send.max.retries`), `retry.backoff.ms`, `buffer.memory`
+//! (`message.send.max.retries`), `transactional.id`, `transaction.timeout.ms`,
+//! `retry.backoff.ms`, `buffer.memory`
 //! (`queue.buffering.max.kbytes`, in KiB), `max.block.ms`, and `partitioner` (librdkafka's
 //! names), `partitioner.class`, `partitioner.ignore.keys`,
 //! `partitioner.adaptive.partitioning.enable` (the Java client's; `partitioner.availability.timeout.ms`
@@ -90,8 +91,26 @@
 //! [`krec_client::partitioner::Partitioning::from_settings`]. A consumer's key (`group.id`,
 //! `auto.offset.reset`, ...) is refused as one; any other unknown key is refused.
 //!
-//! Transactions are not here yet; the owner of the producer id, epoch and sequences is their
-//! seam.
+//! # Transactions
+//!
+//! With `transactional.id` (and `transaction.timeout.ms`) the producer is transactional (and
+//! idempotent: `enable.idempotence=false` with it is refused, as in the Java client).
+//! [`Producer::init_transactions`] registers the id with its transaction coordinator, fencing
+//! any earlier producer with the same id; then each [`Producer::begin`] opens a transaction
+//! that [`Producer::commit`] (which flushes first) or [`Producer::abort`] ends. A send outside
+//! one is refused ([`Error::TransactionState`]). [`Producer::send_offsets_to_transaction`]
+//! commits a consumer group's offsets in the transaction, with the group metadata of a
+//! krec-consumer `GroupConsumer` (`group_metadata().committer()`, KIP-447): the
+//! exactly-once consume-transform-produce loop of the root package's
+//! `examples/transactions.rs`. Transactions v2 (KIP-890) where the coordinator offers it
+//! (partitions join implicitly, each EndTxn hands out the next epoch, sequences from 0);
+//! v1 otherwise (AddPartitionsToTxn before a partition's first batch of the transaction,
+//! AddOffsetsToTxn, Produce at v11 at most, the epoch bumped after an abort). Fencing ends
+//! the producer ([`Error::Fenced`], or [`Error::Stopped`] naming the fence when a Produce
+//! answer saw it first), never retried; a failed record, TRANSACTION_ABORTABLE or a
+//! group refusing the offsets after a rebalance leaves `abort` the one call allowed
+//! ([`Error::TransactionAbortable`]), after which the producer goes on. Abort fails the
+//! records not yet sent and waits for those in flight.
 //!
 //! # Public surface
 //!
@@ -106,6 +125,8 @@
 //!   headers take, [`Delivery`], [`Delivered`], [`ProducerStats`].
 //! - Configuration, in [`config`]: [`ProducerConfig`], [`Acks`],
 //!   `config::MAX_IDEMPOTENT_IN_FLIGHT`.
+//! - Transactions: [`Producer::init_transactions`], [`Producer::begin`],
+//!   [`Producer::commit`], [`Producer::abort`], [`Producer::send_offsets_to_transaction`].
 //! - Errors: [`Error`].
 
 mod accumulator;
@@ -118,6 +139,8 @@ mod record;
 mod routing;
 mod sender;
 mod stats;
+mod transaction;
+mod transaction_coordinator;
 
 pub use config::{Acks, ProducerConfig};
 pub use delivery::{Delivered, Delivery};

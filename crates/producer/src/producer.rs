@@ -16,6 +16,7 @@ use crate::delivery::{Delivery, Settled};
 use crate::identity::Identity;
 use crate::record::ProducerRecord;
 use crate::stats::{Counters, ProducerStats};
+use crate::transaction::{self, Transactions};
 use crate::{routing, sender, Acks, Error, ProducerConfig};
 
 /// An async Kafka producer: `send` appends a record to its partition's batch and returns its
@@ -43,7 +44,7 @@ use crate::{routing, sender, Acks, Error, ProducerConfig};
 /// ```
 #[derive(Debug)]
 pub struct Producer {
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
 }
 
 /// What the producer's tasks share.
@@ -62,6 +63,8 @@ pub(crate) struct Shared {
     pub(crate) metadata_version: watch::Sender<u64>,
     counters: Arc<Counters>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
+    /// With `transactional.id`: the transaction's state (crate::transaction).
+    pub(crate) transactions: Option<Transactions>,
 }
 
 impl Shared {
@@ -111,7 +114,10 @@ impl Producer {
             .fetch(&[])
             .await
             .map_err(|e| Error::client("bootstrap.servers: no broker answered Metadata", e))?;
-        let identity = if config.idempotence {
+        let identity = if config.transactional_id.is_some() {
+            transaction::check_config(&config)?;
+            Identity::transactional()
+        } else if config.idempotence {
             Identity::idempotent(init_identity(&config, &metadata).await?)
         } else {
             Identity::none()
@@ -133,7 +139,9 @@ impl Producer {
             Acks::Leader => WireAcks::Leader,
             Acks::All => WireAcks::All,
         };
+        let transactions = config.transactional_id.as_deref().map(Transactions::new);
         let shared = Arc::new(Shared {
+            transactions,
             config,
             acks,
             state: Mutex::new(accumulator),
@@ -158,6 +166,11 @@ impl Producer {
     /// `max.request.size` or `buffer.memory` fails at once. The record's bytes are copied
     /// once, into the batch.
     pub async fn send(&self, record: ProducerRecord<'_>) -> Result<Delivery, Error> {
+        // A transaction's end waits for the sends that began in it.
+        let _in_transaction = match &self.shared.transactions {
+            Some(transactions) => Some(transactions.enter_send().await?),
+            None => None,
+        };
         let config = &self.shared.config;
         let held = record.held_bytes();
         if held > config.buffer_memory {

@@ -10,9 +10,14 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use krec_client::produce::{send_produce, ProduceAnswer, ProduceInFlight, ProduceParams};
+use krec_client::produce::{
+    send_produce, send_produce_in_transaction, ProduceAnswer, ProduceError, ProduceErrorKind,
+    ProduceInFlight, ProduceParams,
+};
 use krec_client::producer_id;
+use krec_client::transaction::txn_codes::TRANSACTION_ABORTABLE;
 use krec_client::Connection;
+use krec_client::TopicPartition;
 
 use crate::accumulator::{Request, Sent};
 use crate::producer::Shared;
@@ -105,7 +110,21 @@ impl Link {
                 .as_millis()
                 .min(i32::MAX as u128) as i32,
         };
-        match send_produce(connection, params, &request.topics).await {
+        let sent = match shared.transactions.as_ref() {
+            None => send_produce(connection, params, &request.topics).await,
+            Some(transactions) => {
+                let missing = transactions.missing_partitions(&request.topics);
+                if !missing.is_empty() {
+                    if let Err(error) = transactions.add_partitions(shared, &missing).await {
+                        refuse_in_transaction(shared, request, &error);
+                        return;
+                    }
+                }
+                let (id, version) = (transactions.id(), transactions.max_produce_version());
+                send_produce_in_transaction(connection, params, &request.topics, id, version).await
+            }
+        };
+        match sent {
             Ok(flight) => self.in_flight.push_back((flight, request.sent)),
             Err(error) => {
                 let reason = naming_broker(connection.address(), &error);
@@ -205,6 +224,35 @@ impl Link {
         drop(state);
         shared.refresh.notify_one();
     }
+}
+
+/// AddPartitionsToTxn failed (Transactions v1): the request's batches fail as if the broker
+/// had answered TRANSACTION_ABORTABLE for each, with the coordinator's reason; the
+/// transaction is doomed (or the producer stopped) already.
+fn refuse_in_transaction(shared: &Shared, request: Request, error: &crate::Error) {
+    let answers = request
+        .topics
+        .iter()
+        .flat_map(|topic| {
+            topic.partitions.iter().map(|p| {
+                let partition = TopicPartition::new(topic.name.clone(), p.partition);
+                let refused = ProduceError {
+                    partition: partition.clone(),
+                    kind: ProduceErrorKind::from_code(TRANSACTION_ABORTABLE),
+                    code: TRANSACTION_ABORTABLE,
+                    message: Some(error.to_string()),
+                    record_errors: Vec::new(),
+                    current_leader: None,
+                };
+                (partition, Err(refused))
+            })
+        })
+        .collect();
+    let coordinator = "transaction coordinator";
+    let _no_metadata_needed =
+        shared
+            .lock()
+            .on_answer(request.sent, answers, coordinator, Instant::now());
 }
 
 /// Until when the broker's quota holds this client's next request (KIP-219: the broker

@@ -108,6 +108,7 @@ impl Classic {
         };
         self.identity.member_id = response.member_id.as_str().to_owned();
         self.identity.generation = response.generation_id;
+        self.session.published.publish(&self.identity);
         let protocol_name = response
             .protocol_name
             .as_ref()

@@ -250,6 +250,7 @@ impl Member {
             self.identity.member_id = id.as_str().to_owned();
         }
         self.identity.generation = response.member_epoch;
+        self.session.published.publish(&self.identity);
         self.interval = Duration::from_millis(response.heartbeat_interval_ms.max(100) as u64);
         self.report_full = false;
         if let Some(assignment) = response.assignment {

@@ -68,6 +68,8 @@ pub struct Session {
     confirmed: bool,
     /// The consumer's counters: coordinator faults, commits, rebalances.
     pub metrics: Arc<Metrics>,
+    /// The member's identity as the handle reads it (`GroupConsumer::group_metadata`).
+    pub published: super::metadata::PublishedIdentity,
 }
 
 /// How a commit went.
@@ -109,6 +111,7 @@ impl Session {
             committed: HashMap::new(),
             confirmed: true,
             metrics,
+            published: Default::default(),
         }
     }
 

@@ -1,5 +1,5 @@
 //! What a producer is told: brokers, acknowledgements, batching, compression, idempotence,
-//! retries, memory and partitioning, with the Java client's defaults.
+//! transactions, retries, memory and partitioning, with the Java client's defaults.
 //!
 //! `properties` reads the same settings from the Java client's and librdkafka's properties.
 
@@ -60,6 +60,12 @@ pub struct ProducerConfig {
     pub codec: Codec,
     /// `enable.idempotence`: producer id, sequences, retries without duplicates.
     pub idempotence: bool,
+    /// `transactional.id`: the producer's identity across restarts, which makes it
+    /// transactional (and idempotent); a newer producer with the same id fences it.
+    pub transactional_id: Option<String>,
+    /// `transaction.timeout.ms`: how long the coordinator lets a transaction stay open
+    /// before it aborts it.
+    pub transaction_timeout: Duration,
     /// `max.in.flight.requests.per.connection` (`max.in.flight`).
     pub max_in_flight: u32,
     /// How long a record may take from `send` to its acknowledgement, retries included
@@ -123,6 +129,8 @@ impl ProducerConfig {
     pub const DEFAULT_LINGER: Duration = Duration::from_millis(5);
     /// `delivery.timeout.ms` by default.
     pub const DEFAULT_DELIVERY_TIMEOUT: Duration = Duration::from_secs(120);
+    /// `transaction.timeout.ms` by default, the Java client's.
+    pub const DEFAULT_TRANSACTION_TIMEOUT: Duration = Duration::from_secs(60);
 
     /// The Java client's defaults for the given bootstrap brokers: `acks=all`, `linger.ms=5`,
     /// `batch.size=16384`, no compression, idempotent, 5 requests in flight, and the rest.
@@ -140,6 +148,8 @@ impl ProducerConfig {
             max_batch_records: None,
             codec: Codec::NONE,
             idempotence: true,
+            transactional_id: None,
+            transaction_timeout: Self::DEFAULT_TRANSACTION_TIMEOUT,
             max_in_flight: MAX_IDEMPOTENT_IN_FLIGHT,
             delivery_timeout: Self::DEFAULT_DELIVERY_TIMEOUT,
             retries: i32::MAX,

@@ -119,6 +119,7 @@ impl ProducerConfig {
         self.settle_codec()?;
         self.settle_partitioning()?;
         self.settle_idempotence()?;
+        self.settle_transactions()?;
         self.settle_delivery_timeout()
     }
 
@@ -226,6 +227,36 @@ impl ProducerConfig {
         }
     }
 
+    /// `transactional.id` makes the producer idempotent, as in the Java client: an explicit
+    /// `enable.idempotence=false` (or a default that gave way to a conflicting key) with it
+    /// is an error naming both.
+    fn settle_transactions(&mut self) -> Result<(), Error> {
+        let Some(id) = self
+            .explicit("transactional.id")
+            .filter(|_| self.transactional_id.is_some())
+        else {
+            return Ok(());
+        };
+        if self.idempotence {
+            return Ok(());
+        }
+        let first = format!("transactional.id={} ({})", id.1, id.2);
+        let second = self.explicit("enable.idempotence").map_or_else(
+            || {
+                "enable.idempotence (off by acks, max.in.flight.requests.per.connection or retries)"
+                    .to_owned()
+            },
+            |(key, value, origin)| format!("{key}={value} ({origin})"),
+        );
+        Err(Error::Conflict {
+            first,
+            second,
+            detail: "a transactional producer is idempotent; remove transactional.id or \
+                     enable idempotence"
+                .to_owned(),
+        })
+    }
+
     /// `delivery.timeout.ms` >= `linger.ms` + `request.timeout.ms`.
     fn settle_delivery_timeout(&mut self) -> Result<(), Error> {
         let least = self.linger + self.connection.request_timeout;
@@ -299,6 +330,11 @@ impl ProducerConfig {
                 self.retries = setting.int(0, i32::MAX, "a number of retries")?;
                 self.mark("retries", setting);
             }
+            "transactional.id" => {
+                self.transactional_id = setting.optional();
+                self.mark("transactional.id", setting);
+            }
+            "transaction.timeout.ms" => self.transaction_timeout = setting.positive_millis()?,
             "retry.backoff.ms" => self.retry_backoff = setting.millis()?,
             "buffer.memory" => self.buffer_memory = setting.bytes(1)? as u64,
             "queue.buffering.max.kbytes" => {

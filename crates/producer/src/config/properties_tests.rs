@@ -185,6 +185,30 @@ fn an_explicit_idempotence_conflict_names_both_keys() {
 }
 
 #[test]
+fn a_transactional_id_needs_idempotence_as_in_java() {
+    let given = config(&[
+        ("transactional.id", "billing-1"),
+        ("transaction.timeout.ms", "30000"),
+    ])
+    .unwrap();
+    assert_eq!(given.transactional_id.as_deref(), Some("billing-1"));
+    assert_eq!(given.transaction_timeout, Duration::from_secs(30));
+    assert!(given.idempotence);
+    let message = error(&[("transactional.id", "t"), ("enable.idempotence", "false")]);
+    assert!(message.contains("transactional.id=t"), "{message}");
+    assert!(message.contains("enable.idempotence=false"), "{message}");
+    let message = error(&[("acks", "1"), ("transactional.id", "t")]);
+    assert!(message.contains("transactional.id=t"), "{message}");
+    assert!(
+        config(&[("transactional.id", "")])
+            .unwrap()
+            .transactional_id
+            .is_none(),
+        "an empty id is none"
+    );
+}
+
+#[test]
 fn default_idempotence_gives_way_to_a_conflicting_key() {
     for (key, value) in [("acks", "1"), ("max.in.flight", "6"), ("retries", "0")] {
         let config = config(&[(key, value)]).unwrap();

@@ -1,7 +1,8 @@
 //! krec-producer against the suite's real broker (`KREC_TEST_BOOTSTRAP`, see scripts/test.sh):
 //! the front door, keyed records read back in order, the bounds of `buffer.memory` and
 //! `max.block.ms`, unknown topics, every codec, a connection cut under idempotence, the
-//! allocations of the write path, and the root package's `examples/produce.rs`.
+//! allocations of the write path, transactions (commit, abort, fencing, offsets), and the root
+//! package's `examples/produce.rs` and `examples/transactions.rs`.
 
 mod support;
 
@@ -12,6 +13,7 @@ mod example;
 mod faults;
 mod throttle;
 mod too_large;
+mod transactions;
 
 /// The producer under faults that need a Toxiproxy lane or the broker to themselves:
 /// scripts/test.sh runs the `solo::` tests one at a time, after the others.
