@@ -127,6 +127,27 @@ impl<'a> ProducerRecord<'a> {
         }
     }
 
+    /// A record from all its parts at once, each `None` left unset: what [`new`](Self::new)
+    /// and the setters build, for a caller that holds the parts as options (a record read from
+    /// a file). Built in place, where each setter moves the whole record.
+    pub fn from_parts(
+        topic: impl Into<Cow<'a, str>>,
+        partition: Option<i32>,
+        timestamp: Option<i64>,
+        key: Option<Payload<'a>>,
+        value: Option<Payload<'a>>,
+        headers: impl IntoIterator<Item = (Payload<'a>, Option<Payload<'a>>)>,
+    ) -> Self {
+        ProducerRecord {
+            topic: topic.into(),
+            partition,
+            timestamp,
+            key,
+            value,
+            headers: headers.into_iter().collect(),
+        }
+    }
+
     /// The key (partitioning hashes it unless the record names its partition).
     pub fn key(mut self, key: impl Into<Payload<'a>>) -> Self {
         self.key = Some(key.into());
