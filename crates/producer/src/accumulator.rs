@@ -6,7 +6,6 @@
 //! finishing that batch).
 
 mod drain;
-mod spare;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -26,7 +25,6 @@ use crate::identity::Identity;
 use crate::record::ProducerRecord;
 use crate::stats::Counters;
 use crate::{Error, ProducerConfig};
-use spare::SpareBuffers;
 
 pub(crate) use drain::{Request, Sent};
 
@@ -94,8 +92,6 @@ pub(crate) struct Accumulator {
     stopped: Option<String>,
     memory: Arc<Semaphore>,
     counters: Arc<Counters>,
-    /// Acknowledged batches' buffers, for the next batches of every partition.
-    spares: Arc<SpareBuffers>,
 }
 
 #[derive(Debug)]
@@ -115,8 +111,6 @@ struct TopicState {
 struct PartitionQueue {
     leader: i32,
     writer: Option<BatchWriter>,
-    /// Where its finished batches' buffers go back to when they are dropped.
-    spares: Arc<SpareBuffers>,
     open: Option<OpenBatch>,
     closed: VecDeque<ClosedBatch>,
     in_flight: usize,
@@ -166,7 +160,6 @@ impl Accumulator {
         memory: Arc<Semaphore>,
         counters: Arc<Counters>,
     ) -> Self {
-        let spares = Arc::new(SpareBuffers::new(limits.write.batch_size));
         Accumulator {
             limits,
             topics: HashMap::new(),
@@ -180,7 +173,6 @@ impl Accumulator {
             stopped: None,
             memory,
             counters,
-            spares,
         }
     }
 
@@ -269,9 +261,7 @@ impl Accumulator {
             for partition in &topic.partitions {
                 let at = partition.partition.max(0) as usize;
                 while state.partitions.len() <= at {
-                    state
-                        .partitions
-                        .push(PartitionQueue::new(self.spares.clone()));
+                    state.partitions.push(PartitionQueue::new());
                 }
                 state.partitions[at].leader = partition.leader;
             }
@@ -464,11 +454,10 @@ fn choose_partition(
 }
 
 impl PartitionQueue {
-    fn new(spares: Arc<SpareBuffers>) -> Self {
+    fn new() -> Self {
         PartitionQueue {
             leader: -1,
             writer: None,
-            spares,
             open: None,
             closed: VecDeque::new(),
             in_flight: 0,
@@ -542,10 +531,9 @@ impl PartitionQueue {
         let fields = closer
             .identity
             .next_batch(closer.topic, closer.partition, records);
-        self.spares.lend_to_this_thread();
         match writer.finish_owned(fields, closer.limits.codec) {
             Ok(batch) => self.closed.push_back(ClosedBatch {
-                bytes: self.spares.share(batch),
+                bytes: Bytes::from_owner(batch),
                 completion: open.completion,
                 created: open.created,
                 held: open.held,
