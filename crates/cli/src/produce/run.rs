@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use krec_producer::{Delivered, Producer, ProducerConfig, ProducerRecord, ProducerStats};
+use krec_producer::{Delivered, Payload, Producer, ProducerConfig, ProducerRecord, ProducerStats};
 
 use super::input::{Origin, RecordRef};
 use super::schema::Encoders;
@@ -233,31 +233,22 @@ fn encoded<'a>(
 }
 
 /// The record to send, borrowing `record`'s bytes; `-p` (`forced`) overrides its partition.
+/// Built from its parts in one go: the setters would move the whole record once each.
 fn producer_record<'a>(
     topic: &'a str,
     record: &RecordRef<'a>,
     forced: Option<Option<i32>>,
 ) -> ProducerRecord<'a> {
-    let mut to_send = ProducerRecord::new(topic);
-    if let Some(key) = record.key {
-        to_send = to_send.key(key);
-    }
-    if let Some(value) = record.value {
-        to_send = to_send.value(value);
-    }
-    for (name, value) in record.headers {
-        to_send = match value {
-            Some(value) => to_send.header(name, value),
-            None => to_send.null_header(name),
-        };
-    }
-    if let Some(partition) = forced.unwrap_or(record.partition) {
-        to_send = to_send.partition(partition);
-    }
-    if let Some(timestamp) = record.timestamp {
-        to_send = to_send.timestamp(timestamp);
-    }
-    to_send
+    let headers = (record.headers.iter())
+        .map(|(name, value)| (Payload::from(name), value.as_ref().map(Payload::from)));
+    ProducerRecord::from_parts(
+        topic,
+        forced.unwrap_or(record.partition),
+        record.timestamp,
+        record.key.map(Payload::from),
+        record.value.map(Payload::from),
+        headers,
+    )
 }
 
 /// On SIGTERM or Ctrl-C: stop reading, deliver what was sent; if the reading is stuck waiting

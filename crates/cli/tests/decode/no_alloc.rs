@@ -95,7 +95,7 @@ fn the_counter_sees_allocations() {
 fn reading_produce_lines_does_not_allocate() {
     use krec_cli::produce::input::lines::LineFormat;
     use krec_cli::produce::{Input, InputFormat};
-    use krec_producer::ProducerRecord;
+    use krec_producer::{Payload, ProducerRecord};
 
     let text: String = (0..2000)
         .map(|i| match i % 3 {
@@ -120,16 +120,17 @@ fn reading_produce_lines_does_not_allocate() {
         let Some(record) = input.next_borrowed().expect("valid input") else {
             return false;
         };
-        let mut to_send = ProducerRecord::new("orders");
-        if let Some(key) = record.key {
-            to_send = to_send.key(key);
-        }
-        if let Some(value) = record.value {
-            to_send = to_send.value(value);
-        }
-        for (name, value) in record.headers {
-            to_send = to_send.header(name, value.as_deref().unwrap_or_default());
-        }
+        // As the send loop builds it (crates/cli/src/produce/run.rs, `producer_record`).
+        let headers = (record.headers.iter())
+            .map(|(name, value)| (Payload::from(name), value.as_ref().map(Payload::from)));
+        let to_send = ProducerRecord::from_parts(
+            "orders",
+            record.partition,
+            record.timestamp,
+            record.key.map(Payload::from),
+            record.value.map(Payload::from),
+            headers,
+        );
         sizes += std::hint::black_box(&to_send).topic().len();
         true
     };
