@@ -202,6 +202,16 @@ impl ProduceArgs {
         let config = ProducerConfig::new(Vec::new())
             .apply_properties(properties)
             .map_err(Error::from)?;
+        // The library's transactions need init/begin/commit around the sends; this command
+        // has none, so a transactional id would fail every send.
+        if config.transactional_id.is_some() {
+            return Err(Error::InvalidArgument {
+                what: "transactional.id",
+                detail: "krec produce writes without transactions (idempotent); remove \
+                         transactional.id from the properties"
+                    .to_owned(),
+            });
+        }
         if config.bootstrap.is_empty() {
             return Err(Error::InvalidArgument {
                 what: "brokers",

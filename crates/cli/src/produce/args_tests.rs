@@ -169,3 +169,16 @@ fn properties_and_flags_make_the_producer_config() {
         1
     );
 }
+
+#[test]
+fn a_transactional_id_is_refused_as_the_command_runs_no_transactions() {
+    let refused = parse(&["-X", "transactional.id=t1"])
+        .unwrap()
+        .producer_config()
+        .unwrap_err();
+    assert_eq!(refused.exit_code(), 2);
+    assert!(
+        refused.to_string().contains("transactional.id"),
+        "{refused}"
+    );
+}
