@@ -372,8 +372,15 @@ impl Accumulator {
         let error = Error::Stopped {
             reason: reason.to_owned(),
         };
-        let mut held = 0;
-        let mut records = 0;
+        self.fail_unsent(&error, false);
+        self.in_flight = 0;
+    }
+
+    /// Fails with `error` every open batch and every closed one not in flight (with
+    /// `keep_in_flight`; otherwise those too, and the queues forget them), and releases their
+    /// memory.
+    pub(crate) fn fail_unsent(&mut self, error: &Error, keep_in_flight: bool) {
+        let (mut held, mut records) = (0, 0);
         for state in self.topics.values_mut() {
             for queue in &mut state.partitions {
                 if let Some(open) = queue.open.take() {
@@ -384,15 +391,20 @@ impl Accumulator {
                     held += open.held;
                     open.completion.complete(Err(error.clone()));
                 }
-                for batch in queue.closed.drain(..) {
+                let from = if keep_in_flight { queue.in_flight } else { 0 };
+                for batch in queue.closed.drain(from..) {
                     records += batch.records.max(0) as usize;
                     held += batch.held;
                     batch.completion.complete(Err(error.clone()));
                 }
-                queue.in_flight = 0;
+                if !keep_in_flight {
+                    queue.in_flight = 0;
+                }
+                if queue.in_flight == 0 {
+                    queue.resend = false;
+                }
             }
         }
-        self.in_flight = 0;
         self.counters.failed(records);
         self.release(held);
     }

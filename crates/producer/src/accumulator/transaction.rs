@@ -1,7 +1,6 @@
 //! What a transactional producer asks of the accumulator: its identity, whether its batches
 //! wait for the coordinator's next epoch, and failing the batches an abort leaves unsent.
 
-use krec_batch::BatchWriter;
 use krec_client::producer_id::ProducerIdentity;
 
 use super::Accumulator;
@@ -21,29 +20,7 @@ impl Accumulator {
     /// A transaction aborts: every batch not in flight fails with `error` (Java's
     /// abortUndrainedBatches); those in flight settle with their answers.
     pub(crate) fn fail_waiting(&mut self, error: &Error) {
-        let (mut held, mut records) = (0, 0);
-        for state in self.topics.values_mut() {
-            for queue in &mut state.partitions {
-                if let Some(open) = queue.open.take() {
-                    records += queue.writer.as_ref().map_or(0, BatchWriter::record_count);
-                    if let Some(writer) = queue.writer.as_mut() {
-                        writer.reset();
-                    }
-                    held += open.held;
-                    open.completion.complete(Err(error.clone()));
-                }
-                for batch in queue.closed.drain(queue.in_flight..) {
-                    records += batch.records.max(0) as usize;
-                    held += batch.held;
-                    batch.completion.complete(Err(error.clone()));
-                }
-                if queue.in_flight == 0 {
-                    queue.resend = false;
-                }
-            }
-        }
-        self.counters.failed(records);
-        self.release(held);
+        self.fail_unsent(error, true);
     }
 
     /// Why the producer stopped (a fenced Produce, a refused ACL, closed), if it did.
