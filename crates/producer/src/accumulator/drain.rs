@@ -12,6 +12,7 @@ use krec_client::produce::{
     Appended as BrokerAppended, ProduceError, ProduceErrorKind, ProducePartition, ProduceTopic,
 };
 use krec_client::producer_id::ProducerIdentity;
+use krec_client::transaction::txn_codes::INVALID_PRODUCER_EPOCH;
 use krec_client::TopicPartition;
 
 use super::{Accumulator, ClosedBatch, Closer, PartitionQueue, TopicState};
@@ -397,10 +398,15 @@ impl Accumulator {
                 detail,
             };
         }
-        let stops_producer = matches!(
-            error.kind,
-            ProduceErrorKind::ProducerFenced | ProduceErrorKind::ClusterAuthorizationFailed
-        );
+        // In a transaction, INVALID_PRODUCER_EPOCH may be the coordinator's own bump after
+        // aborting a timed-out transaction: only the transaction is doomed, as in Java; the
+        // abort's EndTxn says whether the producer was fenced.
+        let timed_out = self.identity.is_transactional() && error.code == INVALID_PRODUCER_EPOCH;
+        let stops_producer = !timed_out
+            && matches!(
+                error.kind,
+                ProduceErrorKind::ProducerFenced | ProduceErrorKind::ClusterAuthorizationFailed
+            );
         Outcome::Fail {
             detail,
             stops_producer,
