@@ -79,3 +79,27 @@ async fn a_transaction_the_coordinator_timed_out_is_aborted_and_the_producer_goe
     producer.close().await.expect("close");
     assert_committed(&broker.bootstrap, &topic, &["next"]).await;
 }
+
+/// `close` with a transaction open aborts it: the abort marker comes at once (far within
+/// `transaction.timeout.ms`), its records never reach read_committed, and a new producer
+/// with the same id commits at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_aborts_the_open_transaction() {
+    let broker = live::broker();
+    let topic = live::unique_name("txnprod-close");
+    broker.create_topic(&topic, 1);
+    let id = live::unique_name("txnprod-id");
+    let first = transactional(&broker.bootstrap, &id).await;
+    first.begin().expect("begin");
+    send_values(&first, &topic, &["left open"]).await;
+    within("close", first.close()).await.expect("close");
+    // The default transaction.timeout.ms (60 s) is far off: only close's abort moves it.
+    await_stable_offset(&broker.bootstrap, &topic, 2, Duration::from_secs(10)).await;
+
+    let second = transactional(&broker.bootstrap, &id).await;
+    second.begin().expect("begin");
+    send_values(&second, &topic, &["next"]).await;
+    within("commit", second.commit()).await.expect("commit");
+    second.close().await.expect("close");
+    assert_committed(&broker.bootstrap, &topic, &["next"]).await;
+}
