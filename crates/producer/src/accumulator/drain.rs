@@ -146,6 +146,8 @@ impl Accumulator {
         self.expire_partition(topic, partition, now);
         let state = self.topics.get_mut(topic)?;
         let queue = state.partitions.get_mut(partition as usize)?;
+        // A broker with no state for an idempotent producer takes any first sequence: one
+        // batch until acknowledged, so two cannot land reordered after a retry.
         let max_in_flight = if queue.acknowledged || !idempotent {
             max_in_flight
         } else {
