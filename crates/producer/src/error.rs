@@ -177,8 +177,9 @@ pub enum Error {
     },
 
     /// A newer producer with the same `transactional.id` took over (PRODUCER_FENCED,
-    /// INVALID_PRODUCER_EPOCH): this producer has stopped; nothing of its open transaction
-    /// becomes visible. Close it.
+    /// INVALID_PRODUCER_EPOCH from the coordinator): this producer has stopped; nothing of its
+    /// open transaction becomes visible. Close it. (A Produce answer's INVALID_PRODUCER_EPOCH
+    /// only dooms the transaction: a timed-out abort answers the same; `abort` tells which.)
     #[error("transactional.id {transactional_id}: fenced by a newer producer with the same id: {detail}")]
     Fenced {
         /// `transactional.id`.

@@ -72,6 +72,11 @@ impl Identity {
         self.current.is_some()
     }
 
+    /// Whether batches carry the transactional bit (a `transactional.id` is set).
+    pub(crate) fn is_transactional(&self) -> bool {
+        self.transactional
+    }
+
     /// The fields of the partition's next batch of `records` records; its sequences are
     /// taken (Kafka's sequences wrap from `i32::MAX` to 0).
     pub(crate) fn next_batch(

@@ -107,10 +107,13 @@
 //! v1 otherwise (AddPartitionsToTxn before a partition's first batch of the transaction,
 //! AddOffsetsToTxn, Produce at v11 at most, the epoch bumped after an abort). Fencing ends
 //! the producer ([`Error::Fenced`], or [`Error::Stopped`] naming the fence when a Produce
-//! answer saw it first), never retried; a failed record, TRANSACTION_ABORTABLE or a
-//! group refusing the offsets after a rebalance leaves `abort` the one call allowed
-//! ([`Error::TransactionAbortable`]), after which the producer goes on. Abort fails the
-//! records not yet sent and waits for those in flight.
+//! answer said PRODUCER_FENCED first), never retried; a failed record, TRANSACTION_ABORTABLE
+//! or a group refusing the offsets after a rebalance leaves `abort` the one call allowed
+//! ([`Error::TransactionAbortable`]), after which the producer goes on. A Produce answer's
+//! INVALID_PRODUCER_EPOCH is such a failed record, as in the Java client: the coordinator
+//! answers so once it aborted a transaction past `transaction.timeout.ms`, and a fenced
+//! producer learns of the fence from its `abort`. Abort fails the records not yet sent and
+//! waits for those in flight; [`Producer::close`] aborts a transaction left open.
 //!
 //! # Public surface
 //!

@@ -281,14 +281,20 @@ impl Producer {
         Ok(())
     }
 
-    /// Flushes, then stops the tasks and closes the connections. Records sent after it
-    /// fail with [`Error::Stopped`].
+    /// Flushes, aborts the transaction left open (as Java's close does: its records never
+    /// become visible, and the coordinator need not wait for `transaction.timeout.ms`), then
+    /// stops the tasks and closes the connections. Records sent after it fail with
+    /// [`Error::Stopped`]. A failed abort is the answer; the producer stops all the same.
     pub async fn close(&self) -> Result<(), Error> {
         self.flush().await?;
+        let aborted = match &self.shared.transactions {
+            Some(transactions) if transactions.is_open() => self.abort().await,
+            _ => Ok(()),
+        };
         for task in self.shared.stop("the producer was closed") {
             let _ = task.await;
         }
-        Ok(())
+        aborted
     }
 
     /// What the producer has done so far: records and bytes acknowledged, batches, retries,

@@ -114,6 +114,11 @@ impl Transactions {
         }
     }
 
+    /// Whether a transaction is open (abortable ones too): `close` aborts it.
+    pub(crate) fn is_open(&self) -> bool {
+        matches!(self.lock().phase, Phase::Open | Phase::Abortable(_))
+    }
+
     /// Refuses new sends (the phase moved on) and waits for those under way.
     async fn close_sends(&self) {
         drop(self.sends.write().await);

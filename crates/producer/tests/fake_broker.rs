@@ -1,5 +1,9 @@
-//! krec-producer against krec-testkit's scripted fake broker, for a state a real broker cannot
-//! be brought to in a test: a producer id whose epoch is exhausted (i16::MAX). Needs no Kafka.
+//! krec-producer against krec-testkit's scripted fake broker, for states a real broker cannot
+//! be brought to in a test: a producer id whose epoch is exhausted (i16::MAX), and (in
+//! `txn_v1`) a Transactions v1 partition add refused. Needs no Kafka.
+
+#[path = "fake_broker/txn_v1.rs"]
+mod txn_v1;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

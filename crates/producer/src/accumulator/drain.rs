@@ -12,6 +12,7 @@ use krec_client::produce::{
     Appended as BrokerAppended, ProduceError, ProduceErrorKind, ProducePartition, ProduceTopic,
 };
 use krec_client::producer_id::ProducerIdentity;
+use krec_client::transaction::txn_codes::INVALID_PRODUCER_EPOCH;
 use krec_client::TopicPartition;
 
 use super::{Accumulator, ClosedBatch, Closer, PartitionQueue, TopicState};
@@ -145,6 +146,8 @@ impl Accumulator {
         self.expire_partition(topic, partition, now);
         let state = self.topics.get_mut(topic)?;
         let queue = state.partitions.get_mut(partition as usize)?;
+        // A broker with no state for an idempotent producer takes any first sequence: one
+        // batch until acknowledged, so two cannot land reordered after a retry.
         let max_in_flight = if queue.acknowledged || !idempotent {
             max_in_flight
         } else {
@@ -397,10 +400,15 @@ impl Accumulator {
                 detail,
             };
         }
-        let stops_producer = matches!(
-            error.kind,
-            ProduceErrorKind::ProducerFenced | ProduceErrorKind::ClusterAuthorizationFailed
-        );
+        // In a transaction, INVALID_PRODUCER_EPOCH may be the coordinator's own bump after
+        // aborting a timed-out transaction: only the transaction is doomed, as in Java; the
+        // abort's EndTxn says whether the producer was fenced.
+        let timed_out = self.identity.is_transactional() && error.code == INVALID_PRODUCER_EPOCH;
+        let stops_producer = !timed_out
+            && matches!(
+                error.kind,
+                ProduceErrorKind::ProducerFenced | ProduceErrorKind::ClusterAuthorizationFailed
+            );
         Outcome::Fail {
             detail,
             stops_producer,

@@ -64,7 +64,7 @@ pub struct ProducerConfig {
     /// transactional (and idempotent); a newer producer with the same id fences it.
     pub transactional_id: Option<String>,
     /// `transaction.timeout.ms`: how long the coordinator lets a transaction stay open
-    /// before it aborts it.
+    /// before it aborts it (the producer's next batch is then refused: `abort`, and go on).
     pub transaction_timeout: Duration,
     /// `max.in.flight.requests.per.connection` (`max.in.flight`).
     pub max_in_flight: u32,

@@ -13,6 +13,7 @@ mod example;
 mod faults;
 mod throttle;
 mod too_large;
+mod transaction_ends;
 mod transactions;
 
 /// The producer under faults that need a Toxiproxy lane or the broker to themselves:

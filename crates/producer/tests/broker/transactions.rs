@@ -16,7 +16,7 @@ use krec_producer::{Error, Producer, ProducerRecord};
 use crate::support::{live, producer_config, within};
 
 /// A transactional producer for `bootstrap`, its transactions initialized.
-async fn transactional(bootstrap: &str, transactional_id: &str) -> Producer {
+pub(crate) async fn transactional(bootstrap: &str, transactional_id: &str) -> Producer {
     let config = producer_config(
         bootstrap,
         &[("transactional.id", transactional_id), ("linger.ms", "1")],
@@ -31,7 +31,7 @@ async fn transactional(bootstrap: &str, transactional_id: &str) -> Producer {
 /// Asserts that a read_committed consumer sees `expected` in `topic` (sorted), reading again
 /// for a while: the coordinator writes the markers that end a transaction after EndTxn's
 /// answer, so the last stable offset may lag it.
-async fn assert_committed(bootstrap: &str, topic: &str, expected: &[&str]) {
+pub(crate) async fn assert_committed(bootstrap: &str, topic: &str, expected: &[&str]) {
     let mut expected: Vec<String> = expected.iter().map(|v| (*v).to_owned()).collect();
     expected.sort();
     let mut values = Vec::new();
@@ -74,7 +74,7 @@ async fn committed_values(bootstrap: &str, topic: &str) -> Vec<String> {
 }
 
 /// Sends `values` to partition 0 of `topic` and waits until each is acknowledged.
-async fn send_values(producer: &Producer, topic: &str, values: &[&str]) {
+pub(crate) async fn send_values(producer: &Producer, topic: &str, values: &[&str]) {
     let mut deliveries = Vec::new();
     for value in values {
         let record = ProducerRecord::new(topic)
@@ -368,8 +368,9 @@ async fn a_group_refusing_the_offsets_dooms_only_the_transaction() {
     assert_committed(&broker.bootstrap, &output, &["after"]).await;
 }
 
-/// A fenced producer that sends on: its batch is refused, and its commit fails for good
-/// naming the fence, never committing; nothing of it becomes visible.
+/// A fenced producer that sends on: its batch is refused with INVALID_PRODUCER_EPOCH, which
+/// dooms the transaction only (a coordinator's timeout answers the same), so its commit says
+/// abort; the abort's EndTxn names the fence and stops it for good. Nothing of it is visible.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fenced_producer_that_sends_on_stops_naming_the_fence() {
     let broker = live::broker();
@@ -384,18 +385,23 @@ async fn a_fenced_producer_that_sends_on_stops_naming_the_fence() {
     let record = ProducerRecord::new(&topic).partition(0).value(b"zombie");
     let delivery = first.send(record).await.expect("appended");
     let refused = within("delivery", delivery).await.unwrap_err();
-    let error = within("commit", first.commit()).await.unwrap_err();
-    let text = error.to_string();
-    assert!(
-        matches!(error, Error::Stopped { .. } | Error::Fenced { .. }),
-        "{error:?}"
-    );
+    let text = refused.to_string();
     assert!(
         text.contains("FENCED") || text.contains("INVALID_PRODUCER_EPOCH"),
-        "{text} (the delivery: {refused})"
+        "{text}"
     );
+    let doomed = within("commit", first.commit()).await.unwrap_err();
+    assert!(
+        matches!(doomed, Error::TransactionAbortable { .. }),
+        "{doomed:?}"
+    );
+    let fenced = within("abort", first.abort()).await.unwrap_err();
+    assert!(matches!(fenced, Error::Fenced { .. }), "{fenced:?}");
     assert!(first.begin().is_err(), "stopped for good");
     assert!(first.abort().await.is_err(), "stopped for good");
+    second.begin().expect("the new producer begins");
+    send_values(&second, &topic, &["new"]).await;
+    within("commit", second.commit()).await.expect("commit");
     second.close().await.expect("close");
-    assert_committed(&broker.bootstrap, &topic, &[]).await;
+    assert_committed(&broker.bootstrap, &topic, &["new"]).await;
 }
