@@ -58,8 +58,8 @@ pub struct InputRecord {
     pub decoded: DecodedParts,
 }
 
-/// One record read, borrowing the input's buffer (line input) or the reader's last owned
-/// record (JSON, whole files): what is sent, with no copy of its bytes.
+/// One record read, borrowing the input's buffer (line input), the reader's storage for JSON
+/// lines, or its last whole file: what is sent, with no copy of its bytes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RecordRef<'a> {
     /// The key; `None` for a null key.
@@ -201,8 +201,10 @@ pub struct Input {
     pending: VecDeque<PathBuf>,
     /// The file (or stdin) being read, by name.
     current: Option<(Arc<str>, Pieces)>,
-    /// The last record read whole (JSON, a whole file), lent out by [`Input::next_borrowed`].
+    /// The last whole file read as a record, lent out by [`Input::next_borrowed`].
     held: Option<InputRecord>,
+    /// The last JSON line's record, its storage kept from line to line.
+    json: json::JsonRecordBuf,
 }
 
 impl Input {
@@ -218,6 +220,7 @@ impl Input {
             pending: files.into(),
             current: None,
             held: None,
+            json: json::JsonRecordBuf::default(),
         };
         if input.pending.is_empty() {
             let stdin: Box<dyn Read + Send> = Box::new(std::io::stdin());
@@ -240,6 +243,7 @@ impl Input {
             pending: VecDeque::new(),
             current: None,
             held: None,
+            json: json::JsonRecordBuf::default(),
         };
         input.current = Some((name.into(), input.delimited(reader)));
         input
@@ -292,8 +296,8 @@ impl Input {
                 else {
                     unreachable!("checked above")
                 };
-                if let Some(record) = format.record(pieces.slice(span), origin)? {
-                    return Ok(Some(self.held.insert(record).as_ref()));
+                if format.read_into(pieces.slice(span), &origin, &mut self.json)? {
+                    return Ok(Some(self.json.record(origin)));
                 }
                 continue;
             }

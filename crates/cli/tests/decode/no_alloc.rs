@@ -1,7 +1,8 @@
 //! Writing records allocates nothing per record: after the writer's buffer
 //! exists, JSON, templates and raw output render every record of a segment
 //! without touching the heap (counted by a per-thread counting allocator); and `krec
-//! produce` reads line input and builds the producer's records without it too.
+//! produce` reads line input (and builds the producer's records from it) and JSON lines without
+//! it too.
 
 use std::io;
 
@@ -144,5 +145,64 @@ fn reading_produce_lines_does_not_allocate() {
     let allocated = allocations() - before;
     assert_eq!(records, 1334, "every non-empty line is a record");
     assert_eq!(allocated, 0, "allocations while reading {records} records");
+    assert!(sizes > 0);
+}
+
+/// `krec produce -J`'s hot path: once its storage has grown to the input's records, reading
+/// `krec consume -J`'s lines (escaped text, base64 bytes, null keys, values and headers)
+/// touches the heap no more. (The producer's record is left out: it keeps two headers inline
+/// and these records have four.)
+#[test]
+fn reading_produce_json_lines_does_not_allocate() {
+    use krec_cli::produce::input::json::JsonFormat;
+    use krec_cli::produce::{Input, InputFormat};
+
+    let data = segment();
+    let mut text = Vec::new();
+    let mut writer = RecordWriter::new(&mut text, OutputFormat::Json);
+    let rounds = 5;
+    for _ in 0..rounds {
+        for batch in BatchWalk::new(&data, &DecodeConfig::default()) {
+            for record in batch.expect("valid batch").records() {
+                let record = record.expect("valid record");
+                writer
+                    .write_record(&RecordContext::new("orders", 3), &record)
+                    .expect("to memory");
+            }
+        }
+    }
+    writer.flush().expect("to memory");
+    drop(writer);
+    let format = JsonFormat {
+        headers: vec![(b"copied".to_vec(), Some(b"yes".to_vec()))],
+        ..JsonFormat::default()
+    };
+    let reader = Box::new(io::Cursor::new(text));
+    let mut input = Input::from_reader(InputFormat::Json(format), "stdin", reader, 1 << 20);
+    let read = |input: &mut Input| -> Option<(u64, usize)> {
+        let before = allocations();
+        let record = input.next_borrowed().expect("valid input")?;
+        let allocated = allocations() - before;
+        assert_eq!(record.headers.len(), 4, "three of the line's, one added");
+        let size = record.key.map_or(0, <[u8]>::len) + record.value.map_or(0, <[u8]>::len);
+        Some((allocated, std::hint::black_box(size)))
+    };
+    // The first round grows the storage to the largest key, value and header.
+    for _ in 0..300 {
+        assert!(read(&mut input).is_some());
+    }
+    let (mut records, mut allocated, mut sizes) = (300, 0, 0);
+    while let Some((allocations, size)) = read(&mut input) {
+        records += 1;
+        allocated += allocations;
+        sizes += size;
+    }
+    assert_eq!(records, 300 * rounds, "every line is a record");
+    assert_eq!(
+        allocated,
+        0,
+        "allocations while reading {} records",
+        records - 300
+    );
     assert!(sizes > 0);
 }

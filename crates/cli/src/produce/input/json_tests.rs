@@ -375,3 +375,70 @@ fn a_schema_id_marks_its_part_as_written_by_consume() {
     assert_eq!(neither.decoded, DecodedParts::default());
     assert_eq!(neither.as_ref().to_owned(), neither, "kept when borrowed");
 }
+
+#[test]
+fn escapes_are_undone_in_strings_header_strings_and_base64() {
+    let record = read(
+        r#"{"key":"a\"\\\/\b\f\n\r\tz","value":"\u00e9\ud83d\ude00!","headers":[["h\u0041","\u0000"]]}"#,
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(record.key.as_deref(), Some(&b"a\"\\/\x08\x0c\n\r\tz"[..]));
+    assert_eq!(record.value.as_deref(), Some("é😀!".as_bytes()));
+    assert_eq!(record.headers, [(b"hA".to_vec(), Some(vec![0]))]);
+    let base64 = read(r#"{"value":{"base64":"\/w\u003d="}}"#)
+        .unwrap()
+        .unwrap();
+    assert_eq!(base64.value.as_deref(), Some(&[0xff][..]));
+    for lone in [r#"{"key":"\udc00"}"#, r#"{"headers":[["\ud800x","v"]]}"#] {
+        let error = error_of(lone);
+        assert!(
+            error.starts_with("in.json:7: malformed JSON"),
+            "{lone}: {error}"
+        );
+    }
+}
+
+#[test]
+fn storage_read_line_after_line_keeps_nothing_of_the_line_before() {
+    let format = JsonFormat {
+        headers: vec![(b"added".to_vec(), Some(b"x".to_vec()))],
+        ..JsonFormat::default()
+    };
+    let lines = [
+        r#"{"key":"k1","value":{"base64":"AAEC"},"headers":[["a","1"],["b",null],["c","3"]],"timestamp":5,"partition":2,"value_schema_id":1}"#,
+        r#"{"value":"v2","headers":[["a",null],["b","2"]]}"#,
+        r#"{"key":"k3"}"#,
+        r#"{"key":5}"#,
+        r#"{"headers":[["a","1"],["b","2"],["c",null],["d","4"]]}"#,
+    ];
+    let mut buf = JsonRecordBuf::default();
+    let mut read_again = Vec::new();
+    for line in lines {
+        match format.read_into(line.as_bytes(), &origin(), &mut buf) {
+            Ok(read) => {
+                assert!(read);
+                read_again.push(buf.record(origin()).to_owned());
+            }
+            Err(error) => assert!(error.to_string().contains("field key"), "{error}"),
+        }
+    }
+    let fresh: Vec<InputRecord> = (lines.iter())
+        .filter_map(|line| format.record(line.as_bytes(), origin()).ok().flatten())
+        .collect();
+    assert_eq!(read_again.len(), 4);
+    assert_eq!(read_again, fresh, "the same as each line read on its own");
+    assert_eq!(
+        read_again[1].headers,
+        [
+            (b"a".to_vec(), None),
+            (b"b".to_vec(), Some(b"2".to_vec())),
+            (b"added".to_vec(), Some(b"x".to_vec()))
+        ]
+    );
+    assert_eq!(
+        (read_again[2].key.as_deref(), read_again[2].value.as_deref()),
+        (Some(&b"k3"[..]), None)
+    );
+    assert_eq!(read_again[2].decoded, DecodedParts::default());
+}
