@@ -20,7 +20,8 @@ pub(crate) struct CheckedBatch<'a> {
     pub(crate) bytes: &'a [u8],
     /// The header's record count.
     pub(crate) records: i32,
-    /// Its first record's timestamp (what `Delivered::timestamp` answers).
+    /// The header's base timestamp, or its max one behind a delete horizon (what
+    /// `Delivered::timestamp` answers).
     pub(crate) timestamp: i64,
 }
 
@@ -47,7 +48,7 @@ pub(crate) fn check<'a>(
     }
 }
 
-/// The batch's record count and first timestamp, or why it cannot go as it is.
+/// The batch's record count and timestamp, or why it cannot go as it is.
 fn inspect(batch: &[u8], config: &ProducerConfig) -> Result<(i32, i64), BatchRefusal> {
     let size = batch.len() as u64;
     let limits = [

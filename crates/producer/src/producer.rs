@@ -199,7 +199,9 @@ impl Producer {
     /// sequences, transactions, retries in order, `delivery.timeout.ms`, `buffer.memory`
     /// (the batch's size, until it is acknowledged or failed), [`stats`](Self::stats) (its
     /// header's record count). Its bytes are copied once, into a pooled buffer. The
-    /// [`Delivery`] is its first record's: offset and timestamp.
+    /// [`Delivery`] is its first record's offset; its timestamp is the header's base
+    /// timestamp (the first record's, as producers write batches; the max timestamp when the
+    /// base holds the log cleaner's delete horizon).
     ///
     /// A batch the broker would refuse from a producer is refused here, before it takes any
     /// sequence ([`Error::BatchRefused`], [`BatchRefusal`](crate::BatchRefusal) says why): not
