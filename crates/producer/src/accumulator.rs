@@ -5,6 +5,7 @@
 //! One lock guards it all; `send` holds it for one append (and, when a batch fills, for
 //! finishing that batch).
 
+mod copied;
 mod drain;
 mod transaction;
 
@@ -145,6 +146,8 @@ struct ClosedBatch {
     records: i32,
     retries: u32,
     last_error: Option<String>,
+    /// A batch of `send_batch`, sent whole or not at all (never split).
+    copied: bool,
 }
 
 /// A record appended: its future, and whether the senders must look again (a batch filled
@@ -572,6 +575,7 @@ impl PartitionQueue {
                 records,
                 retries: 0,
                 last_error: None,
+                copied: false,
             }),
             Err(error) => {
                 writer.reset();

@@ -80,9 +80,11 @@ pub enum Error {
     /// The broker refused the record's batch as too large for the topic (MESSAGE_TOO_LARGE:
     /// over its `max.message.bytes`, or the broker's `message.max.bytes`) with the record
     /// alone in it: no split of the batch makes it fit. A batch of several records is split
-    /// and sent again instead.
+    /// and sent again instead, but for a batch of [`Producer::send_batch`](crate::Producer::send_batch),
+    /// which goes whole or not at all.
     #[error(
-        "topic {topic} partition {partition}: a batch of {records} record(s), {size} bytes, is          too large for the topic (its max.message.bytes): {detail}"
+        "topic {topic} partition {partition}: a batch of {records} record(s), {size} bytes, is \
+         too large for the topic (its max.message.bytes): {detail}"
     )]
     MessageTooLarge {
         /// The topic.
@@ -95,6 +97,18 @@ pub enum Error {
         records: i32,
         /// The broker's answer.
         detail: String,
+    },
+
+    /// [`Producer::send_batch`](crate::Producer::send_batch) refused the batch before
+    /// sending anything: it cannot go to the broker as it is ([`BatchRefusal`] says why).
+    #[error("topic {topic} partition {partition}: the batch cannot be sent as it is: {reason}")]
+    BatchRefused {
+        /// The topic.
+        topic: String,
+        /// The partition.
+        partition: i32,
+        /// Why.
+        reason: BatchRefusal,
     },
 
     /// `send` found no room in `buffer.memory` within `max.block.ms`.
@@ -196,6 +210,64 @@ pub enum Error {
         transactional_id: String,
         /// What failed, with the coordinator's answer.
         detail: String,
+    },
+}
+
+/// Why [`Producer::send_batch`](crate::Producer::send_batch) refused a batch
+/// ([`Error::BatchRefused`]). The broker would refuse most of these too, but only after the
+/// batch took its sequences: inside an idempotent or transactional stream that refusal breaks
+/// the partition's sequence (and dooms a transaction), so they are refused before sending.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BatchRefusal {
+    /// Not exactly one whole, sound RecordBatch v2: cut short, bytes after it, a CRC32C that
+    /// does not match, an unknown codec or magic.
+    #[error("not one whole RecordBatch v2: {detail}")]
+    Malformed {
+        /// What is wrong, as krec-batch found it.
+        detail: String,
+    },
+    /// A legacy (v0/v1) message set: re-encode its records as a v2 batch.
+    #[error("a legacy message set (magic {magic}); re-encode its records as a v2 batch")]
+    Legacy {
+        /// Its magic byte.
+        magic: u8,
+    },
+    /// A control batch (transaction markers): only a broker writes those.
+    #[error("a control batch (transaction markers are written by the broker)")]
+    Control,
+    /// No record in it (what the log cleaner leaves): nothing to send.
+    #[error("it holds no record")]
+    Empty,
+    /// Its record count is not its last offset delta + 1 (compaction removed records from
+    /// it): the broker refuses such a batch from a producer; re-encode its records with
+    /// offset deltas from 0.
+    #[error(
+        "it holds {records} records over offset deltas 0..={last_offset_delta} (offsets with \
+         gaps); re-encode its records with consecutive offset deltas"
+    )]
+    OffsetGaps {
+        /// The header's record count.
+        records: u32,
+        /// The header's last offset delta.
+        last_offset_delta: i32,
+    },
+    /// Its timestamps are the broker's append time (LogAppendTime), a flag the broker refuses
+    /// from a producer: re-encode it with those times as CreateTime.
+    #[error(
+        "its timestamp type is LogAppendTime, which brokers refuse from a producer; re-encode \
+         it with those times as CreateTime"
+    )]
+    LogAppendTime,
+    /// Larger than the producer may send (`max.request.size`) or hold (`buffer.memory`).
+    #[error("{size} bytes is larger than {key} ({limit} bytes)")]
+    TooLarge {
+        /// The batch's size in bytes.
+        size: u64,
+        /// The configuration key that limits it.
+        key: &'static str,
+        /// Its value in bytes.
+        limit: u64,
     },
 }
 

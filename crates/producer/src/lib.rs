@@ -32,6 +32,16 @@
 //! `delivery.timeout.ms` fails its records. Dropping the producer fails what it still holds;
 //! every `Delivery` resolves.
 //!
+//! [`Producer::send_batch`] sends a batch as a broker stored it (`krec mirror`'s shallow
+//! copy): one whole RecordBatch v2, its records' bytes untouched and compressed as they came,
+//! goes out as one batch of the partition, behind the records sent to it before, with only
+//! the fields a producer owns re-stamped (base offset, producer id and epoch, base sequence,
+//! the transactional bit; the CRC32C updated from the changed header bytes). It has
+//! everything a batch of `send` has (sequences, transactions, retries, expiry,
+//! `buffer.memory`, stats) but a split: a batch the broker would refuse from a producer is
+//! refused before it takes a sequence ([`Error::BatchRefused`], [`BatchRefusal`] says why),
+//! and MESSAGE_TOO_LARGE fails it whole.
+//!
 //! ```no_run
 //! # async fn demo(brokers: &str) -> Result<(), krec_producer::Error> {
 //! use krec_producer::{Producer, ProducerConfig, ProducerRecord};
@@ -125,15 +135,17 @@
 //! [`Delivery`], [`Delivered`], [`Error`].
 //!
 //! - Sending: [`Producer`], [`ProducerRecord`] and the [`Payload`] its key, value and
-//!   headers take, [`Delivery`], [`Delivered`], [`ProducerStats`].
+//!   headers take, [`Delivery`], [`Delivered`], [`ProducerStats`]; whole batches:
+//!   [`Producer::send_batch`].
 //! - Configuration, in [`config`]: [`ProducerConfig`], [`Acks`],
 //!   `config::MAX_IDEMPOTENT_IN_FLIGHT`.
 //! - Transactions: [`Producer::init_transactions`], [`Producer::begin`],
 //!   [`Producer::commit`], [`Producer::abort`], [`Producer::send_offsets_to_transaction`].
-//! - Errors: [`Error`].
+//! - Errors: [`Error`], and [`BatchRefusal`], why `send_batch` refused a batch.
 
 mod accumulator;
 pub mod config;
+mod copied;
 mod delivery;
 mod error;
 mod identity;
@@ -147,7 +159,7 @@ mod transaction_coordinator;
 
 pub use config::{Acks, ProducerConfig};
 pub use delivery::{Delivered, Delivery};
-pub use error::Error;
+pub use error::{BatchRefusal, Error};
 pub use producer::Producer;
 pub use record::{Payload, ProducerRecord};
 pub use stats::ProducerStats;

@@ -11,13 +11,13 @@ use krec_client::Connection;
 use tokio::sync::{watch, Notify, Semaphore};
 use tokio::task::JoinHandle;
 
-use crate::accumulator::{Accumulator, Limits, Route};
+use crate::accumulator::{Accumulator, Appended, Limits, Route};
 use crate::delivery::{Delivery, Settled};
 use crate::identity::Identity;
 use crate::record::ProducerRecord;
 use crate::stats::{Counters, ProducerStats};
 use crate::transaction::{self, Transactions};
-use crate::{routing, sender, Acks, Error, ProducerConfig};
+use crate::{copied, routing, sender, Acks, Error, ProducerConfig};
 
 /// An async Kafka producer: `send` appends a record to its partition's batch and returns its
 /// [`Delivery`], one sender task per broker sends the batches, and every `Delivery` resolves
@@ -181,16 +181,66 @@ impl Producer {
                 limit: config.buffer_memory,
             });
         }
+        self.append_with_room(record.topic(), held, |accumulator, held| {
+            let timestamp = record.timestamp.unwrap_or_else(now_ms);
+            accumulator.append(&record, timestamp, held, None)
+        })
+        .await
+    }
+
+    /// Sends `batch`, one whole RecordBatch v2 as a broker stored it (any codec), to
+    /// `partition` of `topic` unchanged but for the fields a producer owns, which are
+    /// re-stamped when it is sent (base offset, producer id and epoch, base sequence, the
+    /// transactional bit; CRC updated). Resolves to the offset the target gave its first record.
+    ///
+    /// The copy of `krec mirror`: the records' bytes go out as they came, compressed as they
+    /// came, as one batch of the partition, behind the records sent to it before (its open
+    /// batch is closed first), with everything a batch of [`send`](Self::send) has:
+    /// sequences, transactions, retries in order, `delivery.timeout.ms`, `buffer.memory`
+    /// (the batch's size, until it is acknowledged or failed), [`stats`](Self::stats) (its
+    /// header's record count). Its bytes are copied once, into a pooled buffer. The
+    /// [`Delivery`] is its first record's offset; its timestamp is the header's base
+    /// timestamp (the first record's, as producers write batches; the max timestamp when the
+    /// base holds the log cleaner's delete horizon).
+    ///
+    /// A batch the broker would refuse from a producer is refused here, before it takes any
+    /// sequence ([`Error::BatchRefused`], [`BatchRefusal`](crate::BatchRefusal) says why): not
+    /// one whole v2 batch with a sound CRC32C, a control batch, no record, offsets with gaps
+    /// (a record count other than its last offset delta + 1), LogAppendTime, larger than
+    /// `max.request.size` or `buffer.memory`. It is never split: a broker's MESSAGE_TOO_LARGE
+    /// fails it ([`Error::MessageTooLarge`]); check it against the topic's
+    /// `max.message.bytes` first.
+    pub async fn send_batch(
+        &self,
+        topic: &str,
+        partition: i32,
+        batch: bytes::Bytes,
+    ) -> Result<Delivery, Error> {
+        let _in_transaction = match &self.shared.transactions {
+            Some(transactions) => Some(transactions.enter_send().await?),
+            None => None,
+        };
+        let checked = copied::check(topic, partition, &batch, &self.shared.config)?;
+        self.append_with_room(topic, batch.len() as u64, |accumulator, held| {
+            accumulator.append_copied(&checked, held, Instant::now())
+        })
+        .await
+    }
+
+    /// Takes `held` bytes of `buffer.memory` and appends with `append`, waiting for the
+    /// topic's metadata if it is unknown; both waits within `max.block.ms`.
+    async fn append_with_room(
+        &self,
+        topic: &str,
+        held: u64,
+        mut append: impl FnMut(&mut Accumulator, u64) -> Result<Option<Appended>, Error>,
+    ) -> Result<Delivery, Error> {
         let permits = u32::try_from(held).unwrap_or(u32::MAX);
         // `max.block.ms` counts from the first wait: the usual send reads no clock for it.
         let mut deadline = None;
         loop {
-            self.take_room(&record, permits, &mut deadline).await?;
-            let timestamp = record.timestamp.unwrap_or_else(now_ms);
-            let appended = self
-                .shared
-                .lock()
-                .append(&record, timestamp, u64::from(permits), None);
+            self.take_room(topic, permits, &mut deadline).await?;
+            let appended = append(&mut self.shared.lock(), u64::from(permits));
             match appended {
                 Ok(Some(appended)) => {
                     if appended.wake_senders {
@@ -200,8 +250,9 @@ impl Producer {
                 }
                 Ok(None) => {
                     self.shared.memory.add_permits(permits as usize);
-                    let until = *deadline.get_or_insert_with(|| Instant::now() + config.max_block);
-                    self.wait_for_topic(record.topic(), until).await?;
+                    let max_block = self.shared.config.max_block;
+                    let until = *deadline.get_or_insert_with(|| Instant::now() + max_block);
+                    self.wait_for_topic(topic, until).await?;
                 }
                 Err(error) => {
                     self.shared.memory.add_permits(permits as usize);
@@ -215,7 +266,7 @@ impl Producer {
     /// now if this is the first wait).
     async fn take_room(
         &self,
-        record: &ProducerRecord<'_>,
+        topic: &str,
         permits: u32,
         deadline: &mut Option<Instant>,
     ) -> Result<(), Error> {
@@ -233,7 +284,7 @@ impl Producer {
             }
             Ok(Err(_)) => Err(memory_closed()),
             Err(_) => Err(Error::BufferFull {
-                topic: record.topic().to_owned(),
+                topic: topic.to_owned(),
                 buffer_memory: config.buffer_memory,
                 waited_ms: config.max_block.as_millis() as u64,
             }),

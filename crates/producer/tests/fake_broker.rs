@@ -1,6 +1,7 @@
 //! krec-producer against krec-testkit's scripted fake broker, for states a real broker cannot
 //! be brought to in a test: a producer id whose epoch is exhausted (i16::MAX), and (in
-//! `txn_v1`) a Transactions v1 partition add refused. Needs no Kafka.
+//! `txn_v1`) a Transactions v1 partition add refused, and a stored batch joining a v1
+//! transaction. Needs no Kafka.
 
 #[path = "fake_broker/txn_v1.rs"]
 mod txn_v1;

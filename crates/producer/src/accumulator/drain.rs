@@ -497,7 +497,9 @@ impl Accumulator {
             return;
         };
         let mut detail = detail;
-        if queue.closed[at].records > 1 {
+        if queue.closed[at].copied {
+            detail.push_str(super::copied::NOT_SPLIT);
+        } else if queue.closed[at].records > 1 {
             match split::split_batch(&queue.closed[at], &self.limits) {
                 Ok(parts) => {
                     tracing::debug!(%topic, partition, parts = parts.len(), %detail, "split a batch");

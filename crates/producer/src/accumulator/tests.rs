@@ -21,17 +21,17 @@ use crate::stats::Counters;
 use crate::{Error, ProducerConfig, ProducerRecord};
 
 const NODE: i32 = 1;
-const MEMORY: usize = 1 << 20;
+pub(super) const MEMORY: usize = 1 << 20;
 
-struct Bench {
-    accumulator: Accumulator,
+pub(super) struct Bench {
+    pub(super) accumulator: Accumulator,
     memory: Arc<Semaphore>,
-    now: Instant,
+    pub(super) now: Instant,
 }
 
 /// An idempotent accumulator (producer 7, epoch 3) over one topic `t` of one partition led
 /// by broker 1, one record per batch, no linger.
-fn bench() -> Bench {
+pub(super) fn bench() -> Bench {
     bench_of(ProducerIdentity {
         producer_id: 7,
         producer_epoch: 3,
@@ -88,7 +88,7 @@ fn bench_of(identity: ProducerIdentity) -> Bench {
 
 impl Bench {
     /// Sends a record with value `value`, taking its memory as `send` does.
-    fn send(&mut self, value: &str) -> Delivery {
+    pub(super) fn send(&mut self, value: &str) -> Delivery {
         let record = ProducerRecord::new("t").value(value.to_owned());
         let held = record.held_bytes();
         self.memory
@@ -102,12 +102,12 @@ impl Bench {
             .delivery
     }
 
-    fn drain(&mut self) -> Option<Request> {
+    pub(super) fn drain(&mut self) -> Option<Request> {
         self.accumulator.drain(NODE, 1 << 20, self.now).0
     }
 
     /// The drained batch's (epoch, base sequence, value), of producer 7.
-    fn only_batch(request: &Request) -> (i16, i32, String) {
+    pub(super) fn only_batch(request: &Request) -> (i16, i32, String) {
         let (producer_id, fields) = Self::only_batch_of(request);
         assert_eq!(producer_id, 7);
         fields
@@ -127,7 +127,7 @@ impl Bench {
         (batch.producer_id(), fields)
     }
 
-    fn answer(&mut self, request: Request, result: Result<i64, ProduceErrorKind>) {
+    pub(super) fn answer(&mut self, request: Request, result: Result<i64, ProduceErrorKind>) {
         let partition = TopicPartition::new("t", 0);
         let result = result
             .map(|base_offset| BrokerAppended {
@@ -148,12 +148,12 @@ impl Bench {
             .on_answer(request.sent, answers, "b:9092", self.now);
     }
 
-    fn free_memory(&self) -> usize {
+    pub(super) fn free_memory(&self) -> usize {
         self.memory.available_permits()
     }
 }
 
-async fn outcome(delivery: Delivery) -> Result<i64, Error> {
+pub(super) async fn outcome(delivery: Delivery) -> Result<i64, Error> {
     let delivered = tokio::time::timeout(Duration::from_secs(5), delivery)
         .await
         .expect("the delivery resolves");

@@ -1,12 +1,14 @@
 //! krec-producer against the suite's real broker (`KREC_TEST_BOOTSTRAP`, see scripts/test.sh):
 //! the front door, keyed records read back in order, the bounds of `buffer.memory` and
 //! `max.block.ms`, unknown topics, every codec, a connection cut under idempotence, the
-//! allocations of the write path, transactions (commit, abort, fencing, offsets), and the root
-//! package's `examples/produce.rs` and `examples/transactions.rs`.
+//! allocations of the write path, transactions (commit, abort, fencing, offsets), stored
+//! batches copied whole (`send_batch`), and the root package's `examples/produce.rs` and
+//! `examples/transactions.rs`.
 
 mod support;
 
 mod allocations;
+mod batches;
 mod bounds;
 mod delivery;
 mod example;

@@ -1,7 +1,8 @@
 //! A transactional producer under Transactions v1 against krec-testkit's scripted fake
 //! broker, for refusals a real broker gives only with ACLs or races: AddPartitionsToTxn
 //! refusing the partition (TRANSACTION_ABORTABLE dooms the transaction, PRODUCER_FENCED the
-//! producer). The refused batch never goes out. Needs no Kafka.
+//! producer). The refused batch never goes out. And a stored batch (`send_batch`) joining a
+//! v1 transaction. Needs no Kafka.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -153,6 +154,40 @@ async fn send_one(producer: &Producer, value: &str) -> Result<i64, Error> {
         .value(value.as_bytes());
     let delivery = producer.send(record).await?;
     within(delivery).await.map(|delivered| delivered.offset())
+}
+
+/// A stored batch sent with `send_batch` in a v1 transaction: the partition joins it with
+/// AddPartitionsToTxn first; the record sent before it goes out before it, and it takes the
+/// sequences after the record's, stamped with the transaction's epoch.
+#[tokio::test]
+async fn a_copied_batch_joins_a_v1_transaction_behind_the_record_before_it() {
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let producer = producer(&seen).await;
+    producer.begin().expect("begin");
+    let header: &[(&[u8], Option<&[u8]>)] = &[(b"h", Some(b"1"))];
+    let stored = krec_batch::encode::BatchBuilder::new(500)
+        .compression(krec_batch::Compression::Zstd)
+        .producer(3, 9, 40)
+        .record(Some(b"k1"), Some(b"v1"), header)
+        .record(Some(b"k2"), Some(b"v2"), header)
+        .build();
+    let record = ProducerRecord::new("t").partition(0).value(b"before");
+    let before = producer.send(record).await.expect("send");
+    let copied = producer.send_batch("t", 0, stored.into()).await;
+    let copied = copied.expect("send_batch");
+    assert_eq!(within(before).await.expect("delivered").offset(), 100);
+    assert_eq!(within(copied).await.expect("delivered").offset(), 100);
+    within(producer.commit()).await.expect("commit");
+    assert_eq!(
+        seen.lock().unwrap().calls,
+        [
+            "InitProducerId -> 0",
+            "AddPartitionsToTxn 0 -> 0",
+            "Produce 0 seq 0",
+            "Produce 0 seq 1",
+            "EndTxn commit 0",
+        ]
+    );
 }
 
 /// TRANSACTION_ABORTABLE for the partition: its batch fails unsent, commit says abort, the

@@ -81,6 +81,7 @@ pub(super) fn split_batch(
                 records,
                 retries: batch.retries,
                 last_error: batch.last_error.clone(),
+                copied: false,
             }
         })
         .collect();
