@@ -125,6 +125,17 @@ pub struct TxnOffset {
     pub metadata: Option<String>,
 }
 
+/// A bare next offset: no leader epoch, no metadata.
+impl From<i64> for TxnOffset {
+    fn from(offset: i64) -> Self {
+        TxnOffset {
+            offset,
+            leader_epoch: -1,
+            metadata: None,
+        }
+    }
+}
+
 /// Each partition's error code in an AddPartitionsToTxn or TxnOffsetCommit answer (0: done).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PartitionCodes {

@@ -485,16 +485,17 @@ impl Producer {
         Ok(())
     }
 
-    /// Commits `offsets` (partition -> the next offset to read) for the consumer group that
-    /// `group` describes as part of the open transaction: they become visible with its
-    /// records, or not at all. `group` is the consumer's group metadata (generation or member
+    /// Commits `offsets` (partition -> the next offset to read, or a
+    /// [`TxnOffset`](krec_client::transaction::TxnOffset) with metadata kept beside it) for
+    /// the consumer group that `group` describes as part of the open transaction: they become
+    /// visible with its records, or not at all. `group` is the consumer's group metadata (generation or member
     /// epoch, member id, `group.instance.id`: KIP-447, krec-consumer's
     /// `GroupConsumer::group_metadata`), so a member that lost its partitions in a rebalance
     /// cannot commit for them: the group's refusal dooms the transaction
     /// ([`Error::TransactionAbortable`]).
-    pub async fn send_offsets_to_transaction(
+    pub async fn send_offsets_to_transaction<O: Clone + Into<TxnOffset>>(
         &self,
-        offsets: &BTreeMap<TopicPartition, i64>,
+        offsets: &BTreeMap<TopicPartition, O>,
         group: &Committer<'_>,
     ) -> Result<(), Error> {
         let transactions = self.transactions("send_offsets_to_transaction")?;
@@ -510,10 +511,10 @@ impl Producer {
         result
     }
 
-    async fn commit_offsets(
+    async fn commit_offsets<O: Clone + Into<TxnOffset>>(
         &self,
         transactions: &Transactions,
-        offsets: &BTreeMap<TopicPartition, i64>,
+        offsets: &BTreeMap<TopicPartition, O>,
         group: &Committer<'_>,
     ) -> Result<(), Error> {
         let shared = &self.shared;
@@ -525,14 +526,7 @@ impl Producer {
         }
         let offsets: BTreeMap<TopicPartition, TxnOffset> = offsets
             .iter()
-            .map(|(partition, &offset)| {
-                let committed = TxnOffset {
-                    offset,
-                    leader_epoch: -1,
-                    metadata: None,
-                };
-                (partition.clone(), committed)
-            })
+            .map(|(partition, offset)| (partition.clone(), offset.clone().into()))
             .collect();
         let call = Call::OffsetCommit(group, &offsets);
         transactions.call(shared, &call, "TxnOffsetCommit").await?;
