@@ -303,9 +303,8 @@ impl Member {
         let added = self.hold_internal(added);
         self.revoke(&revoked, false).await;
         if !added.is_empty() {
-            let starts = self.session.starts(&added).await?;
+            self.session.hand_over(&added).await?;
             self.owned.extend(added);
-            let _ = self.session.events.send(MemberEvent::Assigned(starts));
         }
         Ok(())
     }

@@ -22,6 +22,7 @@ mod custom_sasl;
 mod errors;
 mod examples;
 mod group;
+mod membership;
 mod oidc;
 mod read_committed;
 mod subscribe;
