@@ -9,21 +9,25 @@ use std::time::Duration;
 use krec_consumer::group::GroupProtocol;
 use krec_consumer::{ConsumerConfig, GroupConsumer, GroupEvent};
 
-use crate::support::{config, live, numbered, within, LiveBroker};
+use crate::support::{config, live, numbered, within, LiveBroker, LIMIT};
 
 /// The partitions of each test's topic.
 const PARTITIONS: usize = 4;
 
-/// A member's settings: `protocol`, and a short session (classic: sent in JoinGroup; KIP-848:
-/// the broker's `group.consumer.session.timeout.ms`, which kafka.sh sets to the same) so a
-/// dropped member is replaced soon.
+/// The members' session timeout.
+const SESSION: Duration = Duration::from_secs(6);
+
+/// A member's settings: `protocol`; a short session (classic: sent in JoinGroup; KIP-848: the
+/// broker's `group.consumer.session.timeout.ms`, which kafka.sh sets to the same) so a dropped
+/// member is replaced soon; a rebalance timeout longer than a test's wait, so a revocation
+/// that is never released fails the test instead of timing out quietly.
 fn member_config(broker: &LiveBroker, group: &str, protocol: GroupProtocol) -> ConsumerConfig {
     let mut settings = config(broker);
     settings.group.group_id = group.to_owned();
     settings.group.protocol = protocol;
-    settings.group.session_timeout = Duration::from_secs(6);
+    settings.group.session_timeout = SESSION;
     settings.group.heartbeat_interval = Duration::from_millis(500);
-    settings.group.rebalance_timeout = Duration::from_secs(10);
+    settings.group.rebalance_timeout = LIMIT * 2;
     settings
 }
 
@@ -119,9 +123,8 @@ async fn split_then_close(protocol: GroupProtocol, prefix: &str) {
     let closed = std::time::Instant::now();
     within("close", b.close()).await.expect("close b");
     take_all(&mut a).await;
-    let session = Duration::from_secs(6);
     assert!(
-        closed.elapsed() < session,
+        closed.elapsed() < SESSION,
         "the other member took over only after {:?}: the closed member did not leave",
         closed.elapsed()
     );
