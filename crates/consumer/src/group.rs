@@ -290,25 +290,7 @@ impl GroupConsumer {
         reads: bool,
     ) -> Result<Self, Error> {
         let group = config.group.clone();
-        if group.group_id.is_empty() {
-            return Err(Error::InvalidArgument {
-                what: "group.id",
-                detail: "a group member needs a group.id".to_owned(),
-            });
-        }
-        let subscription = TopicSubscription::parse(&group.topics)?;
-        if subscription.is_empty() {
-            return Err(Error::InvalidArgument {
-                what: "topics",
-                detail: "a group member needs at least one topic".to_owned(),
-            });
-        }
-        if group.protocol == GroupProtocol::Classic && group.assignors.is_empty() {
-            return Err(Error::InvalidArgument {
-                what: "assignor",
-                detail: "the classic protocol needs at least one assignor".to_owned(),
-            });
-        }
+        let subscription = checked_subscription(&group)?;
         let consumer = Consumer::connect(config.clone()).await?;
         // Named topics that do not exist are an error up front, as for `krec consume -t`.
         for topic in subscription.names() {
@@ -665,6 +647,30 @@ impl GroupConsumer {
             }
         }
     }
+}
+
+/// The subscription of a member with these settings, once they are found complete.
+fn checked_subscription(group: &GroupConfig) -> Result<TopicSubscription, Error> {
+    if group.group_id.is_empty() {
+        return Err(Error::InvalidArgument {
+            what: "group.id",
+            detail: "a group member needs a group.id".to_owned(),
+        });
+    }
+    let subscription = TopicSubscription::parse(&group.topics)?;
+    if subscription.is_empty() {
+        return Err(Error::InvalidArgument {
+            what: "topics",
+            detail: "a group member needs at least one topic".to_owned(),
+        });
+    }
+    if group.protocol == GroupProtocol::Classic && group.assignors.is_empty() {
+        return Err(Error::InvalidArgument {
+            what: "assignor",
+            detail: "the classic protocol needs at least one assignor".to_owned(),
+        });
+    }
+    Ok(subscription)
 }
 
 /// `topic/0,topic/1` (logged on every assignment change; the broker tests read it).

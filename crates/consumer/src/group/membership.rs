@@ -16,11 +16,14 @@ impl GroupConsumer {
     /// [`GroupConsumer::poll`] is an error.
     ///
     /// Revoked partitions are released to the group when `next_event` is next called: finish
-    /// (commit or abort) whatever writes for them before asking for the next event, within
-    /// [`GroupConfig::rebalance_timeout`](super::GroupConfig::rebalance_timeout). Lost ones are
-    /// released at once. A member keeps the group's committed offsets from expiring while it
-    /// is in the group; [`GroupConsumer::close`] leaves the group. Must be called inside a
-    /// tokio runtime.
+    /// (commit or abort) whatever writes for them before asking for the next event, and do it
+    /// promptly: the rebalance waits for it, at most
+    /// [`GroupConfig::rebalance_timeout`](super::GroupConfig::rebalance_timeout), and a KIP-848
+    /// member sends no heartbeat meanwhile (its session timeout bounds the wait too). Lost
+    /// partitions are released at once: another member may own them already. A member keeps
+    /// the group's committed offsets from expiring while it is in the group;
+    /// [`GroupConsumer::close`] leaves the group, and dropping the member leaves it to expire
+    /// after the session timeout. Must be called inside a tokio runtime.
     ///
     /// [`GroupEvent::Assigned`]: super::GroupEvent::Assigned
     /// [`GroupEvent::Revoked`]: super::GroupEvent::Revoked

@@ -40,13 +40,14 @@ fn topic_with_records(broker: &LiveBroker, prefix: &str) -> String {
     topic
 }
 
+/// A member of `group` that holds partitions of `topics` (a name or a `^pattern`).
 async fn join(
     broker: &LiveBroker,
     group: &str,
     protocol: GroupProtocol,
-    topic: &str,
+    topics: &str,
 ) -> GroupConsumer {
-    GroupConsumer::membership(member_config(broker, group, protocol), &[topic])
+    GroupConsumer::membership(member_config(broker, group, protocol), &[topics])
         .await
         .expect("a membership member")
 }
@@ -153,15 +154,17 @@ async fn split_then_close(protocol: GroupProtocol, prefix: &str) {
     );
 }
 
-/// A member dropped without leaving (its tasks aborted, as in a crash) is removed by the
-/// coordinator after the session timeout, and the other member then holds every partition;
-/// the survivor never fetched.
+/// Members subscribed with a pattern (as `krec mirror` subscribes to its target topics) split
+/// the topic; one dropped without leaving (its tasks aborted, as in a crash) is removed by the
+/// coordinator after the session timeout, and the other then holds every partition, under a
+/// newer generation; the survivor never fetched.
 async fn dropped_member_is_replaced(protocol: GroupProtocol, prefix: &str) {
     let broker = live::broker();
     let topic = topic_with_records(&broker, prefix);
     let group = live::unique_name(&format!("{prefix}-group"));
-    let mut a = join(&broker, &group, protocol, &topic).await;
-    let mut b = join(&broker, &group, protocol, &topic).await;
+    let pattern = format!("^{topic}$");
+    let mut a = join(&broker, &group, protocol, &pattern).await;
+    let mut b = join(&broker, &group, protocol, &pattern).await;
     split(&mut a, &mut b).await;
     let before = a.group_metadata();
     drop(b);
