@@ -57,10 +57,13 @@ fn held(member: &GroupConsumer) -> BTreeSet<i32> {
     member.assignment().iter().map(|p| p.partition).collect()
 }
 
-/// One event of a member that reads nothing: an assignment change, never a chunk.
-fn check_event(name: &str, event: Result<Option<GroupEvent>, krec_consumer::Error>) {
+/// One event of a member that reads nothing: an assignment change, never a chunk, and never
+/// a loss (no member these tests watch is ever fenced). True for a revocation.
+fn check_event(name: &str, event: Result<Option<GroupEvent>, krec_consumer::Error>) -> bool {
     match event.expect("next_event") {
-        Some(GroupEvent::Assigned(_) | GroupEvent::Revoked(_) | GroupEvent::Lost(_)) => {}
+        Some(GroupEvent::Assigned(_)) => false,
+        Some(GroupEvent::Revoked(_)) => true,
+        Some(GroupEvent::Lost(lost)) => panic!("member {name} lost {lost:?}"),
         Some(GroupEvent::Chunk(chunk)) => panic!(
             "member {name} was handed records of {}/{}",
             chunk.topic(),
@@ -83,7 +86,7 @@ async fn split(a: &mut GroupConsumer, b: &mut GroupConsumer) {
             tokio::select! {
                 event = a.next_event() => check_event("a", event),
                 event = b.next_event() => check_event("b", event),
-            }
+            };
         }
     })
     .await;
@@ -196,4 +199,35 @@ async fn classic_dropped_member_is_replaced() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kip848_dropped_member_is_replaced() {
     dropped_member_is_replaced(GroupProtocol::Consumer, "kc-membership848-drop").await;
+}
+
+/// A member that releases revoked partitions only after longer than the session timeout (a
+/// mirror finishing a slow transaction) keeps its membership: the rebalance timeout bounds the
+/// release, and the member goes on heartbeating meanwhile. Neither member loses partitions.
+async fn slow_release_keeps_the_membership(protocol: GroupProtocol, prefix: &str) {
+    let broker = live::broker();
+    let topic = topic_with_records(&broker, prefix);
+    let group = live::unique_name(&format!("{prefix}-group"));
+    let mut a = join(&broker, &group, protocol, &topic).await;
+    take_all(&mut a).await;
+    let mut b = join(&broker, &group, protocol, &topic).await;
+    within("a revocation", async {
+        while !check_event("a", a.next_event().await) {}
+    })
+    .await;
+    tokio::time::sleep(SESSION + Duration::from_secs(2)).await;
+    split(&mut a, &mut b).await;
+    let (closed_a, closed_b) = tokio::join!(a.close(), b.close());
+    closed_a.expect("close a");
+    closed_b.expect("close b");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn classic_slow_release_keeps_the_membership() {
+    slow_release_keeps_the_membership(GroupProtocol::Classic, "kc-membership-slow").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kip848_slow_release_keeps_the_membership() {
+    slow_release_keeps_the_membership(GroupProtocol::Consumer, "kc-membership848-slow").await;
 }
