@@ -16,10 +16,10 @@ impl GroupConsumer {
     /// [`GroupConsumer::poll`] is an error.
     ///
     /// Revoked partitions are released to the group when `next_event` is next called: finish
-    /// (commit or abort) whatever writes for them before asking for the next event, and do it
-    /// promptly: the rebalance waits for it, at most
-    /// [`GroupConfig::rebalance_timeout`](super::GroupConfig::rebalance_timeout), and a KIP-848
-    /// member sends no heartbeat meanwhile (its session timeout bounds the wait too). Lost
+    /// (commit or abort) whatever writes for them before asking for the next event. The
+    /// rebalance waits for that, at most
+    /// [`GroupConfig::rebalance_timeout`](super::GroupConfig::rebalance_timeout), while the
+    /// member goes on heartbeating; after it the partitions are released anyway. Lost
     /// partitions are released at once: another member may own them already. A member keeps
     /// the group's committed offsets from expiring while it is in the group;
     /// [`GroupConsumer::close`] leaves the group, and dropping the member leaves it to expire

@@ -1,7 +1,8 @@
 //! `GroupConsumer::membership` as `krec mirror` drives it, with both group protocols: members
 //! that hold partitions and read none share a 4-partition topic; when one closes or is dropped
-//! without leaving (a crash) the other takes every partition. No Fetch is sent and the group
-//! has no committed offsets, though the topic holds records a reading member would fetch.
+//! without leaving (a crash) the other takes every partition; one that releases revoked
+//! partitions slowly keeps its membership. No Fetch is sent and the group has no committed
+//! offsets, though the topic holds records a reading member would fetch.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
