@@ -7,6 +7,8 @@
 //! - `classic`: the classic protocol task (JoinGroup, SyncGroup, Heartbeat, LeaveGroup).
 //! - `kip848`: the consumer protocol task of KIP-848 (ConsumerGroupHeartbeat).
 //! - `session`: what both share: the coordinator connection, offset lookups and commits.
+//! - `membership`: [`GroupConsumer::membership`], a member that holds partitions but reads
+//!   none (no fetch, no offset lookup, no commit), for programs that commit on their own.
 //! - `written`: the processed positions, the only offsets ever committed.
 //! - `ownership`: whether a chunk handed out earlier still belongs to the member.
 //! - [`GroupProgress`]: how the member marks chunks processed (`written`) and asks whether
@@ -41,6 +43,7 @@
 mod assignor;
 mod classic;
 mod kip848;
+mod membership;
 mod metadata;
 mod ownership;
 mod progress;
@@ -175,6 +178,8 @@ impl RebalanceListener for NoListener {}
 pub(crate) enum MemberEvent {
     /// Partitions added, with where each starts.
     Assigned(Vec<(TopicPartition, StartOffset)>),
+    /// Partitions added to a member that only holds them ([`GroupConsumer::membership`]).
+    Held(Vec<TopicPartition>),
     /// Partitions to give up; `ack` once everything handed out for them is written.
     Revoke {
         partitions: Vec<TopicPartition>,
@@ -203,10 +208,12 @@ pub enum GroupEvent {
     /// Records of an assigned partition. Once they are handled, pass the chunk to
     /// [`GroupProgress::processed`]: only processed offsets are committed.
     Chunk(PartitionChunk),
-    /// Partitions newly assigned to this member; they start at the group's committed offsets.
+    /// Partitions newly assigned to this member; they start at the group's committed offsets
+    /// (a member that only holds them, [`GroupConsumer::membership`], reads none).
     Assigned(Vec<TopicPartition>),
     /// Partitions given up in a rebalance. No chunk of theirs follows; what was processed of
-    /// them is committed before the next owner starts.
+    /// them is committed before the next owner starts (a member that only holds them releases
+    /// them when [`GroupConsumer::next_event`] is next called).
     Revoked(Vec<TopicPartition>),
     /// Partitions lost without a chance to commit: the coordinator fenced the member, or no
     /// heartbeat was answered for the session timeout. Another member may be reading them
@@ -251,6 +258,8 @@ pub struct GroupConsumer {
     metrics: MetricsSource,
     group: Arc<GroupConfig>,
     published: metadata::PublishedIdentity,
+    /// False for a member that only holds its partitions ([`GroupConsumer::membership`]).
+    reads: bool,
 }
 
 impl std::fmt::Debug for GroupConsumer {
@@ -270,26 +279,18 @@ impl GroupConsumer {
         config: ConsumerConfig,
         listener: impl RebalanceListener + 'static,
     ) -> Result<Self, Error> {
+        Self::start(config, Box::new(listener), true).await
+    }
+
+    /// [`GroupConsumer::join`], for a member that fetches its partitions (`reads`) or only
+    /// holds them.
+    async fn start(
+        config: ConsumerConfig,
+        listener: Box<dyn RebalanceListener>,
+        reads: bool,
+    ) -> Result<Self, Error> {
         let group = config.group.clone();
-        if group.group_id.is_empty() {
-            return Err(Error::InvalidArgument {
-                what: "group.id",
-                detail: "a group member needs a group.id".to_owned(),
-            });
-        }
-        let subscription = TopicSubscription::parse(&group.topics)?;
-        if subscription.is_empty() {
-            return Err(Error::InvalidArgument {
-                what: "topics",
-                detail: "a group member needs at least one topic".to_owned(),
-            });
-        }
-        if group.protocol == GroupProtocol::Classic && group.assignors.is_empty() {
-            return Err(Error::InvalidArgument {
-                what: "assignor",
-                detail: "the classic protocol needs at least one assignor".to_owned(),
-            });
-        }
+        let subscription = checked_subscription(&group)?;
         let consumer = Consumer::connect(config.clone()).await?;
         // Named topics that do not exist are an error up front, as for `krec consume -t`.
         for topic in subscription.names() {
@@ -307,7 +308,7 @@ impl GroupConsumer {
         let revoke_limit = group.rebalance_timeout;
         let protocol = group.protocol;
         let group = Arc::new(group);
-        let session = session::Session::new(
+        let mut session = session::Session::new(
             group.clone(),
             &config,
             metadata,
@@ -318,6 +319,7 @@ impl GroupConsumer {
             consumer.shared.clone(),
             metrics.shared.metrics.clone(),
         );
+        session.reads = reads;
         let published = session.published.clone();
         let task = match protocol {
             GroupProtocol::Classic => tokio::spawn(classic::run(session)),
@@ -333,7 +335,7 @@ impl GroupConsumer {
             handed_out: HashMap::new(),
             assigned: BTreeSet::new(),
             changes: VecDeque::new(),
-            listener: Box::new(listener),
+            listener,
             pending_revoke: None,
             revoke_limit,
             task,
@@ -342,6 +344,7 @@ impl GroupConsumer {
             metrics,
             group,
             published,
+            reads,
         })
     }
 
@@ -424,6 +427,14 @@ impl GroupConsumer {
     /// The next chunk (or end-of-partition notice) of an assigned partition. Assignment
     /// changes are applied here, calling the listener. Cancel-safe.
     pub async fn poll(&mut self) -> Result<Fetched, Error> {
+        if !self.reads {
+            return Err(Error::InvalidArgument {
+                what: "poll",
+                detail: "a member that only holds its partitions fetches nothing; \
+                         its assignment changes come from next_event"
+                    .to_owned(),
+            });
+        }
         loop {
             if let Some(fetched) = self.poll_once().await? {
                 return Ok(fetched);
@@ -450,7 +461,7 @@ impl GroupConsumer {
                     Err(Error::Stopped)
                 }
             },
-            fetched = consumer.poll(), if self.confirmed => {
+            fetched = consumer.poll(), if self.confirmed && self.reads => {
                 let fetched = fetched?;
                 if let Fetched::Chunk(chunk) = &fetched {
                     let key = TopicPartition::new(chunk.topic_arc().clone(), chunk.partition());
@@ -477,15 +488,12 @@ impl GroupConsumer {
             MemberEvent::Assigned(starts) => {
                 let partitions: Vec<TopicPartition> =
                     starts.iter().map(|(key, _)| key.clone()).collect();
-                tracing::info!(partitions = %render(&partitions), "partitions assigned");
                 if let Some(consumer) = self.consumer.as_mut() {
                     consumer.assign_unchecked(starts);
                 }
-                self.assigned.extend(partitions.iter().cloned());
-                self.metrics.shared.metrics.assigned(self.assigned.len());
-                self.listener.on_assigned(&partitions);
-                self.changes.push_back(GroupEvent::Assigned(partitions));
+                self.take(partitions);
             }
+            MemberEvent::Held(partitions) => self.take(partitions),
             MemberEvent::Revoke {
                 partitions,
                 lost,
@@ -529,6 +537,15 @@ impl GroupConsumer {
             }
         }
         Ok(())
+    }
+
+    /// Adds newly assigned partitions to the assignment and tells the listener and the caller.
+    fn take(&mut self, partitions: Vec<TopicPartition>) {
+        tracing::info!(partitions = %render(&partitions), "partitions assigned");
+        self.assigned.extend(partitions.iter().cloned());
+        self.metrics.shared.metrics.assigned(self.assigned.len());
+        self.listener.on_assigned(&partitions);
+        self.changes.push_back(GroupEvent::Assigned(partitions));
     }
 
     /// The cursor generation each of `partitions` is read under now.
@@ -617,7 +634,9 @@ impl GroupConsumer {
                     // Fetching has stopped: everything handed out is written by now.
                     Some(MemberEvent::Revoke { ack, .. }) => { let _ = ack.send(()); }
                     Some(MemberEvent::Failed(error)) => return Err(error),
-                    Some(MemberEvent::Assigned(_) | MemberEvent::Confirmed(_)) => {}
+                    Some(
+                        MemberEvent::Assigned(_) | MemberEvent::Held(_) | MemberEvent::Confirmed(_),
+                    ) => {}
                     // The task has ended: its answer is already sent, or it never will be.
                     None => return (&mut answer).await.map_err(|_| Error::Stopped)?,
                 },
@@ -628,6 +647,30 @@ impl GroupConsumer {
             }
         }
     }
+}
+
+/// The subscription of a member with these settings, once they are found complete.
+fn checked_subscription(group: &GroupConfig) -> Result<TopicSubscription, Error> {
+    if group.group_id.is_empty() {
+        return Err(Error::InvalidArgument {
+            what: "group.id",
+            detail: "a group member needs a group.id".to_owned(),
+        });
+    }
+    let subscription = TopicSubscription::parse(&group.topics)?;
+    if subscription.is_empty() {
+        return Err(Error::InvalidArgument {
+            what: "topics",
+            detail: "a group member needs at least one topic".to_owned(),
+        });
+    }
+    if group.protocol == GroupProtocol::Classic && group.assignors.is_empty() {
+        return Err(Error::InvalidArgument {
+            what: "assignor",
+            detail: "the classic protocol needs at least one assignor".to_owned(),
+        });
+    }
+    Ok(subscription)
 }
 
 /// `topic/0,topic/1` (logged on every assignment change; the broker tests read it).

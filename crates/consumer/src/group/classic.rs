@@ -344,8 +344,7 @@ impl Classic {
         }
         self.owned = new;
         if !added.is_empty() {
-            let starts = self.session.starts(&added).await?;
-            let _ = self.session.events.send(MemberEvent::Assigned(starts));
+            self.session.hand_over(&added).await?;
         }
         let cooperative = self.protocol.is_some_and(Assignor::is_cooperative);
         Ok(cooperative && !revoked.is_empty())

@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::time::Duration;
 
+use tokio::sync::oneshot;
 use uuid::Uuid;
 
 use super::assignor::TopicPartition;
@@ -303,9 +304,8 @@ impl Member {
         let added = self.hold_internal(added);
         self.revoke(&revoked, false).await;
         if !added.is_empty() {
-            let starts = self.session.starts(&added).await?;
+            self.session.hand_over(&added).await?;
             self.owned.extend(added);
-            let _ = self.session.events.send(MemberEvent::Assigned(starts));
         }
         Ok(())
     }
@@ -379,14 +379,63 @@ impl Member {
     async fn revoke(&mut self, partitions: &[TopicPartition], lost: bool) {
         let requested = self.session.request_revoke(partitions, lost);
         if let Some(done) = requested.filter(|_| !lost) {
-            let limit = self.session.config.rebalance_timeout;
-            if tokio::time::timeout(limit, done).await.is_err() {
-                tracing::warn!(?partitions, "revoked partitions not released in time");
-            }
+            self.await_release(partitions, done).await;
         }
         self.session
             .give_up(&self.identity, &mut self.owned, partitions, lost)
             .await;
+    }
+
+    /// Waits for the consumer to release revoked partitions, at most the rebalance timeout
+    /// (the broker's bound), heartbeating meanwhile: a release slower than the session timeout
+    /// must not cost the membership. A refused heartbeat ends the wait (the next one acts).
+    async fn await_release(&mut self, partitions: &[TopicPartition], done: oneshot::Receiver<()>) {
+        let deadline = tokio::time::Instant::now() + self.session.config.rebalance_timeout;
+        tokio::pin!(done);
+        loop {
+            tokio::select! {
+                _ = &mut done => return,
+                () = tokio::time::sleep_until(deadline) => {
+                    tracing::warn!(?partitions, "revoked partitions not released in time");
+                    return;
+                }
+                () = tokio::time::sleep(self.interval) => {
+                    if !self.keep_alive().await {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// A heartbeat while partitions are being released: true while the membership stands.
+    /// A new assignment in its answer is left: the full heartbeat that follows the release
+    /// gets it again.
+    async fn keep_alive(&mut self) -> bool {
+        let (sent, response) = match self.send_heartbeat().await {
+            Ok(Some(answer)) => answer,
+            Ok(None) => return true,
+            Err(error) => {
+                tracing::warn!(%error, "heartbeat failed while partitions are being released");
+                return false;
+            }
+        };
+        match response.error_code {
+            0 => {
+                self.answered = sent;
+                self.session.confirm(true);
+                true
+            }
+            code if group_codes::needs_rediscovery(code) => {
+                self.session.lose_coordinator();
+                true
+            }
+            code => {
+                tracing::warn!(error = %error_name(code),
+                    "heartbeat refused while partitions are being released");
+                false
+            }
+        }
     }
 
     /// Commits every owned partition's written position, retrying for `retry_for` while the

@@ -70,6 +70,9 @@ pub struct Session {
     pub metrics: Arc<Metrics>,
     /// The member's identity as the handle reads it (`GroupConsumer::group_metadata`).
     pub published: super::metadata::PublishedIdentity,
+    /// False for a member that only holds its partitions (`GroupConsumer::membership`): it
+    /// looks up no committed offsets and commits none; its owner commits them elsewhere.
+    pub reads: bool,
 }
 
 /// How a commit went.
@@ -112,7 +115,20 @@ impl Session {
             confirmed: true,
             metrics,
             published: Default::default(),
+            reads: true,
         }
+    }
+
+    /// Tells the consumer handle of newly assigned partitions: with where each starts for a
+    /// member that reads them, as they are for one that only holds them.
+    pub async fn hand_over(&mut self, added: &[TopicPartition]) -> Result<(), Error> {
+        let event = if self.reads {
+            MemberEvent::Assigned(self.starts(added).await?)
+        } else {
+            MemberEvent::Held(added.to_vec())
+        };
+        let _ = self.events.send(event);
+        Ok(())
     }
 
     /// Tells the fetching side which of `topics` only a pattern matched: when one of those
@@ -345,6 +361,10 @@ impl Session {
         identity: &Identity,
         partitions: &BTreeSet<TopicPartition>,
     ) -> Result<CommitOutcome, Error> {
+        if !self.reads {
+            // The positions of a member that reads nothing are its owner's to commit.
+            return Ok(CommitOutcome::Done);
+        }
         let offsets: BTreeMap<TopicPartition, i64> = self
             .written
             .snapshot(partitions)

@@ -1,8 +1,9 @@
 //! krec-consumer against the suite's real single-node broker, driven as an embedding program
 //! would drive it: `Consumer` (assign, seek, stop_at_end, read_committed, patterns),
-//! `GroupConsumer` (members splitting a topic, `processed` then `close`, a drop), an
-//! embedder's own SASL mechanism and token source (the secured broker), the errors
-//! an embedder sees, and the programs in `examples/` that talk to a broker.
+//! `GroupConsumer` (members splitting a topic, `processed` then `close`, a drop; members
+//! that hold partitions and read none), an embedder's own SASL mechanism and token source
+//! (the secured broker), the errors an embedder sees, and the programs in `examples/` that
+//! talk to a broker.
 //!
 //! `cargo test` leaves this binary out (`test = false`); `scripts/test.sh` starts the brokers,
 //! sets their environment (read by `krec_testkit::live`) and runs it by name, next to the
@@ -22,6 +23,7 @@ mod custom_sasl;
 mod errors;
 mod examples;
 mod group;
+mod membership;
 mod oidc;
 mod read_committed;
 mod subscribe;
