@@ -426,7 +426,7 @@ for codec, tools in groups.items():
             net_rate = statistics.median(n / max(float(r["wall_s"]) - float(s["wall_s"]), 1e-3) for r in valid)
             net = (net_cpu, net_rate)
         stats[name] = (cpu, rate, rss, len(valid), len(runs), n, net)
-    n = next((s[5] for s in stats.values() if s), 0)
+    n = int(next(iter(tools.values()))[0]["records"])
     krec = stats.get("krec")
     print(f"{codec}, {n} records (medians):\n")
     print("| tool | CPU µs/record | records/s | peak RSS MiB | net of start-up: CPU µs/record, records/s "
