@@ -11,9 +11,9 @@
 #   --codecs LIST    comma-separated codecs, one source topic each (default lz4,zstd,none)
 #   --quick          3000 records, 1 run, results under target/bench-mirror/quick (a smoke
 #                    test: every tool measured copies the full count; MirrorMaker 2, whose JVM
-#                    and Connect start take ~15 s a run, runs once only, exactly-once on, first
-#                    codec, and its start-up is not measured separately; stops the brokers at
-#                    the end if it started them)
+#                    and Connect start dominate a smoke run, runs once only, exactly-once on,
+#                    first codec, and its start-up is not measured separately; stops the
+#                    brokers at the end if it started them)
 #   --no-mm2         leave MirrorMaker 2 out (says so in the report)
 #   --fetch          fetch MirrorMaker 2's jars (once, cached) and exit
 #   --stop           stop both benchmark brokers at the end (kept by default)
