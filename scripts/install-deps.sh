@@ -53,6 +53,8 @@ for tool in java mvn; do
     command -v "$tool" >/dev/null || { log "$tool not found: Java 17 and Maven must be installed"; exit 1; }
 done
 bash scripts/kafka.sh fetch
+# MirrorMaker 2's jars (connect-mirror and its Connect runtime), the peer of scripts/bench-mirror.sh.
+bash scripts/bench-mirror.sh --fetch
 # Apicurio Registry (built from Maven Central) and the venv of the Confluent Python serializers,
 # for the Schema Registry tests (broker_schema.rs) and scripts/bench-schema.sh.
 bash scripts/registry.sh fetch

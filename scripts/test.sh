@@ -315,6 +315,8 @@ bench_smoke scripts/bench-group.sh
 bench_smoke scripts/bench-share.sh
 bench_smoke scripts/bench-metrics.sh
 bench_smoke scripts/bench-schema.sh
+# Its target broker is its own (started and stopped by it); the source is the shared one.
+bench_smoke scripts/bench-mirror.sh
 stop_brokers
 
 section "all tests passed"
