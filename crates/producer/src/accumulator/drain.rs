@@ -297,6 +297,9 @@ impl Accumulator {
     /// re-stamped with it from sequence 0, in order; the broker knows no sequence of it yet.
     pub(crate) fn reset_producer_id(&mut self, identity: ProducerIdentity) {
         self.identity.reset_producer_id(identity);
+        // Every sequence starts over: a bump still pending is done. Left pending, it would hold
+        // a transactional producer's next transaction for an epoch that never comes.
+        self.bump_pending = false;
         for state in self.topics.values_mut() {
             for queue in &mut state.partitions {
                 queue.acknowledged = false;
