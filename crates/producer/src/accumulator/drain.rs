@@ -78,6 +78,7 @@ impl Accumulator {
             self.bump_epoch();
         }
         if self.identity.awaits_new_id() {
+            self.fail_doomed_transaction();
             return (None, None);
         }
         let mut wakeup: Option<Instant> = None;
@@ -429,6 +430,7 @@ impl Accumulator {
         let retries_allowed = self.limits.retries;
         let backoff = self.limits.retry_backoff;
         let idempotent = self.identity.is_idempotent();
+        let transactional = self.identity.is_transactional();
         let (topic, partition) = (completion.topic().clone(), completion.partition());
         let Some((queue, at)) = answered(&mut self.topics, completion) else {
             return;
@@ -444,7 +446,7 @@ impl Accumulator {
             }
             // Out of step at the oldest batch: a new epoch. Behind an older batch sent again,
             // the gap is that batch's: resend in order.
-            Outcome::Bump { detail } if at == 0 => {
+            Outcome::Bump { detail } if at == 0 && !transactional => {
                 self.bump_pending = true;
                 queue.resend = true;
                 if let Some(batch) = queue.closed.get_mut(at) {
@@ -454,6 +456,8 @@ impl Accumulator {
                 self.counters.retried();
                 return;
             }
+            // A transaction's gap dooms it, as in Java: its abort brings the next epoch.
+            Outcome::Bump { detail } if at == 0 => (detail, false),
             Outcome::Retry { detail, .. } | Outcome::Bump { detail } => {
                 let Some(batch) = queue.closed.get_mut(at) else {
                     return;
