@@ -309,6 +309,8 @@ offsets.topic.num.partitions=1
 transaction.state.log.replication.factor=$rf
 transaction.state.log.min.isr=$min_isr
 transaction.state.log.num.partitions=1
+# A transaction past its timeout is aborted within a second (default: checked every 10 s).
+transaction.abort.timed.out.transaction.cleanup.interval.ms=1000
 share.coordinator.state.topic.replication.factor=$rf
 share.coordinator.state.topic.min.isr=$min_isr
 # One share-group state partition, as for offsets: the default 50 are created and loaded at a

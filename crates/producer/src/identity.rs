@@ -4,8 +4,8 @@
 //! the last epoch it waits for a new producer id instead (Java's resetIdempotentProducerId),
 //! which a sender asks InitProducerId for. A transactional producer's owner is driven by its
 //! transaction coordinator instead (crate::transaction): its batches carry the transactional
-//! bit, and a broken sequence holds every batch until the transaction aborts and the
-//! coordinator hands out the next epoch.
+//! bit, and a broken sequence dooms the transaction: nothing more goes out (what waits fails
+//! at once) until the abort brings the coordinator's next epoch.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -19,8 +19,9 @@ pub(crate) struct Identity {
     current: Option<ProducerIdentity>,
     renewal: Renewal,
     next_sequence: HashMap<(Arc<str>, i32), i32>,
-    /// Batches carry the transactional bit; epochs come from the transaction coordinator.
-    transactional: bool,
+    /// `transactional.id`, if set: batches carry the transactional bit and epochs come from
+    /// the transaction coordinator.
+    transactional_id: Option<Arc<str>>,
 }
 
 /// Where a new producer id stands once the epoch is exhausted.
@@ -45,15 +46,15 @@ impl Identity {
             current: Some(identity),
             renewal: Renewal::NotNeeded,
             next_sequence: HashMap::new(),
-            transactional: false,
+            transactional_id: None,
         }
     }
 
     /// A transactional producer's identity: none until `init_transactions` hands it the
     /// coordinator's ([`reset_producer_id`](Self::reset_producer_id)).
-    pub(crate) fn transactional() -> Self {
+    pub(crate) fn transactional(transactional_id: &str) -> Self {
         Identity {
-            transactional: true,
+            transactional_id: Some(Arc::from(transactional_id)),
             ..Identity::none()
         }
     }
@@ -64,7 +65,7 @@ impl Identity {
             current: None,
             renewal: Renewal::NotNeeded,
             next_sequence: HashMap::new(),
-            transactional: false,
+            transactional_id: None,
         }
     }
 
@@ -74,7 +75,12 @@ impl Identity {
 
     /// Whether batches carry the transactional bit (a `transactional.id` is set).
     pub(crate) fn is_transactional(&self) -> bool {
-        self.transactional
+        self.transactional_id.is_some()
+    }
+
+    /// `transactional.id`, if set.
+    pub(crate) fn transactional_id(&self) -> Option<&str> {
+        self.transactional_id.as_deref()
     }
 
     /// The fields of the partition's next batch of `records` records; its sequences are
@@ -95,7 +101,7 @@ impl Identity {
         let base = *next;
         *next = increment_sequence(base, records);
         ProducerFields {
-            transactional: self.transactional,
+            transactional: self.is_transactional(),
             ..ProducerFields::idempotent(identity.producer_id, identity.producer_epoch, base)
         }
     }
@@ -104,13 +110,13 @@ impl Identity {
     /// sequences from 0 (the broker accepts sequence 0 of a higher epoch and fences the old
     /// one). The caller re-stamps the batches not yet acknowledged, in order. At the last
     /// epoch (or while a new id is awaited) a new producer id is needed first. A
-    /// transactional producer never bumps on its own: its batches wait for the coordinator's
-    /// next epoch, after an abort.
+    /// transactional producer never bumps on its own: nothing goes out until its abort brings
+    /// the coordinator's next epoch.
     pub(crate) fn bump_epoch(&mut self) -> Result<(), EpochExhausted> {
         let Some(identity) = self.current.as_mut() else {
             return Ok(());
         };
-        let exhausted = identity.producer_epoch == i16::MAX || self.transactional;
+        let exhausted = identity.producer_epoch == i16::MAX || self.transactional_id.is_some();
         if exhausted || self.renewal != Renewal::NotNeeded {
             if self.renewal == Renewal::NotNeeded {
                 self.renewal = Renewal::Needed;
@@ -131,7 +137,7 @@ impl Identity {
     /// or gives up ([`new_id_not_given`](Self::new_id_not_given)).
     pub(crate) fn ask_new_id(&mut self) -> bool {
         // A transactional producer's new epoch comes from its coordinator, never a sender.
-        let claimed = self.renewal == Renewal::Needed && !self.transactional;
+        let claimed = self.renewal == Renewal::Needed && !self.is_transactional();
         if claimed {
             self.renewal = Renewal::Asked;
         }
@@ -201,7 +207,7 @@ mod tests {
     #[test]
     fn a_transactional_owner_marks_its_batches_and_waits_for_its_coordinator() {
         let topic: Arc<str> = Arc::from("t");
-        let mut owner = Identity::transactional();
+        let mut owner = Identity::transactional("tx");
         assert_eq!(owner.next_batch(&topic, 0, 1), ProducerFields::NONE);
         owner.reset_producer_id(ProducerIdentity {
             producer_id: 9,

@@ -22,7 +22,8 @@
 //! a batch of the partition it takes any first sequence, so until then a partition has one
 //! batch in flight.) The producer id, its epoch and the sequences have one owner;
 //! UNKNOWN_PRODUCER_ID and OUT_OF_ORDER_SEQUENCE bump the epoch (KIP-360: the next epoch,
-//! sequences from 0, the batches not yet acknowledged re-stamped), once nothing is in flight;
+//! sequences from 0, the batches not yet acknowledged re-stamped), once nothing is in flight
+//! (in a transaction they fail the batch instead, which dooms the transaction, as in Java);
 //! at the last epoch a sender asks InitProducerId for a new producer id instead, as the Java
 //! client does. A batch the broker refuses as too large for the topic (MESSAGE_TOO_LARGE) is
 //! split in its place, its records keeping their sequences; a record too large alone fails
@@ -119,7 +120,9 @@
 //! the producer ([`Error::Fenced`], or [`Error::Stopped`] naming the fence when a Produce
 //! answer said PRODUCER_FENCED first), never retried; a failed record, TRANSACTION_ABORTABLE
 //! or a group refusing the offsets after a rebalance leaves `abort` the one call allowed
-//! ([`Error::TransactionAbortable`]), after which the producer goes on. A Produce answer's
+//! ([`Error::TransactionAbortable`]), after which the producer goes on; once a record of the
+//! transaction failed, nothing more of it is sent and the records waiting fail at once with
+//! that error, as the Java client's do, rather than wait for the abort. A Produce answer's
 //! INVALID_PRODUCER_EPOCH is such a failed record, as in the Java client: the coordinator
 //! answers so once it aborted a transaction past `transaction.timeout.ms`, and a fenced
 //! producer learns of the fence from its `abort`. Abort fails the records not yet sent and

@@ -114,9 +114,9 @@ impl Producer {
             .fetch(&[])
             .await
             .map_err(|e| Error::client("bootstrap.servers: no broker answered Metadata", e))?;
-        let identity = if config.transactional_id.is_some() {
+        let identity = if let Some(transactional_id) = &config.transactional_id {
             transaction::check_config(&config)?;
-            Identity::transactional()
+            Identity::transactional(transactional_id)
         } else if config.idempotence {
             Identity::idempotent(init_identity(&config, &metadata).await?)
         } else {

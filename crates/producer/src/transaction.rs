@@ -11,7 +11,8 @@
 //!
 //! Fencing ends the producer; a failure that only dooms the transaction (a failed batch,
 //! TRANSACTION_ABORTABLE, a group refusing the offsets after a rebalance) leaves `abort` the
-//! one call allowed, after which the producer goes on.
+//! one call allowed, after which the producer goes on. The epoch the abort brings (v2's
+//! EndTxn, v1's bump) serves the next transaction's batches at once.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicI16, Ordering};

@@ -78,6 +78,7 @@ impl Accumulator {
             self.bump_epoch();
         }
         if self.identity.awaits_new_id() {
+            self.fail_doomed_transaction();
             return (None, None);
         }
         let mut wakeup: Option<Instant> = None;
@@ -297,6 +298,9 @@ impl Accumulator {
     /// re-stamped with it from sequence 0, in order; the broker knows no sequence of it yet.
     pub(crate) fn reset_producer_id(&mut self, identity: ProducerIdentity) {
         self.identity.reset_producer_id(identity);
+        // Every sequence starts over: a bump still pending is done. Left pending, it would hold
+        // a transactional producer's next transaction for an epoch that never comes.
+        self.bump_pending = false;
         for state in self.topics.values_mut() {
             for queue in &mut state.partitions {
                 queue.acknowledged = false;
@@ -426,6 +430,7 @@ impl Accumulator {
         let retries_allowed = self.limits.retries;
         let backoff = self.limits.retry_backoff;
         let idempotent = self.identity.is_idempotent();
+        let transactional = self.identity.is_transactional();
         let (topic, partition) = (completion.topic().clone(), completion.partition());
         let Some((queue, at)) = answered(&mut self.topics, completion) else {
             return;
@@ -441,7 +446,7 @@ impl Accumulator {
             }
             // Out of step at the oldest batch: a new epoch. Behind an older batch sent again,
             // the gap is that batch's: resend in order.
-            Outcome::Bump { detail } if at == 0 => {
+            Outcome::Bump { detail } if at == 0 && !transactional => {
                 self.bump_pending = true;
                 queue.resend = true;
                 if let Some(batch) = queue.closed.get_mut(at) {
@@ -451,6 +456,8 @@ impl Accumulator {
                 self.counters.retried();
                 return;
             }
+            // A transaction's gap dooms it, as in Java: its abort brings the next epoch.
+            Outcome::Bump { detail } if at == 0 => (detail, false),
             Outcome::Retry { detail, .. } | Outcome::Bump { detail } => {
                 let Some(batch) = queue.closed.get_mut(at) else {
                     return;

@@ -2,6 +2,8 @@
 //! answer (acknowledged, retriable, epoch bump, refused, expired, stopped), read from the
 //! batches' own header fields.
 
+mod transactional;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -40,6 +42,11 @@ pub(super) fn bench() -> Bench {
 
 /// [`bench`] with another producer id and epoch.
 fn bench_of(identity: ProducerIdentity) -> Bench {
+    bench_with(Identity::idempotent(identity))
+}
+
+/// [`bench`] with another identity owner.
+fn bench_with(identity: Identity) -> Bench {
     let mut config = ProducerConfig::new(vec!["b:9092".to_owned()]);
     config.linger = Duration::ZERO;
     config.write = WriteConfig {
@@ -48,7 +55,6 @@ fn bench_of(identity: ProducerIdentity) -> Bench {
     };
     config.retries = 2;
     let memory = Arc::new(Semaphore::new(MEMORY));
-    let identity = Identity::idempotent(identity);
     let mut accumulator = Accumulator::new(
         Limits::new(&config),
         identity,

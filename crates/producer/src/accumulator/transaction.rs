@@ -1,5 +1,6 @@
 //! What a transactional producer asks of the accumulator: its identity, whether its batches
-//! wait for the coordinator's next epoch, and failing the batches an abort leaves unsent.
+//! wait for the coordinator's next epoch, and failing the batches of a doomed transaction and
+//! those an abort leaves unsent.
 
 use krec_client::producer_id::ProducerIdentity;
 
@@ -21,6 +22,21 @@ impl Accumulator {
     /// abortUndrainedBatches); those in flight settle with their answers.
     pub(crate) fn fail_waiting(&mut self, error: &Error) {
         self.fail_unsent(error, true);
+    }
+
+    /// A transactional producer whose batch failed (the transaction is doomed) sends nothing
+    /// until its abort brings the next epoch: every batch not in flight fails at once, as
+    /// Java's Sender aborts the undrained batches, rather than wait for `delivery.timeout.ms`.
+    pub(super) fn fail_doomed_transaction(&mut self) {
+        let Some(transactional_id) = self.identity.transactional_id() else {
+            return;
+        };
+        let error = Error::TransactionAbortable {
+            transactional_id: transactional_id.to_owned(),
+            detail: "an earlier record of the transaction failed (its Delivery says why)"
+                .to_owned(),
+        };
+        self.fail_unsent(&error, true);
     }
 
     /// Why the producer stopped (a fenced Produce, a refused ACL, closed), if it did.

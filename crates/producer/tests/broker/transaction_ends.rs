@@ -36,7 +36,8 @@ async fn await_stable_offset(bootstrap: &str, topic: &str, offset: i64, limit: D
 
 /// The coordinator aborts a transaction past `transaction.timeout.ms` and bumps the epoch
 /// (Transactions v2): the next batch is refused with INVALID_PRODUCER_EPOCH, which dooms the
-/// transaction only; abort succeeds and the next transaction commits.
+/// transaction only: a record sent in it after that fails at once, never waiting for the
+/// abort; abort succeeds and the next transaction commits.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_transaction_the_coordinator_timed_out_is_aborted_and_the_producer_goes_on() {
     let broker = live::broker();
@@ -65,6 +66,15 @@ async fn a_transaction_the_coordinator_timed_out_is_aborted_and_the_producer_goe
     assert!(
         refused.to_string().contains("INVALID_PRODUCER_EPOCH"),
         "{refused}"
+    );
+    let record = ProducerRecord::new(&topic).partition(0).value(b"doomed");
+    let delivery = producer.send(record).await.expect("appended");
+    let doomed = within("delivery in the doomed transaction", delivery)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(doomed, Error::TransactionAbortable { .. }),
+        "{doomed}"
     );
     let doomed = within("commit", producer.commit()).await.unwrap_err();
     assert!(
