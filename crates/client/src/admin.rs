@@ -228,7 +228,10 @@ pub async fn create_partitions(
             .with_timeout_ms(millis(left))
             .with_topics(vec![CreatePartitionsTopic::default()
                 .with_name(TopicName(StrBytes::from_string(topic.to_owned())))
-                .with_count(total)]);
+                .with_count(total)
+                // None: the controller places the new partitions (an empty list would place
+                // none of them, and is refused).
+                .with_assignments(None)]);
         let wait = left + connection.request_timeout();
         let response = connection.request_at(&request, version, wait).await?;
         let Some(result) = response

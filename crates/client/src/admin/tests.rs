@@ -204,6 +204,10 @@ async fn added_partitions_are_asked_again_after_not_controller_then_refused_in_w
     );
     let asked: CreatePartitionsRequest = seen.lock().unwrap()[1].decode();
     assert_eq!(asked.topics[0].count, 4);
+    assert_eq!(
+        asked.topics[0].assignments, None,
+        "placed by the controller"
+    );
 }
 
 fn config(name: &str, value: &str, source: i8, sensitive: bool) -> DescribeConfigsResourceResult {
