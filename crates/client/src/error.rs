@@ -367,6 +367,56 @@ mod tests {
     }
 
     #[test]
+    fn an_admin_refusal_names_the_topic_its_words_and_the_acl() {
+        let refused = |api, code: i16, message: Option<&str>| Error::TopicRefused {
+            broker: "b:1".to_owned(),
+            api,
+            topic: "t".to_owned(),
+            code,
+            name: crate::error_name(code),
+            message: message.map(str::to_owned),
+        };
+        let error = refused(
+            "CreatePartitions",
+            37,
+            Some("Topic already has 3 partitions."),
+        );
+        assert_eq!(
+            error.to_string(),
+            "broker b:1: CreatePartitions for topic \"t\": error 37 (INVALID_PARTITIONS) \
+             (Topic already has 3 partitions.)"
+        );
+        assert!(!error.is_security_failure());
+        let error = refused("CreatePartitions", 29, None);
+        assert!(
+            error
+                .to_string()
+                .ends_with("lacks the ACL Alter on Topic:t"),
+            "{error}"
+        );
+        assert!(error.is_security_failure());
+        let error = refused("DescribeConfigs", 29, None);
+        assert!(
+            error
+                .to_string()
+                .ends_with("lacks the ACL DescribeConfigs on Topic:t"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn an_unstable_offset_commit_names_the_group_and_partition() {
+        let unstable = Error::UnstableOffsetCommit {
+            broker: "b:1".to_owned(),
+            group: "mirror".to_owned(),
+            partition: Some(crate::TopicPartition::new("t", 2)),
+        };
+        let text = unstable.to_string();
+        assert!(text.contains("group \"mirror\" at t/2"), "{text}");
+        assert!(!unstable.is_security_failure() && !unstable.is_connection_failure());
+    }
+
+    #[test]
     fn an_authorization_error_says_which_acl_is_missing() {
         assert_eq!(
             broker_error(Some("t"), Some(3), 29),
