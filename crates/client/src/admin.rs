@@ -7,6 +7,7 @@
 //! a short backoff until the call's timeout, as Java's admin client does; every other answer
 //! is the caller's, per topic.
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
@@ -100,12 +101,13 @@ pub async fn create_topics(
         let wait = left + connection.request_timeout();
         let response = connection.request_at(&request, version, wait).await?;
         let retry_allowed = left > backoff;
+        let asked: HashMap<&str, usize> = pending
+            .iter()
+            .map(|&i| (topics[i].name.as_str(), i))
+            .collect();
         let mut retry = Vec::new();
         for result in response.topics {
-            let Some(&index) = pending
-                .iter()
-                .find(|&&i| topics[i].name == result.name.0.as_str())
-            else {
+            let Some(&index) = asked.get(result.name.0.as_str()) else {
                 continue;
             };
             if result.error_code == NOT_CONTROLLER && retry_allowed {
@@ -114,9 +116,12 @@ pub async fn create_topics(
                 outcomes[index] = Some(creation_outcome(result));
             }
         }
+        retry.sort_unstable();
+        retry.dedup();
+        retry.retain(|&i| outcomes[i].is_none());
         let unanswered = pending
             .iter()
-            .find(|&&i| outcomes[i].is_none() && !retry.contains(&i));
+            .find(|&&i| outcomes[i].is_none() && retry.binary_search(&i).is_err());
         if let Some(&unanswered) = unanswered {
             return Err(no_answer(
                 connection,
