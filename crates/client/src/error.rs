@@ -1,5 +1,7 @@
 //! The crate's one error enum.
 
+use crate::TopicPartition;
+
 /// Everything that can go wrong talking to Kafka brokers, with the broker and request it concerns.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -100,6 +102,37 @@ pub enum Error {
         detail: Option<String>,
     },
 
+    /// A broker refused an admin request about one topic (DescribeConfigs, CreatePartitions),
+    /// in its own words when it sent any.
+    #[error("broker {broker}: {api} for topic {topic:?}: error {code} ({name}){}{}", detail_text(message.as_deref()), admin_acl_hint(*code, api, topic))]
+    TopicRefused {
+        /// `host:port` of the broker.
+        broker: String,
+        /// The request.
+        api: &'static str,
+        /// The topic.
+        topic: String,
+        /// Kafka's error code.
+        code: i16,
+        /// Kafka's name for the error code (`INVALID_PARTITIONS`).
+        name: String,
+        /// The broker's message, when it sent one.
+        message: Option<String>,
+    },
+
+    /// OffsetFetch asking for stable offsets found a transaction still committing offsets of
+    /// the group (UNSTABLE_OFFSET_COMMIT). Retriable: the transaction ends (commit, abort or
+    /// its timeout), so the same request succeeds after a short wait.
+    #[error("broker {broker}: OffsetFetch for group {group:?}{}: error 88 (UNSTABLE_OFFSET_COMMIT): a transaction is still committing its offsets; ask again shortly", unstable_subject(partition.as_ref()))]
+    UnstableOffsetCommit {
+        /// `host:port` of the broker.
+        broker: String,
+        /// The group id.
+        group: String,
+        /// The partition the broker named, when it named one.
+        partition: Option<TopicPartition>,
+    },
+
     /// None of the bootstrap brokers could be reached.
     #[error("no bootstrap broker reachable ({brokers}): last error: {last}")]
     NoBroker {
@@ -198,7 +231,9 @@ impl Error {
             | Self::Authentication { .. }
             | Self::MechanismNotEnabled { .. }
             | Self::Config { .. } => true,
-            Self::Broker { code, .. } | Self::Group { code, .. } => is_authorization_code(*code),
+            Self::Broker { code, .. }
+            | Self::Group { code, .. }
+            | Self::TopicRefused { code, .. } => is_authorization_code(*code),
             Self::NoBroker { last, .. } => last.is_security_failure(),
             _ => false,
         }
@@ -248,6 +283,23 @@ fn group_acl_hint(code: i16, group: &str) -> String {
         69 => ": the cluster has no group of that id".to_owned(),
         _ => String::new(),
     }
+}
+
+/// Which ACL an admin request refused for authorization asks for.
+fn admin_acl_hint(code: i16, api: &str, topic: &str) -> String {
+    let operation = match api {
+        "CreateTopics" => "Create",
+        "CreatePartitions" => "Alter",
+        _ => "DescribeConfigs",
+    };
+    match code {
+        29 => format!(": the principal lacks the ACL {operation} on Topic:{topic}"),
+        _ => String::new(),
+    }
+}
+
+fn unstable_subject(partition: Option<&TopicPartition>) -> String {
+    partition.map_or_else(String::new, |p| format!(" at {p}"))
 }
 
 fn detail_text(detail: Option<&str>) -> String {
@@ -312,6 +364,56 @@ mod tests {
              (GROUP_AUTHORIZATION_FAILED): the principal lacks the ACL Describe on Group:billing"
         );
         assert!(error.is_security_failure());
+    }
+
+    #[test]
+    fn an_admin_refusal_names_the_topic_its_words_and_the_acl() {
+        let refused = |api, code: i16, message: Option<&str>| Error::TopicRefused {
+            broker: "b:1".to_owned(),
+            api,
+            topic: "t".to_owned(),
+            code,
+            name: crate::error_name(code),
+            message: message.map(str::to_owned),
+        };
+        let error = refused(
+            "CreatePartitions",
+            37,
+            Some("Topic already has 3 partitions."),
+        );
+        assert_eq!(
+            error.to_string(),
+            "broker b:1: CreatePartitions for topic \"t\": error 37 (INVALID_PARTITIONS) \
+             (Topic already has 3 partitions.)"
+        );
+        assert!(!error.is_security_failure());
+        let error = refused("CreatePartitions", 29, None);
+        assert!(
+            error
+                .to_string()
+                .ends_with("lacks the ACL Alter on Topic:t"),
+            "{error}"
+        );
+        assert!(error.is_security_failure());
+        let error = refused("DescribeConfigs", 29, None);
+        assert!(
+            error
+                .to_string()
+                .ends_with("lacks the ACL DescribeConfigs on Topic:t"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn an_unstable_offset_commit_names_the_group_and_partition() {
+        let unstable = Error::UnstableOffsetCommit {
+            broker: "b:1".to_owned(),
+            group: "mirror".to_owned(),
+            partition: Some(crate::TopicPartition::new("t", 2)),
+        };
+        let text = unstable.to_string();
+        assert!(text.contains("group \"mirror\" at t/2"), "{text}");
+        assert!(!unstable.is_security_failure() && !unstable.is_connection_failure());
     }
 
     #[test]

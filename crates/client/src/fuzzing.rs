@@ -49,6 +49,9 @@ pub fn response_apis() -> Vec<(i16, i16, i16)> {
         entry::<ConsumerGroupDescribeRequest>(),
         entry::<ShareGroupDescribeRequest>(),
         entry::<DescribeShareGroupOffsetsRequest>(),
+        entry::<CreateTopicsRequest>(),
+        entry::<DescribeConfigsRequest>(),
+        entry::<CreatePartitionsRequest>(),
     ]
 }
 
@@ -108,6 +111,9 @@ pub fn decode_response(api_key: i16, version: i16, body: Bytes) -> Result<(), St
         ApiKey::DescribeShareGroupOffsets => {
             decode::<DescribeShareGroupOffsetsResponse>(api_key, version, body)
         }
+        ApiKey::CreateTopics => decode::<CreateTopicsResponse>(api_key, version, body),
+        ApiKey::DescribeConfigs => decode::<DescribeConfigsResponse>(api_key, version, body),
+        ApiKey::CreatePartitions => decode::<CreatePartitionsResponse>(api_key, version, body),
         other => Err(format!("krec does not send {other:?}")),
     }
 }
@@ -393,7 +399,52 @@ mod tests {
         add(ApiKey::InitProducerId, &|b, v| {
             ok(&InitProducerIdResponse::default(), b, v)
         });
+        let (create_topics, describe_configs, create_partitions) = admin_seeds();
+        add(ApiKey::CreateTopics, &|b, v| ok(&create_topics, b, v));
+        add(ApiKey::DescribeConfigs, &|b, v| ok(&describe_configs, b, v));
+        add(ApiKey::CreatePartitions, &|b, v| {
+            ok(&create_partitions, b, v)
+        });
         out
+    }
+
+    /// Populated answers of the admin calls: a topic created with its configs, a topic's
+    /// configs with a synonym, a refused partition count.
+    fn admin_seeds() -> (
+        CreateTopicsResponse,
+        DescribeConfigsResponse,
+        CreatePartitionsResponse,
+    ) {
+        use kafka_protocol::messages::{
+            create_partitions_response as p, create_topics_response as c,
+            describe_configs_response as d,
+        };
+        let created =
+            CreateTopicsResponse::default().with_topics(vec![c::CreatableTopicResult::default()
+                .with_name(TopicName(name("t")))
+                .with_num_partitions(3)
+                .with_configs(Some(vec![c::CreatableTopicConfigs::default()
+                    .with_name(name("cleanup.policy"))
+                    .with_value(Some(name("compact")))]))]);
+        let configs = DescribeConfigsResponse::default().with_results(vec![
+            d::DescribeConfigsResult::default()
+                .with_resource_type(2)
+                .with_resource_name(name("t"))
+                .with_configs(vec![d::DescribeConfigsResourceResult::default()
+                    .with_name(name("retention.ms"))
+                    .with_value(Some(name("1000")))
+                    .with_config_source(1)
+                    .with_synonyms(vec![
+                        d::DescribeConfigsSynonym::default().with_name(name("log.retention.ms"))
+                    ])]),
+        ]);
+        let partitions = CreatePartitionsResponse::default().with_results(vec![
+            p::CreatePartitionsTopicResult::default()
+                .with_name(TopicName(name("t")))
+                .with_error_code(37)
+                .with_error_message(Some(name("Topic already has 3 partitions."))),
+        ]);
+        (created, configs, partitions)
     }
 
     /// Every seed decodes through the fuzz entry point, and a Fetch seed reads as its

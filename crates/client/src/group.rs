@@ -16,18 +16,21 @@ use kafka_protocol::messages::leave_group_request::MemberIdentity;
 use kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
-use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
 use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::{
     ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, FindCoordinatorRequest, GroupId,
     HeartbeatRequest, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, OffsetCommitRequest,
-    OffsetFetchRequest, SyncGroupRequest, TopicName,
+    SyncGroupRequest, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use uuid::Uuid;
 
 use super::Connection;
 use crate::{Error, TopicPartition};
+
+mod committed;
+
+pub use committed::{fetch_committed, CommittedPosition};
 
 /// Group error codes this client reacts to by name.
 pub mod group_codes {
@@ -308,27 +311,18 @@ pub struct CommittedOffset {
 }
 
 /// OffsetFetch (at most v7: one group, topics by name) of `partitions`, stable offsets only.
-/// Returns the group-level error code and the per-partition answers.
+/// Returns the group-level error code and the per-partition answers. [`fetch_committed`]
+/// also returns the metadata committed, and UNSTABLE_OFFSET_COMMIT as a typed error.
 pub async fn offset_fetch(
     connection: &mut Connection,
     group: &str,
     partitions: &BTreeMap<String, Vec<i32>>,
 ) -> Result<(i16, BTreeMap<TopicPartition, CommittedOffset>), Error> {
-    let request = OffsetFetchRequest::default()
-        .with_group_id(GroupId(StrBytes::from_string(group.to_owned())))
-        .with_require_stable(true)
-        .with_topics(Some(
-            partitions
-                .iter()
-                .map(|(topic, partitions)| {
-                    OffsetFetchRequestTopic::default()
-                        .with_name(TopicName(StrBytes::from_string(topic.clone())))
-                        .with_partition_indexes(partitions.clone())
-                })
-                .collect(),
-        ));
+    let request = committed::offset_fetch_request(group, partitions, true);
     let timeout = Duration::from_secs(30);
-    let (_, response) = connection.request_capped(&request, 7, timeout).await?;
+    let (_, response) = connection
+        .request_capped(&request, committed::LAST_SINGLE_GROUP_VERSION, timeout)
+        .await?;
     let mut answers = BTreeMap::new();
     for topic in response.topics {
         let name: Arc<str> = Arc::from(topic.name.0.as_str());

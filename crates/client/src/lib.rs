@@ -31,6 +31,9 @@
 //!   AddOffsetsToTxn, TxnOffsetCommit, EndTxn), whether a broker offers Transactions v2
 //!   (KIP-890), and what each error means for the producer.
 //! - [`describe`]: the cluster as an operator asks about it: racks, replicas, ISR, errors.
+//! - [`admin`]: what a copy asks of its target cluster: CreateTopics (created, already there,
+//!   or refused in the broker's words), DescribeConfigs of topics (each value and its source),
+//!   CreatePartitions; NOT_CONTROLLER retried as Java's admin client does.
 //! - [`share`]: share groups (KIP-932): ShareGroupHeartbeat, ShareFetch (records as a slice
 //!   of the frame, with the ranges acquired for the member), ShareAcknowledge.
 //! - [`groups`], [`group_lag`]: groups as an operator asks about them: every group with its
@@ -111,7 +114,9 @@
 //!   [`describe::PartitionDescription`]).
 //! - A group member's calls, in [`group`]: [`group::find_coordinator`], [`group::join_group`]
 //!   ([`group::JoinRequest`]), [`group::sync_group`], [`group::heartbeat`], [`group::leave_group`],
-//!   [`group::offset_fetch`] ([`group::CommittedOffset`]), [`group::offset_commit`]
+//!   [`group::offset_fetch`] ([`group::CommittedOffset`]), [`group::fetch_committed`]
+//!   ([`group::CommittedPosition`]: offset, leader epoch and metadata, stable offsets only when
+//!   asked, [`Error::UnstableOffsetCommit`] while a transaction commits), [`group::offset_commit`]
 //!   ([`group::Committer`]), [`group::consumer_group_heartbeat`] ([`group::ConsumerHeartbeat`]),
 //!   and the codes in [`group::group_codes`] ([`group::group_codes::is_membership_change`],
 //!   [`group::group_codes::needs_rediscovery`]).
@@ -147,6 +152,11 @@
 //!   [`transaction::PartitionCodes`]; the classifier [`transaction::classify`] and
 //!   [`transaction::classify_error`] ([`transaction::TxnApi`], [`transaction::TxnErrorClass`])
 //!   and the codes in [`transaction::txn_codes`].
+//! - Administering topics, in [`admin`]: [`admin::create_topics`] ([`admin::NewTopic`],
+//!   [`admin::TopicCreation`], [`admin::CreationOutcome`]), [`admin::describe_topic_configs`]
+//!   ([`admin::TopicConfigs`], [`admin::ConfigEntry`], [`admin::ConfigSource`]),
+//!   [`admin::create_partitions`], and the codes [`admin::NOT_CONTROLLER`] and
+//!   [`admin::TOPIC_ALREADY_EXISTS`]; a refusal about one topic is [`Error::TopicRefused`].
 //! - Share groups, in [`share`]: [`share::share_group_heartbeat`] ([`share::ShareHeartbeat`],
 //!   [`share::ShareHeartbeatAnswer`]), [`share::share_fetch`] ([`share::ShareSessionKey`],
 //!   [`share::ShareFetchParams`], [`share::SharePartitionRequest`], [`share::ShareFetchAnswer`],
@@ -173,7 +183,7 @@
 //! Internal: framing buffers, transport, authentication, the response checks. `kafka-protocol`
 //! types appear only where the raw wire calls need them, and only under one module,
 //! [`wire`] (its re-exports and the [`wire::ApiRequest`] trait; its page lists those calls):
-//! none in the crate-root re-exports, metadata, offsets, describe, groups, produce,
+//! none in the crate-root re-exports, metadata, offsets, describe, admin, groups, produce,
 //! producer_id or fetch's results.
 //!
 //! How this crate fits into krec (the crates, the hot path, the invariants):
@@ -181,6 +191,7 @@
 #![deny(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+pub mod admin;
 mod authenticate;
 pub mod client_properties;
 pub mod connection;

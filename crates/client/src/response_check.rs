@@ -94,6 +94,7 @@ const STR: Kind = Kind::Str;
 const BYTES: Kind = Kind::Bytes;
 const I32_ARRAY: Kind = Kind::Array(&I32);
 
+mod admin_layouts;
 mod layouts;
 mod transaction_layouts;
 
@@ -129,6 +130,9 @@ fn message(api_key: i16) -> Option<&'static Message> {
         ApiKey::AddOffsetsToTxn => &transaction_layouts::ADD_OFFSETS_TO_TXN,
         ApiKey::EndTxn => &transaction_layouts::END_TXN,
         ApiKey::TxnOffsetCommit => &transaction_layouts::TXN_OFFSET_COMMIT,
+        ApiKey::CreateTopics => &admin_layouts::CREATE_TOPICS,
+        ApiKey::DescribeConfigs => &admin_layouts::DESCRIBE_CONFIGS,
+        ApiKey::CreatePartitions => &admin_layouts::CREATE_PARTITIONS,
         _ => return None,
     })
 }

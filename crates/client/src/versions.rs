@@ -6,12 +6,14 @@ use kafka_protocol::messages::{
     AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse, ApiVersionsRequest, ApiVersionsResponse,
     ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse, DescribeGroupsRequest, DescribeGroupsResponse,
-    DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse, EndTxnRequest,
-    EndTxnResponse, FetchRequest, FetchResponse, FindCoordinatorRequest, FindCoordinatorResponse,
-    HeartbeatRequest, HeartbeatResponse, InitProducerIdRequest, InitProducerIdResponse,
-    JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse, ListGroupsRequest,
-    ListGroupsResponse, ListOffsetsRequest, ListOffsetsResponse, MetadataRequest, MetadataResponse,
+    ConsumerGroupHeartbeatResponse, CreatePartitionsRequest, CreatePartitionsResponse,
+    CreateTopicsRequest, CreateTopicsResponse, DescribeConfigsRequest, DescribeConfigsResponse,
+    DescribeGroupsRequest, DescribeGroupsResponse, DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsResponse, EndTxnRequest, EndTxnResponse, FetchRequest, FetchResponse,
+    FindCoordinatorRequest, FindCoordinatorResponse, HeartbeatRequest, HeartbeatResponse,
+    InitProducerIdRequest, InitProducerIdResponse, JoinGroupRequest, JoinGroupResponse,
+    LeaveGroupRequest, LeaveGroupResponse, ListGroupsRequest, ListGroupsResponse,
+    ListOffsetsRequest, ListOffsetsResponse, MetadataRequest, MetadataResponse,
     OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse,
     ProduceRequest, ProduceResponse, SaslAuthenticateRequest, SaslAuthenticateResponse,
     SaslHandshakeRequest, SaslHandshakeResponse, ShareAcknowledgeRequest, ShareAcknowledgeResponse,
@@ -111,13 +113,16 @@ api_requests! {
     SaslHandshakeRequest => SaslHandshakeResponse, 17, "SaslHandshake",
         sent (SASL_HANDSHAKE_VERSION, SASL_HANDSHAKE_VERSION);
     ApiVersionsRequest => ApiVersionsResponse, 18, "ApiVersions", sent (0, API_VERSIONS_VERSION);
+    CreateTopicsRequest => CreateTopicsResponse, 19, "CreateTopics";
     InitProducerIdRequest => InitProducerIdResponse, 22, "InitProducerId";
     AddPartitionsToTxnRequest => AddPartitionsToTxnResponse, 24, "AddPartitionsToTxn",
         sent (0, ADD_PARTITIONS_TO_TXN_CLIENT_VERSION);
     AddOffsetsToTxnRequest => AddOffsetsToTxnResponse, 25, "AddOffsetsToTxn";
     EndTxnRequest => EndTxnResponse, 26, "EndTxn";
     TxnOffsetCommitRequest => TxnOffsetCommitResponse, 28, "TxnOffsetCommit";
+    DescribeConfigsRequest => DescribeConfigsResponse, 32, "DescribeConfigs";
     SaslAuthenticateRequest => SaslAuthenticateResponse, 36, "SaslAuthenticate";
+    CreatePartitionsRequest => CreatePartitionsResponse, 37, "CreatePartitions";
     ConsumerGroupHeartbeatRequest => ConsumerGroupHeartbeatResponse, 68, "ConsumerGroupHeartbeat";
     ConsumerGroupDescribeRequest => ConsumerGroupDescribeResponse, 69, "ConsumerGroupDescribe";
     ShareGroupHeartbeatRequest => ShareGroupHeartbeatResponse, 76, "ShareGroupHeartbeat";

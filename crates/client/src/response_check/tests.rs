@@ -437,3 +437,42 @@ fn transaction_layouts() {
     ]);
     walks_every_version(ApiKey::TxnOffsetCommit, &[commit]);
 }
+
+#[test]
+fn admin_layouts() {
+    use create_topics_response::*;
+    let created = CreatableTopicResult::default()
+        .with_name(TopicName(s("t")))
+        .with_error_message(Some(s("exists")))
+        .with_topic_config_error_code(29)
+        .with_configs(Some(vec![CreatableTopicConfigs::default()
+            .with_name(s("cleanup.policy"))
+            .with_value(Some(s("compact")))]));
+    let unconfigured = created.clone().with_configs(None);
+    let topics = CreateTopicsResponse::default().with_topics(vec![created, unconfigured]);
+    walks_every_version(ApiKey::CreateTopics, &[topics]);
+    use describe_configs_response::*;
+    let entry = DescribeConfigsResourceResult::default()
+        .with_name(s("retention.ms"))
+        .with_value(Some(s("1000")))
+        .with_config_source(1)
+        .with_synonyms(vec![DescribeConfigsSynonym::default()
+            .with_name(s("log.retention.ms"))
+            .with_value(None)])
+        .with_documentation(Some(s("how long")));
+    let undocumented = entry.clone().with_documentation(None);
+    let resource = DescribeConfigsResult::default()
+        .with_error_message(Some(s("e")))
+        .with_resource_type(2)
+        .with_resource_name(s("t"))
+        .with_configs(vec![entry, undocumented]);
+    let configs = DescribeConfigsResponse::default().with_results(vec![resource.clone(), resource]);
+    walks_every_version(ApiKey::DescribeConfigs, &[configs]);
+    use create_partitions_response::*;
+    let result = CreatePartitionsTopicResult::default()
+        .with_name(TopicName(s("t")))
+        .with_error_code(37)
+        .with_error_message(Some(s("too few")));
+    let partitions = CreatePartitionsResponse::default().with_results(vec![result.clone(), result]);
+    walks_every_version(ApiKey::CreatePartitions, &[partitions]);
+}

@@ -3,7 +3,9 @@
 //! topic, their offsets, the broker's answers to a resent batch, a sequence gap, an
 //! oversized batch, a record refused with its index, acks=0 and an epoch bump, and the topic
 //! read back by kcat (a reader other than krec) record by record; Produce requests
-//! pipelined on one connection (`pipelined`); and transactions by hand (`transactions`).
+//! pipelined on one connection (`pipelined`); transactions by hand (`transactions`); and the
+//! calls a copy makes on its target: topics created, described and grown, and positions read
+//! back stable (`admin`).
 //!
 //! `cargo test` leaves this binary out (`test = false`): it needs the suite's broker and
 //! Kafka installation (`krec_testkit::live`). test.sh runs it with the other broker tests; by
@@ -25,6 +27,7 @@ use krec_client::{Connection, ConnectionSettings, Error};
 use krec_testkit::live::{self, LiveBroker};
 use uuid::Uuid;
 
+mod admin;
 mod pipelined;
 mod transactions;
 

@@ -30,7 +30,11 @@ const TIMEOUT_MS: i32 = 60_000;
 
 /// A connection to the coordinator of `key`, asking again while it is not ready (the first
 /// transaction of a cluster creates `__transaction_state`).
-async fn coordinator(broker: &LiveBroker, kind: CoordinatorType, key: &str) -> Connection {
+pub(super) async fn coordinator(
+    broker: &LiveBroker,
+    kind: CoordinatorType,
+    key: &str,
+) -> Connection {
     let settings = ConnectionSettings::default();
     let mut bootstrap = Connection::connect(&broker.bootstrap, &settings)
         .await
@@ -54,7 +58,7 @@ async fn coordinator(broker: &LiveBroker, kind: CoordinatorType, key: &str) -> C
 
 /// InitProducerId for `transactional_id`, again while the answer is passing (an earlier
 /// producer's transaction still aborting).
-async fn init(
+pub(super) async fn init(
     connection: &mut Connection,
     transactional_id: &str,
     current: Option<ProducerIdentity>,
@@ -152,7 +156,7 @@ async fn produce(
 }
 
 /// EndTxn, again while the previous step is still completing.
-async fn end(
+pub(super) async fn end(
     connection: &mut Connection,
     producer: &TransactionalProducer<'_>,
     commit: bool,
