@@ -19,13 +19,22 @@ fn field_size(field: Option<&[u8]>) -> usize {
     }
 }
 
+/// A record's headers, as the writer is given them.
+pub(crate) enum HeadersIn<'a, H, V> {
+    /// Key and value pairs, a `None` value null.
+    Pairs(&'a [(H, Option<V>)]),
+    /// A checked headers section in wire form (after the header count) holding `count`
+    /// headers: a decoded record's, copied as it is.
+    Wire { count: usize, section: &'a [u8] },
+}
+
 /// The fields of one record, borrowed.
 pub(crate) struct RecordFields<'a, H, V> {
     pub(crate) timestamp_delta: i64,
     pub(crate) offset_delta: i32,
     pub(crate) key: Option<&'a [u8]>,
     pub(crate) value: Option<&'a [u8]>,
-    pub(crate) headers: &'a [(H, Option<V>)],
+    pub(crate) headers: HeadersIn<'a, H, V>,
 }
 
 impl<H: AsRef<[u8]>, V: AsRef<[u8]>> RecordFields<'_, H, V> {
@@ -36,10 +45,18 @@ impl<H: AsRef<[u8]>, V: AsRef<[u8]>> RecordFields<'_, H, V> {
             + varlong_size(self.timestamp_delta)
             + varlong_size(i64::from(self.offset_delta))
             + field_size(self.key)
-            + field_size(self.value)
-            + varlong_size(self.headers.len() as i64);
-        for (key, value) in self.headers {
-            body += field_size(Some(key.as_ref())) + field_size(value.as_ref().map(AsRef::as_ref));
+            + field_size(self.value);
+        match self.headers {
+            HeadersIn::Pairs(pairs) => {
+                body += varlong_size(pairs.len() as i64);
+                for (key, value) in pairs {
+                    body += field_size(Some(key.as_ref()))
+                        + field_size(value.as_ref().map(AsRef::as_ref));
+                }
+            }
+            HeadersIn::Wire { count, section } => {
+                body += varlong_size(count as i64) + section.len();
+            }
         }
         let body = body as u64;
         (body, body + varlong_size(body as i64) as u64)
@@ -55,10 +72,18 @@ impl<H: AsRef<[u8]>, V: AsRef<[u8]>> RecordFields<'_, H, V> {
         cursor.varlong(i64::from(self.offset_delta));
         cursor.field(self.key);
         cursor.field(self.value);
-        cursor.varlong(self.headers.len() as i64);
-        for (key, value) in self.headers {
-            cursor.field(Some(key.as_ref()));
-            cursor.field(value.as_ref().map(AsRef::as_ref));
+        match self.headers {
+            HeadersIn::Pairs(pairs) => {
+                cursor.varlong(pairs.len() as i64);
+                for (key, value) in pairs {
+                    cursor.field(Some(key.as_ref()));
+                    cursor.field(value.as_ref().map(AsRef::as_ref));
+                }
+            }
+            HeadersIn::Wire { count, section } => {
+                cursor.varlong(count as i64);
+                cursor.bytes(section);
+            }
         }
         debug_assert_eq!(
             cursor.at,

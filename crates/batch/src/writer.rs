@@ -8,7 +8,8 @@ use crate::compress::{compress_into, Codec};
 use crate::crc::crc32c;
 use crate::layout::{magic, v2, BASE_OFFSET_AT, ENTRY_HEADER_SIZE, LENGTH_AT, MAGIC_AT};
 use crate::producer_fields::{put, ProducerFields};
-use crate::record_wire::RecordFields;
+use crate::record::Record;
+use crate::record_wire::{HeadersIn, RecordFields};
 use crate::{Compression, Error, WriteConfig};
 
 /// The largest batch there can be: its length field is an `i32`.
@@ -98,6 +99,27 @@ impl BatchWriter {
         key: Option<&[u8]>,
         value: Option<&[u8]>,
         headers: &[(H, Option<V>)],
+    ) -> Result<Append, Error> {
+        self.append(timestamp, key, value, HeadersIn::Pairs(headers))
+    }
+
+    /// Appends a decoded record as it is (its timestamp, key, value and headers section, the
+    /// bytes of which are copied, not re-encoded): a copy that cannot forward its batch.
+    pub(crate) fn append_record(&mut self, record: &Record<'_>) -> Result<Append, Error> {
+        let headers: HeadersIn<'_, &[u8], &[u8]> = HeadersIn::Wire {
+            count: record.headers().len(),
+            section: record.headers().wire_section(),
+        };
+        self.append(record.timestamp(), record.key(), record.value(), headers)
+    }
+
+    #[inline(always)]
+    fn append<H: AsRef<[u8]>, V: AsRef<[u8]>>(
+        &mut self,
+        timestamp: i64,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        headers: HeadersIn<'_, H, V>,
     ) -> Result<Append, Error> {
         let first = self.record_count == 0;
         let base_timestamp = if first {
@@ -235,6 +257,13 @@ impl BatchWriter {
         codec: Codec,
     ) -> Result<PooledBuf, Error> {
         self.finish(producer, codec)?;
+        Ok(self.take_finished(codec))
+    }
+
+    /// The buffer [`finish`](Self::finish) (with `codec`) wrote the batch into, handed over,
+    /// and [`reset`](Self::reset): no second compression for a caller that looked at the
+    /// finished batch before keeping it.
+    pub(crate) fn take_finished(&mut self, codec: Codec) -> PooledBuf {
         let holder = if codec.compression() == Compression::None {
             &mut self.records
         } else {
@@ -242,7 +271,7 @@ impl BatchWriter {
         };
         let batch = std::mem::replace(holder, PooledBuf::take());
         self.reset();
-        Ok(batch)
+        batch
     }
 }
 
