@@ -275,22 +275,51 @@ fn what_the_header_says_decides_the_shape() {
 }
 
 /// Records of `size` bytes each that no codec shrinks (a xorshift stream), so compressing
-/// makes a batch larger than its records: what the limit must hold against.
+/// makes a batch larger than its records: what the limit must hold against. The first
+/// `zeros` records are zeros instead, which every codec shrinks to almost nothing.
 fn incompressible(count: usize, size: usize, compression: Compression) -> Vec<u8> {
+    uneven(0, count, size, compression)
+}
+
+fn uneven(zeros: usize, count: usize, size: usize, compression: Compression) -> Vec<u8> {
     let mut state = 0x9e37_79b9_7f4a_7c15u64;
     let mut builder = BatchBuilder::new(0).compression(compression);
-    for _ in 0..count {
+    for at in 0..count {
         let value: Vec<u8> = (0..size)
             .map(|_| {
                 state ^= state << 13;
                 state ^= state >> 7;
                 state ^= state << 17;
-                state as u8
+                if at < zeros {
+                    0
+                } else {
+                    state as u8
+                }
             })
             .collect();
         builder = builder.record(Some(b"k"), Some(&value), &[(b"h", Some(b"x"))]);
     }
     builder.log_append_time(true).build()
+}
+
+/// The records that compress well come first and fill batches by the source's own ratio;
+/// the batches after them, cut by that ratio, come out over the limit and are cut again,
+/// from the first record they took.
+#[test]
+fn a_batch_that_compresses_unevenly_is_cut_within_the_limit() {
+    for &codec in &Compression::ALL[1..] {
+        let batch = uneven(40, 80, 1_000, codec);
+        let written = reencoded(&batch, 0, 8_000).unwrap();
+        assert!(
+            written[0].record_count > 8,
+            "{codec:?}: the zeros by the ratio"
+        );
+        let records = records_of(&written, codec, 8_000);
+        assert_eq!(records, source_records(&batch, 0), "{codec:?}");
+        for pair in written.windows(2) {
+            assert_eq!(pair[1].first_offset, pair[0].last_offset + 1);
+        }
+    }
 }
 
 #[test]

@@ -182,6 +182,12 @@ mod tests {
         // Wholly before the fetch offset: not handed out.
         let past = chunk(&batches, 13, 14, &[], false);
         assert_eq!(past.data_batches().count(), 1);
+        // A share group's range that ends before the second batch.
+        let bounded = chunk(&batches, 10, 14, &[], false).with_until(13);
+        let offsets: Vec<i64> = (bounded.data_batches())
+            .map(|batch| batch.unwrap().summary.base_offset)
+            .collect();
+        assert_eq!(offsets, [10]);
     }
 
     #[test]
