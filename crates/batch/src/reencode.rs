@@ -5,6 +5,8 @@
 //! size limit. Decided before sending, never by trial: inside an idempotent or transactional
 //! stream one refused batch fails every batch after it.
 
+use std::cell::RefCell;
+
 use crate::batch::Batch;
 use crate::batch_header::{Compression, TimestampType};
 use crate::buffer::PooledBuf;
@@ -142,13 +144,57 @@ pub fn reencode<E: From<Error>>(
     from_offset: i64,
     max_batch_bytes: usize,
     decode: &DecodeConfig,
-    mut each: impl FnMut(ReencodedBatch) -> Result<(), E>,
+    each: impl FnMut(ReencodedBatch) -> Result<(), E>,
 ) -> Result<(), E> {
     let config = DecodeConfig {
         verify_crc: true,
         ..decode.clone()
     };
-    let mut walk = BatchWalk::new(batches, &config);
+    let mut writer = WRITER
+        .try_with(|kept| kept.take())
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| {
+            BatchWriter::new(WriteConfig {
+                batch_size: max_batch_bytes,
+                max_record_size: usize::MAX,
+            })
+        });
+    let result = reencode_with(
+        &mut writer,
+        batches,
+        from_offset,
+        max_batch_bytes,
+        &config,
+        each,
+    );
+    writer.reset();
+    // Back for the next call, unless a re-encode inside `each` put its own back first.
+    let _ = WRITER.try_with(|kept| {
+        if let Ok(mut kept) = kept.try_borrow_mut() {
+            kept.get_or_insert(writer);
+        }
+    });
+    result
+}
+
+thread_local! {
+    /// The writer [`reencode`] uses on this thread, kept between calls: a writer made per call
+    /// would take its buffers from the pool in another order each time and grow them again.
+    /// Out of it while in use, so a re-encode inside the callback makes one of its own.
+    static WRITER: RefCell<Option<BatchWriter>> = const { RefCell::new(None) };
+}
+
+/// [`reencode`] with `writer`, its checksum check on in `config`.
+fn reencode_with<E: From<Error>>(
+    writer: &mut BatchWriter,
+    batches: &[u8],
+    from_offset: i64,
+    max_batch_bytes: usize,
+    config: &DecodeConfig,
+    mut each: impl FnMut(ReencodedBatch) -> Result<(), E>,
+) -> Result<(), E> {
+    let mut walk = BatchWalk::new(batches, config);
     while let Some(batch) = walk.next_ref() {
         let batch = batch?;
         if !batch.is_control() {
@@ -156,9 +202,9 @@ pub fn reencode<E: From<Error>>(
                 batch,
                 from_offset,
                 max_batch_bytes,
-                budget: uncompressed_budget(batch, max_batch_bytes, &config),
+                budget: uncompressed_budget(batch, max_batch_bytes, config),
             };
-            copy.run(&mut each)?;
+            copy.run(writer, &mut each)?;
         }
     }
     walk.end_of_file()?;
@@ -178,6 +224,7 @@ struct Split<'s, 'a> {
 impl Split<'_, '_> {
     fn run<E: From<Error>>(
         mut self,
+        writer: &mut BatchWriter,
         each: &mut impl FnMut(ReencodedBatch) -> Result<(), E>,
     ) -> Result<(), E> {
         let batch = self.batch;
@@ -187,12 +234,9 @@ impl Split<'_, '_> {
         let mut held: Option<Record<'_>> = None;
         let mut written = 0usize;
         loop {
-            let mut writer = BatchWriter::new(WriteConfig {
-                batch_size: self.budget,
-                max_record_size: usize::MAX,
-            });
-            let Some((first_offset, last_offset)) = fill(&mut writer, &mut records, &mut held)?
-            else {
+            writer.reset();
+            writer.set_batch_size(self.budget);
+            let Some((first_offset, last_offset)) = fill(writer, &mut records, &mut held)? else {
                 return Ok(());
             };
             let count = writer.record_count();

@@ -180,6 +180,12 @@ impl BatchWriter {
         &self.config
     }
 
+    /// Sets [`WriteConfig::batch_size`] from the next record on: a copy sizes each batch by
+    /// what its source compresses to, and keeps one writer (one set of buffers) throughout.
+    pub(crate) fn set_batch_size(&mut self, batch_size: usize) {
+        self.config.batch_size = batch_size;
+    }
+
     /// Closes the batch: compresses the records with `codec` (into a second buffer; the
     /// records stay as they are), writes the header with `producer`'s fields and the CRC32C,
     /// and lends the finished batch until the next call on the writer. Appending after it
