@@ -1,6 +1,7 @@
 //! krec-consumer against the suite's real single-node broker, driven as an embedding program
 //! would drive it: `Consumer` (assign, seek, stop_at_end, read_committed, patterns),
-//! `GroupConsumer` (members splitting a topic, `processed` then `close`, a drop), an
+//! `GroupConsumer` (members splitting a topic, `processed` then `close`, a drop), a copy's
+//! reading side (`data_batches`, forwarded or re-encoded and produced to a second topic), an
 //! embedder's own SASL mechanism and token source (the secured broker), the errors
 //! an embedder sees, and the programs in `examples/` that talk to a broker.
 //!
@@ -18,6 +19,7 @@
 //! `solo` module, which test.sh runs afterwards one at a time; none does yet.
 
 mod assign;
+mod copy;
 mod custom_sasl;
 mod errors;
 mod examples;
