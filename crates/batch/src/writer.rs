@@ -9,7 +9,7 @@ use crate::crc::crc32c;
 use crate::layout::{magic, v2, BASE_OFFSET_AT, ENTRY_HEADER_SIZE, LENGTH_AT, MAGIC_AT};
 use crate::producer_fields::{put, ProducerFields};
 use crate::record::Record;
-use crate::record_wire::{HeadersIn, RecordFields};
+use crate::record_wire::{HeadersOut, RecordFields, WireHeaders};
 use crate::{Compression, Error, WriteConfig};
 
 /// The largest batch there can be: its length field is an `i32`.
@@ -100,26 +100,27 @@ impl BatchWriter {
         value: Option<&[u8]>,
         headers: &[(H, Option<V>)],
     ) -> Result<Append, Error> {
-        self.append(timestamp, key, value, HeadersIn::Pairs(headers))
+        self.append(timestamp, key, value, headers)
     }
 
     /// Appends a decoded record as it is (its timestamp, key, value and headers section, the
     /// bytes of which are copied, not re-encoded): a copy that cannot forward its batch.
     pub(crate) fn append_record(&mut self, record: &Record<'_>) -> Result<Append, Error> {
-        let headers: HeadersIn<'_, &[u8], &[u8]> = HeadersIn::Wire {
+        let headers = WireHeaders {
             count: record.headers().len(),
             section: record.headers().wire_section(),
         };
         self.append(record.timestamp(), record.key(), record.value(), headers)
     }
 
+    /// [`try_append`](Self::try_append) with headers given either way.
     #[inline(always)]
-    fn append<H: AsRef<[u8]>, V: AsRef<[u8]>>(
+    fn append(
         &mut self,
         timestamp: i64,
         key: Option<&[u8]>,
         value: Option<&[u8]>,
-        headers: HeadersIn<'_, H, V>,
+        headers: impl HeadersOut,
     ) -> Result<Append, Error> {
         let first = self.record_count == 0;
         let base_timestamp = if first {
