@@ -110,7 +110,8 @@ pub struct ReencodedBatch {
 /// it alone is [`Error::RecordOverBatchLimit`], naming its offset. The input is decoded
 /// within `decode`'s limits, its checksums checked whatever `decode` says: a copy never
 /// writes what it could not check. Control batches are left out. A batch with no record at
-/// or after `from_offset` yields nothing.
+/// or after `from_offset` yields nothing. An error (of the input, of the limit or of `each`)
+/// stops the re-encoding; the batches handed out before it stay handed out.
 ///
 /// ```
 /// use krec_batch::encode::{BatchBuilder, RecordSpec};
