@@ -42,11 +42,18 @@ fuzz_target!(|data: &[u8]| {
     let input = if first & 0x80 != 0 {
         rest.to_vec()
     } else {
-        let Some((shape, records)) = rest.split_first_chunk::<3>() else {
+        let Some((shape, records)) = rest.split_first_chunk::<2>() else {
             return;
         };
         let codec = Compression::ALL[usize::from(first & 0x07) % Compression::ALL.len()];
-        v2_batch(codec, first & 0x08 != 0, i32::from(shape[0] % 64), i32::from(shape[1]), records, head[3])
+        v2_batch(
+            codec,
+            first & 0x08 != 0,
+            i32::from(shape[0] % 64),
+            i32::from(shape[1]),
+            records,
+            head[3],
+        )
     };
     let config = DecodeConfig {
         verify_crc: true,
@@ -61,7 +68,10 @@ fuzz_target!(|data: &[u8]| {
         assert!(batch.first_offset >= from_offset);
         assert!(batch.first_offset <= batch.last_offset);
         let mut walk = BatchWalk::new(&batch.batch, &config);
-        let out = walk.next().expect("one batch").expect("a re-encoded batch decodes");
+        let out = walk
+            .next()
+            .expect("one batch")
+            .expect("a re-encoded batch decodes");
         assert!(walk.next().is_none());
         assert_eq!(out.magic(), 2);
         assert_eq!(out.attributes() & 0x08, 0, "no LogAppendTime bit");
