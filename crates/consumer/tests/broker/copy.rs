@@ -3,7 +3,7 @@
 //! through `data_batches`, each batch forwarded (re-stamped) or re-encoded as `copy_shape`
 //! says, produced by hand to a second topic under an idempotent identity. A CreateTime source
 //! forwards every batch as it came; a LogAppendTime source re-encodes every one, and the
-//! broker takes the re-encoded batches. Either copy then holds exactly the committed records,
+//! broker takes the re-encoded batches; a copy that starts inside a batch re-encodes it. Either copy then holds exactly the committed records,
 //! timestamps included (the source broker's append times, as CreateTime).
 
 use std::sync::Arc;
@@ -29,13 +29,13 @@ type Read = (
     Vec<(Vec<u8>, Option<Vec<u8>>)>,
 );
 
-/// Every record of partition 0 of `topic`, read to its end with `read_committed`.
-async fn read_all(broker: &LiveBroker, topic: &str) -> Vec<Read> {
+/// Every record of partition 0 of `topic` from `start`, read to its end with `read_committed`.
+async fn read_all(broker: &LiveBroker, topic: &str, start: StartOffset) -> Vec<Read> {
     let mut settings = config(broker);
     settings.read_committed = true;
     let mut consumer = Consumer::connect(settings).await.expect("connect");
     consumer
-        .assign_topic(topic, StartOffset::Beginning)
+        .assign_topic(topic, start)
         .await
         .expect("assign_topic");
     consumer.stop_at_end(true);
@@ -99,8 +99,14 @@ impl Target {
     }
 }
 
-/// Copies partition 0 of `source` to `target` as a mirror would; the shapes met, in order.
-async fn copy(broker: &LiveBroker, source: &str, target: &str) -> Vec<CopyShape> {
+/// Copies partition 0 of `source` from `start` to `target` as a mirror would; the shapes
+/// met, in order.
+async fn copy(
+    broker: &LiveBroker,
+    source: &str,
+    start: StartOffset,
+    target: &str,
+) -> Vec<CopyShape> {
     let mut connection = Connection::connect(&broker.bootstrap, &ConnectionSettings::default())
         .await
         .expect("connect to the target");
@@ -117,7 +123,7 @@ async fn copy(broker: &LiveBroker, source: &str, target: &str) -> Vec<CopyShape>
     settings.read_committed = true;
     let mut consumer = Consumer::connect(settings).await.expect("connect");
     consumer
-        .assign_topic(source, StartOffset::Beginning)
+        .assign_topic(source, start)
         .await
         .expect("assign_topic");
     consumer.stop_at_end(true);
@@ -181,15 +187,18 @@ async fn a_create_time_topic_is_copied_batch_for_batch_as_it_came() {
     broker.create_topic(&source, 1);
     broker.create_topic(&target, 1);
     produce_transactions(&broker, &source);
-    let shapes = copy(&broker, &source, &target).await;
+    let shapes = copy(&broker, &source, StartOffset::Beginning, &target).await;
     assert!(!shapes.is_empty());
     assert!(
         shapes.iter().all(|s| *s == CopyShape::Forward),
         "{shapes:?}"
     );
-    let read = read_all(&broker, &source).await;
+    let read = read_all(&broker, &source, StartOffset::Beginning).await;
     assert_eq!(read.len(), 12, "the aborted transaction left out");
-    assert_eq!(read_all(&broker, &target).await, read);
+    assert_eq!(
+        read_all(&broker, &target, StartOffset::Beginning).await,
+        read
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -208,11 +217,11 @@ async fn a_log_append_time_topic_is_reencoded_with_the_brokers_times() {
     );
     broker.create_topic(&target, 1);
     produce_transactions(&broker, &source);
-    let shapes = copy(&broker, &source, &target).await;
+    let shapes = copy(&broker, &source, StartOffset::Beginning, &target).await;
     let reencoded = CopyShape::Reencode(ReencodeReason::LogAppendTime);
     assert!(!shapes.is_empty());
     assert!(shapes.iter().all(|s| *s == reencoded), "{shapes:?}");
-    let read = read_all(&broker, &source).await;
+    let read = read_all(&broker, &source, StartOffset::Beginning).await;
     assert_eq!(read.len(), 12, "the aborted transaction left out");
     assert!(read.iter().all(|r| r.1 == TimestampType::LogAppendTime));
     let as_create_time: Vec<Read> = read
@@ -221,5 +230,35 @@ async fn a_log_append_time_topic_is_reencoded_with_the_brokers_times() {
             (timestamp, TimestampType::CreateTime, key, value, headers)
         })
         .collect();
-    assert_eq!(read_all(&broker, &target).await, as_create_time);
+    assert_eq!(
+        read_all(&broker, &target, StartOffset::Beginning).await,
+        as_create_time
+    );
+}
+
+/// A copy that starts inside a batch (a fetch from offset 2 gets the batch from offset 0)
+/// re-encodes that batch from offset 2 on, and forwards the batches after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_copy_that_starts_inside_a_batch_leaves_the_records_before_it_out() {
+    let broker = live::broker();
+    let source = live::unique_name("rawbatch-copy-inside");
+    let target = live::unique_name("rawbatch-copy-inside-to");
+    broker.create_topic(&source, 1);
+    broker.create_topic(&target, 1);
+    produce_transactions(&broker, &source);
+    let shapes = copy(&broker, &source, StartOffset::Offset(2), &target).await;
+    // The producer sends a transaction's six records as one batch (they go out within its
+    // linger): the copy enters it at its third record.
+    let inside = CopyShape::Reencode(ReencodeReason::StartsBeforeFrom);
+    assert_eq!(shapes.first(), Some(&inside), "{shapes:?}");
+    assert!(
+        shapes[1..].iter().all(|s| *s == CopyShape::Forward),
+        "{shapes:?}"
+    );
+    let read = read_all(&broker, &source, StartOffset::Offset(2)).await;
+    assert_eq!(read.len(), 10, "the committed records from offset 2");
+    assert_eq!(
+        read_all(&broker, &target, StartOffset::Beginning).await,
+        read
+    );
 }
