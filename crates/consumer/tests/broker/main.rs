@@ -1,7 +1,6 @@
 //! krec-consumer against the suite's real single-node broker, driven as an embedding program
 //! would drive it: `Consumer` (assign, seek, stop_at_end, read_committed, patterns),
-//! `GroupConsumer` (members splitting a topic, `processed` then `close`, a drop), a copy's
-//! reading side (`data_batches`, forwarded or re-encoded and produced to a second topic), an
+//! `GroupConsumer` (members splitting a topic, `processed` then `close`, a drop), an
 //! embedder's own SASL mechanism and token source (the secured broker), the errors
 //! an embedder sees, and the programs in `examples/` that talk to a broker.
 //!
