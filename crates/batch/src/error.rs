@@ -381,6 +381,18 @@ pub enum Error {
         /// The limit.
         limit: usize,
     },
+    /// A record re-encoded for a copy ([`reencode`](crate::reencode)) does not fit the
+    /// target: a batch holding it alone is over the limit (the target topic's
+    /// `max.message.bytes`). `offset` is the record's offset in the source.
+    #[error("the record at offset {offset} makes a batch of {size} bytes alone, over the limit of {limit} bytes (max.message.bytes)")]
+    RecordOverBatchLimit {
+        /// The record's offset in the batch it was copied from.
+        offset: i64,
+        /// Bytes of a batch holding the record alone, header included, compressed.
+        size: usize,
+        /// The limit.
+        limit: usize,
+    },
     /// A batch was finished with no records in it (Kafka has no use for an empty batch).
     #[error("a batch with no records cannot be finished")]
     EmptyBatch,
@@ -470,6 +482,7 @@ macro_rules! position_field {
             | Error::InvalidControlRecord { position, .. }
             | Error::InvalidLegacyMessage { position, .. } => Some(position),
             Error::RecordTooLarge { .. }
+            | Error::RecordOverBatchLimit { .. }
             | Error::EmptyBatch
             | Error::InvalidCompressionLevel { .. }
             | Error::CompressionFailed { .. } => None,
@@ -507,6 +520,7 @@ impl Error {
             | Error::InvalidControlRecord { offset, .. }
             | Error::InvalidLegacyMessage { offset, .. } => Some(*offset),
             Error::RecordTooLarge { .. }
+            | Error::RecordOverBatchLimit { .. }
             | Error::EmptyBatch
             | Error::InvalidCompressionLevel { .. }
             | Error::CompressionFailed { .. } => None,

@@ -78,6 +78,12 @@ impl<'r> Headers<'r> {
         }
     }
 
+    /// The checked headers section in wire form (after the header count), for a writer that
+    /// copies it as it is.
+    pub(crate) fn wire_section(&self) -> &'r [u8] {
+        self.section
+    }
+
     /// No headers.
     pub(crate) fn none() -> Self {
         Headers {

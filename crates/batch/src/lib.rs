@@ -30,6 +30,12 @@
 //!   client's frame, zstd), the header written with the [`ProducerFields`] and the CRC32C
 //!   computed once. [`restamp`] and [`restamped_header`] give a fetched batch a new base
 //!   offset and producer fields, updating the CRC without reading the records.
+//! * For a copy (a mirror), [`BatchSummary::copy_shape`] says from a batch's header alone
+//!   whether a broker would take it as it is from a producer ([`CopyShape`]); [`reencode`]
+//!   writes the records of one it would not (legacy, LogAppendTime, offset gaps a cleaner
+//!   left, entered mid-batch: [`ReencodeReason`]) as v2 batches with offset deltas 0..n-1,
+//!   CreateTime and the source's codec, each within the target's `max.message.bytes`
+//!   ([`ReencodedBatch`]).
 //!
 //! # Layout
 //!
@@ -51,7 +57,8 @@
 //! 5. `walk` ([`BatchWalk`]): splits the input into entries and fills one batch per entry;
 //!    [`BatchWalk::skip_failed`] steps over a failed one.
 //! 6. Writing, beside the reading side: `writer` ([`BatchWriter`]) and `restamp`
-//!    ([`restamp`], [`restamped_header`]).
+//!    ([`restamp`], [`restamped_header`]); then `reencode` ([`reencode`],
+//!    [`BatchSummary::copy_shape`]), which walks batches and writes them again.
 //!
 //! # Example
 //!
@@ -114,7 +121,9 @@
 //!   [`ControlRecord`], [`ControlRecords`], [`ControlKind`].
 //! - Writing: [`BatchWriter`] ([`Append`], [`NO_HEADERS`]), [`WriteConfig`], [`Codec`],
 //!   [`ProducerFields`], [`PooledBuf`] (an owned finished batch); the shallow copy's seam:
-//!   [`restamp`], [`restamped_header`].
+//!   [`restamp`], [`restamped_header`]; a copy's decision and re-encoding:
+//!   [`BatchSummary::copy_shape`] ([`CopyShape`], [`ReencodeReason`]), [`reencode`]
+//!   ([`ReencodedBatch`]).
 //! - Errors: [`Error`] ([`Field`], [`LegacyFault`]), the writer's too.
 //! - [`layout`]: the batch header's byte offsets ([`EntryHeader`]), for header-only scans.
 //! - `encode` (feature `encode`): the test-side encoder tests and benchmarks build exact
@@ -151,6 +160,7 @@ mod legacy;
 mod producer_fields;
 mod record;
 mod record_wire;
+mod reencode;
 mod restamp;
 mod v2;
 mod varint;
@@ -172,6 +182,7 @@ pub use krec_lz4::PooledBuf;
 pub use layout::EntryHeader;
 pub use producer_fields::ProducerFields;
 pub use record::{Record, Records};
+pub use reencode::{reencode, CopyShape, ReencodeReason, ReencodedBatch};
 pub use restamp::{restamp, restamped_header};
 pub use walk::{BatchSummary, BatchWalk, WalkEnd};
 pub use writer::{Append, BatchWriter, NO_HEADERS};

@@ -19,28 +19,84 @@ fn field_size(field: Option<&[u8]>) -> usize {
     }
 }
 
+/// A record's headers as the writer takes them: how many, the bytes they take after their
+/// count, and those bytes. A trait rather than an enum, so each way in is compiled on its own
+/// and the producer's pairs cost what they did before the copy's way was added.
+pub(crate) trait HeadersOut {
+    /// How many headers.
+    fn count(&self) -> usize;
+    /// Bytes of the headers after their count.
+    fn size(&self) -> usize;
+    /// Writes the headers after their count.
+    fn write(&self, cursor: &mut Cursor<'_>);
+}
+
+/// Key and value pairs, a `None` value null.
+impl<H: AsRef<[u8]>, V: AsRef<[u8]>> HeadersOut for &[(H, Option<V>)] {
+    #[inline]
+    fn count(&self) -> usize {
+        self.len()
+    }
+
+    #[inline]
+    fn size(&self) -> usize {
+        let mut size = 0;
+        for (key, value) in *self {
+            size += field_size(Some(key.as_ref())) + field_size(value.as_ref().map(AsRef::as_ref));
+        }
+        size
+    }
+
+    #[inline]
+    fn write(&self, cursor: &mut Cursor<'_>) {
+        for (key, value) in *self {
+            cursor.field(Some(key.as_ref()));
+            cursor.field(value.as_ref().map(AsRef::as_ref));
+        }
+    }
+}
+
+/// A checked headers section in wire form (after the header count) holding `count` headers:
+/// a decoded record's, copied as it is.
+pub(crate) struct WireHeaders<'a> {
+    pub(crate) count: usize,
+    pub(crate) section: &'a [u8],
+}
+
+impl HeadersOut for WireHeaders<'_> {
+    fn count(&self) -> usize {
+        self.count
+    }
+
+    fn size(&self) -> usize {
+        self.section.len()
+    }
+
+    fn write(&self, cursor: &mut Cursor<'_>) {
+        cursor.bytes(self.section);
+    }
+}
+
 /// The fields of one record, borrowed.
-pub(crate) struct RecordFields<'a, H, V> {
+pub(crate) struct RecordFields<'a, Hs> {
     pub(crate) timestamp_delta: i64,
     pub(crate) offset_delta: i32,
     pub(crate) key: Option<&'a [u8]>,
     pub(crate) value: Option<&'a [u8]>,
-    pub(crate) headers: &'a [(H, Option<V>)],
+    pub(crate) headers: Hs,
 }
 
-impl<H: AsRef<[u8]>, V: AsRef<[u8]>> RecordFields<'_, H, V> {
+impl<Hs: HeadersOut> RecordFields<'_, Hs> {
     /// The body's size (everything after the record length varint) and the whole record's,
     /// as `u64` so that no input can overflow the sum.
     pub(crate) fn sizes(&self) -> (u64, u64) {
-        let mut body = 1 // attributes
+        let body = 1 // attributes
             + varlong_size(self.timestamp_delta)
             + varlong_size(i64::from(self.offset_delta))
             + field_size(self.key)
             + field_size(self.value)
-            + varlong_size(self.headers.len() as i64);
-        for (key, value) in self.headers {
-            body += field_size(Some(key.as_ref())) + field_size(value.as_ref().map(AsRef::as_ref));
-        }
+            + varlong_size(self.headers.count() as i64)
+            + self.headers.size();
         let body = body as u64;
         (body, body + varlong_size(body as i64) as u64)
     }
@@ -55,11 +111,8 @@ impl<H: AsRef<[u8]>, V: AsRef<[u8]>> RecordFields<'_, H, V> {
         cursor.varlong(i64::from(self.offset_delta));
         cursor.field(self.key);
         cursor.field(self.value);
-        cursor.varlong(self.headers.len() as i64);
-        for (key, value) in self.headers {
-            cursor.field(Some(key.as_ref()));
-            cursor.field(value.as_ref().map(AsRef::as_ref));
-        }
+        cursor.varlong(self.headers.count() as i64);
+        self.headers.write(&mut cursor);
         debug_assert_eq!(
             cursor.at,
             cursor.out.len(),
@@ -69,7 +122,7 @@ impl<H: AsRef<[u8]>, V: AsRef<[u8]>> RecordFields<'_, H, V> {
 }
 
 /// Writes into a region sized for what is written (by [`RecordFields::sizes`]).
-struct Cursor<'o> {
+pub(crate) struct Cursor<'o> {
     out: &'o mut [u8],
     at: usize,
 }

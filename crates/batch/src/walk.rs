@@ -3,7 +3,7 @@
 use bytes::Bytes;
 
 use crate::batch::Batch;
-use crate::batch_header::BatchHeader;
+use crate::batch_header::{BatchHeader, Compression, TimestampType};
 use crate::control::ControlKind;
 use crate::corrupt::{BatchSpan, OnCorrupt, Skipped};
 use crate::layout::{self, magic, EntryHeader, ENTRY_HEADER_SIZE, MAGIC_AT};
@@ -30,7 +30,7 @@ pub enum WalkEnd {
     },
 }
 
-/// What one batch holds, as far as counting needs: read from a v2 header without
+/// What one batch holds, as far as counting and copying need: read from a v2 header without
 /// decompressing the records ([`BatchWalk::next_summary`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BatchSummary {
@@ -40,6 +40,16 @@ pub struct BatchSummary {
     pub last_offset: i64,
     /// Data records in the batch; 0 for a control batch.
     pub data_records: u32,
+    /// Records the header declares, data or control (legacy: the messages the entry holds),
+    /// whatever `data_records` counts. Below `last_offset - base_offset + 1` when compaction
+    /// removed records from the batch.
+    pub record_count: u32,
+    /// 2 for RecordBatch v2, 0 or 1 for a legacy message.
+    pub magic: u8,
+    /// What the records' timestamps mean (LogAppendTime: the broker's, stamped on the batch).
+    pub timestamp_type: TimestampType,
+    /// The codec of the records.
+    pub compression: Compression,
     /// Producer id (-1 when none; legacy batches have none).
     pub producer_id: i64,
     /// Part of a transaction.
@@ -239,6 +249,10 @@ impl<'a> BatchWalk<'a> {
                     base_offset: header.base_offset,
                     last_offset: header.base_offset + i64::from(header.last_offset_delta),
                     data_records: header.record_count,
+                    record_count: header.record_count,
+                    magic: header.magic,
+                    timestamp_type: header.timestamp_type,
+                    compression: header.compression,
                     producer_id,
                     transactional: header.attributes & layout::v2::attributes::TRANSACTIONAL != 0,
                     control: false,
@@ -354,6 +368,10 @@ impl BatchSummary {
             base_offset: batch.base_offset(),
             last_offset: batch.last_offset(),
             data_records,
+            record_count: batch.record_count(),
+            magic: batch.magic(),
+            timestamp_type: batch.timestamp_type(),
+            compression: batch.compression(),
             producer_id: batch.producer_id(),
             transactional: batch.is_transactional(),
             control: batch.is_control(),

@@ -8,7 +8,8 @@ use crate::compress::{compress_into, Codec};
 use crate::crc::crc32c;
 use crate::layout::{magic, v2, BASE_OFFSET_AT, ENTRY_HEADER_SIZE, LENGTH_AT, MAGIC_AT};
 use crate::producer_fields::{put, ProducerFields};
-use crate::record_wire::RecordFields;
+use crate::record::Record;
+use crate::record_wire::{HeadersOut, RecordFields, WireHeaders};
 use crate::{Compression, Error, WriteConfig};
 
 /// The largest batch there can be: its length field is an `i32`.
@@ -99,6 +100,28 @@ impl BatchWriter {
         value: Option<&[u8]>,
         headers: &[(H, Option<V>)],
     ) -> Result<Append, Error> {
+        self.append(timestamp, key, value, headers)
+    }
+
+    /// Appends a decoded record as it is (its timestamp, key, value and headers section, the
+    /// bytes of which are copied, not re-encoded): a copy that cannot forward its batch.
+    pub(crate) fn append_record(&mut self, record: &Record<'_>) -> Result<Append, Error> {
+        let headers = WireHeaders {
+            count: record.headers().len(),
+            section: record.headers().wire_section(),
+        };
+        self.append(record.timestamp(), record.key(), record.value(), headers)
+    }
+
+    /// [`try_append`](Self::try_append) with headers given either way.
+    #[inline(always)]
+    fn append(
+        &mut self,
+        timestamp: i64,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        headers: impl HeadersOut,
+    ) -> Result<Append, Error> {
         let first = self.record_count == 0;
         let base_timestamp = if first {
             timestamp
@@ -156,6 +179,12 @@ impl BatchWriter {
     /// The limits the writer was made with.
     pub fn config(&self) -> &WriteConfig {
         &self.config
+    }
+
+    /// Sets [`WriteConfig::batch_size`] from the next record on: a copy sizes each batch by
+    /// what its source compresses to, and keeps one writer (one set of buffers) throughout.
+    pub(crate) fn set_batch_size(&mut self, batch_size: usize) {
+        self.config.batch_size = batch_size;
     }
 
     /// Closes the batch: compresses the records with `codec` (into a second buffer; the
@@ -235,6 +264,13 @@ impl BatchWriter {
         codec: Codec,
     ) -> Result<PooledBuf, Error> {
         self.finish(producer, codec)?;
+        Ok(self.take_finished(codec))
+    }
+
+    /// The buffer [`finish`](Self::finish) (with `codec`) wrote the batch into, handed over,
+    /// and [`reset`](Self::reset): no second compression for a caller that looked at the
+    /// finished batch before keeping it.
+    pub(crate) fn take_finished(&mut self, codec: Codec) -> PooledBuf {
         let holder = if codec.compression() == Compression::None {
             &mut self.records
         } else {
@@ -242,7 +278,7 @@ impl BatchWriter {
         };
         let batch = std::mem::replace(holder, PooledBuf::take());
         self.reset();
-        Ok(batch)
+        batch
     }
 }
 

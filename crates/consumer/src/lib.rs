@@ -48,6 +48,8 @@
 //!   between records or keeps them until the chunk is dropped (each batch keeps its own buffer);
 //! - batch by batch: [`PartitionChunk::batches`] with [`ChunkBatches::try_for_each_ref`]
 //!   parses each batch in place into one reused buffer (batch headers, control records);
+//!   [`PartitionChunk::data_batches`] hands out the data batches as the bytes the broker sent,
+//!   checked, for a copy;
 //! - [`Consumer::poll`] and [`GroupConsumer::poll`]: every event, end-of-partition notices
 //!   and subscription changes included; [`Consumer::into_stream`]: chunks as a `Stream`;
 //! - [`Consumer::subscribe`]: topic patterns followed as topics come and go;
@@ -95,7 +97,8 @@
 //! - Reading: [`Consumer`], [`ConsumerConfig`], [`StartOffset`], [`OffsetReset`],
 //!   [`TopicSubscription`] (in [`subscription`]), [`Fetched`]; [`PartitionChunk`] and its
 //!   views in [`chunk`] ([`ChunkBatches`], [`ChunkBatch`], [`ChunkBatchRef`],
-//!   [`ChunkRecords`], [`ChunkRecordIter`]) and [`RecordFlow`], what a
+//!   [`ChunkRecords`], [`ChunkRecordIter`], and for a copy [`DataBatches`] of [`DataBatch`]es,
+//!   the bytes the broker sent) and [`RecordFlow`], what a
 //!   [`PartitionChunk::for_each_record`] closure returns. Settings come from [`config`]: client
 //!   properties ([`config::Property`]) or fields.
 //! - Groups, in [`group`]: [`GroupConsumer`], [`GroupEvent`], [`GroupProgress`] (the one way
@@ -159,8 +162,8 @@ mod shared;
 pub mod subscription;
 
 pub use chunk::{
-    ChunkBatch, ChunkBatchRef, ChunkBatches, ChunkRecordIter, ChunkRecords, PartitionChunk,
-    RecordFlow,
+    ChunkBatch, ChunkBatchRef, ChunkBatches, ChunkRecordIter, ChunkRecords, DataBatch, DataBatches,
+    PartitionChunk, RecordFlow,
 };
 pub use config::{ConsumerConfig, OffsetReset, Property, StartOffset};
 pub use consumer::{Consumer, Fetched};

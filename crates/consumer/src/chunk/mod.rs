@@ -6,8 +6,10 @@
 //! [`ChunkBatches::try_for_each_ref`], batch by batch: both decode each batch in place into one
 //! reused buffer (the fast path); and [`PartitionChunk::records`], a plain iterator of its
 //! data records, for a loop that awaits or keeps records (the chunk decodes its batches once
-//! and keeps them, so the records can borrow them).
+//! and keeps them, so the records can borrow them). A copy reads neither: it takes each data
+//! batch as the bytes the broker sent, [`PartitionChunk::data_batches`].
 
+mod data_batches;
 mod each_record;
 mod gate;
 mod records;
@@ -25,6 +27,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use crate::cursor::ChunkData;
 use crate::metrics::Metrics;
 use crate::Error;
+pub use data_batches::{DataBatch, DataBatches};
 pub use each_record::RecordFlow;
 use gate::{BatchGate, GateInput};
 pub use records::ChunkRecordIter;

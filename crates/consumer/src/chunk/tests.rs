@@ -12,7 +12,12 @@ use krec_testkit::CountingAllocator;
 #[global_allocator]
 pub(crate) static ALLOCATOR: CountingAllocator = CountingAllocator::new();
 
-fn data_batch(base: i64, producer: i64, transactional: bool, values: &[&str]) -> Vec<u8> {
+pub(crate) fn data_batch(
+    base: i64,
+    producer: i64,
+    transactional: bool,
+    values: &[&str],
+) -> Vec<u8> {
     let mut builder = BatchBuilder::new(base)
         .producer(producer, 0, 0)
         .transactional(transactional);
@@ -22,7 +27,7 @@ fn data_batch(base: i64, producer: i64, transactional: bool, values: &[&str]) ->
     builder.build()
 }
 
-fn marker(offset: i64, producer: i64, kind: ControlKind) -> Vec<u8> {
+pub(crate) fn marker(offset: i64, producer: i64, kind: ControlKind) -> Vec<u8> {
     BatchBuilder::new(offset)
         .producer(producer, 0, -1)
         .transactional(true)
@@ -30,7 +35,7 @@ fn marker(offset: i64, producer: i64, kind: ControlKind) -> Vec<u8> {
         .build()
 }
 
-fn chunk(
+pub(crate) fn chunk(
     batches: &[Vec<u8>],
     fetch_offset: i64,
     next_offset: i64,
@@ -111,7 +116,7 @@ fn values(chunk: &PartitionChunk) -> Result<Vec<(i64, String)>, Error> {
 
 /// Producer 1 commits offsets 0-1, producer 2 aborts 2-3 (marker at 5), producer 1's second
 /// transaction 4 commits at 6, with producer 2's abort interleaved.
-fn interleaved() -> Vec<Vec<u8>> {
+pub(crate) fn interleaved() -> Vec<Vec<u8>> {
     vec![
         data_batch(0, 1, true, &["a0", "a1"]),
         data_batch(2, 2, true, &["x2", "x3"]),

@@ -19,6 +19,7 @@
 //! `solo` module, which test.sh runs afterwards one at a time; none does yet.
 
 mod assign;
+mod copy;
 mod custom_sasl;
 mod errors;
 mod examples;
