@@ -13,6 +13,10 @@ pub enum Error {
     #[error(transparent)]
     Producer(#[from] krec_producer::Error),
 
+    /// Copying failed (`krec mirror`; the error names the cluster, topic and partition).
+    #[error(transparent)]
+    Copy(#[from] krec_copy::Error),
+
     /// `krec produce`'s input cannot become a record (the error names `FILE:LINE`).
     #[error(transparent)]
     ProduceInput(#[from] crate::produce::InputError),
@@ -134,13 +138,13 @@ impl Error {
             Self::Producer(
                 krec_producer::Error::Property { .. } | krec_producer::Error::Conflict { .. },
             ) => 2,
-            Self::Consumer(
-                krec_consumer::Error::InvalidArgument { .. }
-                | krec_consumer::Error::Property { .. },
-            ) => 2,
-            Self::Consumer(krec_consumer::Error::Client(
-                krec_client::Error::Config { .. } | krec_client::Error::InvalidArgument { .. },
-            )) => 2,
+            Self::Consumer(error) => consumer_exit_code(error),
+            Self::Copy(krec_copy::Error::InvalidConfig { .. }) => 2,
+            Self::Copy(krec_copy::Error::Consumer(error)) => consumer_exit_code(error),
+            Self::Copy(krec_copy::Error::Target(error)) => match **error {
+                krec_producer::Error::Property { .. } | krec_producer::Error::Conflict { .. } => 2,
+                _ => 1,
+            },
             _ => 1,
         }
     }
@@ -236,5 +240,16 @@ mod tests {
             detail: "must be positive".to_owned(),
         });
         assert_eq!(property.with_flags(), property.to_string());
+    }
+}
+
+/// 2 for a consumer error that is a usage error (a bad argument or property), else 1.
+fn consumer_exit_code(error: &krec_consumer::Error) -> u8 {
+    match error {
+        krec_consumer::Error::InvalidArgument { .. } | krec_consumer::Error::Property { .. } => 2,
+        krec_consumer::Error::Client(
+            krec_client::Error::Config { .. } | krec_client::Error::InvalidArgument { .. },
+        ) => 2,
+        _ => 1,
     }
 }

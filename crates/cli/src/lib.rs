@@ -60,6 +60,7 @@ pub mod groups;
 pub mod man;
 pub mod metadata;
 pub mod metrics_server;
+pub mod mirror;
 pub mod offsets;
 pub mod produce;
 pub mod progress;

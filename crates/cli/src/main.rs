@@ -19,6 +19,9 @@ enum Command {
     /// Write records from standard input or files to a topic (kcat's -P), or JSON lines.
     #[command(after_help = PRODUCE_EXAMPLES)]
     Produce(Box<cli::produce::ProduceArgs>),
+    /// Copy topics to another cluster as they are (batches untouched), exactly once.
+    #[command(after_help = MIRROR_EXAMPLES)]
+    Mirror(Box<cli::mirror::MirrorArgs>),
     /// Show brokers, controller and topic partitions with replicas and ISR (kcat's -L).
     #[command(
         after_help = "Examples:\n  krec metadata -b h1:9092\n  krec metadata -b h1:9092 -t orders -J"
@@ -71,11 +74,17 @@ const PRODUCE_EXAMPLES: &str = "Examples:
   krec produce -b h1:9092 -t orders -p 0 -k user-42 -Z
   krec consume -b h1:9092 -t orders -e -J | krec produce -b h2:9092 -t orders -J";
 
+const MIRROR_EXAMPLES: &str = "Examples:
+  krec mirror -b h1:9092 -t orders --to h2:9092 --name dr
+  krec mirror -b h1:9092 -t orders,'^logs-' --to h2:9092 --name dr --topic-prefix h1. --stats
+  krec mirror -b h1:9092 -F source.properties -t orders --to h2:9093 --to-config target.properties --name dr -e";
+
 fn main() -> ExitCode {
     match Command::parse() {
         Command::Decode(args) => cli::decode::run(args),
         Command::Consume(args) => cli::consume::run(*args),
         Command::Produce(args) => cli::produce::run(*args),
+        Command::Mirror(args) => cli::mirror::run(*args),
         Command::Metadata(args) => cli::metadata::run(args),
         Command::Offsets(args) => cli::offsets::run(args),
         Command::Count(args) => cli::count::run(args),

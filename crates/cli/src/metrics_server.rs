@@ -56,15 +56,23 @@ impl MetricsEndpoint {
     /// Serves `/metrics` and `/health` from `exporter` on a task of the current runtime, until
     /// the runtime ends.
     pub fn serve(self, exporter: Exporter) {
+        let source = exporter.source.clone();
+        let health: HealthCheck = Arc::new(move || health_answer(&source.snapshot()));
+        self.serve_collector(Box::new(exporter), health);
+    }
+
+    /// Serves `/metrics` from `collector` and `/health` from `health` (another command's
+    /// series) on a task of the current runtime, until the runtime ends.
+    pub fn serve_collector(self, collector: Box<dyn Collector>, health: HealthCheck) {
         if let Some(address) = self.local_addr() {
             tracing::info!(%address, "serving /metrics and /health");
         }
         let mut registry = Registry::default();
-        registry.register_collector(Box::new(exporter.clone()));
-        let endpoint = Arc::new(Endpoint { registry, exporter });
+        registry.register_collector(collector);
+        let endpoint = Arc::new(Endpoint { registry, health });
         let app = Router::new()
             .route("/metrics", get(metrics))
-            .route("/health", get(health))
+            .route("/health", get(health_page))
             .with_state(endpoint);
         tokio::spawn(async move {
             if let Err(error) = axum::serve(self.listener, app).await {
@@ -73,6 +81,9 @@ impl MetricsEndpoint {
         });
     }
 }
+
+/// The `/health` answer now: a status and a line of text.
+pub type HealthCheck = Arc<dyn Fn() -> (StatusCode, String) + Send + Sync>;
 
 /// What a scrape reads: the consumer's counters and what has been written out.
 #[derive(Clone, Debug)]
@@ -103,10 +114,9 @@ impl Exporter {
     }
 }
 
-#[derive(Debug)]
 struct Endpoint {
     registry: Registry,
-    exporter: Exporter,
+    health: HealthCheck,
 }
 
 async fn metrics(State(endpoint): State<Arc<Endpoint>>) -> impl IntoResponse {
@@ -128,10 +138,9 @@ async fn metrics(State(endpoint): State<Arc<Endpoint>>) -> impl IntoResponse {
     }
 }
 
-/// 200 while fetching works; 503 once the give-up condition is reached (until krec exits).
-async fn health(State(endpoint): State<Arc<Endpoint>>) -> impl IntoResponse {
-    let snapshot = endpoint.exporter.source.snapshot();
-    let (status, text) = health_answer(&snapshot);
+/// 200 while the command works; 503 once it gave up (until krec exits).
+async fn health_page(State(endpoint): State<Arc<Endpoint>>) -> impl IntoResponse {
+    let (status, text) = (endpoint.health)();
     (
         status,
         [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
@@ -211,9 +220,9 @@ pub fn share_series(
     )
 }
 
-type Labels = Vec<(&'static str, String)>;
+pub(crate) type Labels = Vec<(&'static str, String)>;
 
-fn topic_partition(topic: &str, partition: i32) -> Labels {
+pub(crate) fn topic_partition(topic: &str, partition: i32) -> Labels {
     vec![
         ("topic", topic.to_owned()),
         ("partition", partition.to_string()),
@@ -359,7 +368,7 @@ fn fetch_latency(
     Ok(())
 }
 
-fn counters(
+pub(crate) fn counters(
     encoder: &mut DescriptorEncoder,
     name: &str,
     help: &str,
@@ -374,7 +383,7 @@ fn counters(
     Ok(())
 }
 
-fn gauges(
+pub(crate) fn gauges(
     encoder: &mut DescriptorEncoder,
     name: &str,
     help: &str,

@@ -25,6 +25,7 @@ mod java_partitions;
 #[cfg(feature = "gssapi")]
 mod kerberos;
 mod metrics;
+mod mirror;
 mod oidc;
 mod produce;
 mod produce_schema;

@@ -323,7 +323,10 @@ fn on_corrupt_skip_reports_an_undecodable_value_and_writes_the_others() {
         .iter()
         .map(|line| line["offset"].as_u64().unwrap())
         .collect();
-    assert!(!want.contains(&bad) && want.len() as u64 == 2 * bad, "{want:?}");
+    assert!(
+        !want.contains(&bad) && want.len() as u64 == 2 * bad,
+        "{want:?}"
+    );
     assert_eq!(
         offsets, want,
         "every good record once, the bad one left out"

@@ -1,0 +1,182 @@
+//! The arguments of `krec mirror`, and the configuration they make, checked before anything
+//! connects.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use krec_client::client_properties::Property;
+use krec_consumer::{ConsumerConfig, GroupConfig, TopicSubscription};
+use krec_copy::{MirrorConfig, PipelineSettings};
+use krec_producer::ProducerConfig;
+
+use crate::cluster::ClusterArgs;
+use crate::Error;
+
+/// Arguments of `krec mirror`.
+#[derive(Debug, clap::Args)]
+pub struct MirrorArgs {
+    /// The source cluster: `-b` and its client properties (`-X`, `-F`).
+    #[command(flatten)]
+    pub source: ClusterArgs,
+
+    /// Topics to copy, `TOPIC[,TOPIC...]`; one starting with `^` is a regular expression
+    /// matched against the source's topic names, followed as topics come.
+    #[arg(short = 't', long = "topic", value_name = "TOPIC,...")]
+    pub topic: String,
+
+    /// The target cluster's bootstrap brokers.
+    #[arg(long = "to", value_name = "HOST:PORT,...")]
+    pub to: Option<String>,
+
+    /// The target's client properties (TLS, SASL, transaction.timeout.ms, ...).
+    #[arg(long = "to-config", value_name = "FILE")]
+    pub to_config: Option<PathBuf>,
+
+    /// The mirror's name: its group in the target cluster, where its positions are
+    /// committed, and its transactional.id (`krec-mirror-NAME`). Keep it across restarts.
+    #[arg(long = "name", value_name = "NAME")]
+    pub name: String,
+
+    /// This process's name in the mirror (default: the host name): keep it across restarts,
+    /// and give each process of one mirror its own. A restarted member takes its partitions
+    /// back at once and fences its predecessor.
+    #[arg(long = "member", value_name = "MEMBER")]
+    pub member: Option<String>,
+
+    /// Put before each topic's name to name its copy.
+    #[arg(long = "topic-prefix", value_name = "PREFIX", default_value = "")]
+    pub topic_prefix: String,
+
+    /// Stop once every partition is copied to the end it had, all committed.
+    #[arg(short = 'e', long = "exit")]
+    pub exit_at_end: bool,
+
+    /// Stop after this long without a batch to copy (30s, 5m, 1h30m).
+    #[arg(long = "idle-timeout", value_name = "DURATION")]
+    pub idle_timeout: Option<String>,
+
+    /// Copy at most this many bytes per second.
+    #[arg(long = "max-bytes-per-second", value_name = "BYTES")]
+    pub max_bytes_per_second: Option<u64>,
+
+    /// Serve Prometheus metrics at http://HOST:PORT/metrics (and /health).
+    #[arg(long = "metrics", value_name = "HOST:PORT")]
+    pub metrics: Option<String>,
+
+    /// Every S seconds (default 1), records, bytes, batches re-encoded and lag, on stderr.
+    #[arg(long = "stats", value_name = "SECONDS", num_args = 0..=1, default_missing_value = "1")]
+    pub stats: Option<f64>,
+}
+
+impl MirrorArgs {
+    /// The mirror's whole configuration.
+    pub fn config(&self) -> Result<MirrorConfig, Error> {
+        let source = self.source.config()?;
+        let topics = self.subscription()?;
+        let mut settings = PipelineSettings {
+            idle_timeout: parse_duration("--idle-timeout", self.idle_timeout.as_deref())?,
+            max_bytes_per_second: self.max_bytes_per_second,
+            ..PipelineSettings::default()
+        };
+        settings.refresh = source.metadata_refresh.min(Duration::from_secs(30));
+        settings.decode = source.decode.clone();
+        Ok(MirrorConfig {
+            source,
+            target: self.target_config()?,
+            topics,
+            name: self.name.clone(),
+            member: self.member.clone().unwrap_or_else(host_name),
+            group: self.group_config()?,
+            topic_prefix: self.topic_prefix.clone(),
+            stop_at_end: self.exit_at_end,
+            settings,
+        })
+    }
+
+    fn subscription(&self) -> Result<TopicSubscription, Error> {
+        let entries = (self.topic.split(','))
+            .map(str::trim)
+            .filter(|t| !t.is_empty());
+        let subscription = TopicSubscription::parse(entries)?;
+        if subscription.is_empty() {
+            return Err(Error::InvalidArgument {
+                what: "topic",
+                detail: "-t names no topic".to_owned(),
+            });
+        }
+        Ok(subscription)
+    }
+
+    /// `--to-config`, then `--to` over its `bootstrap.servers`.
+    fn target_config(&self) -> Result<ProducerConfig, Error> {
+        let config = match &self.to_config {
+            Some(path) => ProducerConfig::from_file(path)?,
+            None => ProducerConfig::from_properties(std::iter::empty::<(&str, &str)>())?,
+        };
+        let config = match &self.to {
+            Some(brokers) => config.with("bootstrap.servers", brokers)?,
+            None => config,
+        };
+        if config.bootstrap.is_empty() {
+            return Err(Error::InvalidArgument {
+                what: "--to",
+                detail: "give --to HOST:PORT or bootstrap.servers in --to-config".to_owned(),
+            });
+        }
+        Ok(config)
+    }
+}
+
+/// The mirror group's settings `--to-config` gives (`group.protocol`, `session.timeout.ms`,
+/// ...); its other keys are the producer's.
+impl MirrorArgs {
+    fn group_config(&self) -> Result<GroupConfig, Error> {
+        let Some(path) = &self.to_config else {
+            return Ok(GroupConfig::new(self.name.clone(), Vec::new()));
+        };
+        let properties = Property::read_file(path).map_err(|e| Error::Property {
+            property: e.key.clone(),
+            source_name: e.origin.clone(),
+            detail: e.detail.clone(),
+        })?;
+        let group_keys = properties
+            .into_iter()
+            .filter(|p| GROUP_KEYS.contains(&p.key.as_str()));
+        let config = ConsumerConfig::new(Vec::new()).apply_properties(group_keys)?;
+        Ok(config.group)
+    }
+}
+
+/// The keys of `--to-config` that set the mirror's group, not its producer.
+const GROUP_KEYS: &[&str] = &[
+    "group.protocol",
+    "group.remote.assignor",
+    "partition.assignment.strategy",
+    "session.timeout.ms",
+    "heartbeat.interval.ms",
+    "max.poll.interval.ms",
+];
+
+/// The host's name, the default member name.
+fn host_name() -> String {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    match name.trim() {
+        "" => "krec".to_owned(),
+        name => name.to_owned(),
+    }
+}
+
+/// A positive duration such as 30s, 5m, 1h30m or 500ms.
+fn parse_duration(what: &'static str, text: Option<&str>) -> Result<Option<Duration>, Error> {
+    let Some(text) = text else { return Ok(None) };
+    let invalid = |detail: &str| Error::InvalidArgument {
+        what,
+        detail: format!("{text:?}: {detail}"),
+    };
+    let duration = (text.parse::<jiff::SignedDuration>())
+        .map_err(|_| invalid("expected a duration such as 30s, 5m, 1h30m or 500ms"))?;
+    if duration.is_negative() || duration.is_zero() {
+        return Err(invalid("the duration must be positive"));
+    }
+    Ok(Some(duration.unsigned_abs()))
+}

@@ -1,0 +1,105 @@
+//! Running the mirror: one async runtime, the pipeline until it ends or SIGTERM / Ctrl-C
+//! (which commit the open transaction first), `--stats` lines, the summary.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use krec_copy::{CopySnapshot, CopyStats};
+
+use super::metrics::MirrorExporter;
+use super::MirrorArgs;
+use crate::Error;
+
+/// Runs `krec mirror`: exit 0 when it stopped as asked (`-e`, `--idle-timeout`, SIGTERM)
+/// with everything copied committed, 1 on a failure, 2 for bad arguments.
+pub fn run(args: MirrorArgs) -> ExitCode {
+    crate::cluster::init_logging();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build();
+    let outcome = match runtime {
+        Ok(runtime) => runtime.block_on(mirror(args)),
+        Err(source) => Err(Error::Io {
+            context: "starting the async runtime".to_owned(),
+            source,
+        }),
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("krec mirror: {error}");
+            ExitCode::from(error.exit_code())
+        }
+    }
+}
+
+async fn mirror(args: MirrorArgs) -> Result<(), Error> {
+    let config = args.config()?;
+    let started = Instant::now();
+    let terminate = terminate_signal()?;
+    let endpoint = match &args.metrics {
+        Some(address) => Some(crate::metrics_server::bind(address).await?),
+        None => None,
+    };
+    let mirror = config.connect().await?;
+    let stats = mirror.stats();
+    if let Some(endpoint) = endpoint {
+        let exporter = MirrorExporter {
+            stats: stats.clone(),
+        };
+        endpoint.serve_collector(Box::new(exporter), MirrorExporter::health());
+    }
+    if let Some(seconds) = args.stats {
+        let every = Duration::from_secs_f64(seconds.max(0.1));
+        tokio::spawn(print_stats(stats.clone(), every, started));
+    }
+    let copied = mirror.run(terminate).await?;
+    eprintln!("krec mirror: {}", summary(&copied, started.elapsed()));
+    Ok(())
+}
+
+/// Completes on SIGTERM or Ctrl-C.
+fn terminate_signal() -> Result<impl std::future::Future<Output = ()>, Error> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut terminate = signal(SignalKind::terminate()).map_err(|source| Error::Io {
+        context: "listening for SIGTERM".to_owned(),
+        source,
+    })?;
+    Ok(async move {
+        tokio::select! {
+            _ = terminate.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+    })
+}
+
+async fn print_stats(stats: Arc<CopyStats>, every: Duration, started: Instant) {
+    loop {
+        tokio::time::sleep(every).await;
+        eprintln!(
+            "krec mirror: {}",
+            summary(&stats.snapshot(), started.elapsed())
+        );
+    }
+}
+
+/// One line: what is copied and committed, and what is left.
+fn summary(copied: &CopySnapshot, elapsed: Duration) -> String {
+    let lag: i64 = copied.lag.iter().map(|(_, lag)| lag.max(&0)).sum();
+    let seconds = elapsed.as_secs_f64().max(1e-9);
+    format!(
+        "{} records, {:.1} MB copied in {} transactions ({:.0} records/s); {} batches, {} \
+         re-encoded, {} skipped; {} aborted; lag {} records",
+        copied.records,
+        copied.bytes as f64 / 1e6,
+        copied.transactions,
+        copied.records as f64 / seconds,
+        copied.batches,
+        copied.reencoded,
+        copied.skipped,
+        copied.aborted,
+        lag
+    )
+}

@@ -1,0 +1,69 @@
+//! krec-copy: copies Kafka record batches as they are, exactly once.
+//!
+//! One pipeline ([`Pipeline`]) moves batches from a source of batches ([`BatchSource`]) to a
+//! sink of batches ([`BatchSink`]). `krec mirror` puts a cluster at each end
+//! ([`ClusterSource`], [`ClusterSink`]; [`MirrorConfig`]):
+//!
+//! - **Shallow.** A RecordBatch v2 goes to the target with its records' bytes untouched,
+//!   compressed as it came: only the fields a producer owns (base offset, producer id and
+//!   epoch, base sequence, the transactional bit) are re-stamped and the CRC updated. A batch
+//!   the target broker would refuse as it is (a legacy message set, LogAppendTime, offset
+//!   gaps left by compaction, one larger than the target topic's `max.message.bytes`, one
+//!   that starts before the position) is written again record by record, decided before it
+//!   is sent; a batch compaction emptied is skipped. Both are counted.
+//! - **Committed data only.** The source is read `read_committed`: aborted transactions and
+//!   control batches never reach the target.
+//! - **Exactly once.** Each target transaction carries batches and, in the same transaction
+//!   (TxnOffsetCommit), the source positions they reach, as the committed offsets of the
+//!   mirror's group in the target, keyed by the target partitions. A restart reads them back
+//!   (waiting out a transaction still open) and fences its predecessor through the stable
+//!   `transactional.id`, so a crash at any moment neither loses nor repeats a record.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), krec_copy::Error> {
+//! use krec_consumer::{ConsumerConfig, GroupConfig, TopicSubscription};
+//! use krec_copy::{MirrorConfig, PipelineSettings};
+//! use krec_producer::ProducerConfig;
+//!
+//! let mirror = MirrorConfig {
+//!     source: ConsumerConfig::from_properties([("bootstrap.servers", "source:9092")])?,
+//!     target: ProducerConfig::from_properties([("bootstrap.servers", "target:9092")])?,
+//!     topics: TopicSubscription::parse(["orders", "^logs-"])?,
+//!     name: "dr".to_owned(),
+//!     member: "host-1".to_owned(),
+//!     group: GroupConfig::new("dr", Vec::new()),
+//!     topic_prefix: String::new(),
+//!     stop_at_end: true,
+//!     settings: PipelineSettings::default(),
+//! }
+//! .connect()
+//! .await?;
+//! let copied = mirror.run(std::future::pending()).await?;
+//! println!("{} records in {} transactions", copied.records, copied.transactions);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Layers, bottom up: `error`; `ends` (the two traits and what crosses them); `stats`;
+//! `shape` (as it is, written again, or skipped); `connect`, `positions` (where a copy
+//! stands, in the target) and `target_topics`; the two cluster ends; `pipeline`; `mirror`.
+
+mod cluster_sink;
+mod cluster_source;
+mod connect;
+mod ends;
+mod error;
+mod mirror;
+mod pipeline;
+mod positions;
+mod shape;
+mod stats;
+mod target_topics;
+
+pub use cluster_sink::ClusterSink;
+pub use cluster_source::ClusterSource;
+pub use ends::{BatchSink, BatchSource, Ownership, Positions, SourceBatch, SourceRun, SourceTopic};
+pub use error::Error;
+pub use mirror::{Mirror, MirrorConfig};
+pub use pipeline::{Pipeline, PipelineSettings};
+pub use stats::{CopySnapshot, CopyStats};
