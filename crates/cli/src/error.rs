@@ -216,6 +216,17 @@ fn offset_text(offset: Option<i64>) -> String {
     offset.map_or_else(|| "unknown".to_owned(), |offset| offset.to_string())
 }
 
+/// 2 for a consumer error that is a usage error (a bad argument or property), else 1.
+fn consumer_exit_code(error: &krec_consumer::Error) -> u8 {
+    match error {
+        krec_consumer::Error::InvalidArgument { .. } | krec_consumer::Error::Property { .. } => 2,
+        krec_consumer::Error::Client(
+            krec_client::Error::Config { .. } | krec_client::Error::InvalidArgument { .. },
+        ) => 2,
+        _ => 1,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::Error;
@@ -240,16 +251,5 @@ mod tests {
             detail: "must be positive".to_owned(),
         });
         assert_eq!(property.with_flags(), property.to_string());
-    }
-}
-
-/// 2 for a consumer error that is a usage error (a bad argument or property), else 1.
-fn consumer_exit_code(error: &krec_consumer::Error) -> u8 {
-    match error {
-        krec_consumer::Error::InvalidArgument { .. } | krec_consumer::Error::Property { .. } => 2,
-        krec_consumer::Error::Client(
-            krec_client::Error::Config { .. } | krec_client::Error::InvalidArgument { .. },
-        ) => 2,
-        _ => 1,
     }
 }
