@@ -10,6 +10,9 @@
 //! - [`consumer`]: the embeddable async consumer and consumer groups (`krec-consumer`).
 //! - [`producer`]: the embeddable async producer: `send` a record, await its offset;
 //!   idempotent, batched per partition, Java's partitioning (`krec-producer`).
+//! - [`copy`]: topics copied as they are, exactly once: one pipeline from a source of
+//!   batches to a sink of batches, with a cluster at each end for `krec mirror`
+//!   (`krec-copy`).
 //! - [`schema`]: Schema Registry values (Avro, Protobuf, JSON Schema) to JSON text
 //!   (`krec-schema`); it depends on none of the crates above.
 //!
@@ -51,6 +54,7 @@
 pub use krec_batch as batch;
 pub use krec_client as client;
 pub use krec_consumer as consumer;
+pub use krec_copy as copy;
 pub use krec_lz4 as lz4;
 pub use krec_producer as producer;
 pub use krec_schema as schema;

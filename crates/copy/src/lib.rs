@@ -18,6 +18,11 @@
 //!   mirror's group in the target, keyed by the target partitions. A restart reads them back
 //!   (waiting out a transaction still open) and fences its predecessor through the stable
 //!   `transactional.id`, so a crash at any moment neither loses nor repeats a record.
+//! - **Scale-out on Kafka's group protocol.** The sink is a member of the mirror's group in
+//!   the target (membership only: it reads nothing there): processes with the same name
+//!   share the partitions, each with a `group.instance.id` of its own (a restart takes its
+//!   partitions back at once); a member that dies is replaced within the session timeout,
+//!   and one the group gave up cannot commit (its generation is refused, KIP-447).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), krec_copy::Error> {
@@ -47,6 +52,19 @@
 //! Layers, bottom up: `error`; `ends` (the two traits and what crosses them); `stats`;
 //! `shape` (as it is, written again, or skipped); `connect`, `positions` (where a copy
 //! stands, in the target) and `target_topics`; the two cluster ends; `pipeline`; `mirror`.
+
+//!
+//! # Public surface
+//!
+//! Everything public is named here; `tests/public_surface.rs` fails when an item becomes
+//! public without a line here and in `public-surface.txt`.
+//!
+//! - The mirror: [`MirrorConfig`], [`Mirror`] (a [`Pipeline`] of a [`ClusterSource`] and a
+//!   [`ClusterSink`]), [`PipelineSettings`], [`CopyStats`] and its [`CopySnapshot`], [`Error`].
+//! - The ends, for other sources and sinks: [`BatchSource`], [`BatchSink`], [`SourceTopic`],
+//!   [`SourceRun`], [`SourceBatch`], [`Positions`], [`Ownership`].
+
+#![deny(missing_docs)]
 
 mod cluster_sink;
 mod cluster_source;
