@@ -254,11 +254,32 @@ impl Producer {
                     let until = *deadline.get_or_insert_with(|| Instant::now() + max_block);
                     self.wait_for_topic(topic, until).await?;
                 }
+                // Partitions just added to the topic: the metadata learns of them on refresh,
+                // as Java's producer waits for them (both within max.block.ms).
+                Err(error @ Error::UnknownPartition { .. }) => {
+                    self.shared.memory.add_permits(permits as usize);
+                    let max_block = self.shared.config.max_block;
+                    let until = *deadline.get_or_insert_with(|| Instant::now() + max_block);
+                    self.wait_for_refresh(until, error).await?;
+                }
                 Err(error) => {
                     self.shared.memory.add_permits(permits as usize);
                     return Err(error);
                 }
             }
+        }
+    }
+
+    /// Asks for fresh metadata and waits for it until `deadline`; then fails with `error`.
+    async fn wait_for_refresh(&self, deadline: Instant, error: Error) -> Result<(), Error> {
+        if Instant::now() >= deadline {
+            return Err(error);
+        }
+        let mut refreshed = self.shared.metadata_version.subscribe();
+        self.shared.refresh.notify_one();
+        match tokio::time::timeout_at(deadline.into(), refreshed.changed()).await {
+            Ok(_) => Ok(()),
+            Err(_) => Err(error),
         }
     }
 
