@@ -35,6 +35,19 @@ fn wait_for_copy(broker: &Broker, topic: &str, want: usize, mirror: &mut Child) 
     }
 }
 
+/// The running mirror, killed when a failed assertion leaves it running (it would hold the
+/// test's output open).
+struct Running(Option<Child>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(child) = self.0.as_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 fn produce(broker: &Broker, topic: &str, from: usize, partitions: &[i32]) {
     let mut records = simple_records(from, 10 * partitions.len(), partitions.len() as i32);
     for record in &mut records {
@@ -58,16 +71,19 @@ fn new_topics_and_partitions_at_the_source_are_copied_while_running() {
     let name = unique_topic("mirror-follow");
     let pattern = format!("^{prefix}");
     let often = ["-X", "topic.metadata.refresh.interval.ms=1000"];
-    let mut mirror = mirror_command(&broker, &pattern, &name, &often)
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start krec mirror");
+    let mut running = Running(Some(
+        mirror_command(&broker, &pattern, &name, &often)
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start krec mirror"),
+    ));
+    let mirror = running.0.as_mut().expect("running");
     let copy = |topic: &str| format!("copy-{topic}");
-    wait_for_copy(&broker, &copy(&first), 20, &mut mirror);
+    wait_for_copy(&broker, &copy(&first), 20, mirror);
 
     broker.create_topic(&second, 2, 1);
     produce(&broker, &second, 100, &[0, 1]);
-    let new_topic = wait_for_copy(&broker, &copy(&second), 20, &mut mirror);
+    let new_topic = wait_for_copy(&broker, &copy(&second), 20, mirror);
 
     broker.kafka_sh(
         "tool",
@@ -84,12 +100,13 @@ fn new_topics_and_partitions_at_the_source_are_copied_while_running() {
     );
     broker.wait_for_leaders(&first, 4);
     produce(&broker, &first, 200, &[2, 3]);
-    let new_partitions = wait_for_copy(&broker, &copy(&first), 40, &mut mirror);
+    let new_partitions = wait_for_copy(&broker, &copy(&first), 40, mirror);
     eprintln!("picked up a new topic in {new_topic:?}, new partitions in {new_partitions:?}");
 
     let pid = mirror.id().to_string();
     let term = Command::new("kill").args(["-TERM", &pid]).status();
     assert!(term.expect("kill").success());
+    let mirror = running.0.take().expect("running");
     let output = mirror.wait_with_output().expect("wait for krec mirror");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
