@@ -161,8 +161,9 @@ impl Producer {
     }
 
     /// Appends the record to its partition's batch and returns its [`Delivery`], which
-    /// resolves once the broker acknowledged it. Waits only for the topic's metadata and for
-    /// room in `buffer.memory`, both within `max.block.ms`; a record larger than
+    /// resolves once the broker acknowledged it. Waits only for the topic's metadata (and for a
+    /// partition it does not show yet) and for room in `buffer.memory`, all within
+    /// `max.block.ms`; a record larger than
     /// `max.request.size` or `buffer.memory` fails at once. The record's bytes are copied
     /// once, into the batch.
     pub async fn send(&self, record: ProducerRecord<'_>) -> Result<Delivery, Error> {
@@ -228,7 +229,7 @@ impl Producer {
     }
 
     /// Takes `held` bytes of `buffer.memory` and appends with `append`, waiting for the
-    /// topic's metadata if it is unknown; both waits within `max.block.ms`.
+    /// topic's metadata if it is unknown or lacks the partition; all within `max.block.ms`.
     async fn append_with_room(
         &self,
         topic: &str,
