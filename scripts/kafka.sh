@@ -303,6 +303,9 @@ auto.create.topics.enable=false
 # Time retention compares record timestamps with the clock: tests that produce records with
 # fixed old timestamps would see them deleted a few minutes later. Instances are short-lived.
 log.retention.ms=-1
+# The log cleaner looks for dirty compacted logs every second (default 15 s), so a test waits
+# seconds, not tens of them, for compaction. Only topics with cleanup.policy=compact feel it.
+log.cleaner.backoff.ms=1000
 
 offsets.topic.replication.factor=$rf
 offsets.topic.num.partitions=1

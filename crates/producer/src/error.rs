@@ -52,7 +52,8 @@ pub enum Error {
         detail: String,
     },
 
-    /// The record names a partition the topic does not have.
+    /// The record names a partition the topic does not have (in the metadata refreshed
+    /// within `max.block.ms`).
     #[error("topic {topic}: partition {partition} does not exist (the topic has {count})")]
     UnknownPartition {
         /// The topic.

@@ -161,8 +161,9 @@ impl Producer {
     }
 
     /// Appends the record to its partition's batch and returns its [`Delivery`], which
-    /// resolves once the broker acknowledged it. Waits only for the topic's metadata and for
-    /// room in `buffer.memory`, both within `max.block.ms`; a record larger than
+    /// resolves once the broker acknowledged it. Waits only for the topic's metadata (and for a
+    /// partition it does not show yet) and for room in `buffer.memory`, all within
+    /// `max.block.ms`; a record larger than
     /// `max.request.size` or `buffer.memory` fails at once. The record's bytes are copied
     /// once, into the batch.
     pub async fn send(&self, record: ProducerRecord<'_>) -> Result<Delivery, Error> {
@@ -228,7 +229,7 @@ impl Producer {
     }
 
     /// Takes `held` bytes of `buffer.memory` and appends with `append`, waiting for the
-    /// topic's metadata if it is unknown; both waits within `max.block.ms`.
+    /// topic's metadata if it is unknown or lacks the partition; all within `max.block.ms`.
     async fn append_with_room(
         &self,
         topic: &str,
@@ -254,11 +255,32 @@ impl Producer {
                     let until = *deadline.get_or_insert_with(|| Instant::now() + max_block);
                     self.wait_for_topic(topic, until).await?;
                 }
+                // Partitions just added to the topic: the metadata learns of them on refresh,
+                // as Java's producer waits for them (both within max.block.ms).
+                Err(error @ Error::UnknownPartition { .. }) => {
+                    self.shared.memory.add_permits(permits as usize);
+                    let max_block = self.shared.config.max_block;
+                    let until = *deadline.get_or_insert_with(|| Instant::now() + max_block);
+                    self.wait_for_refresh(until, error).await?;
+                }
                 Err(error) => {
                     self.shared.memory.add_permits(permits as usize);
                     return Err(error);
                 }
             }
+        }
+    }
+
+    /// Asks for fresh metadata and waits for it until `deadline`; then fails with `error`.
+    async fn wait_for_refresh(&self, deadline: Instant, error: Error) -> Result<(), Error> {
+        if Instant::now() >= deadline {
+            return Err(error);
+        }
+        let mut refreshed = self.shared.metadata_version.subscribe();
+        self.shared.refresh.notify_one();
+        match tokio::time::timeout_at(deadline.into(), refreshed.changed()).await {
+            Ok(_) => Ok(()),
+            Err(_) => Err(error),
         }
     }
 

@@ -180,3 +180,101 @@ fn parse_duration(what: &'static str, text: Option<&str>) -> Result<Option<Durat
     }
     Ok(Some(duration.unsigned_abs()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Line {
+        #[command(flatten)]
+        args: MirrorArgs,
+    }
+
+    /// `krec mirror` with `line`'s arguments (and `--name m` unless it names one), brokers
+    /// where nothing listens: an error that comes from connecting exits 1, not 2.
+    fn parse(line: &[&str]) -> MirrorArgs {
+        let name: &[&str] = if line.contains(&"--name") {
+            &[]
+        } else {
+            &["--name", "m"]
+        };
+        let words = ["krec", "-b", "127.0.0.1:1"].iter().chain(name).chain(line);
+        Line::try_parse_from(words).expect("valid arguments").args
+    }
+
+    /// The error `line` makes, checking that it is a bad argument (exit 2) found before
+    /// connecting.
+    fn refused(line: &[&str]) -> Error {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let outcome = runtime.block_on(async {
+            let config = parse(line).config()?;
+            config.connect().await.map(drop).map_err(Error::from)
+        });
+        let error = outcome.expect_err("refused");
+        assert_eq!(error.exit_code(), 2, "{line:?}: {error}");
+        error
+    }
+
+    #[test]
+    fn bad_arguments_exit_2_before_connecting() {
+        let to = ["--to", "127.0.0.1:1"];
+        let missing_to = refused(&["-t", "a"]);
+        assert!(missing_to.to_string().contains("--to"), "{missing_to}");
+        for topics in ["", ",", " , "] {
+            let error = refused(&[&to[..], &["-t", topics]].concat());
+            assert!(error.to_string().contains("names no topic"), "{error}");
+        }
+        refused(&[&to[..], &["-t", "a,^b("]].concat());
+        for idle in ["soon", "0s", "-5s", "10"] {
+            let flag = format!("--idle-timeout={idle}");
+            let error = refused(&[&to[..], &["-t", "a", &flag]].concat());
+            assert!(
+                error.to_string().contains("idle-timeout"),
+                "{idle}: {error}"
+            );
+        }
+        let error = refused(&[&to[..], &["-t", "a", "--name", ""]].concat());
+        assert!(error.to_string().contains("name"), "{error}");
+        let error = refused(&[&to[..], &["-t", "a", "--member", ""]].concat());
+        assert!(error.to_string().contains("member"), "{error}");
+    }
+
+    #[test]
+    fn good_arguments_make_the_configuration() {
+        let line = [
+            "--to",
+            "target:9092",
+            "-t",
+            "a, ^b.*",
+            "--idle-timeout",
+            "1m30s",
+        ];
+        let config = parse(&[&line[..], &["--topic-prefix", "dr-", "-e"]].concat())
+            .config()
+            .expect("valid");
+        assert_eq!(config.target.bootstrap, ["target:9092"]);
+        assert_eq!(config.topics.names(), ["a".to_owned()]);
+        assert_eq!(config.topics.patterns().collect::<Vec<_>>(), ["^b.*"]);
+        assert_eq!(config.settings.idle_timeout, Some(Duration::from_secs(90)));
+        assert_eq!(
+            (config.name.as_str(), config.topic_prefix.as_str()),
+            ("m", "dr-")
+        );
+        assert!(config.stop_at_end);
+        // The pipeline looks at the source's topics as often as its metadata is refreshed.
+        let often = parse(
+            &[
+                &line[..],
+                &["-X", "topic.metadata.refresh.interval.ms=1000"],
+            ]
+            .concat(),
+        );
+        let settings = often.config().expect("valid").settings;
+        assert_eq!(settings.refresh, Duration::from_secs(1));
+    }
+}

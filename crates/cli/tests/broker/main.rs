@@ -26,6 +26,8 @@ mod java_partitions;
 mod kerberos;
 mod metrics;
 mod mirror;
+mod mirror_follow;
+mod mirror_shapes;
 mod oidc;
 mod produce;
 mod produce_schema;

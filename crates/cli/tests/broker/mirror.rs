@@ -12,7 +12,7 @@ use crate::support::broker::{
 
 const CODECS: [&str; 5] = ["none", "gzip", "snappy", "lz4", "zstd"];
 
-fn mirror_command(broker: &Broker, topics: &str, name: &str, extra: &[&str]) -> Command {
+pub(crate) fn mirror_command(broker: &Broker, topics: &str, name: &str, extra: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_krec"));
     command
         .args(["mirror", "-b", &broker.bootstrap, "-t", topics])
@@ -29,7 +29,7 @@ fn mirror_command(broker: &Broker, topics: &str, name: &str, extra: &[&str]) -> 
     command
 }
 
-fn mirror_to_end(broker: &Broker, topics: &str, name: &str) -> Output {
+pub(crate) fn mirror_to_end(broker: &Broker, topics: &str, name: &str) -> Output {
     let output = mirror_command(broker, topics, name, &["-e"])
         .output()
         .expect("run krec mirror");
@@ -42,14 +42,14 @@ fn mirror_to_end(broker: &Broker, topics: &str, name: &str) -> Output {
 }
 
 /// Every committed record of `topic`, read committed, per partition in order.
-fn committed(broker: &Broker, topic: &str) -> Vec<Produced> {
+pub(crate) fn committed(broker: &Broker, topic: &str) -> Vec<Produced> {
     let args = ["-e", "-J", "--isolation", "read_committed"];
     broker.consume_records(topic, &args)
 }
 
 /// Source and copy hold the same records (key, value, headers, timestamp) in the same order
 /// in each partition; offsets may differ.
-fn assert_copied(source: &[Produced], copy: &[Produced]) {
+pub(crate) fn assert_copied(source: &[Produced], copy: &[Produced]) {
     let strip = |records: &[Produced], partition: i32| -> Vec<Produced> {
         (records.iter())
             .filter(|r| r.partition == partition)
@@ -74,7 +74,7 @@ fn assert_copied(source: &[Produced], copy: &[Produced]) {
     }
 }
 
-fn summary_count(stderr: &str, what: &str) -> u64 {
+pub(crate) fn summary_count(stderr: &str, what: &str) -> u64 {
     let line = stderr
         .lines()
         .rev()
