@@ -26,6 +26,7 @@ mod java_partitions;
 mod kerberos;
 mod metrics;
 mod mirror;
+mod mirror_faults;
 mod oidc;
 mod produce;
 mod produce_schema;

@@ -42,14 +42,14 @@ fn mirror_to_end(broker: &Broker, topics: &str, name: &str) -> Output {
 }
 
 /// Every committed record of `topic`, read committed, per partition in order.
-fn committed(broker: &Broker, topic: &str) -> Vec<Produced> {
+pub(crate) fn committed(broker: &Broker, topic: &str) -> Vec<Produced> {
     let args = ["-e", "-J", "--isolation", "read_committed"];
     broker.consume_records(topic, &args)
 }
 
 /// Source and copy hold the same records (key, value, headers, timestamp) in the same order
 /// in each partition; offsets may differ.
-fn assert_copied(source: &[Produced], copy: &[Produced]) {
+pub(crate) fn assert_copied(source: &[Produced], copy: &[Produced]) {
     let strip = |records: &[Produced], partition: i32| -> Vec<Produced> {
         (records.iter())
             .filter(|r| r.partition == partition)
@@ -74,7 +74,7 @@ fn assert_copied(source: &[Produced], copy: &[Produced]) {
     }
 }
 
-fn summary_count(stderr: &str, what: &str) -> u64 {
+pub(crate) fn summary_count(stderr: &str, what: &str) -> u64 {
     let line = stderr
         .lines()
         .rev()
