@@ -228,7 +228,11 @@ impl LaneFault<'_> {
 fn mirror_rides_out_cuts_and_latency_on_either_lane() {
     let proxied = plain();
     let (source_lane, target_lane) = (proxied.take_lane(), proxied.take_lane());
-    let timeouts = ["request.timeout.ms=5000".to_owned()];
+    let timeouts = [
+        "request.timeout.ms=5000".to_owned(),
+        format!("session.timeout.ms={SESSION_TIMEOUT_MS}"),
+        "heartbeat.interval.ms=1000".to_owned(),
+    ];
     let scaled = Scaled::start("mfaults-lanes", &timeouts);
     // Throttled above the producer's pace: both lanes carry requests all along, and
     // a transaction commits every half second, so each fault lands mid-copy.
@@ -250,22 +254,29 @@ fn mirror_rides_out_cuts_and_latency_on_either_lane() {
     });
     let latency = serde_json::json!({ "latency": 800, "jitter": 200 });
     let faults = [
-        ("target cut", &target_lane, None),
+        ("target cut", &target_lane, None, 2),
+        ("target cut past the session timeout", &target_lane, None, 9),
         (
             "target latency",
             &target_lane,
             Some(("latency", latency.clone())),
+            2,
         ),
-        ("source cut", &source_lane, None),
-        ("source latency", &source_lane, Some(("latency", latency))),
+        ("source cut", &source_lane, None, 2),
+        (
+            "source latency",
+            &source_lane,
+            Some(("latency", latency)),
+            2,
+        ),
     ];
     let mut restarts = Vec::new();
-    for (what, lane, toxic) in faults {
+    for (what, lane, toxic, seconds) in faults {
         let before = mirror.copied();
         let fault = LaneFault {
             lane,
             toxic,
-            hold: Duration::from_secs(2),
+            hold: Duration::from_secs(seconds),
         };
         fault.apply();
         if let Some(status) = mirror.exited() {
@@ -274,11 +285,15 @@ fn mirror_rides_out_cuts_and_latency_on_either_lane() {
             mirror = launch.spawn("m0", scaled.dir.path());
         }
         // Copying again after the fault: ridden out.
-        wait_until(
-            Duration::from_secs(30),
-            &format!("copying after the {what}"),
-            || mirror.copied() > before,
-        );
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while mirror.copied() <= before {
+            let log = mirror.log();
+            assert!(
+                Instant::now() < deadline,
+                "not copying after the {what}:\n{log}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
     let log = mirror.log();
     assert!(
