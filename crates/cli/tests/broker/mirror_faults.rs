@@ -270,7 +270,6 @@ fn mirror_rides_out_cuts_and_latency_on_either_lane() {
             2,
         ),
     ];
-    let mut restarts = Vec::new();
     for (what, lane, toxic, seconds) in faults {
         let before = mirror.copied();
         let fault = LaneFault {
@@ -279,15 +278,15 @@ fn mirror_rides_out_cuts_and_latency_on_either_lane() {
             hold: Duration::from_secs(seconds),
         };
         fault.apply();
-        if let Some(status) = mirror.exited() {
-            assert!(!status.success(), "{what}: exited 0");
-            restarts.push(what);
-            mirror = launch.spawn("m0", scaled.dir.path());
-        }
-        // Copying again after the fault: ridden out.
+        // A mirror rides out short faults: copying again after each, never exiting.
         let deadline = Instant::now() + Duration::from_secs(30);
         while mirror.copied() <= before {
+            let exited = mirror.exited();
             let log = mirror.log();
+            assert!(
+                exited.is_none(),
+                "exited ({exited:?}) on the {what}:\n{log}"
+            );
             assert!(
                 Instant::now() < deadline,
                 "not copying after the {what}:\n{log}"
@@ -296,16 +295,13 @@ fn mirror_rides_out_cuts_and_latency_on_either_lane() {
         }
     }
     let log = mirror.log();
-    assert!(
-        restarts.is_empty(),
-        "exited on a short fault ({restarts:?}):\n{log}"
-    );
     let felt = ["reconnecting", "trying again", "retrying"];
     assert!(
         felt.iter().any(|line| log.contains(line)),
         "the faults were not felt:\n{log}"
     );
     scaled.finish(mirror);
+    eprintln!("mirror through cuts (one past the session timeout) and latency: no restart");
 }
 
 /// Two members copying a topic a producer keeps writing to: what survives.
@@ -445,7 +441,9 @@ fn a_zombie_member_cannot_write() {
     );
     eprintln!(
         "zombie: {}",
-        refused.lines().rev().find(|l| !l.is_empty()).unwrap_or("")
+        (refused.lines())
+            .find(|l| l.contains("transaction aborted"))
+            .unwrap_or("exited")
     );
 }
 
