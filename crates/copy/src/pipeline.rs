@@ -190,6 +190,10 @@ impl<S: BatchSource + Send, K: BatchSink + Send> Pipeline<S, K> {
             self.sink.begin().await?;
             open.since = Some(Instant::now());
         }
+        // A partition with no position yet rewinds to where it was first read from.
+        (self.committed)
+            .entry(run.partition.clone())
+            .or_insert(run.from_offset);
         let max_batch_bytes = self.sink.max_batch_bytes(&run.partition);
         let decode = &self.settings.decode;
         let batches = outgoing(&run, max_batch_bytes, decode, &mut open.carried)?;
