@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::faults::plain;
 use crate::mirror::{assert_copied, committed, summary_count};
-use crate::support::broker::{broker, unique_topic, Broker};
+use crate::support::broker::{broker, unique_topic, Broker, PlannedRecord, ProducePlan};
 use crate::support::faults::{LaneGuard, SequenceProducer};
 use crate::support::group::wait_until;
 use crate::support::metrics::{free_port, get, samples};
@@ -472,4 +472,50 @@ fn a_member_killed_and_restarted_copies_again_at_once() {
     let took = restarted.elapsed();
     scaled.finish(again);
     eprintln!("kill -9 and restart: copies readable again after {took:?}");
+}
+
+#[test]
+fn a_slow_throttle_keeps_transactions_short() {
+    // A throttle far slower than a fetched run: a transaction must still end within
+    // transaction.timeout.ms, or the coordinator aborts it and the copy never ends.
+    let broker = broker();
+    let topic = unique_topic("mfaults-throttle");
+    broker.create_topic(&topic, 1, 1);
+    broker.produce_python(&ProducePlan {
+        topic: topic.clone(),
+        compression: "none".to_owned(),
+        steps: vec![(None, padded_records(4000))],
+        ..ProducePlan::default()
+    });
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = target_config(dir.path(), &["transaction.timeout.ms=3000".to_owned()]);
+    let name = unique_topic("mfaults-throttle");
+    let launch = Launch {
+        source: &broker.bootstrap,
+        target: &broker.bootstrap,
+        topic: &topic,
+        name: &name,
+        config: &config,
+        extra: &["-e", "--max-bytes-per-second", "25000"],
+    };
+    let mut mirror = launch.spawn("a", dir.path());
+    let status = mirror.wait(Duration::from_secs(60));
+    let log = mirror.log();
+    assert!(status.success(), "{log}");
+    assert_eq!(summary_count(&log, "aborted"), 0, "{log}");
+    assert_eq!(summary_count(&log, "records, "), 4000, "{log}");
+    assert_mirrored(&broker, &topic, 4000);
+}
+
+/// `count` records of about a hundred bytes, keyed, on partition 0.
+fn padded_records(count: usize) -> Vec<PlannedRecord> {
+    (0..count)
+        .map(|i| PlannedRecord {
+            partition: 0,
+            key: Some(format!("key-{i}").into_bytes()),
+            value: Some(format!("value-{i}-{}", "x".repeat(90)).into_bytes()),
+            headers: Vec::new(),
+            timestamp: None,
+        })
+        .collect()
 }
