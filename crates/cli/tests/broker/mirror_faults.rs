@@ -1,7 +1,8 @@
 //! `krec mirror` under faults and scaled out, against the real broker (source and target are
 //! the one broker, the copies behind `--topic-prefix`): Toxiproxy lanes cut and slowed
 //! between the mirror and either end, two members of one mirror with one killed, a member
-//! frozen past its session timeout (a zombie), and a member killed and restarted at once.
+//! frozen past its session timeout (a zombie), a member killed and restarted at once, and a
+//! throttle slower than a fetched run.
 //! Each ends with source and copy compared record by record: nothing lost, nothing twice.
 
 use std::fs::File;
@@ -11,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::faults::plain;
 use crate::mirror::{assert_copied, committed, summary_count};
-use crate::support::broker::{broker, unique_topic, Broker, PlannedRecord, ProducePlan};
+use crate::support::broker::{broker, unique_topic, Broker};
 use crate::support::faults::{LaneGuard, SequenceProducer};
 use crate::support::group::wait_until;
 use crate::support::metrics::{free_port, get, samples};
@@ -481,13 +482,19 @@ fn a_slow_throttle_keeps_transactions_short() {
     let broker = broker();
     let topic = unique_topic("mfaults-throttle");
     broker.create_topic(&topic, 1, 1);
-    broker.produce_python(&ProducePlan {
-        topic: topic.clone(),
-        compression: "none".to_owned(),
-        steps: vec![(None, padded_records(4000))],
-        ..ProducePlan::default()
-    });
     let dir = tempfile::tempdir().expect("tempdir");
+    // Batches of krec produce's default size: the throttle paces between batches.
+    let lines: String = (0..4000)
+        .map(|i| format!("value-{i}-{}\n", "x".repeat(90)))
+        .collect();
+    let input = dir.path().join("input");
+    std::fs::write(&input, lines).expect("write input");
+    let produced = Command::new(env!("CARGO_BIN_EXE_krec"))
+        .args(["produce", "-b", &broker.bootstrap, "-t", &topic, "-l"])
+        .arg(&input)
+        .output()
+        .expect("run krec produce");
+    assert!(produced.status.success(), "{produced:?}");
     let config = target_config(dir.path(), &["transaction.timeout.ms=3000".to_owned()]);
     let name = unique_topic("mfaults-throttle");
     let launch = Launch {
@@ -505,17 +512,4 @@ fn a_slow_throttle_keeps_transactions_short() {
     assert_eq!(summary_count(&log, "aborted"), 0, "{log}");
     assert_eq!(summary_count(&log, "records, "), 4000, "{log}");
     assert_mirrored(&broker, &topic, 4000);
-}
-
-/// `count` records of about a hundred bytes, keyed, on partition 0.
-fn padded_records(count: usize) -> Vec<PlannedRecord> {
-    (0..count)
-        .map(|i| PlannedRecord {
-            partition: 0,
-            key: Some(format!("key-{i}").into_bytes()),
-            value: Some(format!("value-{i}-{}", "x".repeat(90)).into_bytes()),
-            headers: Vec::new(),
-            timestamp: None,
-        })
-        .collect()
 }
