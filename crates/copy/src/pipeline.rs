@@ -257,7 +257,8 @@ impl<S: BatchSource + Send, K: BatchSink + Send> Pipeline<S, K> {
     }
 }
 
-/// `--max-bytes-per-second`: the next run is read once the bytes written so far fit the rate.
+/// [`PipelineSettings::max_bytes_per_second`]: the next run is read once the bytes written so
+/// far fit the rate.
 struct Throttle {
     rate: Option<u64>,
     started: Instant,
