@@ -22,6 +22,11 @@ use crate::positions::{self, Committed};
 use crate::target_topics;
 use crate::Error;
 
+/// How many times the admin connection is opened again before a resume gives up, and the
+/// wait before the first time (growing with each).
+const RECONNECTS: u32 = 5;
+const RECONNECT_BACKOFF: Duration = Duration::from_millis(200);
+
 /// A cluster that takes the copies, exactly once.
 pub struct ClusterSink {
     producer: Producer,
@@ -117,6 +122,34 @@ impl ClusterSink {
         Ok(self.admin.as_mut().expect("connected above"))
     }
 
+    /// The positions committed for `wanted`. The admin connection may have died while the
+    /// target was out of reach (a rejoin follows such a cut): it is opened again, a few times.
+    async fn committed(
+        &mut self,
+        wanted: &BTreeMap<String, Vec<i32>>,
+    ) -> Result<BTreeMap<TopicPartition, Committed>, Error> {
+        let (group, patience, settings) =
+            (self.group.clone(), self.patience, self.connection.clone());
+        let mut attempt = 0;
+        loop {
+            let admin = self.admin().await;
+            let answer = match admin {
+                Ok(admin) => positions::committed(admin, &settings, &group, wanted, patience).await,
+                Err(error) => Err(error),
+            };
+            match answer {
+                Err(Error::Client { source, .. })
+                    if source.is_connection_failure() && attempt < RECONNECTS =>
+                {
+                    self.admin = None;
+                    attempt += 1;
+                    tokio::time::sleep(RECONNECT_BACKOFF * attempt).await;
+                }
+                answer => return answer,
+            }
+        }
+    }
+
     /// Where each of `partitions` (of one source topic) resumes; refuses a target partition
     /// that holds records without a committed position (expired, or written by someone
     /// else): copying from the start again would repeat them.
@@ -127,10 +160,8 @@ impl ClusterSink {
     ) -> Result<Vec<(TopicPartition, Option<i64>)>, Error> {
         let target = self.target_topic(topic);
         let wanted: BTreeMap<String, Vec<i32>> = [(target.clone(), partitions.to_vec())].into();
-        let (group, patience, settings) =
-            (self.group.clone(), self.patience, self.connection.clone());
-        let admin = self.admin().await?;
-        let committed = positions::committed(admin, &settings, &group, &wanted, patience).await?;
+        let committed = self.committed(&wanted).await?;
+        let settings = self.connection.clone();
         let extent = positions::target_extent(&mut self.metadata, &settings, &target).await?;
         let mut resume = Vec::new();
         for &partition in partitions {
@@ -150,7 +181,7 @@ impl ClusterSink {
                     // Aborted records (a crashed first transaction) are not a copy's.
                     let tp = TopicPartition::new(target.as_str(), partition);
                     if end > start && self.holds_committed(&tp).await? {
-                        return Err(lost_position(&group, &target, partition, end - start));
+                        return Err(lost_position(&self.group, &target, partition, end - start));
                     }
                     resume.push((source, None));
                 }

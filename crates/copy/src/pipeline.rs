@@ -103,7 +103,10 @@ impl<S: BatchSource + Send, K: BatchSink + Send> Pipeline<S, K> {
                 .since
                 .map(|since| since + self.settings.commit_interval);
             let idle_at = (self.settings.idle_timeout).map(|idle| last_run + idle);
-            let reading = !self.owned.is_empty();
+            // The throttle holds the next read back, never a write: an open transaction
+            // still commits on time.
+            let paced = self.throttle.held_until();
+            let reading = !self.owned.is_empty() && paced.is_none();
             tokio::select! {
                 biased;
                 () = &mut stop => break,
@@ -119,6 +122,7 @@ impl<S: BatchSource + Send, K: BatchSink + Send> Pipeline<S, K> {
                     refresh_at = Instant::now() + self.settings.refresh;
                 }
                 () = sleep_until(idle_at.unwrap_or(refresh_at)), if idle_at.is_some() => break,
+                () = sleep_until(paced.unwrap_or(refresh_at)), if paced.is_some() => {}
                 run = self.source.next_run(), if reading => match run? {
                     None => break,
                     Some(run) => {
@@ -190,6 +194,10 @@ impl<S: BatchSource + Send, K: BatchSink + Send> Pipeline<S, K> {
             self.sink.begin().await?;
             open.since = Some(Instant::now());
         }
+        // A partition with no position yet rewinds to where it was first read from.
+        (self.committed)
+            .entry(run.partition.clone())
+            .or_insert(run.from_offset);
         let max_batch_bytes = self.sink.max_batch_bytes(&run.partition);
         let decode = &self.settings.decode;
         let batches = outgoing(&run, max_batch_bytes, decode, &mut open.carried)?;
@@ -197,7 +205,7 @@ impl<S: BatchSource + Send, K: BatchSink + Send> Pipeline<S, K> {
             open.carried.records += u64::from(batch.records);
             open.carried.bytes += batch.bytes.len() as u64;
             open.carried.batches += 1;
-            self.throttle.take(batch.bytes.len() as u64).await;
+            self.throttle.take(batch.bytes.len() as u64);
             self.sink
                 .write(&run.partition, batch.bytes, batch.records)
                 .await?;
@@ -249,7 +257,8 @@ impl<S: BatchSource + Send, K: BatchSink + Send> Pipeline<S, K> {
     }
 }
 
-/// `--max-bytes-per-second`: each write waits until the bytes before it fit the rate.
+/// [`PipelineSettings::max_bytes_per_second`]: the next run is read once the bytes written so
+/// far fit the rate.
 struct Throttle {
     rate: Option<u64>,
     started: Instant,
@@ -265,10 +274,14 @@ impl Throttle {
         }
     }
 
-    async fn take(&mut self, bytes: u64) {
-        let Some(rate) = self.rate else { return };
-        let due = self.started + Duration::from_secs_f64(self.bytes as f64 / rate as f64);
+    fn take(&mut self, bytes: u64) {
         self.bytes += bytes;
-        sleep_until(due).await;
+    }
+
+    /// When reading may go on, if not now.
+    fn held_until(&self) -> Option<Instant> {
+        let rate = self.rate?;
+        let due = self.started + Duration::from_secs_f64(self.bytes as f64 / rate as f64);
+        (due > Instant::now()).then_some(due)
     }
 }

@@ -110,7 +110,11 @@ impl MirrorArgs {
     /// `--to-config`, then `--to` over its `bootstrap.servers`.
     fn target_config(&self) -> Result<ProducerConfig, Error> {
         let config = match &self.to_config {
-            Some(path) => ProducerConfig::from_file(path)?,
+            // The group's keys are the member's, which the producer refuses by name.
+            Some(path) => ProducerConfig::new(Vec::new()).apply_properties(
+                (read_properties(path)?.into_iter())
+                    .filter(|p| !GROUP_KEYS.contains(&p.key.as_str())),
+            )?,
             None => ProducerConfig::from_properties(std::iter::empty::<(&str, &str)>())?,
         };
         let config = match &self.to {
@@ -134,17 +138,20 @@ impl MirrorArgs {
         let Some(path) = &self.to_config else {
             return Ok(GroupConfig::new(self.name.clone(), Vec::new()));
         };
-        let properties = Property::read_file(path).map_err(|e| Error::Property {
-            property: e.key.clone(),
-            source_name: e.origin.clone(),
-            detail: e.detail.clone(),
-        })?;
-        let group_keys = properties
+        let group_keys = read_properties(path)?
             .into_iter()
             .filter(|p| GROUP_KEYS.contains(&p.key.as_str()));
         let config = ConsumerConfig::new(Vec::new()).apply_properties(group_keys)?;
         Ok(config.group)
     }
+}
+
+fn read_properties(path: &std::path::Path) -> Result<Vec<Property>, Error> {
+    Property::read_file(path).map_err(|e| Error::Property {
+        property: e.key.clone(),
+        source_name: e.origin.clone(),
+        detail: e.detail.clone(),
+    })
 }
 
 /// The keys of `--to-config` that set the mirror's group, not its producer.

@@ -26,6 +26,7 @@ mod java_partitions;
 mod kerberos;
 mod metrics;
 mod mirror;
+mod mirror_faults;
 mod mirror_follow;
 mod mirror_shapes;
 mod oidc;

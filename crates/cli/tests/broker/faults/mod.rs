@@ -43,7 +43,7 @@ const PADDING: usize = 200;
 /// (`ConsumerConfig::HELD_RESPONSES_FOR_REUSE`).
 const HELD_RESPONSES: usize = 3;
 
-fn plain() -> &'static ProxiedBroker {
+pub(crate) fn plain() -> &'static ProxiedBroker {
     static PLAIN: OnceLock<ProxiedBroker> = OnceLock::new();
     PLAIN.get_or_init(|| proxied_broker("KREC_TEST_PROXY_ENV", broker()))
 }
