@@ -109,14 +109,16 @@ impl MirrorArgs {
 
     /// `--to-config`, then `--to` over its `bootstrap.servers`.
     fn target_config(&self) -> Result<ProducerConfig, Error> {
-        let config = match &self.to_config {
+        // A transaction a killed process left open holds up its partitions' readers and next
+        // owner until it times out: a mirror's are short, so its timeout is too.
+        let default = Property::new("transaction.timeout.ms", "10000", "krec mirror's default");
+        let mut properties = vec![default];
+        if let Some(path) = &self.to_config {
             // The group's keys are the member's, which the producer refuses by name.
-            Some(path) => ProducerConfig::new(Vec::new()).apply_properties(
-                (read_properties(path)?.into_iter())
-                    .filter(|p| !GROUP_KEYS.contains(&p.key.as_str())),
-            )?,
-            None => ProducerConfig::from_properties(std::iter::empty::<(&str, &str)>())?,
-        };
+            let own = read_properties(path)?.into_iter();
+            properties.extend(own.filter(|p| !GROUP_KEYS.contains(&p.key.as_str())));
+        }
+        let config = ProducerConfig::new(Vec::new()).apply_properties(properties)?;
         let config = match &self.to {
             Some(brokers) => config.with("bootstrap.servers", brokers)?,
             None => config,
@@ -283,5 +285,21 @@ mod tests {
         );
         let settings = often.config().expect("valid").settings;
         assert_eq!(settings.refresh, Duration::from_secs(1));
+    }
+
+    #[test]
+    fn the_target_config_sets_the_group_and_the_transactions_apart() {
+        let default = parse(&["--to", "t:9092", "-t", "a"])
+            .config()
+            .expect("valid");
+        assert_eq!(default.target.transaction_timeout, Duration::from_secs(10));
+        let file = tempfile::NamedTempFile::new().expect("temp file");
+        let text = "transaction.timeout.ms=30000\nsession.timeout.ms=6000\nacks=all\n";
+        std::fs::write(file.path(), text).expect("write");
+        let path = file.path().to_str().expect("UTF-8 path");
+        let line = ["--to", "t:9092", "-t", "a", "--to-config", path];
+        let config = parse(&line).config().expect("valid");
+        assert_eq!(config.target.transaction_timeout, Duration::from_secs(30));
+        assert_eq!(config.group.session_timeout, Duration::from_secs(6));
     }
 }
