@@ -24,7 +24,9 @@ pub struct ClusterSource {
 
 impl ClusterSource {
     /// Connects to the cluster `config` names; with `stop_at_end`, [`BatchSource::next_run`]
-    /// ends once every partition reached the end it had when its fetch got there.
+    /// ends once every partition reached the end it had when its fetch got there. Unless
+    /// `config` sets [`ConsumerConfig::max_held_responses`], it is
+    /// [`ConsumerConfig::HELD_RESPONSES_FOR_REUSE`].
     pub async fn connect(
         mut config: ConsumerConfig,
         subscription: TopicSubscription,
@@ -32,6 +34,9 @@ impl ClusterSource {
     ) -> Result<Self, Error> {
         // Aborted transactions and control batches never reach the target.
         config.read_committed = true;
+        // The pipeline drops each chunk before it asks for the next: fetching just ahead of it
+        // lets the connection read responses into reused buffers (BENCHMARKS.md, "Mirror").
+        (config.max_held_responses).get_or_insert(ConsumerConfig::HELD_RESPONSES_FOR_REUSE);
         let bootstrap = config.bootstrap.clone();
         let connection = config.connection.clone();
         let metadata = MetadataClient::new(bootstrap.clone(), connection.clone());
