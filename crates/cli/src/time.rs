@@ -48,6 +48,24 @@ pub fn parse_instant(what: &'static str, text: &str, now: i64) -> Result<i64, Er
     Ok(ms)
 }
 
+/// A positive duration such as 30s, 5m, 1h30m or 500ms (`--idle-timeout`); `None` when not given.
+pub fn parse_duration(
+    what: &'static str,
+    text: Option<&str>,
+) -> Result<Option<std::time::Duration>, Error> {
+    let Some(text) = text else { return Ok(None) };
+    let invalid = |detail: &str| Error::InvalidArgument {
+        what,
+        detail: format!("{text:?}: {detail}"),
+    };
+    let duration = (text.parse::<jiff::SignedDuration>())
+        .map_err(|_| invalid("expected a duration such as 30s, 5m, 1h30m or 500ms"))?;
+    if duration.is_negative() || duration.is_zero() {
+        return Err(invalid("the duration must be positive"));
+    }
+    Ok(Some(duration.unsigned_abs()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::parse_instant;

@@ -238,20 +238,7 @@ impl ConsumeArgs {
 
     /// `--idle-timeout` as a duration.
     pub fn idle_timeout(&self) -> Result<Option<Duration>, Error> {
-        let Some(text) = &self.idle_timeout else {
-            return Ok(None);
-        };
-        let invalid = |detail: &str| Error::InvalidArgument {
-            what: "--idle-timeout",
-            detail: format!("{text:?}: {detail}"),
-        };
-        let duration = text
-            .parse::<jiff::SignedDuration>()
-            .map_err(|_| invalid("expected a duration such as 30s, 5m, 1h30m or 500ms"))?;
-        if duration.is_negative() || duration.is_zero() {
-            return Err(invalid("the duration must be positive"));
-        }
-        Ok(Some(duration.unsigned_abs()))
+        crate::time::parse_duration("--idle-timeout", self.idle_timeout.as_deref())
     }
 }
 

@@ -74,7 +74,10 @@ impl MirrorArgs {
         let source = self.source.config()?;
         let topics = self.subscription()?;
         let mut settings = PipelineSettings {
-            idle_timeout: parse_duration("--idle-timeout", self.idle_timeout.as_deref())?,
+            idle_timeout: crate::time::parse_duration(
+                "--idle-timeout",
+                self.idle_timeout.as_deref(),
+            )?,
             max_bytes_per_second: self.max_bytes_per_second,
             ..PipelineSettings::default()
         };
@@ -173,21 +176,6 @@ fn host_name() -> String {
         "" => "krec".to_owned(),
         name => name.to_owned(),
     }
-}
-
-/// A positive duration such as 30s, 5m, 1h30m or 500ms.
-fn parse_duration(what: &'static str, text: Option<&str>) -> Result<Option<Duration>, Error> {
-    let Some(text) = text else { return Ok(None) };
-    let invalid = |detail: &str| Error::InvalidArgument {
-        what,
-        detail: format!("{text:?}: {detail}"),
-    };
-    let duration = (text.parse::<jiff::SignedDuration>())
-        .map_err(|_| invalid("expected a duration such as 30s, 5m, 1h30m or 500ms"))?;
-    if duration.is_negative() || duration.is_zero() {
-        return Err(invalid("the duration must be positive"));
-    }
-    Ok(Some(duration.unsigned_abs()))
 }
 
 #[cfg(test)]
