@@ -124,7 +124,13 @@ impl<S: BatchSource + Send, K: BatchSink + Send> Pipeline<S, K> {
                 () = sleep_until(idle_at.unwrap_or(refresh_at)), if idle_at.is_some() => break,
                 () = sleep_until(paced.unwrap_or(refresh_at)), if paced.is_some() => {}
                 run = self.source.next_run(), if reading => match run? {
-                    None => break,
+                    None => {
+                        // At the end: done once the last transaction commits; after an
+                        // abort the source was sent back, and copies those batches again.
+                        if open.since.is_none() || self.commit(&mut open).await? {
+                            break;
+                        }
+                    }
                     Some(run) => {
                         last_run = Instant::now();
                         self.carry(run, &mut open).await?;
@@ -215,10 +221,11 @@ impl<S: BatchSource + Send, K: BatchSink + Send> Pipeline<S, K> {
     }
 
     /// Commits the open transaction; after an abort, the source goes back to the positions
-    /// last committed and the batches are read again.
-    async fn commit(&mut self, open: &mut Open) -> Result<(), Error> {
+    /// last committed and the batches are read again. Whether it committed.
+    async fn commit(&mut self, open: &mut Open) -> Result<bool, Error> {
         let done = std::mem::take(open);
-        if self.sink.commit(&done.positions).await? {
+        let committed = self.sink.commit(&done.positions).await?;
+        if committed {
             self.committed.extend(done.positions);
             self.stats.committed(&done.carried);
         } else {
@@ -226,7 +233,7 @@ impl<S: BatchSource + Send, K: BatchSink + Send> Pipeline<S, K> {
             self.rewind(&done.positions)?;
         }
         self.stats.set_lag(self.source.lag());
-        Ok(())
+        Ok(committed)
     }
 
     /// Sends the partitions an aborted transaction carried back to their committed positions.
@@ -285,3 +292,7 @@ impl Throttle {
         (due > Instant::now()).then_some(due)
     }
 }
+
+#[cfg(test)]
+#[path = "pipeline_tests.rs"]
+mod tests;

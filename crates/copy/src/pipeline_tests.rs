@@ -1,0 +1,212 @@
+//! The loop's bookkeeping with an in-memory source and sink: what is rewound after an abort,
+//! and what a lost partition leaves behind.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use krec_batch::encode::BatchBuilder;
+use krec_batch::{BatchWalk, DecodeConfig};
+
+use super::*;
+use crate::ends::SourceBatch;
+
+/// One batch of `count` records at `base`, with its header's summary.
+fn batch(base: i64, count: usize) -> SourceBatch {
+    let mut builder = BatchBuilder::new(base);
+    for _ in 0..count {
+        builder = builder.record(Some(b"k"), Some(b"v"), &[]);
+    }
+    let bytes = Bytes::from(builder.build());
+    let config = DecodeConfig::default();
+    let summary = BatchWalk::new(&bytes, &config)
+        .next_summary()
+        .expect("a batch");
+    SourceBatch {
+        summary: summary.expect("sound"),
+        bytes,
+    }
+}
+
+fn partition() -> TopicPartition {
+    TopicPartition::new("t", 0)
+}
+
+/// A source of one partition: ten records in one batch, read again after a rewind.
+#[derive(Default)]
+struct Source {
+    position: Option<i64>,
+    rewinds: Vec<Positions>,
+    unassigned: Vec<TopicPartition>,
+}
+
+impl BatchSource for Source {
+    async fn topics(&mut self) -> Result<Vec<SourceTopic>, Error> {
+        let topic = SourceTopic {
+            name: "t".into(),
+            partitions: 1,
+            configs: Vec::new(),
+        };
+        Ok(vec![topic])
+    }
+
+    async fn assign(&mut self, partitions: &[(TopicPartition, Option<i64>)]) -> Result<(), Error> {
+        self.position = Some(partitions[0].1.unwrap_or(0));
+        Ok(())
+    }
+
+    fn unassign(&mut self, partitions: &[TopicPartition]) {
+        self.unassigned.extend_from_slice(partitions);
+        self.position = None;
+    }
+
+    fn rewind(&mut self, positions: &Positions) -> Result<(), Error> {
+        self.rewinds.push(positions.clone());
+        self.position = positions.get(&partition()).copied().or(self.position);
+        Ok(())
+    }
+
+    async fn next_run(&mut self) -> Result<Option<SourceRun>, Error> {
+        match self.position {
+            Some(0) => {
+                self.position = Some(10);
+                let run = SourceRun {
+                    partition: partition(),
+                    from_offset: 0,
+                    batches: vec![batch(0, 10)],
+                    next_offset: 10,
+                };
+                Ok(Some(run))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    fn lag(&self) -> Vec<(TopicPartition, i64)> {
+        Vec::new()
+    }
+}
+
+/// What the sink was asked to do.
+#[derive(Debug, Default)]
+struct Seen {
+    writes: usize,
+    commits: Vec<Positions>,
+    aborts: usize,
+}
+
+/// A sink that owns the partition at once, refuses its first `refusals` commits, and loses
+/// the partition after `lose_after_writes` writes.
+struct Sink {
+    seen: Arc<Mutex<Seen>>,
+    changes: VecDeque<Ownership>,
+    refusals: usize,
+    lose_after_writes: Option<usize>,
+}
+
+impl Sink {
+    fn new(refusals: usize, lose_after_writes: Option<usize>) -> (Self, Arc<Mutex<Seen>>) {
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let changes = VecDeque::from([Ownership::Assigned(vec![partition()])]);
+        let sink = Sink {
+            seen: seen.clone(),
+            changes,
+            refusals,
+            lose_after_writes,
+        };
+        (sink, seen)
+    }
+}
+
+impl BatchSink for Sink {
+    async fn prepare(&mut self, _topics: &[SourceTopic]) -> Result<(), Error> {
+        Ok(())
+    }
+
+    async fn next_change(&mut self) -> Result<Option<Ownership>, Error> {
+        if let Some(change) = self.changes.pop_front() {
+            return Ok(Some(change));
+        }
+        let writes = self.seen.lock().unwrap().writes;
+        if self.lose_after_writes.is_some_and(|after| writes >= after) {
+            self.lose_after_writes = None;
+            return Ok(Some(Ownership::Lost(vec![partition()])));
+        }
+        std::future::pending().await
+    }
+
+    async fn resume(
+        &mut self,
+        partitions: &[TopicPartition],
+    ) -> Result<Vec<(TopicPartition, Option<i64>)>, Error> {
+        Ok(partitions.iter().map(|p| (p.clone(), None)).collect())
+    }
+
+    fn max_batch_bytes(&self, _partition: &TopicPartition) -> usize {
+        1 << 20
+    }
+
+    async fn begin(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+
+    async fn write(&mut self, _: &TopicPartition, _: Bytes, _: u32) -> Result<(), Error> {
+        self.seen.lock().unwrap().writes += 1;
+        Ok(())
+    }
+
+    async fn commit(&mut self, positions: &Positions) -> Result<bool, Error> {
+        if self.refusals > 0 {
+            self.refusals -= 1;
+            self.seen.lock().unwrap().aborts += 1;
+            return Ok(false);
+        }
+        self.seen.lock().unwrap().commits.push(positions.clone());
+        Ok(true)
+    }
+
+    async fn abort(&mut self) -> Result<(), Error> {
+        self.seen.lock().unwrap().aborts += 1;
+        Ok(())
+    }
+
+    async fn close(self) -> Result<(), Error> {
+        Ok(())
+    }
+}
+
+fn settings() -> PipelineSettings {
+    PipelineSettings {
+        idle_timeout: Some(Duration::from_millis(200)),
+        ..PipelineSettings::default()
+    }
+}
+
+#[tokio::test]
+async fn an_aborted_first_transaction_is_copied_again_from_where_it_started() {
+    let (sink, seen) = Sink::new(1, None);
+    let copied = Pipeline::new(Source::default(), sink, settings())
+        .run(std::future::pending())
+        .await
+        .expect("copied");
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.writes, 2, "the batch written, aborted, written again");
+    assert_eq!(seen.commits, [Positions::from([(partition(), 10)])]);
+    assert_eq!(
+        (copied.records, copied.transactions, copied.aborted),
+        (10, 1, 1)
+    );
+}
+
+#[tokio::test]
+async fn a_lost_partition_aborts_and_commits_nothing_of_it() {
+    let (sink, seen) = Sink::new(0, Some(1));
+    let source = Source::default();
+    let pipeline = Pipeline::new(source, sink, settings());
+    let copied = pipeline.run(std::future::pending()).await.expect("ended");
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.writes, 1);
+    assert_eq!(seen.aborts, 1, "the open transaction aborted");
+    assert!(seen.commits.is_empty(), "{:?}", seen.commits);
+    assert_eq!((copied.records, copied.aborted), (0, 1));
+}
