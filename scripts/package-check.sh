@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PUBLISHED=(krec-lz4 krec-batch krec-client krec-consumer krec-producer krec-schema krec-cli krec)
+PUBLISHED=(krec-lz4 krec-batch krec-client krec-consumer krec-producer krec-copy krec-schema krec-cli krec)
 
 cargo metadata --format-version 1 --no-deps | python3 -c '
 import json, sys
