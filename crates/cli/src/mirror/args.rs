@@ -28,18 +28,19 @@ pub struct MirrorArgs {
     #[arg(long = "to", value_name = "HOST:PORT,...")]
     pub to: Option<String>,
 
-    /// The target's client properties (TLS, SASL, transaction.timeout.ms, ...).
+    /// The target's client properties: TLS, SASL, the producer's (transaction.timeout.ms, 10 s
+    /// here by default) and the mirror group's (group.protocol, session.timeout.ms).
     #[arg(long = "to-config", value_name = "FILE")]
     pub to_config: Option<PathBuf>,
 
-    /// The mirror's name: its group in the target cluster, where its positions are
-    /// committed, and its transactional.id (`krec-mirror-NAME`). Keep it across restarts.
+    /// The mirror's name: its group in the target cluster, where its positions are committed
+    /// and its processes share the partitions. Keep it across restarts.
     #[arg(long = "name", value_name = "NAME")]
     pub name: String,
 
     /// This process's name in the mirror (default: the host name): keep it across restarts,
     /// and give each process of one mirror its own. A restarted member takes its partitions
-    /// back at once and fences its predecessor.
+    /// back at once and fences its predecessor (transactional.id krec-mirror-NAME-MEMBER).
     #[arg(long = "member", value_name = "MEMBER")]
     pub member: Option<String>,
 
