@@ -57,7 +57,7 @@ fn rewrite(
         decode,
         |written: ReencodedBatch| {
             out.push(Outgoing {
-                bytes: Bytes::copy_from_slice(&written.batch),
+                bytes: Bytes::from_owner(written.batch),
                 records: written.record_count,
             });
             Ok::<(), krec_batch::Error>(())
