@@ -49,6 +49,25 @@ pub enum Error {
         /// What is wrong and what to do.
         detail: String,
     },
+    /// A backup's location could not be read or written.
+    #[error("{location}: {source}")]
+    Store {
+        /// The location (a directory, or an object store URL) and the file in it.
+        location: String,
+        /// What the store said.
+        source: Box<object_store::Error>,
+    },
+    /// A backup's file is not what it should be: a corrupt or truncated segment, a manifest
+    /// that cannot be read, one written meanwhile by another backup.
+    #[error("{file}{}: {detail}", position.map(|p| format!(" at byte {p}")).unwrap_or_default())]
+    Backup {
+        /// The file, named in its location.
+        file: String,
+        /// The byte position in it, where one is known.
+        position: Option<u64>,
+        /// What is wrong and what to do.
+        detail: String,
+    },
     /// The settings cannot work.
     #[error("invalid {what}: {detail}")]
     InvalidConfig {

@@ -71,11 +71,15 @@ mod cluster_source;
 mod connect;
 mod ends;
 mod error;
+#[allow(dead_code)] // Until the backup ends use them.
+mod manifest;
 mod mirror;
 mod pipeline;
 mod positions;
 mod shape;
 mod stats;
+#[allow(dead_code)]
+mod store;
 mod target_topics;
 
 pub use cluster_sink::ClusterSink;
