@@ -66,6 +66,7 @@
 
 #![deny(missing_docs)]
 
+mod backup_source;
 mod cluster_sink;
 mod cluster_source;
 mod connect;
@@ -82,6 +83,7 @@ mod stats;
 mod store;
 mod target_topics;
 
+pub use backup_source::BackupSource;
 pub use cluster_sink::ClusterSink;
 pub use cluster_source::ClusterSource;
 pub use ends::{BatchSink, BatchSource, Ownership, Positions, SourceBatch, SourceRun, SourceTopic};
