@@ -49,9 +49,18 @@
 //! # }
 //! ```
 //!
+//! `krec restore` puts a backup at the source end ([`BackupSource`], [`RestoreConfig`]): the
+//! segments its manifest lists, read in ranges with every CRC checked, go through the same
+//! transactional [`ClusterSink`], so a restore cut short and run again, or run again after a
+//! later backup, sends only what the target lacks (its positions: the group
+//! `krec-restore-<backup_id>` in the target). With an end time each partition stops at its
+//! first record stamped at or after it, the batch holding that record re-encoded up to it. A
+//! segment that is not what the manifest says stops the restore naming the file and byte.
+//!
 //! Layers, bottom up: `error`; `ends` (the two traits and what crosses them); `stats`;
 //! `shape` (as it is, written again, or skipped); `connect`, `positions` (where a copy
-//! stands, in the target) and `target_topics`; the two cluster ends; `pipeline`; `mirror`.
+//! stands, in the target) and `target_topics`; the two cluster ends; `store` and `manifest`
+//! (a backup's location and what it holds), `backup_source`; `pipeline`; `mirror`, `restore`.
 
 //!
 //! # Public surface
@@ -61,6 +70,8 @@
 //!
 //! - The mirror: [`MirrorConfig`], [`Mirror`] (a [`Pipeline`] of a [`ClusterSource`] and a
 //!   [`ClusterSink`]), [`PipelineSettings`], [`CopyStats`] and its [`CopySnapshot`], [`Error`].
+//! - The restore: [`RestoreConfig`], [`Restore`] (a [`Pipeline`] of a [`BackupSource`], a
+//!   backup's segments, and a [`ClusterSink`]).
 //! - The ends, for other sources and sinks: [`BatchSource`], [`BatchSink`], [`SourceTopic`],
 //!   [`SourceRun`], [`SourceBatch`], [`Positions`], [`Ownership`].
 
@@ -77,6 +88,7 @@ mod manifest;
 mod mirror;
 mod pipeline;
 mod positions;
+mod restore;
 mod shape;
 mod stats;
 #[allow(dead_code)]
@@ -90,4 +102,5 @@ pub use ends::{BatchSink, BatchSource, Ownership, Positions, SourceBatch, Source
 pub use error::Error;
 pub use mirror::{Mirror, MirrorConfig};
 pub use pipeline::{Pipeline, PipelineSettings};
+pub use restore::{Restore, RestoreConfig};
 pub use stats::{CopySnapshot, CopyStats};

@@ -85,6 +85,11 @@ impl<S: BatchSource + Send, K: BatchSink + Send> Pipeline<S, K> {
         }
     }
 
+    /// The source (its own counters, say), before [`Pipeline::run`].
+    pub fn source(&self) -> &S {
+        &self.source
+    }
+
     /// The counters, readable while [`Pipeline::run`] runs.
     pub fn stats(&self) -> Arc<CopyStats> {
         self.stats.clone()
