@@ -22,6 +22,9 @@ enum Command {
     /// Copy topics to another cluster as they are (batches untouched), exactly once.
     #[command(after_help = MIRROR_EXAMPLES)]
     Mirror(Box<cli::mirror::MirrorArgs>),
+    /// Write a backup's topics back into a cluster, exactly once (`krec backup` writes them).
+    #[command(after_help = RESTORE_EXAMPLES)]
+    Restore(Box<cli::restore::RestoreArgs>),
     /// Show brokers, controller and topic partitions with replicas and ISR (kcat's -L).
     #[command(
         after_help = "Examples:\n  krec metadata -b h1:9092\n  krec metadata -b h1:9092 -t orders -J"
@@ -79,12 +82,18 @@ const MIRROR_EXAMPLES: &str = "Examples:
   krec mirror -b h1:9092 -t orders,'^logs-' --to h2:9092 --name dr --topic-prefix h1. --stats
   krec mirror -b h1:9092 -F source.properties -t orders --to h2:9093 --to-config target.properties --name dr -e";
 
+const RESTORE_EXAMPLES: &str = "Examples:
+  krec restore -b h2:9092 /backups/orders
+  krec restore -b h2:9092 s3://bucket/backups/orders -t orders --until 2026-11-30T10:00:00Z --groups
+  krec restore -b h1:9092 /backups/orders --topic-prefix restored. --stats";
+
 fn main() -> ExitCode {
     match Command::parse() {
         Command::Decode(args) => cli::decode::run(args),
         Command::Consume(args) => cli::consume::run(*args),
         Command::Produce(args) => cli::produce::run(*args),
         Command::Mirror(args) => cli::mirror::run(*args),
+        Command::Restore(args) => cli::restore::run(*args),
         Command::Metadata(args) => cli::metadata::run(args),
         Command::Offsets(args) => cli::offsets::run(args),
         Command::Count(args) => cli::count::run(args),

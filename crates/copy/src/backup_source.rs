@@ -36,8 +36,10 @@ pub struct BackupSource {
     cursors: BTreeMap<TopicPartition, Cursor>,
     /// The partition read last: the next read takes the one after it.
     last_read: Option<TopicPartition>,
-    /// Corrupt batches skipped and other warnings given.
+    /// Warnings given: corrupt batches skipped, records older than the target's retention.
     warnings: Arc<AtomicU64>,
+    /// Corrupt batches skipped.
+    skipped: Arc<AtomicU64>,
 }
 
 /// Where a partition's reading stands.
@@ -113,6 +115,7 @@ impl BackupSource {
             cursors: BTreeMap::new(),
             last_read: None,
             warnings: Arc::new(AtomicU64::new(0)),
+            skipped: Arc::new(AtomicU64::new(0)),
         })
     }
 
@@ -126,10 +129,15 @@ impl BackupSource {
         &self.manifest
     }
 
-    /// Counts corrupt batches skipped (and the restore's other warnings), readable while the
-    /// restore runs and after it.
+    /// Counts the warnings given (corrupt batches skipped, records older than a target
+    /// topic's retention), readable while the restore runs and after it.
     pub fn warnings(&self) -> Arc<AtomicU64> {
         self.warnings.clone()
+    }
+
+    /// Counts the corrupt batches skipped (when asked to skip them).
+    pub fn corrupt_skipped(&self) -> Arc<AtomicU64> {
+        self.skipped.clone()
     }
 
     #[cfg(test)]
@@ -285,6 +293,7 @@ impl BackupSource {
                     let skipped = (walk.skip_failed(self.on_corrupt, error))
                         .map_err(|error| corrupt(file(), at, &error))?;
                     self.warnings.fetch_add(1, Ordering::Relaxed);
+                    self.skipped.fetch_add(1, Ordering::Relaxed);
                     tracing::warn!(
                         file = %file(), position = at, %partition,
                         offsets = %format!("{}..{}", skipped.span.base_offset, skipped.span.last_offset),

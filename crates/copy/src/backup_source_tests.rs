@@ -212,13 +212,14 @@ async fn a_bad_crc_stops_at_its_byte_or_is_skipped_and_counted() {
     assert!(text.contains("checksum"), "{text}");
 
     let mut skips = source(dir.path(), manifest, None, true).await;
-    let warnings = skips.warnings();
+    let (warnings, skipped) = (skips.warnings(), skips.corrupt_skipped());
     let (runs, error) = drain(&mut skips, None).await;
     assert!(error.is_none(), "{error:?}");
     let mut wanted = expected(0..3);
     wanted.extend(expected(6..9));
     assert_eq!(values(&runs), wanted);
     assert_eq!(warnings.load(Ordering::Relaxed), 1);
+    assert_eq!(skipped.load(Ordering::Relaxed), 1);
     assert_eq!(runs.last().unwrap().next_offset, 9);
 }
 
