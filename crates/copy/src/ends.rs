@@ -114,6 +114,13 @@ pub trait BatchSink {
     /// are written again in pieces.
     fn max_batch_bytes(&self, partition: &TopicPartition) -> usize;
 
+    /// Whether the sink takes every batch exactly as the source stored it (a backup keeps
+    /// legacy message sets, LogAppendTime, compaction gaps and emptied batches): the pipeline
+    /// then never writes one again, splits one, or leaves one out.
+    fn takes_batches_as_stored(&self) -> bool {
+        false
+    }
+
     /// Opens a transaction.
     fn begin(&mut self) -> impl Future<Output = Result<(), Error>> + Send;
 

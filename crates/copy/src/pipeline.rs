@@ -205,8 +205,9 @@ impl<S: BatchSource + Send, K: BatchSink + Send> Pipeline<S, K> {
             .entry(run.partition.clone())
             .or_insert(run.from_offset);
         let max_batch_bytes = self.sink.max_batch_bytes(&run.partition);
+        let as_stored = self.sink.takes_batches_as_stored();
         let decode = &self.settings.decode;
-        let batches = outgoing(&run, max_batch_bytes, decode, &mut open.carried)?;
+        let batches = outgoing(&run, max_batch_bytes, as_stored, decode, &mut open.carried)?;
         for batch in batches {
             open.carried.records += u64::from(batch.records);
             open.carried.bytes += batch.bytes.len() as u64;

@@ -17,13 +17,18 @@ pub(crate) struct Outgoing {
 }
 
 /// Turns a run's batches into what the sink writes, in order; counts re-encoded and skipped
-/// batches in `carried`. `max_batch_bytes` is the target topic's `max.message.bytes`.
+/// batches in `carried`. `max_batch_bytes` is the target topic's `max.message.bytes`; a sink
+/// that takes batches as stored gets each one as it came (see [`as_stored`]).
 pub(crate) fn outgoing(
     run: &SourceRun,
     max_batch_bytes: usize,
+    as_stored: bool,
     decode: &DecodeConfig,
     carried: &mut Carried,
 ) -> Result<Vec<Outgoing>, Error> {
+    if as_stored {
+        return Ok(self::as_stored(run));
+    }
     let mut out = Vec::with_capacity(run.batches.len());
     for batch in &run.batches {
         match batch.summary.copy_shape(run.from_offset) {
@@ -39,6 +44,18 @@ pub(crate) fn outgoing(
         }
     }
     Ok(out)
+}
+
+/// Every batch of the run as it came, emptied ones included; only a batch that ends before
+/// the run's offset is left out, since it was copied already.
+fn as_stored(run: &SourceRun) -> Vec<Outgoing> {
+    (run.batches.iter())
+        .filter(|batch| batch.summary.last_offset >= run.from_offset)
+        .map(|batch| Outgoing {
+            bytes: batch.bytes.clone(),
+            records: batch.summary.data_records,
+        })
+        .collect()
 }
 
 /// Writes `batch`'s records from the run's offset as new batches of at most
