@@ -20,6 +20,9 @@ use crate::Error;
 pub struct SourceTopic {
     /// Its name at the source.
     pub name: String,
+    /// Its topic id at the source, as UUID text; `None` where the source does not say (a
+    /// broker too old to have topic ids). A topic deleted and created again has a new one.
+    pub id: Option<String>,
     /// How many partitions it has now.
     pub partitions: i32,
     /// Its own settings (cleanup.policy, retention.ms, ...): those set on the topic, not the

@@ -51,6 +51,7 @@ impl BatchSource for Source {
     async fn topics(&mut self) -> Result<Vec<SourceTopic>, Error> {
         let topic = SourceTopic {
             name: "t".into(),
+            id: None,
             partitions: 1,
             configs: Vec::new(),
         };
