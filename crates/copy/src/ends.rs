@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::ops::Range;
 
 use bytes::Bytes;
 use krec_batch::BatchSummary;
@@ -122,6 +123,14 @@ pub trait BatchSink {
     /// then never writes one again, splits one, or leaves one out.
     fn takes_batches_as_stored(&self) -> bool {
         false
+    }
+
+    /// Records of `partition` (a source partition) in `range` are gone from the source
+    /// (retention deleted them before they were copied): the next batch written for it
+    /// starts past them. Called inside the open transaction, before that batch; an abort
+    /// forgets it (the loss is met again when the records are read again).
+    fn lost(&mut self, partition: &TopicPartition, range: Range<i64>) {
+        let _ = (partition, range);
     }
 
     /// Opens a transaction.

@@ -146,6 +146,8 @@ impl BatchSource for Scripted {
 struct Seen {
     writes: usize,
     written: Vec<Bytes>,
+    /// Each loss the sink was told of, with the writes done before it.
+    lost: Vec<(TopicPartition, std::ops::Range<i64>, usize)>,
     commits: Vec<Positions>,
     aborts: usize,
 }
@@ -159,6 +161,7 @@ struct Sink {
     lose_after_writes: Option<usize>,
     max_batch_bytes: usize,
     as_stored: bool,
+    resume_at: Option<i64>,
 }
 
 impl Sink {
@@ -172,6 +175,7 @@ impl Sink {
             lose_after_writes,
             max_batch_bytes: 1 << 20,
             as_stored: false,
+            resume_at: None,
         };
         (sink, seen)
     }
@@ -198,7 +202,8 @@ impl BatchSink for Sink {
         &mut self,
         partitions: &[TopicPartition],
     ) -> Result<Vec<(TopicPartition, Option<i64>)>, Error> {
-        Ok(partitions.iter().map(|p| (p.clone(), None)).collect())
+        let at = self.resume_at;
+        Ok(partitions.iter().map(|p| (p.clone(), at)).collect())
     }
 
     fn max_batch_bytes(&self, _partition: &TopicPartition) -> usize {
@@ -207,6 +212,12 @@ impl BatchSink for Sink {
 
     fn takes_batches_as_stored(&self) -> bool {
         self.as_stored
+    }
+
+    fn lost(&mut self, partition: &TopicPartition, range: std::ops::Range<i64>) {
+        let mut seen = self.seen.lock().unwrap();
+        let writes = seen.writes;
+        seen.lost.push((partition.clone(), range, writes));
     }
 
     async fn begin(&mut self) -> Result<(), Error> {
@@ -313,4 +324,54 @@ async fn a_sink_that_takes_batches_as_stored_gets_each_one_as_it_came() {
     let (written, copied) = copy_with(false).await;
     assert_ne!(written, stored, "a cluster sink's batches are changed");
     assert_eq!((copied.reencoded, copied.skipped), (2, 1));
+}
+
+/// Copies `runs` with a sink where the partition resumes at `resume_at`: the losses the sink
+/// was told of (with the writes before each), and the counters.
+async fn losses(
+    resume_at: Option<i64>,
+    runs: Vec<SourceRun>,
+) -> (
+    Vec<(TopicPartition, std::ops::Range<i64>, usize)>,
+    CopySnapshot,
+) {
+    let (mut sink, seen) = Sink::new(0, None);
+    sink.resume_at = resume_at;
+    let copied = Pipeline::new(Scripted::new(runs), sink, settings())
+        .run(std::future::pending())
+        .await
+        .expect("copied");
+    let lost = seen.lock().unwrap().lost.clone();
+    (lost, copied)
+}
+
+#[tokio::test]
+async fn a_run_that_starts_past_the_position_tells_the_sink_what_was_lost() {
+    let runs = vec![
+        run(0, vec![batch(0, 10)], 10),
+        run(25, vec![batch(25, 5)], 30),
+    ];
+    let (lost, copied) = losses(None, runs).await;
+    assert_eq!(lost, [(partition(), 10..25, 1)], "before the second write");
+    assert_eq!((copied.records, copied.lost_records), (15, 15));
+}
+
+#[tokio::test]
+async fn a_resumed_partition_read_past_its_position_lost_the_gap() {
+    let (lost, copied) = losses(Some(100), vec![run(120, vec![batch(120, 5)], 125)]).await;
+    assert_eq!(lost, [(partition(), 100..120, 0)]);
+    assert_eq!(copied.lost_records, 20);
+
+    let (lost, copied) = losses(Some(100), vec![run(100, vec![batch(100, 5)], 105)]).await;
+    assert_eq!(
+        (lost, copied.lost_records),
+        (vec![], 0),
+        "read from its position"
+    );
+}
+
+#[tokio::test]
+async fn a_partition_first_read_from_its_start_lost_nothing() {
+    let (lost, copied) = losses(None, vec![run(40, vec![batch(40, 5)], 45)]).await;
+    assert_eq!((lost, copied.lost_records), (vec![], 0));
 }
