@@ -324,6 +324,14 @@ async fn a_sink_that_takes_batches_as_stored_gets_each_one_as_it_came() {
     let (written, copied) = copy_with(false).await;
     assert_ne!(written, stored, "a cluster sink's batches are changed");
     assert_eq!((copied.reencoded, copied.skipped), (2, 1));
+    // Pieces written again start at their first record's source offset.
+    let offsets: Vec<(i64, i64)> = (written.iter())
+        .map(|piece| crate::group_offsets::source_offsets(piece).expect("v2"))
+        .collect();
+    assert_eq!(offsets.first(), Some(&(0, 2)));
+    assert_eq!(offsets.get(1).map(|o| o.0), Some(8));
+    assert_eq!(offsets.last().map(|o| o.1), Some(47));
+    assert!(offsets.windows(2).skip(1).all(|w| w[1].0 == w[0].1 + 1));
 }
 
 /// Copies `runs` with a sink where the partition resumes at `resume_at`: the losses the sink

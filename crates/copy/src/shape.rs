@@ -3,7 +3,7 @@
 //! trial, since one refusal inside a transactional stream dooms the transaction.
 
 use bytes::Bytes;
-use krec_batch::{reencode, CopyShape, DecodeConfig, ReencodedBatch};
+use krec_batch::{layout, reencode, CopyShape, DecodeConfig, ReencodedBatch};
 
 use crate::ends::{SourceBatch, SourceRun};
 use crate::stats::Carried;
@@ -73,8 +73,13 @@ fn rewrite(
         max_batch_bytes,
         decode,
         |written: ReencodedBatch| {
+            let mut batch = written.batch;
+            // The sink reads where a piece starts at the source from its header (group
+            // offsets); the producer stamps the target's base offset over it.
+            let base_offset = layout::BASE_OFFSET_AT..layout::BASE_OFFSET_AT + 8;
+            batch[base_offset].copy_from_slice(&written.first_offset.to_be_bytes());
             out.push(Outgoing {
-                bytes: Bytes::from_owner(written.batch),
+                bytes: Bytes::from_owner(batch),
                 records: written.record_count,
             });
             Ok::<(), krec_batch::Error>(())

@@ -2,9 +2,15 @@
 //! cluster (the target is just another cluster to the mirror), written by librdkafka in every
 //! codec with an aborted transaction, read back by krec and kcat and compared record by
 //! record; restarts, `kill -9` at several moments, and a target that lost its positions.
+//! Consumer groups' offsets translated by the library's sink, read back by kcat.
 
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
+
+use krec_client::TopicPartition;
+use krec_consumer::{ConsumerConfig, GroupConfig, TopicSubscription};
+use krec_copy::{ClusterSink, ClusterSource, Pipeline, PipelineSettings};
+use krec_producer::ProducerConfig;
 
 use crate::support::broker::{
     broker, simple_records, unique_topic, varied_record, Broker, ProducePlan, Produced,
@@ -315,4 +321,126 @@ fn metrics_count_the_copy_and_sigterm_commits_and_exits_0() {
         &committed(&broker, &topic),
         &committed(&broker, &format!("copy-{topic}")),
     );
+}
+
+/// The offset `group` committed for partition 0 of `topic`, as `krec groups` reads it.
+fn group_offset(broker: &Broker, group: &str, topic: &str) -> Option<i64> {
+    let output = Command::new(env!("CARGO_BIN_EXE_krec"))
+        .args(["groups", "-b", &broker.bootstrap, group, "-J"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run krec groups");
+    let doc: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|_| {
+        panic!(
+            "krec groups {group}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    let partitions = doc["partitions"].as_array()?;
+    let row = partitions.iter().find(|p| p["topic"] == topic)?;
+    row["committed_offset"].as_i64()
+}
+
+/// The first committed record kcat reads in partition 0 of `topic` from `offset`: its
+/// offset and value.
+fn first_record_from(broker: &Broker, topic: &str, offset: i64) -> Option<(i64, String)> {
+    let output = Command::new("kcat")
+        .args(["-C", "-b", &broker.bootstrap, "-t", topic, "-p", "0"])
+        .args(["-o", &offset.to_string(), "-c", "1", "-e", "-q"])
+        .args(["-X", "isolation.level=read_committed", "-f", "%o %s\\n"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run kcat");
+    assert!(output.status.success(), "kcat: {output:?}");
+    let text = String::from_utf8_lossy(&output.stdout);
+    let (at, value) = text.lines().next()?.split_once(' ')?;
+    Some((at.parse().expect("an offset"), value.to_owned()))
+}
+
+/// Copies `topic` to `copy-TOPIC` with the library's pipeline, the sink watching `offsets`
+/// (group, source partition, source offset).
+fn copy_translating(broker: &Broker, topic: &str, offsets: Vec<(String, TopicPartition, i64)>) {
+    let bootstrap = vec![broker.bootstrap.clone()];
+    let name = unique_topic("hooks-translate");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let copied = runtime.block_on(async {
+        let subscription = TopicSubscription::parse([topic]).expect("a topic name");
+        let mut member = ConsumerConfig::new(bootstrap.clone());
+        member.group = GroupConfig {
+            instance_id: Some("only".to_owned()),
+            ..GroupConfig::new(name, Vec::new())
+        };
+        let target = ProducerConfig::new(bootstrap.clone());
+        let mut sink = ClusterSink::connect(target, member, &subscription, "copy-").await?;
+        sink.watch_group_offsets(offsets);
+        let source = ClusterSource::connect(ConsumerConfig::new(bootstrap), subscription, true);
+        let pipeline = Pipeline::new(source.await?, sink, PipelineSettings::default());
+        pipeline.run(std::future::pending()).await
+    });
+    let copied = copied.expect("copied");
+    assert_eq!(copied.records, 10, "{copied:?}");
+}
+
+#[test]
+fn group_offsets_land_on_the_same_records_across_an_aborted_transaction() {
+    let broker = broker();
+    let topic = unique_topic("hooks-group-offsets");
+    broker.create_topic(&topic, 1, 1);
+    // value-0..4 committed, value-5..9 aborted, value-10..14 committed, each with its marker.
+    let produced = broker.produce_python(&ProducePlan {
+        topic: topic.clone(),
+        compression: "none".to_owned(),
+        transactional_id: Some(unique_topic("hooks-group-offsets")),
+        steps: vec![
+            (Some(true), simple_records(0, 5, 1)),
+            (Some(false), simple_records(5, 5, 1)),
+            (Some(true), simple_records(10, 5, 1)),
+        ],
+    });
+    let source_offset = |i: usize| -> i64 {
+        let value = format!("value-{i}").into_bytes();
+        let record = produced.iter().find(|r| r.value.as_ref() == Some(&value));
+        record.expect("produced").offset
+    };
+    // The log's end: past value-14 and its transaction's marker.
+    let end = source_offset(14) + 2;
+    let cases = [
+        ("start", source_offset(0), Some("value-0")),
+        ("inside", source_offset(12), Some("value-12")),
+        ("aborted", source_offset(7), Some("value-10")),
+        ("end", end, None),
+    ];
+    let group = |case: &str| format!("{topic}-{case}");
+    let source = TopicPartition::new(topic.as_str(), 0);
+    let watched = (cases.iter())
+        .map(|&(case, offset, _)| (group(case), source.clone(), offset))
+        .collect();
+    copy_translating(&broker, &topic, watched);
+
+    let copy = format!("copy-{topic}");
+    let copied = committed(&broker, &copy);
+    let last = copied.last().expect("records copied").offset;
+    for (case, _, value) in cases {
+        let offset = group_offset(&broker, &group(case), &copy);
+        let offset = offset.unwrap_or_else(|| panic!("{case}: no committed offset"));
+        let read = first_record_from(&broker, &copy, offset);
+        match value {
+            Some(value) => {
+                let target = copied
+                    .iter()
+                    .find(|r| r.value.as_deref() == Some(value.as_bytes()));
+                let target = target.expect("copied").offset;
+                assert_eq!(offset, target, "{case}");
+                assert_eq!(read, Some((target, value.to_owned())), "{case}");
+            }
+            None => {
+                assert_eq!(offset, last + 1, "{case}: right after the last record");
+                assert_eq!(read, None, "{case}");
+            }
+        }
+    }
 }
