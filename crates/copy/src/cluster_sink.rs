@@ -281,7 +281,11 @@ impl ClusterSink {
         self.producer
             .send_offsets_to_transaction(&offsets, &committer)
             .await?;
-        group_offsets::commit(&self.producer, translated, &self.prefix).await?;
+        let groups = group_offsets::Groups {
+            metadata: &mut self.metadata,
+            settings: &self.connection,
+        };
+        group_offsets::commit(&self.producer, groups, translated, &self.prefix).await?;
         Ok(self.producer.commit().await?)
     }
 }

@@ -15,8 +15,10 @@ use std::collections::{BTreeMap, HashMap};
 
 use krec_batch::layout::{self, v2};
 use krec_client::group::Committer;
+use krec_client::groups::{describe_group, GROUP_ID_NOT_FOUND};
+use krec_client::metadata::MetadataClient;
 use krec_client::transaction::TxnOffset;
-use krec_client::TopicPartition;
+use krec_client::{ConnectionSettings, TopicPartition};
 use krec_producer::{Delivery, Error as ProducerError, Producer};
 
 use crate::ends::Positions;
@@ -229,15 +231,27 @@ impl GroupOffsets<Delivery> {
     }
 }
 
+/// The target cluster's groups, for the check that one has no active members.
+pub(crate) struct Groups<'a> {
+    pub(crate) metadata: &'a mut MetadataClient,
+    pub(crate) settings: &'a ConnectionSettings,
+}
+
 /// Commits `translated` for their groups in `producer`'s open transaction, each source
-/// partition's offset on its copy (`prefix` before the topic's name). A group's refusal stops the copy (the
-/// transaction aborted): copying again would not change it.
+/// partition's offset on its copy (`prefix` before the topic's name). A group with active
+/// members, or one that refuses, stops the copy (the transaction aborted): copying again
+/// would not change it.
 pub(crate) async fn commit(
     producer: &Producer,
+    mut groups: Groups<'_>,
     translated: Translated,
     prefix: &str,
 ) -> Result<(), Error> {
     for (group, offsets) in translated {
+        if let Err(refusal) = check_idle(&mut groups, &group).await {
+            producer.abort().await?;
+            return Err(refusal);
+        }
         let offsets: BTreeMap<TopicPartition, TxnOffset> = (offsets.into_iter())
             .map(|(source, at)| {
                 let target =
@@ -264,6 +278,20 @@ pub(crate) async fn commit(
         }
     }
     Ok(())
+}
+
+/// Refuses `group` while it has members: they would commit over the translated offsets (the
+/// broker takes a transactional commit from outside a group even then).
+async fn check_idle(groups: &mut Groups<'_>, group: &str) -> Result<(), Error> {
+    match describe_group(groups.metadata, groups.settings, group, false).await {
+        Ok(described) if !described.members.is_empty() => {
+            let members = described.members.len();
+            Err(refused(group, &format!("it has {members} active members")))
+        }
+        Ok(_) => Ok(()),
+        Err(krec_client::Error::Group { code, .. }) if code == GROUP_ID_NOT_FOUND => Ok(()),
+        Err(error) => Err(Error::target_client(error)),
+    }
 }
 
 fn refused(group: &str, detail: &str) -> Error {
