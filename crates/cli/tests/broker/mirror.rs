@@ -2,19 +2,25 @@
 //! cluster (the target is just another cluster to the mirror), written by librdkafka in every
 //! codec with an aborted transaction, read back by krec and kcat and compared record by
 //! record; restarts, `kill -9` at several moments, and a target that lost its positions.
-//! Consumer groups' offsets translated by the library's sink, read back by kcat.
+//! Consumer groups' offsets translated by the library's sink, read back by kcat; the
+//! source's topic ids.
 
 use std::process::{Command, Output, Stdio};
+
+use base64::Engine;
 use std::time::Duration;
 
 use krec_client::TopicPartition;
 use krec_consumer::{ConsumerConfig, GroupConfig, TopicSubscription};
-use krec_copy::{ClusterSink, ClusterSource, Pipeline, PipelineSettings};
+use krec_copy::{
+    BatchSource, ClusterSink, ClusterSource, CopySnapshot, Pipeline, PipelineSettings,
+};
 use krec_producer::ProducerConfig;
 
 use crate::support::broker::{
     broker, simple_records, unique_topic, varied_record, Broker, ProducePlan, Produced,
 };
+use crate::support::group::{wait_stable, Member};
 
 const CODECS: [&str; 5] = ["none", "gzip", "snappy", "lz4", "zstd"];
 
@@ -357,17 +363,22 @@ fn first_record_from(broker: &Broker, topic: &str, offset: i64) -> Option<(i64, 
     Some((at.parse().expect("an offset"), value.to_owned()))
 }
 
+fn runtime() -> tokio::runtime::Runtime {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder.worker_threads(2).enable_all();
+    builder.build().expect("a runtime")
+}
+
 /// Copies `topic` to `copy-TOPIC` with the library's pipeline, the sink watching `offsets`
 /// (group, source partition, source offset).
-fn copy_translating(broker: &Broker, topic: &str, offsets: Vec<(String, TopicPartition, i64)>) {
+fn copy_translating(
+    broker: &Broker,
+    topic: &str,
+    offsets: Vec<(String, TopicPartition, i64)>,
+) -> Result<CopySnapshot, krec_copy::Error> {
     let bootstrap = vec![broker.bootstrap.clone()];
     let name = unique_topic("hooks-translate");
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a runtime");
-    let copied = runtime.block_on(async {
+    runtime().block_on(async {
         let subscription = TopicSubscription::parse([topic]).expect("a topic name");
         let mut member = ConsumerConfig::new(bootstrap.clone());
         member.group = GroupConfig {
@@ -380,9 +391,7 @@ fn copy_translating(broker: &Broker, topic: &str, offsets: Vec<(String, TopicPar
         let source = ClusterSource::connect(ConsumerConfig::new(bootstrap), subscription, true);
         let pipeline = Pipeline::new(source.await?, sink, PipelineSettings::default());
         pipeline.run(std::future::pending()).await
-    });
-    let copied = copied.expect("copied");
-    assert_eq!(copied.records, 10, "{copied:?}");
+    })
 }
 
 #[test]
@@ -419,7 +428,8 @@ fn group_offsets_land_on_the_same_records_across_an_aborted_transaction() {
     let watched = (cases.iter())
         .map(|&(case, offset, _)| (group(case), source.clone(), offset))
         .collect();
-    copy_translating(&broker, &topic, watched);
+    let copied = copy_translating(&broker, &topic, watched).expect("copied");
+    assert_eq!(copied.records, 10, "{copied:?}");
 
     let copy = format!("copy-{topic}");
     let copied = committed(&broker, &copy);
@@ -443,4 +453,66 @@ fn group_offsets_land_on_the_same_records_across_an_aborted_transaction() {
             }
         }
     }
+}
+
+#[test]
+fn a_group_with_active_members_is_refused_by_name() {
+    let broker = broker();
+    let topic = unique_topic("hooks-busy-group");
+    broker.create_topic(&topic, 1, 1);
+    let copy = format!("copy-{topic}");
+    broker.create_topic(&copy, 1, 1);
+    broker.produce_python(&ProducePlan {
+        topic: topic.clone(),
+        compression: "none".to_owned(),
+        steps: vec![(None, simple_records(0, 5, 1))],
+        ..ProducePlan::default()
+    });
+    let group = unique_topic("hooks-busy-group");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let mut member = Member::start(&broker.bootstrap, &copy, &group, dir.path(), "m0", &[]);
+    wait_stable(&[&member], 1, Duration::from_secs(60));
+    let watched = vec![(group.clone(), TopicPartition::new(topic.as_str(), 0), 2)];
+    let refused = copy_translating(&broker, &topic, watched);
+    member.stop();
+    let error = refused
+        .expect_err("a group with a member is refused")
+        .to_string();
+    assert!(error.contains(&group), "{error}");
+    assert!(error.contains("stop its consumers"), "{error}");
+}
+
+#[test]
+fn the_source_gives_each_topic_its_id() {
+    let broker = broker();
+    let topic = unique_topic("hooks-topic-id");
+    broker.create_topic(&topic, 2, 1);
+    let topics = runtime().block_on(async {
+        let subscription = TopicSubscription::parse([topic.as_str()]).expect("a topic name");
+        let config = ConsumerConfig::new(vec![broker.bootstrap.clone()]);
+        let mut source = ClusterSource::connect(config, subscription, true).await?;
+        source.topics().await
+    });
+    let topics = topics.expect("the source's topics");
+    // krec metadata prints the id as Kafka's tools do: URL-safe base64 of its 16 bytes.
+    let output = Command::new(env!("CARGO_BIN_EXE_krec"))
+        .args(["metadata", "-b", &broker.bootstrap, "-J", "-t", &topic])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run krec metadata");
+    let doc: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let printed = doc["topics"][0]["id"].as_str().expect("an id");
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(printed)
+        .expect("base64");
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let (a, rest) = hex.split_at(8);
+    let (b, rest) = rest.split_at(4);
+    let (c, rest) = rest.split_at(4);
+    let (d, e) = rest.split_at(4);
+    let uuid = format!("{a}-{b}-{c}-{d}-{e}");
+    let found: Vec<(&str, Option<&str>, i32)> = (topics.iter())
+        .map(|t| (t.name.as_str(), t.id.as_deref(), t.partitions))
+        .collect();
+    assert_eq!(found, [(topic.as_str(), Some(uuid.as_str()), 2)]);
 }
