@@ -51,7 +51,8 @@
 //!
 //! Layers, bottom up: `error`; `ends` (the two traits and what crosses them); `stats`;
 //! `shape` (as it is, written again, or skipped); `connect`, `positions` (where a copy
-//! stands, in the target) and `target_topics`; the two cluster ends; `pipeline`; `mirror`.
+//! stands, in the target), `target_topics` and `group_offsets` (consumer groups' offsets
+//! translated to the target); the two cluster ends; `pipeline`; `mirror`.
 
 //!
 //! # Public surface
@@ -71,6 +72,7 @@ mod cluster_source;
 mod connect;
 mod ends;
 mod error;
+mod group_offsets;
 #[allow(dead_code)] // Until the backup ends use them.
 mod manifest;
 mod mirror;
