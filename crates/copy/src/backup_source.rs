@@ -437,6 +437,7 @@ impl BatchSource for BackupSource {
             let kept = &self.manifest.topics[name];
             SourceTopic {
                 name: name.clone(),
+                id: kept.topic_id.clone(),
                 partitions: kept.partitions,
                 configs: (kept.configs.iter())
                     .map(|(k, v)| (k.clone(), v.clone()))

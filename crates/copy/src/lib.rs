@@ -59,8 +59,9 @@
 //!
 //! Layers, bottom up: `error`; `ends` (the two traits and what crosses them); `stats`;
 //! `shape` (as it is, written again, or skipped); `connect`, `positions` (where a copy
-//! stands, in the target) and `target_topics`; the two cluster ends; `store` and `manifest`
-//! (a backup's location and what it holds), `backup_source`; `pipeline`; `mirror`, `restore`.
+//! stands, in the target), `target_topics` and `group_offsets` (consumer groups' offsets
+//! translated to the target); the two cluster ends; `store` and `manifest` (a backup's
+//! location and what it holds), `backup_source`; `pipeline`; `mirror`, `restore`.
 
 //!
 //! # Public surface
@@ -83,6 +84,7 @@ mod cluster_source;
 mod connect;
 mod ends;
 mod error;
+mod group_offsets;
 #[allow(dead_code)] // Until the backup ends use them.
 mod manifest;
 mod mirror;

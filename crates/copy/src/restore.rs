@@ -101,8 +101,29 @@ impl RestoreConfig {
             let warned = warn_retention(&mut admin, &old).await?;
             source.warnings().fetch_add(warned, Ordering::Relaxed);
         }
+        if self.groups {
+            sink.watch_group_offsets(group_offsets(source.manifest(), source.topic_names()));
+        }
         Ok(Pipeline::new(source, sink, self.settings))
     }
+}
+
+/// The consumer groups' offsets the backup kept on `topics`: (group, source partition,
+/// offset).
+fn group_offsets(manifest: &Manifest, topics: &[String]) -> Vec<(String, TopicPartition, i64)> {
+    let mut offsets = Vec::new();
+    for name in topics {
+        let Some(kept) = manifest.topics.get(name) else {
+            continue;
+        };
+        for (group, partitions) in &kept.groups {
+            for (&partition, &offset) in partitions {
+                let source = TopicPartition::new(name.as_str(), partition);
+                offsets.push((group.clone(), source, offset));
+            }
+        }
+    }
+    offsets
 }
 
 fn now_ms() -> i64 {
@@ -235,6 +256,26 @@ mod tests {
         assert_eq!(oldest_left(&topic, &past_first), Some(5_000));
         let done: BTreeMap<i32, Option<i64>> = [(0, Some(20)), (1, Some(5))].into();
         assert_eq!(oldest_left(&topic, &done), None);
+    }
+
+    #[test]
+    fn the_groups_offsets_come_from_the_topics_restored_only() {
+        let mut manifest = Manifest::new(0, Vec::new());
+        for name in ["orders", "logs"] {
+            let mut topic = TopicManifest::default();
+            topic
+                .groups
+                .insert("billing".to_owned(), [(0, 7), (1, 9)].into());
+            manifest.topics.insert(name.to_owned(), topic);
+        }
+        let offsets = group_offsets(&manifest, &["orders".to_owned()]);
+        assert_eq!(
+            offsets,
+            [
+                ("billing".to_owned(), TopicPartition::new("orders", 0), 7),
+                ("billing".to_owned(), TopicPartition::new("orders", 1), 9),
+            ]
+        );
     }
 
     #[test]
