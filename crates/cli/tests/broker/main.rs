@@ -35,6 +35,7 @@ mod produce_schema;
 mod producers;
 mod questions;
 mod ranges;
+mod restore;
 mod schema;
 mod secure;
 mod share;
