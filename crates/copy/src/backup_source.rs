@@ -40,6 +40,8 @@ pub struct BackupSource {
     warnings: Arc<AtomicU64>,
     /// Corrupt batches skipped.
     skipped: Arc<AtomicU64>,
+    /// The error met after the batches of the last run: the next read gives it.
+    pending: Option<Error>,
 }
 
 /// Where a partition's reading stands.
@@ -77,6 +79,8 @@ struct Walked {
     last_offset: Option<i64>,
     /// Where the partition stops (`until`), if it does in this range.
     cut: Option<i64>,
+    /// What stopped the walk at the byte after the batches walked: given once they are.
+    error: Option<Error>,
 }
 
 impl BackupSource {
@@ -116,6 +120,7 @@ impl BackupSource {
             last_read: None,
             warnings: Arc::new(AtomicU64::new(0)),
             skipped: Arc::new(AtomicU64::new(0)),
+            pending: None,
         })
     }
 
@@ -197,7 +202,7 @@ impl BackupSource {
             }
         }
         let (start, chunk) = (cursor.byte, self.read_chunk(&segment, cursor.byte).await?);
-        let walked = self.walk(partition, &segment, start, &chunk, cursor.position)?;
+        let mut walked = self.walk(partition, &segment, start, &chunk, cursor.position);
         let mut next = Cursor {
             byte: start + walked.walked as u64,
             checked: true,
@@ -216,6 +221,13 @@ impl BackupSource {
         }
         let moved = next.position != cursor.position;
         self.cursors.insert(partition.clone(), next.clone());
+        if let Some(error) = walked.error.take() {
+            // The batches before the error go on first (and commit): nothing after them.
+            if walked.batches.is_empty() && !moved {
+                return Err(error);
+            }
+            self.pending = Some(error);
+        }
         if walked.batches.is_empty() && !moved {
             return Ok(None);
         }
@@ -271,7 +283,7 @@ impl BackupSource {
     }
 
     /// Walks the whole batches of `chunk` (read from byte `start` of `segment`), keeping
-    /// those that reach `position`.
+    /// those that reach `position`, up to the first that is not sound.
     fn walk(
         &self,
         partition: &TopicPartition,
@@ -279,7 +291,7 @@ impl BackupSource {
         start: u64,
         chunk: &Bytes,
         position: i64,
-    ) -> Result<Walked, Error> {
+    ) -> Walked {
         let file = || self.store.describe(&segment.file);
         let mut walk = BatchWalk::new(chunk, &self.decode);
         let mut walked = Walked::default();
@@ -290,8 +302,13 @@ impl BackupSource {
                 Some(Err(error)) => {
                     let at = start + walk.position() as u64;
                     let error = error.with_input_start(start as usize);
-                    let skipped = (walk.skip_failed(self.on_corrupt, error))
-                        .map_err(|error| corrupt(file(), at, &error))?;
+                    let skipped = match walk.skip_failed(self.on_corrupt, error) {
+                        Ok(skipped) => skipped,
+                        Err(error) => {
+                            walked.error = Some(corrupt(file(), at, &error));
+                            return walked;
+                        }
+                    };
                     self.warnings.fetch_add(1, Ordering::Relaxed);
                     self.skipped.fetch_add(1, Ordering::Relaxed);
                     tracing::warn!(
@@ -313,18 +330,26 @@ impl BackupSource {
             let batch = SourceBatch { summary, bytes };
             if let Some(until) = self.until {
                 let at = start + summary.position as u64;
-                let cut = cut_at(&batch, position, until, &self.decode)
-                    .map_err(|error| corrupt(file(), at, &error.with_input_start(at as usize)))?;
-                if let Some((cut, before)) = cut {
-                    walked.batches.extend(before);
-                    walked.cut = Some(cut);
-                    return Ok(walked);
+                match cut_at(&batch, position, until, &self.decode) {
+                    Ok(None) => {}
+                    Ok(Some((cut, before))) => {
+                        walked.batches.extend(before);
+                        walked.cut = Some(cut);
+                        return walked;
+                    }
+                    Err(error) => {
+                        let error = error.with_input_start(at as usize);
+                        walked.walked = summary.position;
+                        walked.last_offset = walked.batches.last().map(|b| b.summary.last_offset);
+                        walked.error = Some(corrupt(file(), at, &error));
+                        return walked;
+                    }
                 }
             }
             walked.batches.push(batch);
         }
-        self.check_end(&walk, segment, start, chunk.len())?;
-        Ok(walked)
+        walked.error = self.check_end(&walk, segment, start, chunk.len()).err();
+        walked
     }
 
     /// A batch cut off by the end of the file is a truncated segment.
@@ -472,6 +497,9 @@ impl BatchSource for BackupSource {
     }
 
     async fn next_run(&mut self) -> Result<Option<SourceRun>, Error> {
+        if let Some(error) = self.pending.take() {
+            return Err(error);
+        }
         loop {
             let Some(partition) = self.next_partition() else {
                 return Ok(None);
