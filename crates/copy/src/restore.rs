@@ -1,7 +1,8 @@
 //! `krec restore`: the pipeline from a backup (its segments, [`BackupSource`]) to a cluster
 //! ([`ClusterSink`]), exactly once as the mirror is: the positions live in the target, in the
-//! group `krec-restore-<backup_id>`, so a restore cut short and run again, or run again after
-//! a later backup, sends only what the target lacks.
+//! group `krec-restore-<backup_id>` (a prefix or a selection of topics adds a hash of them),
+//! so a restore cut short and run again, or run again after a later backup, sends only what
+//! the target lacks.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -31,8 +32,8 @@ const MEMBER: &str = "restore";
 /// What a restore copies, from which backup into which cluster.
 #[derive(Clone, Debug)]
 pub struct RestoreConfig {
-    /// The target cluster (transactional whatever it says: its `transactional.id` is
-    /// `krec-restore-<backup_id>`).
+    /// The target cluster (transactional whatever it says: its `transactional.id` is the
+    /// restore's group, `krec-restore-<backup_id>`).
     pub target: ProducerConfig,
     /// The backup: a directory, or an `s3://`, `gs://` or `az://` URL.
     pub location: String,
@@ -77,7 +78,7 @@ impl RestoreConfig {
                 detail: "the backup holds none of the topics asked for".to_owned(),
             });
         }
-        let group = format!("krec-restore-{}", source.manifest().backup_id);
+        let group = restore_name(source.manifest(), &self.topic_prefix, source.topic_names());
         let mut target = self.target;
         target.transactional_id = Some(group.clone());
         let mut member = ConsumerConfig::new(target.bootstrap.clone());
@@ -124,6 +125,24 @@ fn group_offsets(manifest: &Manifest, topics: &[String]) -> Vec<(String, TopicPa
         }
     }
     offsets
+}
+
+/// The restore's group and `transactional.id`: `krec-restore-<backup_id>` for the whole backup
+/// under its own names, else followed by a hash of the prefix and the topics restored, so that
+/// each selection keeps positions of its own (the group's member, rejoining with other topics,
+/// would wait on the group).
+fn restore_name(manifest: &Manifest, prefix: &str, topics: &[String]) -> String {
+    let id = &manifest.backup_id;
+    if prefix.is_empty() && topics.len() == manifest.topics.len() {
+        return format!("krec-restore-{id}");
+    }
+    // FNV-1a: stable across builds, unlike the standard library's hasher.
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let text = std::iter::once(prefix).chain(topics.iter().map(String::as_str));
+    for byte in text.flat_map(|part| part.bytes().chain([0])) {
+        hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("krec-restore-{id}-{:08x}", hash as u32)
 }
 
 fn now_ms() -> i64 {
@@ -276,6 +295,28 @@ mod tests {
                 ("billing".to_owned(), TopicPartition::new("orders", 1), 9),
             ]
         );
+    }
+
+    #[test]
+    fn each_prefix_and_selection_of_a_backup_has_its_own_name() {
+        let mut manifest = Manifest::new(0, Vec::new());
+        manifest.backup_id = "b1".to_owned();
+        for name in ["logs", "orders"] {
+            manifest
+                .topics
+                .insert(name.to_owned(), TopicManifest::default());
+        }
+        let all = ["logs".to_owned(), "orders".to_owned()];
+        assert_eq!(restore_name(&manifest, "", &all), "krec-restore-b1");
+        let names = [
+            restore_name(&manifest, "r.", &all),
+            restore_name(&manifest, "", &all[1..]),
+            restore_name(&manifest, "r.", &all[1..]),
+        ];
+        assert!(names.iter().all(|n| n.starts_with("krec-restore-b1-")));
+        assert_ne!(names[0], names[1]);
+        assert_ne!(names[1], names[2]);
+        assert_eq!(names[0], restore_name(&manifest, "r.", &all), "stable");
     }
 
     #[test]

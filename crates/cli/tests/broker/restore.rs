@@ -340,6 +340,47 @@ fn until_cuts_at_a_time_inside_a_batch() {
 }
 
 #[test]
+fn records_older_than_the_target_retention_are_warned_about() {
+    let broker = broker();
+    let dir = tempfile::tempdir().expect("a backup dir");
+    let topic = unique_topic("restore-retention");
+    create_topic(&broker, &topic, 1, &[]);
+    let day_ago = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+        - 86_400_000;
+    let records = (simple_records(0, 10, 1).into_iter())
+        .map(|record| PlannedRecord {
+            timestamp: Some(day_ago),
+            ..record
+        })
+        .collect();
+    broker.produce_python(&ProducePlan {
+        topic: topic.clone(),
+        compression: "none".to_owned(),
+        steps: vec![(None, records)],
+        ..ProducePlan::default()
+    });
+    back_up(&broker, &[(&topic, 1)], dir.path(), 1 << 20);
+    // The target topic exists already, keeping records an hour.
+    let short = format!("short-{topic}");
+    create_topic(&broker, &short, 1, &[("retention.ms", "3600000")]);
+    let output = restore(&broker, dir.path(), &["--topic-prefix", "short-"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&format!("topic {short}: records to restore are up to")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("retention.ms (3600000 ms)"), "{stderr}");
+    assert_eq!(summary_count(&stderr, "warnings"), 1, "{stderr}");
+    // A topic that keeps them longer: no warning.
+    let output = restore(&broker, dir.path(), &["--topic-prefix", "long-"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(summary_count(&stderr, "warnings"), 0, "{stderr}");
+}
+
+#[test]
 fn a_corrupt_and_a_truncated_segment_are_named_and_nothing_past_them_restored() {
     let broker = broker();
     let topic = unique_topic("restore-corrupt");
