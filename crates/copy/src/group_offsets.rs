@@ -195,6 +195,17 @@ impl<D> GroupOffsets<D> {
         self.passed.clear();
     }
 
+    /// Warns of each offset never translated: the copy did not reach it (no record at or
+    /// after it, and its partition's position never passed it).
+    pub(crate) fn warn_untranslated(&self) {
+        for (partition, waiting) in &self.waiting {
+            for watched in waiting {
+                tracing::warn!(group = %watched.group, %partition, offset = watched.offset,
+                    "group offset not translated: the copy did not reach it");
+            }
+        }
+    }
+
     /// The open transaction aborted: its offsets wait again.
     pub(crate) fn aborted(&mut self) {
         let back = (self.covering.drain(..))
