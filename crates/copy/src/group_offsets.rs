@@ -168,7 +168,8 @@ impl<D> GroupOffsets<D> {
                 continue;
             };
             for watched in &covering.offsets {
-                let at = landed + (watched.offset - covering.source_base).max(0);
+                let into = watched.offset.saturating_sub(covering.source_base).max(0);
+                let at = landed.saturating_add(into);
                 let group = translated.entry(watched.group.clone()).or_default();
                 group.insert(covering.partition.clone(), at);
             }
