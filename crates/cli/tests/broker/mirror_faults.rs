@@ -515,6 +515,7 @@ fn a_slow_throttle_keeps_transactions_short() {
     let log = mirror.log();
     assert!(status.success(), "{log}");
     assert_eq!(summary_count(&log, "aborted"), 0, "{log}");
+    assert_eq!(summary_count(&log, " lost;"), 0, "{log}");
     assert_eq!(summary_count(&log, "records, "), 4000, "{log}");
     assert_mirrored(&broker, &topic, 4000);
 }
