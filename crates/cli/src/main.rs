@@ -85,7 +85,9 @@ const MIRROR_EXAMPLES: &str = "Examples:
 const BACKUP_EXAMPLES: &str = "Examples:
   krec backup -b h1:9092 -t orders /backups/orders
   krec backup -b h1:9092 -t orders,'^logs-' s3://bucket/kafka --stats
-  krec backup -b h1:9092 -F source.properties -t orders /backups/orders --follow";
+  krec backup -b h1:9092 -F source.properties -t orders /backups/orders --follow
+Exit status 3: backed up, but the source had deleted records (retention) before the backup
+read them; the manifest lists the lost ranges.";
 
 fn main() -> ExitCode {
     match Command::parse() {

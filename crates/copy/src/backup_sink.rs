@@ -273,27 +273,10 @@ impl Staged {
     }
 }
 
-// Until the pipeline's hooks land: the two methods the trait will have.
-#[allow(dead_code)]
-impl BackupSink {
-    fn takes_batches_as_stored(&self) -> bool {
-        true
-    }
-
-    fn lost(&mut self, partition: &TopicPartition, range: Range<i64>) {
-        let range = LostRange {
-            from: range.start,
-            to: range.end,
-            noticed_ms: now_ms(),
-        };
-        self.lost.push((partition.clone(), range));
-    }
-}
-
 impl BatchSink for BackupSink {
     async fn prepare(&mut self, topics: &[SourceTopic]) -> Result<(), Error> {
         for topic in topics {
-            self.record_topic(topic, None)?;
+            self.record_topic(topic, topic.id.as_deref())?;
             let known = self.prepared.get(&topic.name).copied().unwrap_or(0);
             let new = (known..topic.partitions).map(|p| TopicPartition::new(&*topic.name, p));
             self.unassigned.extend(new);
@@ -332,6 +315,19 @@ impl BatchSink for BackupSink {
     fn max_batch_bytes(&self, _partition: &TopicPartition) -> usize {
         // A segment takes a batch of any size whole.
         usize::MAX
+    }
+
+    fn takes_batches_as_stored(&self) -> bool {
+        true
+    }
+
+    fn lost(&mut self, partition: &TopicPartition, range: Range<i64>) {
+        let range = LostRange {
+            from: range.start,
+            to: range.end,
+            noticed_ms: now_ms(),
+        };
+        self.lost.push((partition.clone(), range));
     }
 
     async fn begin(&mut self) -> Result<(), Error> {

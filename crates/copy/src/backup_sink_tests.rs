@@ -30,6 +30,7 @@ fn partition(number: i32) -> TopicPartition {
 fn topic(partitions: i32) -> SourceTopic {
     SourceTopic {
         name: "orders".to_owned(),
+        id: None,
         partitions,
         configs: vec![("cleanup.policy".to_owned(), "delete".to_owned())],
     }

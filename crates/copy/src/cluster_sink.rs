@@ -18,6 +18,7 @@ use krec_producer::{Delivery, Error as ProducerError, Producer, ProducerConfig};
 
 use crate::connect::connect_any;
 use crate::ends::{BatchSink, Ownership, Positions, SourceTopic};
+use crate::group_offsets::{self, source_offsets, GroupOffsets, Translated};
 use crate::positions::{self, Committed};
 use crate::target_topics;
 use crate::Error;
@@ -55,6 +56,8 @@ pub struct ClusterSink {
     written: HashMap<TopicPartition, (Delivery, u32)>,
     /// The target offset reached by each source partition, as last committed.
     target_next: HashMap<TopicPartition, i64>,
+    /// Consumer groups' source offsets to translate, and the batches that cover them.
+    group_offsets: GroupOffsets<Delivery>,
     /// How long a restart waits for a transaction left open by an earlier incarnation.
     patience: Duration,
     fenced_earlier: bool,
@@ -101,9 +104,19 @@ impl ClusterSink {
             limits: HashMap::new(),
             written: HashMap::new(),
             target_next: HashMap::new(),
+            group_offsets: GroupOffsets::default(),
             patience,
             fenced_earlier: false,
         })
+    }
+
+    /// Commits, for each `(group, source partition, source offset G)`, the target offset of
+    /// the first record copied at or after G, in the transaction that copies it (or, for a G
+    /// the copy passes without a record, in the one that passes it). A G at or before where
+    /// its partition resumes was translated by an earlier run. Call it before the pipeline
+    /// runs; each group must have no active members.
+    pub fn watch_group_offsets(&mut self, offsets: Vec<(String, TopicPartition, i64)>) {
+        self.group_offsets.watch(offsets);
     }
 
     fn target_topic(&self, source: &str) -> String {
@@ -166,6 +179,11 @@ impl ClusterSink {
         let mut resume = Vec::new();
         for &partition in partitions {
             let source = TopicPartition::new(topic, partition);
+            let (start, end) = extent.get(&partition).copied().unwrap_or((0, 0));
+            if self.group_offsets.watches(&source) {
+                // A group offset passed before any record is copied lands at the end.
+                self.target_next.entry(source.clone()).or_insert(end);
+            }
             match committed.get(&TopicPartition::new(target.as_str(), partition)) {
                 Some(&Committed {
                     source_next,
@@ -174,10 +192,10 @@ impl ClusterSink {
                     if let Some(next) = target_next {
                         self.target_next.insert(source.clone(), next);
                     }
+                    self.group_offsets.resumed(&source, source_next);
                     resume.push((source, Some(source_next)));
                 }
                 None => {
-                    let (start, end) = extent.get(&partition).copied().unwrap_or((0, 0));
                     // Aborted records (a crashed first transaction) are not a copy's.
                     let tp = TopicPartition::new(target.as_str(), partition);
                     if end > start && self.holds_committed(&tp).await? {
@@ -221,11 +239,11 @@ impl ClusterSink {
         Ok(())
     }
 
-    /// The positions to commit, with the target offsets the open transaction reached.
-    async fn offsets(
-        &mut self,
-        positions: &Positions,
-    ) -> Result<BTreeMap<TopicPartition, TxnOffset>, ProducerError> {
+    /// The positions to commit, with the target offsets the open transaction reached; and
+    /// the group offsets it translates.
+    async fn offsets(&mut self, positions: &Positions) -> Result<(TxnOffsets, Translated), Error> {
+        // The batches still in `written` came after the kept ones.
+        self.target_next.extend(self.group_offsets.land().await?);
         for (source, (delivery, records)) in self.written.drain() {
             let delivered = delivery.await?;
             let next = delivered.offset() + i64::from(records);
@@ -245,12 +263,13 @@ impl ClusterSink {
                 (self.target(source), offset)
             })
             .collect();
-        Ok(offsets)
+        let translated = self.group_offsets.translate(positions, &self.target_next);
+        Ok((offsets, translated))
     }
 
-    async fn try_commit(&mut self, positions: &Positions) -> Result<(), ProducerError> {
+    async fn try_commit(&mut self, positions: &Positions) -> Result<(), Error> {
         self.producer.flush().await?;
-        let offsets = self.offsets(positions).await?;
+        let (offsets, translated) = self.offsets(positions).await?;
         let metadata = self.member.as_ref().map(GroupConsumer::group_metadata);
         let unjoined = Committer {
             group: &self.group,
@@ -262,9 +281,16 @@ impl ClusterSink {
         self.producer
             .send_offsets_to_transaction(&offsets, &committer)
             .await?;
-        self.producer.commit().await
+        let groups = group_offsets::Groups {
+            metadata: &mut self.metadata,
+            settings: &self.connection,
+        };
+        group_offsets::commit(&self.producer, groups, translated, &self.prefix).await?;
+        Ok(self.producer.commit().await?)
     }
 }
+
+type TxnOffsets = BTreeMap<TopicPartition, TxnOffset>;
 
 /// Whether `partition` holds a committed data record, read with `config`.
 async fn holds_committed(
@@ -377,33 +403,49 @@ impl BatchSink for ClusterSink {
         records: u32,
     ) -> Result<(), Error> {
         let target = self.target_topic(&partition.topic);
+        let source = source_offsets(&batch);
         let delivery = self
             .producer
             .send_batch(&target, partition.partition, batch)
             .await?;
-        self.written.insert(partition.clone(), (delivery, records));
+        match (self.group_offsets).written(partition, source, records, delivery) {
+            Some(delivery) => self.written.insert(partition.clone(), (delivery, records)),
+            // Kept to translate group offsets: it is the partition's last so far.
+            None => self.written.remove(partition),
+        };
         Ok(())
     }
 
     async fn commit(&mut self, positions: &Positions) -> Result<bool, Error> {
         match self.try_commit(positions).await {
-            Ok(()) => Ok(true),
-            Err(ProducerError::TransactionAbortable { detail, .. }) => {
-                tracing::warn!(%detail, "transaction aborted; copying its batches again");
+            Ok(()) => {
+                self.group_offsets.committed();
+                Ok(true)
+            }
+            Err(Error::Target(error))
+                if matches!(*error, ProducerError::TransactionAbortable { .. }) =>
+            {
+                tracing::warn!(%error, "transaction aborted; copying its batches again");
                 self.written.clear();
+                self.group_offsets.aborted();
                 self.producer.abort().await?;
                 Ok(false)
             }
-            Err(error) => Err(error.into()),
+            Err(error) => {
+                self.group_offsets.aborted();
+                Err(error)
+            }
         }
     }
 
     async fn abort(&mut self) -> Result<(), Error> {
         self.written.clear();
+        self.group_offsets.aborted();
         Ok(self.producer.abort().await?)
     }
 
     async fn close(self) -> Result<(), Error> {
+        self.group_offsets.warn_untranslated();
         self.producer.close().await?;
         if let Some(member) = self.member {
             member.close().await?;

@@ -98,26 +98,27 @@ impl BatchSource for ClusterSource {
                 });
             }
         }
-        let mut matched: Vec<(String, i32)> = (metadata.topics.values())
+        let mut matched: Vec<SourceTopic> = (metadata.topics.values())
             .filter(|t| t.error_code == 0 && !t.partitions.is_empty())
             .filter(|t| self.subscription.matches(&t.name, t.is_internal))
-            .map(|t| (t.name.clone(), t.partitions.len() as i32))
+            .map(|t| SourceTopic {
+                name: t.name.clone(),
+                // A nil id: the broker predates topic ids.
+                id: (!t.topic_id.is_nil()).then(|| t.topic_id.to_string()),
+                partitions: t.partitions.len() as i32,
+                configs: Vec::new(),
+            })
             .collect();
-        matched.sort();
+        matched.sort_by(|a, b| a.name.cmp(&b.name));
         if matched.is_empty() {
             return Ok(Vec::new());
         }
-        let names: Vec<&str> = matched.iter().map(|(name, _)| name.as_str()).collect();
+        let names: Vec<&str> = matched.iter().map(|t| t.name.as_str()).collect();
         let configs = self.own_configs(&names).await?;
-        Ok(matched
-            .into_iter()
-            .zip(configs)
-            .map(|((name, partitions), configs)| SourceTopic {
-                name,
-                partitions,
-                configs,
-            })
-            .collect())
+        for (topic, configs) in matched.iter_mut().zip(configs) {
+            topic.configs = configs;
+        }
+        Ok(matched)
     }
 
     async fn assign(&mut self, partitions: &[(TopicPartition, Option<i64>)]) -> Result<(), Error> {

@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::ops::Range;
 
 use bytes::Bytes;
 use krec_batch::BatchSummary;
@@ -20,6 +21,9 @@ use crate::Error;
 pub struct SourceTopic {
     /// Its name at the source.
     pub name: String,
+    /// Its topic id at the source, as UUID text; `None` where the source does not say (a
+    /// broker too old to have topic ids). A topic deleted and created again has a new one.
+    pub id: Option<String>,
     /// How many partitions it has now.
     pub partitions: i32,
     /// Its own settings (cleanup.policy, retention.ms, ...): those set on the topic, not the
@@ -113,6 +117,21 @@ pub trait BatchSink {
     /// The largest batch the copy of `partition` (a source partition) takes: larger ones
     /// are written again in pieces.
     fn max_batch_bytes(&self, partition: &TopicPartition) -> usize;
+
+    /// Whether the sink takes every batch exactly as the source stored it (a backup keeps
+    /// legacy message sets, LogAppendTime, compaction gaps and emptied batches): the pipeline
+    /// then never writes one again, splits one, or leaves one out.
+    fn takes_batches_as_stored(&self) -> bool {
+        false
+    }
+
+    /// Records of `partition` (a source partition) in `range` are gone from the source
+    /// (retention deleted them before they were copied): the next batch written for it
+    /// starts past them. Called inside the open transaction, before that batch; an abort
+    /// forgets it (the loss is met again when the records are read again).
+    fn lost(&mut self, partition: &TopicPartition, range: Range<i64>) {
+        let _ = (partition, range);
+    }
 
     /// Opens a transaction.
     fn begin(&mut self) -> impl Future<Output = Result<(), Error>> + Send;

@@ -54,8 +54,8 @@ pub enum Error {
     Store {
         /// The location (a directory, or an object store URL) and the file in it.
         location: String,
-        /// What the store said.
-        source: Box<object_store::Error>,
+        /// What the store said (the object_store crate's error, kept out of this API).
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// A backup's file is not what it should be: a corrupt or truncated segment, a manifest
     /// that cannot be read, one written meanwhile by another backup.

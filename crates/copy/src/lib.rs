@@ -63,8 +63,9 @@
 //!
 //! Layers, bottom up: `error`; `ends` (the two traits and what crosses them); `stats`;
 //! `shape` (as it is, written again, or skipped); `connect`, `positions` (where a copy
-//! stands, in the target) and `target_topics`; the two cluster ends; `pipeline`; `mirror`;
-//! `store` and `manifest` (a backup's location and its index), `backup_sink`, `backup`.
+//! stands, in the target), `target_topics` and `group_offsets` (consumer groups' offsets
+//! translated to the target); the two cluster ends; `pipeline`; `mirror`; `store` and
+//! `manifest` (a backup's location and its index), `backup_sink`, `backup`.
 
 //!
 //! # Public surface
@@ -88,6 +89,7 @@ mod cluster_source;
 mod connect;
 mod ends;
 mod error;
+mod group_offsets;
 #[allow(dead_code)] // Until the restore reads it.
 mod manifest;
 mod mirror;

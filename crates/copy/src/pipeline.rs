@@ -205,13 +205,15 @@ impl<S: BatchSource + Send, K: BatchSink + Send> Pipeline<S, K> {
             self.sink.begin().await?;
             open.since = Some(Instant::now());
         }
+        self.notice_loss(&run, open);
         // A partition with no position yet rewinds to where it was first read from.
         (self.committed)
             .entry(run.partition.clone())
             .or_insert(run.from_offset);
         let max_batch_bytes = self.sink.max_batch_bytes(&run.partition);
+        let as_stored = self.sink.takes_batches_as_stored();
         let decode = &self.settings.decode;
-        let batches = outgoing(&run, max_batch_bytes, decode, &mut open.carried)?;
+        let batches = outgoing(&run, max_batch_bytes, as_stored, decode, &mut open.carried)?;
         for batch in batches {
             open.carried.records += u64::from(batch.records);
             open.carried.bytes += batch.bytes.len() as u64;
@@ -223,6 +225,27 @@ impl<S: BatchSource + Send, K: BatchSink + Send> Pipeline<S, K> {
         }
         open.positions.insert(run.partition, run.next_offset);
         Ok(())
+    }
+
+    /// Tells the sink when `run` starts past where its partition stands (the open
+    /// transaction's position, else the committed one): the source's retention deleted those
+    /// records before they were copied, and its reading started again at its log start. A
+    /// partition with no position yet loses nothing.
+    fn notice_loss(&mut self, run: &SourceRun, open: &mut Open) {
+        let partition = &run.partition;
+        let stands = (open.positions.get(partition)).or_else(|| self.committed.get(partition));
+        let Some(&stood) = stands.filter(|&&at| run.from_offset > at) else {
+            return;
+        };
+        let lost = stood..run.from_offset;
+        tracing::warn!(
+            %partition,
+            from = lost.start,
+            to = lost.end,
+            "records deleted at the source before they were copied: lost"
+        );
+        open.carried.lost_records += (lost.end - lost.start) as u64;
+        self.sink.lost(partition, lost);
     }
 
     /// Commits the open transaction; after an abort, the source goes back to the positions

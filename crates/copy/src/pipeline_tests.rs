@@ -13,10 +13,17 @@ use crate::ends::SourceBatch;
 
 /// One batch of `count` records at `base`, with its header's summary.
 fn batch(base: i64, count: usize) -> SourceBatch {
-    let mut builder = BatchBuilder::new(base);
+    built(records(BatchBuilder::new(base), count))
+}
+
+fn records(mut builder: BatchBuilder, count: usize) -> BatchBuilder {
     for _ in 0..count {
         builder = builder.record(Some(b"k"), Some(b"v"), &[]);
     }
+    builder
+}
+
+fn built(builder: BatchBuilder) -> SourceBatch {
     let bytes = Bytes::from(builder.build());
     let config = DecodeConfig::default();
     let summary = BatchWalk::new(&bytes, &config)
@@ -44,6 +51,7 @@ impl BatchSource for Source {
     async fn topics(&mut self) -> Result<Vec<SourceTopic>, Error> {
         let topic = SourceTopic {
             name: "t".into(),
+            id: None,
             partitions: 1,
             configs: Vec::new(),
         };
@@ -87,10 +95,59 @@ impl BatchSource for Source {
     }
 }
 
+/// Hands out the runs it was given, in order, then ends.
+struct Scripted {
+    runs: VecDeque<SourceRun>,
+}
+
+impl Scripted {
+    fn new(runs: impl IntoIterator<Item = SourceRun>) -> Self {
+        Scripted {
+            runs: runs.into_iter().collect(),
+        }
+    }
+}
+
+fn run(from_offset: i64, batches: Vec<SourceBatch>, next_offset: i64) -> SourceRun {
+    SourceRun {
+        partition: partition(),
+        from_offset,
+        batches,
+        next_offset,
+    }
+}
+
+impl BatchSource for Scripted {
+    async fn topics(&mut self) -> Result<Vec<SourceTopic>, Error> {
+        Source::default().topics().await
+    }
+
+    async fn assign(&mut self, _: &[(TopicPartition, Option<i64>)]) -> Result<(), Error> {
+        Ok(())
+    }
+
+    fn unassign(&mut self, _: &[TopicPartition]) {}
+
+    fn rewind(&mut self, _: &Positions) -> Result<(), Error> {
+        Ok(())
+    }
+
+    async fn next_run(&mut self) -> Result<Option<SourceRun>, Error> {
+        Ok(self.runs.pop_front())
+    }
+
+    fn lag(&self) -> Vec<(TopicPartition, i64)> {
+        Vec::new()
+    }
+}
+
 /// What the sink was asked to do.
 #[derive(Debug, Default)]
 struct Seen {
     writes: usize,
+    written: Vec<Bytes>,
+    /// Each loss the sink was told of, with the writes done before it.
+    lost: Vec<(TopicPartition, std::ops::Range<i64>, usize)>,
     commits: Vec<Positions>,
     aborts: usize,
 }
@@ -102,6 +159,9 @@ struct Sink {
     changes: VecDeque<Ownership>,
     refusals: usize,
     lose_after_writes: Option<usize>,
+    max_batch_bytes: usize,
+    as_stored: bool,
+    resume_at: Option<i64>,
 }
 
 impl Sink {
@@ -113,6 +173,9 @@ impl Sink {
             changes,
             refusals,
             lose_after_writes,
+            max_batch_bytes: 1 << 20,
+            as_stored: false,
+            resume_at: None,
         };
         (sink, seen)
     }
@@ -139,19 +202,32 @@ impl BatchSink for Sink {
         &mut self,
         partitions: &[TopicPartition],
     ) -> Result<Vec<(TopicPartition, Option<i64>)>, Error> {
-        Ok(partitions.iter().map(|p| (p.clone(), None)).collect())
+        let at = self.resume_at;
+        Ok(partitions.iter().map(|p| (p.clone(), at)).collect())
     }
 
     fn max_batch_bytes(&self, _partition: &TopicPartition) -> usize {
-        1 << 20
+        self.max_batch_bytes
+    }
+
+    fn takes_batches_as_stored(&self) -> bool {
+        self.as_stored
+    }
+
+    fn lost(&mut self, partition: &TopicPartition, range: std::ops::Range<i64>) {
+        let mut seen = self.seen.lock().unwrap();
+        let writes = seen.writes;
+        seen.lost.push((partition.clone(), range, writes));
     }
 
     async fn begin(&mut self) -> Result<(), Error> {
         Ok(())
     }
 
-    async fn write(&mut self, _: &TopicPartition, _: Bytes, _: u32) -> Result<(), Error> {
-        self.seen.lock().unwrap().writes += 1;
+    async fn write(&mut self, _: &TopicPartition, batch: Bytes, _: u32) -> Result<(), Error> {
+        let mut seen = self.seen.lock().unwrap();
+        seen.writes += 1;
+        seen.written.push(batch);
         Ok(())
     }
 
@@ -209,4 +285,101 @@ async fn a_lost_partition_aborts_and_commits_nothing_of_it() {
     assert_eq!(seen.aborts, 1, "the open transaction aborted");
     assert!(seen.commits.is_empty(), "{:?}", seen.commits);
     assert_eq!((copied.records, copied.aborted), (0, 1));
+}
+
+/// Batches a cluster sink would change: LogAppendTime (written again), one compaction emptied
+/// (left out), one over the sink's size limit (split).
+fn batches_a_cluster_sink_changes() -> Vec<SourceBatch> {
+    vec![
+        built(records(BatchBuilder::new(0), 3).log_append_time(true)),
+        built(BatchBuilder::new(3).last_offset_delta(4)),
+        batch(8, 40),
+    ]
+}
+
+async fn copy_with(as_stored: bool) -> (Vec<Bytes>, CopySnapshot) {
+    let (mut sink, seen) = Sink::new(0, None);
+    sink.max_batch_bytes = 200;
+    sink.as_stored = as_stored;
+    let source = Scripted::new([run(0, batches_a_cluster_sink_changes(), 48)]);
+    let copied = Pipeline::new(source, sink, settings())
+        .run(std::future::pending())
+        .await
+        .expect("copied");
+    let written = seen.lock().unwrap().written.clone();
+    (written, copied)
+}
+
+#[tokio::test]
+async fn a_sink_that_takes_batches_as_stored_gets_each_one_as_it_came() {
+    let stored: Vec<Bytes> = (batches_a_cluster_sink_changes().into_iter())
+        .map(|batch| batch.bytes)
+        .collect();
+    assert!(stored[2].len() > 200, "the last batch is over the limit");
+    let (written, copied) = copy_with(true).await;
+    assert_eq!(written, stored);
+    assert_eq!((copied.records, copied.batches), (43, 3));
+    assert_eq!((copied.reencoded, copied.skipped), (0, 0));
+
+    let (written, copied) = copy_with(false).await;
+    assert_ne!(written, stored, "a cluster sink's batches are changed");
+    assert_eq!((copied.reencoded, copied.skipped), (2, 1));
+    // Pieces written again start at their first record's source offset.
+    let offsets: Vec<(i64, i64)> = (written.iter())
+        .map(|piece| crate::group_offsets::source_offsets(piece).expect("v2"))
+        .collect();
+    assert_eq!(offsets.first(), Some(&(0, 2)));
+    assert_eq!(offsets.get(1).map(|o| o.0), Some(8));
+    assert_eq!(offsets.last().map(|o| o.1), Some(47));
+    assert!(offsets.windows(2).skip(1).all(|w| w[1].0 == w[0].1 + 1));
+}
+
+/// Copies `runs` with a sink where the partition resumes at `resume_at`: the losses the sink
+/// was told of (with the writes before each), and the counters.
+async fn losses(
+    resume_at: Option<i64>,
+    runs: Vec<SourceRun>,
+) -> (
+    Vec<(TopicPartition, std::ops::Range<i64>, usize)>,
+    CopySnapshot,
+) {
+    let (mut sink, seen) = Sink::new(0, None);
+    sink.resume_at = resume_at;
+    let copied = Pipeline::new(Scripted::new(runs), sink, settings())
+        .run(std::future::pending())
+        .await
+        .expect("copied");
+    let lost = seen.lock().unwrap().lost.clone();
+    (lost, copied)
+}
+
+#[tokio::test]
+async fn a_run_that_starts_past_the_position_tells_the_sink_what_was_lost() {
+    let runs = vec![
+        run(0, vec![batch(0, 10)], 10),
+        run(25, vec![batch(25, 5)], 30),
+    ];
+    let (lost, copied) = losses(None, runs).await;
+    assert_eq!(lost, [(partition(), 10..25, 1)], "before the second write");
+    assert_eq!((copied.records, copied.lost_records), (15, 15));
+}
+
+#[tokio::test]
+async fn a_resumed_partition_read_past_its_position_lost_the_gap() {
+    let (lost, copied) = losses(Some(100), vec![run(120, vec![batch(120, 5)], 125)]).await;
+    assert_eq!(lost, [(partition(), 100..120, 0)]);
+    assert_eq!(copied.lost_records, 20);
+
+    let (lost, copied) = losses(Some(100), vec![run(100, vec![batch(100, 5)], 105)]).await;
+    assert_eq!(
+        (lost, copied.lost_records),
+        (vec![], 0),
+        "read from its position"
+    );
+}
+
+#[tokio::test]
+async fn a_partition_first_read_from_its_start_lost_nothing() {
+    let (lost, copied) = losses(None, vec![run(40, vec![batch(40, 5)], 45)]).await;
+    assert_eq!((lost, copied.lost_records), (vec![], 0));
 }

@@ -3,7 +3,7 @@
 //! trial, since one refusal inside a transactional stream dooms the transaction.
 
 use bytes::Bytes;
-use krec_batch::{reencode, CopyShape, DecodeConfig, ReencodedBatch};
+use krec_batch::{layout, reencode, CopyShape, DecodeConfig, ReencodedBatch};
 
 use crate::ends::{SourceBatch, SourceRun};
 use crate::stats::Carried;
@@ -17,13 +17,18 @@ pub(crate) struct Outgoing {
 }
 
 /// Turns a run's batches into what the sink writes, in order; counts re-encoded and skipped
-/// batches in `carried`. `max_batch_bytes` is the target topic's `max.message.bytes`.
+/// batches in `carried`. `max_batch_bytes` is the target topic's `max.message.bytes`; a sink
+/// that takes batches as stored gets each one as it came (see [`as_stored`]).
 pub(crate) fn outgoing(
     run: &SourceRun,
     max_batch_bytes: usize,
+    as_stored: bool,
     decode: &DecodeConfig,
     carried: &mut Carried,
 ) -> Result<Vec<Outgoing>, Error> {
+    if as_stored {
+        return Ok(self::as_stored(run));
+    }
     let mut out = Vec::with_capacity(run.batches.len());
     for batch in &run.batches {
         match batch.summary.copy_shape(run.from_offset) {
@@ -41,6 +46,18 @@ pub(crate) fn outgoing(
     Ok(out)
 }
 
+/// Every batch of the run as it came, emptied ones included; only a batch that ends before
+/// the run's offset is left out, since it was copied already.
+fn as_stored(run: &SourceRun) -> Vec<Outgoing> {
+    (run.batches.iter())
+        .filter(|batch| batch.summary.last_offset >= run.from_offset)
+        .map(|batch| Outgoing {
+            bytes: batch.bytes.clone(),
+            records: batch.summary.data_records,
+        })
+        .collect()
+}
+
 /// Writes `batch`'s records from the run's offset as new batches of at most
 /// `max_batch_bytes`.
 fn rewrite(
@@ -56,8 +73,13 @@ fn rewrite(
         max_batch_bytes,
         decode,
         |written: ReencodedBatch| {
+            let mut batch = written.batch;
+            // The sink reads where a piece starts at the source from its header (group
+            // offsets); the producer stamps the target's base offset over it.
+            let base_offset = layout::BASE_OFFSET_AT..layout::BASE_OFFSET_AT + 8;
+            batch[base_offset].copy_from_slice(&written.first_offset.to_be_bytes());
             out.push(Outgoing {
-                bytes: Bytes::from_owner(written.batch),
+                bytes: Bytes::from_owner(batch),
                 records: written.record_count,
             });
             Ok::<(), krec_batch::Error>(())

@@ -15,6 +15,7 @@ pub struct CopyStats {
     skipped: AtomicU64,
     transactions: AtomicU64,
     aborted: AtomicU64,
+    lost_records: AtomicU64,
     lag: Mutex<Vec<(TopicPartition, i64)>>,
 }
 
@@ -38,6 +39,9 @@ pub struct CopySnapshot {
     pub transactions: u64,
     /// Transactions aborted (their batches copied again after).
     pub aborted: u64,
+    /// Records the source deleted (retention) before they were copied: the offsets a
+    /// partition skipped when its reading started again at the source's log start.
+    pub lost_records: u64,
     /// Records each source partition still has to copy, as last seen.
     pub lag: Vec<(TopicPartition, i64)>,
 }
@@ -50,6 +54,7 @@ pub(crate) struct Carried {
     pub(crate) batches: u64,
     pub(crate) reencoded: u64,
     pub(crate) skipped: u64,
+    pub(crate) lost_records: u64,
 }
 
 impl CopyStats {
@@ -63,6 +68,7 @@ impl CopyStats {
             skipped: self.skipped.load(Relaxed),
             transactions: self.transactions.load(Relaxed),
             aborted: self.aborted.load(Relaxed),
+            lost_records: self.lost_records.load(Relaxed),
             lag: self.lag.lock().map(|lag| lag.clone()).unwrap_or_default(),
         }
     }
@@ -73,6 +79,7 @@ impl CopyStats {
         self.batches.fetch_add(carried.batches, Relaxed);
         self.reencoded.fetch_add(carried.reencoded, Relaxed);
         self.skipped.fetch_add(carried.skipped, Relaxed);
+        self.lost_records.fetch_add(carried.lost_records, Relaxed);
         self.transactions.fetch_add(1, Relaxed);
     }
 

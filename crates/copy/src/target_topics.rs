@@ -136,6 +136,7 @@ mod tests {
     fn timestamps_and_broker_settings_stay_behind() {
         let topic = SourceTopic {
             name: "orders".into(),
+            id: None,
             partitions: 3,
             configs: vec![
                 ("cleanup.policy".into(), "compact".into()),

@@ -10,10 +10,12 @@ use std::time::{Duration, Instant};
 use krec_copy::{CopySnapshot, CopyStats};
 
 use super::BackupArgs;
+use crate::corrupt::SKIPPED_EXIT_CODE;
 use crate::Error;
 
-/// Runs `krec backup`: exit 0 when everything read is backed up and in the manifest, 1 on a
-/// failure, 2 for bad arguments.
+/// Runs `krec backup`: exit 0 when everything read is backed up and in the manifest, 3 when
+/// it is but the source had deleted records before the backup read them (lost: the manifest
+/// lists the ranges), 1 on a failure, 2 for bad arguments.
 pub fn run(args: BackupArgs) -> ExitCode {
     crate::cluster::init_logging();
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -28,7 +30,8 @@ pub fn run(args: BackupArgs) -> ExitCode {
         }),
     };
     match outcome {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(0) => ExitCode::SUCCESS,
+        Ok(_) => ExitCode::from(SKIPPED_EXIT_CODE),
         Err(error) => {
             eprintln!("krec backup: {error}");
             ExitCode::from(error.exit_code())
@@ -36,7 +39,8 @@ pub fn run(args: BackupArgs) -> ExitCode {
     }
 }
 
-async fn backup(args: BackupArgs) -> Result<(), Error> {
+/// Backs up; the records lost to it.
+async fn backup(args: BackupArgs) -> Result<u64, Error> {
     let config = args.config()?;
     let started = Instant::now();
     let terminate = terminate_signal()?;
@@ -51,7 +55,14 @@ async fn backup(args: BackupArgs) -> Result<(), Error> {
     let copied = backup.run(terminate).await?;
     let line = summary(&copied, segments.load(Relaxed), started.elapsed());
     eprintln!("krec backup: {line} into {}", args.location);
-    Ok(())
+    if copied.lost_records > 0 {
+        eprintln!(
+            "krec backup: warning: {} records lost: the source deleted them (retention) before \
+             they were backed up; the manifest lists the ranges",
+            copied.lost_records
+        );
+    }
+    Ok(copied.lost_records)
 }
 
 /// Completes on SIGTERM or Ctrl-C.
@@ -87,13 +98,14 @@ fn summary(copied: &CopySnapshot, segments: u64, elapsed: Duration) -> String {
     let lag: i64 = copied.lag.iter().map(|(_, lag)| lag.max(&0)).sum();
     let seconds = elapsed.as_secs_f64().max(1e-9);
     format!(
-        "{} records, {:.1} MB backed up in {} segments ({:.0} records/s); {} batches; lag {} \
-         records",
+        "{} records, {:.1} MB backed up in {} segments ({:.0} records/s); {} batches; {} \
+         records lost; lag {} records",
         copied.records,
         copied.bytes as f64 / 1e6,
         segments,
         copied.records as f64 / seconds,
         copied.batches,
+        copied.lost_records,
         lag
     )
 }

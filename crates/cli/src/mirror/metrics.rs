@@ -61,6 +61,12 @@ impl Collector for MirrorExporter {
         )?;
         counters(
             encoder,
+            "krec_mirror_records_lost",
+            "Records the source deleted (retention) before they were copied",
+            total(copied.lost_records),
+        )?;
+        counters(
+            encoder,
             "krec_mirror_transactions",
             "Target transactions by result",
             [

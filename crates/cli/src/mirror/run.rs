@@ -91,7 +91,7 @@ fn summary(copied: &CopySnapshot, elapsed: Duration) -> String {
     let seconds = elapsed.as_secs_f64().max(1e-9);
     format!(
         "{} records, {:.1} MB copied in {} transactions ({:.0} records/s); {} batches, {} \
-         re-encoded, {} skipped; {} aborted; lag {} records",
+         re-encoded, {} skipped; {} aborted; {} lost; lag {} records",
         copied.records,
         copied.bytes as f64 / 1e6,
         copied.transactions,
@@ -100,6 +100,7 @@ fn summary(copied: &CopySnapshot, elapsed: Duration) -> String {
         copied.reencoded,
         copied.skipped,
         copied.aborted,
+        copied.lost_records,
         lag
     )
 }

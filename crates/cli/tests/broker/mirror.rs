@@ -2,13 +2,25 @@
 //! cluster (the target is just another cluster to the mirror), written by librdkafka in every
 //! codec with an aborted transaction, read back by krec and kcat and compared record by
 //! record; restarts, `kill -9` at several moments, and a target that lost its positions.
+//! Consumer groups' offsets translated by the library's sink, read back by kcat; the
+//! source's topic ids.
 
 use std::process::{Command, Output, Stdio};
+
+use base64::Engine;
 use std::time::Duration;
+
+use krec_client::TopicPartition;
+use krec_consumer::{ConsumerConfig, GroupConfig, TopicSubscription};
+use krec_copy::{
+    BatchSource, ClusterSink, ClusterSource, CopySnapshot, Pipeline, PipelineSettings,
+};
+use krec_producer::ProducerConfig;
 
 use crate::support::broker::{
     broker, simple_records, unique_topic, varied_record, Broker, ProducePlan, Produced,
 };
+use crate::support::group::{wait_stable, Member};
 
 const CODECS: [&str; 5] = ["none", "gzip", "snappy", "lz4", "zstd"];
 
@@ -315,4 +327,200 @@ fn metrics_count_the_copy_and_sigterm_commits_and_exits_0() {
         &committed(&broker, &topic),
         &committed(&broker, &format!("copy-{topic}")),
     );
+}
+
+/// The offset `group` committed for partition 0 of `topic`, as `krec groups` reads it; none
+/// for a group that does not exist.
+fn group_offset(broker: &Broker, group: &str, topic: &str) -> Option<i64> {
+    let output = Command::new(env!("CARGO_BIN_EXE_krec"))
+        .args(["groups", "-b", &broker.bootstrap, group, "-J"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run krec groups");
+    if String::from_utf8_lossy(&output.stderr).contains("GROUP_ID_NOT_FOUND") {
+        return None;
+    }
+    let doc: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|_| {
+        panic!(
+            "krec groups {group}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    let partitions = doc["partitions"].as_array()?;
+    let row = partitions.iter().find(|p| p["topic"] == topic)?;
+    row["committed_offset"].as_i64()
+}
+
+/// The first committed record kcat reads in partition 0 of `topic` from `offset`: its
+/// offset and value.
+fn first_record_from(broker: &Broker, topic: &str, offset: i64) -> Option<(i64, String)> {
+    let output = Command::new("kcat")
+        .args(["-C", "-b", &broker.bootstrap, "-t", topic, "-p", "0"])
+        .args(["-o", &offset.to_string(), "-c", "1", "-e", "-q"])
+        .args(["-X", "isolation.level=read_committed", "-f", "%o %s\\n"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run kcat");
+    assert!(output.status.success(), "kcat: {output:?}");
+    let text = String::from_utf8_lossy(&output.stdout);
+    let (at, value) = text.lines().next()?.split_once(' ')?;
+    Some((at.parse().expect("an offset"), value.to_owned()))
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder.worker_threads(2).enable_all();
+    builder.build().expect("a runtime")
+}
+
+/// Copies `topic` to `copy-TOPIC` with the library's pipeline, the sink watching `offsets`
+/// (group, source partition, source offset).
+fn copy_translating(
+    broker: &Broker,
+    topic: &str,
+    offsets: Vec<(String, TopicPartition, i64)>,
+) -> Result<CopySnapshot, krec_copy::Error> {
+    let bootstrap = vec![broker.bootstrap.clone()];
+    let name = unique_topic("hooks-translate");
+    runtime().block_on(async {
+        let subscription = TopicSubscription::parse([topic]).expect("a topic name");
+        let mut member = ConsumerConfig::new(bootstrap.clone());
+        member.group = GroupConfig {
+            instance_id: Some("only".to_owned()),
+            ..GroupConfig::new(name, Vec::new())
+        };
+        let target = ProducerConfig::new(bootstrap.clone());
+        let mut sink = ClusterSink::connect(target, member, &subscription, "copy-").await?;
+        sink.watch_group_offsets(offsets);
+        let source = ClusterSource::connect(ConsumerConfig::new(bootstrap), subscription, true);
+        let pipeline = Pipeline::new(source.await?, sink, PipelineSettings::default());
+        pipeline.run(std::future::pending()).await
+    })
+}
+
+#[test]
+fn group_offsets_land_on_the_same_records_across_an_aborted_transaction() {
+    let broker = broker();
+    let topic = unique_topic("hooks-group-offsets");
+    broker.create_topic(&topic, 1, 1);
+    // value-0..4 committed, value-5..9 aborted, value-10..14 committed, each with its marker.
+    let produced = broker.produce_python(&ProducePlan {
+        topic: topic.clone(),
+        compression: "none".to_owned(),
+        transactional_id: Some(unique_topic("hooks-group-offsets")),
+        steps: vec![
+            (Some(true), simple_records(0, 5, 1)),
+            (Some(false), simple_records(5, 5, 1)),
+            (Some(true), simple_records(10, 5, 1)),
+        ],
+    });
+    let source_offset = |i: usize| -> i64 {
+        let value = format!("value-{i}").into_bytes();
+        let record = produced.iter().find(|r| r.value.as_ref() == Some(&value));
+        record.expect("produced").offset
+    };
+    // The log's end: past value-14 and its transaction's marker.
+    let end = source_offset(14) + 2;
+    let cases = [
+        ("start", source_offset(0), Some("value-0")),
+        ("inside", source_offset(12), Some("value-12")),
+        ("aborted", source_offset(7), Some("value-10")),
+        ("end", end, None),
+    ];
+    let group = |case: &str| format!("{topic}-{case}");
+    let source = TopicPartition::new(topic.as_str(), 0);
+    // Past anything the copy reaches: never translated.
+    let beyond = (group("beyond"), source.clone(), end + 5);
+    let watched = (cases.iter())
+        .map(|&(case, offset, _)| (group(case), source.clone(), offset))
+        .chain([beyond])
+        .collect();
+    let copied = copy_translating(&broker, &topic, watched).expect("copied");
+    assert_eq!((copied.records, copied.lost_records), (10, 0), "{copied:?}");
+
+    let copy = format!("copy-{topic}");
+    let copied = committed(&broker, &copy);
+    let last = copied.last().expect("records copied").offset;
+    for (case, _, value) in cases {
+        let offset = group_offset(&broker, &group(case), &copy);
+        let offset = offset.unwrap_or_else(|| panic!("{case}: no committed offset"));
+        let read = first_record_from(&broker, &copy, offset);
+        match value {
+            Some(value) => {
+                let target = copied
+                    .iter()
+                    .find(|r| r.value.as_deref() == Some(value.as_bytes()));
+                let target = target.expect("copied").offset;
+                assert_eq!(offset, target, "{case}");
+                assert_eq!(read, Some((target, value.to_owned())), "{case}");
+            }
+            None => {
+                assert_eq!(offset, last + 1, "{case}: right after the last record");
+                assert_eq!(read, None, "{case}");
+            }
+        }
+    }
+    assert_eq!(group_offset(&broker, &group("beyond"), &copy), None);
+}
+
+#[test]
+fn a_group_with_active_members_is_refused_by_name() {
+    let broker = broker();
+    let topic = unique_topic("hooks-busy-group");
+    broker.create_topic(&topic, 1, 1);
+    let copy = format!("copy-{topic}");
+    broker.create_topic(&copy, 1, 1);
+    broker.produce_python(&ProducePlan {
+        topic: topic.clone(),
+        compression: "none".to_owned(),
+        steps: vec![(None, simple_records(0, 5, 1))],
+        ..ProducePlan::default()
+    });
+    let group = unique_topic("hooks-busy-group");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let mut member = Member::start(&broker.bootstrap, &copy, &group, dir.path(), "m0", &[]);
+    wait_stable(&[&member], 1, Duration::from_secs(60));
+    let watched = vec![(group.clone(), TopicPartition::new(topic.as_str(), 0), 2)];
+    let refused = copy_translating(&broker, &topic, watched);
+    member.stop();
+    let error = refused
+        .expect_err("a group with a member is refused")
+        .to_string();
+    assert!(error.contains(&group), "{error}");
+    assert!(error.contains("stop its consumers"), "{error}");
+}
+
+#[test]
+fn the_source_gives_each_topic_its_id() {
+    let broker = broker();
+    let topic = unique_topic("hooks-topic-id");
+    broker.create_topic(&topic, 2, 1);
+    let topics = runtime().block_on(async {
+        let subscription = TopicSubscription::parse([topic.as_str()]).expect("a topic name");
+        let config = ConsumerConfig::new(vec![broker.bootstrap.clone()]);
+        let mut source = ClusterSource::connect(config, subscription, true).await?;
+        source.topics().await
+    });
+    let topics = topics.expect("the source's topics");
+    // krec metadata prints the id as Kafka's tools do: URL-safe base64 of its 16 bytes.
+    let output = Command::new(env!("CARGO_BIN_EXE_krec"))
+        .args(["metadata", "-b", &broker.bootstrap, "-J", "-t", &topic])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run krec metadata");
+    let doc: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let printed = doc["topics"][0]["id"].as_str().expect("an id");
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(printed)
+        .expect("base64");
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let (a, rest) = hex.split_at(8);
+    let (b, rest) = rest.split_at(4);
+    let (c, rest) = rest.split_at(4);
+    let (d, e) = rest.split_at(4);
+    let uuid = format!("{a}-{b}-{c}-{d}-{e}");
+    let found: Vec<(&str, Option<&str>, i32)> = (topics.iter())
+        .map(|t| (t.name.as_str(), t.id.as_deref(), t.partitions))
+        .collect();
+    assert_eq!(found, [(topic.as_str(), Some(uuid.as_str()), 2)]);
 }

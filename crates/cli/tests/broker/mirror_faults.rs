@@ -2,7 +2,7 @@
 //! the one broker, the copies behind `--topic-prefix`): Toxiproxy lanes cut and slowed
 //! between the mirror and either end, two members of one mirror with one killed, a member
 //! frozen past its session timeout (a zombie), a member killed and restarted at once, and a
-//! throttle slower than a fetched run.
+//! throttle slower than a fetched run; records the source deleted under a stopped mirror.
 //! Each ends with source and copy compared record by record: nothing lost, nothing twice.
 
 use std::fs::File;
@@ -11,8 +11,8 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::faults::plain;
-use crate::mirror::{assert_copied, committed, summary_count};
-use crate::support::broker::{broker, unique_topic, Broker};
+use crate::mirror::{assert_copied, committed, mirror_to_end, summary_count};
+use crate::support::broker::{broker, simple_records, unique_topic, Broker, ProducePlan};
 use crate::support::faults::{LaneGuard, SequenceProducer};
 use crate::support::group::wait_until;
 use crate::support::metrics::{free_port, get, samples};
@@ -23,6 +23,8 @@ const SESSION_TIMEOUT_MS: u64 = 6000;
 /// `read_committed` readers of its partitions until the coordinator aborts it.
 const TRANSACTION_TIMEOUT_MS: u64 = 10_000;
 const SCALE_PARTITIONS: i32 = 6;
+/// What a mirror logs when the source deleted records before it copied them.
+const LOST_WARNING: &str = "records deleted at the source before they were copied";
 
 /// One `krec mirror` process, its log in a file and its metrics on a port of its own.
 struct MirrorProcess {
@@ -358,6 +360,9 @@ impl Scaled {
         let copy = format!("copy-{}", self.topic);
         wait_copied(&self.broker, &copy, acknowledged, || survivor.log());
         survivor.stop();
+        // Aborts, rewinds and partitions lost and assigned again are no loss of records.
+        let log = survivor.log();
+        assert!(!log.contains(LOST_WARNING), "no records lost:\n{log}");
         let launch = Launch {
             source: &self.broker.bootstrap,
             target: &self.broker.bootstrap,
@@ -510,6 +515,44 @@ fn a_slow_throttle_keeps_transactions_short() {
     let log = mirror.log();
     assert!(status.success(), "{log}");
     assert_eq!(summary_count(&log, "aborted"), 0, "{log}");
+    assert_eq!(summary_count(&log, " lost;"), 0, "{log}");
     assert_eq!(summary_count(&log, "records, "), 4000, "{log}");
     assert_mirrored(&broker, &topic, 4000);
+}
+
+#[test]
+fn records_deleted_under_a_stopped_mirror_are_counted_as_lost() {
+    let broker = broker();
+    let topic = unique_topic("hooks-mirror-retention");
+    broker.create_topic(&topic, 1, 1);
+    let produce = |from: usize| {
+        broker.produce_python(&ProducePlan {
+            topic: topic.clone(),
+            compression: "none".to_owned(),
+            steps: vec![(None, simple_records(from, 10, 1))],
+            ..ProducePlan::default()
+        })
+    };
+    produce(0);
+    let name = unique_topic("hooks-mirror-retention");
+    let first = mirror_to_end(&broker, &topic, &name);
+    let stderr = String::from_utf8_lossy(&first.stderr);
+    assert_eq!(summary_count(&stderr, " lost;"), 0, "{stderr}");
+    // Offsets 10..20, then the source's log start moves to 15 while the mirror is stopped.
+    produce(10);
+    broker.delete_records(&topic, 0, 15);
+    let again = mirror_to_end(&broker, &topic, &name);
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(summary_count(&stderr, " lost;"), 5, "{stderr}");
+    assert_eq!(summary_count(&stderr, "records, "), 5, "{stderr}");
+    let warned = format!("partition={topic}/0 from=10 to=15");
+    assert!(stderr.contains(&warned), "{warned} in {stderr}");
+    let values: Vec<String> = (committed(&broker, &format!("copy-{topic}")).iter())
+        .map(|r| String::from_utf8_lossy(r.value.as_deref().unwrap_or_default()).into_owned())
+        .collect();
+    let expected: Vec<String> = (0..10)
+        .chain(15..20)
+        .map(|i| format!("value-{i}"))
+        .collect();
+    assert_eq!(values, expected);
 }
