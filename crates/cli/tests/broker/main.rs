@@ -13,6 +13,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod backup;
 mod compat;
 mod consume;
 mod count;
