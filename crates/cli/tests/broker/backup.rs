@@ -504,3 +504,58 @@ fn a_backup_into_s3_is_the_same_backup() {
     files.sort();
     assert_same(&decoded(&files), &committed(&broker, &topic), &topic);
 }
+
+#[test]
+fn a_following_backup_runs_until_sigterm_and_commits_what_it_read() {
+    let broker = broker();
+    let dir = tempfile::tempdir().expect("a directory");
+    let topic = unique_topic("backup-follow");
+    broker.create_topic(&topic, 2, 1);
+    let produce = |from: usize| {
+        broker.produce_python(&ProducePlan {
+            topic: topic.clone(),
+            compression: "snappy".to_owned(),
+            steps: vec![(None, simple_records(from, 20, 2))],
+            ..ProducePlan::default()
+        })
+    };
+    produce(0);
+    let location = dir.path().to_str().expect("UTF-8 path");
+    let mut running = backup_command(&broker, &topic, location)
+        .arg("--follow")
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run krec backup --follow");
+    produce(20);
+    std::thread::sleep(Duration::from_secs(3));
+    let still = running.try_wait().expect("poll krec backup");
+    if still.is_some() {
+        let _ = running.wait();
+        panic!("krec backup --follow stopped by itself: {still:?}");
+    }
+    let pid = running.id().to_string();
+    let term = Command::new("kill").args(["-TERM", &pid]).status();
+    assert!(term.expect("kill").success());
+    let output = running.wait_with_output().expect("wait for krec backup");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    // What it read before SIGTERM is committed: the manifest's positions and the records in
+    // the segments agree with the source's first records.
+    let kept = manifest(dir.path());
+    let backed_up = decoded(&segment_files(dir.path(), &topic));
+    assert_eq!(summary_count(&stderr, "records, "), backed_up.len() as u64);
+    assert!(backed_up.len() >= 20, "{stderr}");
+    let source = committed(&broker, &topic);
+    for (partition, p) in partitions_of(&kept, &topic) {
+        let next = p["next_offset"].as_i64().unwrap();
+        let want: Vec<Produced> = (source.iter())
+            .filter(|r| i64::from(r.partition) == partition && r.offset < next)
+            .cloned()
+            .collect();
+        let got: Vec<Produced> = (backed_up.iter())
+            .filter(|r| i64::from(r.partition) == partition)
+            .cloned()
+            .collect();
+        assert_same(&got, &want, &format!("{topic}-{partition}"));
+    }
+}
