@@ -58,6 +58,8 @@ bash scripts/bench-mirror.sh --fetch
 # Apicurio Registry (built from Maven Central) and the venv of the Confluent Python serializers,
 # for the Schema Registry tests (broker_schema.rs) and scripts/bench-schema.sh.
 bash scripts/registry.sh fetch
+# moto's S3-compatible server (a venv), for the backup tests through object storage (scripts/s3.sh).
+bash scripts/s3.sh fetch
 # AWS's MSK IAM signer and botocore (a venv) and EC2 metadata mock (Go), for the MSK IAM tests.
 bash scripts/aws.sh fetch
 
