@@ -81,6 +81,10 @@ if [[ ! -x "$TOXIPROXY_BIN" ]]; then
     mv "$tmp" "$(dirname "$TOXIPROXY_BIN")"
 fi
 
+# osodevops/kafka-backup's engine (crates.io) and its driver, benches/kafka-backup, the peer of
+# scripts/bench-backup.sh: built once per version into a cache directory, like Toxiproxy.
+bash scripts/bench-backup.sh --build-kafka-backup
+
 # Ory Hydra, the OAuth 2 server of the OIDC tests (scripts/oauth.sh), built once from the Go
 # module proxy into a cache directory named after its version, like Toxiproxy.
 bash scripts/oauth.sh build
