@@ -148,9 +148,10 @@ fill_topic() {
 source_topic() { echo "bench-backup-$1-$RECORDS-p$PARTITIONS"; }
 
 # segment_bytes TOPIC: the bytes of its partitions' segment files on the broker (the indexes,
-# preallocated, are left out).
+# preallocated, are left out; so are the directories of a deleted topic, TOPIC-P.ID-delete).
 segment_bytes() {
-    find "$DATADIR" -path "$DATADIR/$1-*" -name '*.log' -printf '%s\n' | awk '{ sum += $1 } END { print sum + 0 }'
+    find "$DATADIR" -regextype posix-extended -regex "$DATADIR/$1-[0-9]+/[0-9]+\.log" -printf '%s\n' \
+        | awk '{ sum += $1 } END { print sum + 0 }'
 }
 
 # --- the tools' runs --------------------------------------------------------------------------
