@@ -10,6 +10,7 @@
 #   s3.sh url --name NAME                   its endpoint URL (http://127.0.0.1:PORT)
 #   s3.sh bucket --name NAME BUCKET         create BUCKET there (an existing one is kept)
 #   s3.sh env --name NAME                   the client environment below, as KEY=VALUE lines
+#   s3.sh check --name NAME                 what the server supports of what a backup needs
 #   s3.sh stop --name NAME                  stop it (its buckets go with it)
 #   s3.sh python                            the venv's python3 (moto, boto3)
 #
@@ -20,9 +21,9 @@
 #                                             (aliases aws_endpoint_url / aws_endpoint)
 #   AWS_ALLOW_HTTP=true                       object_store only: plain HTTP is refused otherwise
 # Requests are path-style (http://127.0.0.1:PORT/BUCKET/KEY), object_store's default.
-# What moto supports, checked by `s3.sh check --name NAME` (scripts/s3_check.py): PUT with
+# What moto supports, checked by `s3.sh check` (scripts/s3_check.py, with boto3): PUT with
 # If-None-Match: * (412 if the key exists), PUT with If-Match: ETAG (412 if it changed),
-# multipart uploads (create, parts, complete, abort), and object_store's defaults for both.
+# multipart uploads (create, parts, complete, abort; complete with If-None-Match: * too).
 #
 # KREC_S3_HOME (default target/s3) holds the venv and the instances.
 set -euo pipefail
@@ -168,5 +169,5 @@ case "$command" in
     url | stop | check) [[ -n "$name" ]] || { log "$command needs --name NAME"; exit 2; }; "$command" "$name" ;;
     env) [[ -n "$name" ]] || { log "env needs --name NAME"; exit 2; }; client_env "$name" ;;
     bucket) [[ -n "$name" ]] || { log "bucket needs --name NAME"; exit 2; }; bucket "$name" "${args[0]:-}" ;;
-    *) sed -n '2,27p' "$0" >&2; exit 2 ;;
+    *) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2; exit 2 ;;
 esac
