@@ -24,6 +24,9 @@
 # What moto supports, checked by `s3.sh check` (scripts/s3_check.py, with boto3): PUT with
 # If-None-Match: * (412 if the key exists), PUT with If-Match: ETAG (412 if it changed),
 # multipart uploads (create, parts, complete, abort; complete with If-None-Match: * too).
+# object_store 0.14.2 (AmazonS3Builder::from_env, its defaults) gets the same from it:
+# PutMode::Create on an existing key fails with AlreadyExists, PutMode::Update with a stale ETag
+# with Precondition, WriteMultipart completes and abort leaves no key.
 #
 # KREC_S3_HOME (default target/s3) holds the venv and the instances.
 set -euo pipefail
