@@ -2,7 +2,10 @@
 """The tables of scripts/bench-backup.sh's report.md, from its results.tsv (one line per run
 and phase): per codec, per tool and phase, the medians of the valid runs, and krec's ratios.
 
-    bench_backup_report.py RESULTS_TSV
+    bench_backup_report.py RESULTS_TSV [PUBLISHED_MB_S]
+
+PUBLISHED_MB_S, given when kafka-backup was not measured: its published figure, to which krec's
+MB/s is then compared instead (said as such in the cell).
 """
 
 import csv
@@ -38,7 +41,7 @@ def ratio(krec, other, key):
     return f"{krec[key] / other[key]:.2f}"
 
 
-def main(path):
+def main(path, published=None):
     rows = list(csv.DictReader(open(path), delimiter="\t"))
     groups = {}
     for r in rows:
@@ -65,6 +68,8 @@ def main(path):
                     if tool == "krec" and peer in stats:
                         other = stats[peer]
                         cells.append(f"{ratio(krec, other, 'mb_s')}, {ratio(krec, other, 'mb_cpu_s')}")
+                    elif tool == "krec" and peer == "kafka-backup" and published:
+                        cells.append(f"{krec['mb_s'] / published:.2f} of its published {published:g} MB/s")
                     else:
                         cells.append("")
                 print(f"| {phase} | {NAMES[tool]} | {s['mb_s']:.1f} | {s['cpu_us']:.2f} | {s['mb_cpu_s']:.1f} "
@@ -73,6 +78,6 @@ def main(path):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
+    if len(sys.argv) not in (2, 3):
         sys.exit(__doc__)
-    main(sys.argv[1])
+    main(sys.argv[1], float(sys.argv[2]) if len(sys.argv) == 3 else None)
