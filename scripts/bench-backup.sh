@@ -179,6 +179,8 @@ offset_storage:
   db_path: "$dir.offsets.db"
 EOF
     if [[ "$mode" == backup ]]; then
+        # Its own compression knows none, lz4 and zstd (its default, for gzip and snappy topics).
+        [[ "$codec" =~ ^(none|lz4|zstd)$ ]] || codec=zstd
         printf 'backup:\n  compression: %s\n  stop_at_current_offsets: true\n' "$codec" >>"$file"
     else
         printf 'restore:\n  topic_mapping:\n    "%s": "%s"\n' "$topic" "$target" >>"$file"
