@@ -13,7 +13,7 @@
 #                          test; kafka-backup only if already built; stops the broker at the
 #                          end if it started it)
 #   --build-kafka-backup   build kafka-backup's driver (benches/kafka-backup, once per version,
-#                          minutes) and exit; scripts/install-deps.sh runs this
+#                          minutes) and exit; a full run builds it when it is missing
 #   --stop                 stop the benchmark broker at the end (kept by default)
 #
 # The source topic is filled once per script run by `krec produce` (keys, 100-300 B values of

@@ -326,7 +326,7 @@ bench_smoke scripts/bench-metrics.sh
 bench_smoke scripts/bench-schema.sh
 # Its target broker is its own (started and stopped by it); the source is the shared one.
 bench_smoke scripts/bench-mirror.sh
-# kafka-backup's rows only if install-deps built its driver; krec's once krec has backup.
+# kafka-backup's rows only if a full run built its driver before (never built here).
 bench_smoke scripts/bench-backup.sh
 stop_brokers
 
