@@ -22,6 +22,9 @@ enum Command {
     /// Copy topics to another cluster as they are (batches untouched), exactly once.
     #[command(after_help = MIRROR_EXAMPLES)]
     Mirror(Box<cli::mirror::MirrorArgs>),
+    /// Back topics up into a directory or object store, in Kafka's segment format.
+    #[command(after_help = BACKUP_EXAMPLES)]
+    Backup(Box<cli::backup::BackupArgs>),
     /// Show brokers, controller and topic partitions with replicas and ISR (kcat's -L).
     #[command(
         after_help = "Examples:\n  krec metadata -b h1:9092\n  krec metadata -b h1:9092 -t orders -J"
@@ -79,12 +82,20 @@ const MIRROR_EXAMPLES: &str = "Examples:
   krec mirror -b h1:9092 -t orders,'^logs-' --to h2:9092 --name dr --topic-prefix h1. --stats
   krec mirror -b h1:9092 -F source.properties -t orders --to h2:9093 --to-config target.properties --name dr -e";
 
+const BACKUP_EXAMPLES: &str = "Examples:
+  krec backup -b h1:9092 -t orders /backups/orders
+  krec backup -b h1:9092 -t orders,'^logs-' s3://bucket/kafka --stats
+  krec backup -b h1:9092 -F source.properties -t orders /backups/orders --follow
+Exit status 3: backed up, but the source had deleted records (retention) before the backup
+read them; the manifest lists the lost ranges.";
+
 fn main() -> ExitCode {
     match Command::parse() {
         Command::Decode(args) => cli::decode::run(args),
         Command::Consume(args) => cli::consume::run(*args),
         Command::Produce(args) => cli::produce::run(*args),
         Command::Mirror(args) => cli::mirror::run(*args),
+        Command::Backup(args) => cli::backup::run(*args),
         Command::Metadata(args) => cli::metadata::run(args),
         Command::Offsets(args) => cli::offsets::run(args),
         Command::Count(args) => cli::count::run(args),

@@ -49,10 +49,23 @@
 //! # }
 //! ```
 //!
+//! `krec backup` puts a backup location at the sink's end ([`BackupSink`]; [`BackupConfig`]):
+//! each source partition's batches, bytes as fetched (compressed batches stay compressed),
+//! go into Kafka's log layout, `<topic>-<partition>/<20-digit base offset>.log`, in a
+//! directory or an object store (S3, GCS, Azure). Read committed: aborted data and control
+//! batches are not kept. A commit publishes each segment whole (a rename on a disk, one PUT
+//! or a completed multipart upload in an object store), then rewrites `manifest.json`
+//! (conditionally: one backup at a time) with each topic's id, settings and partition count,
+//! each partition's segments, offsets, timestamps, the ranges the source no longer had, and
+//! where the next run resumes; the consumer groups' committed offsets on the topics too. A
+//! crash leaves at worst segments the manifest does not list; run again, a backup continues
+//! where its manifest says.
+//!
 //! Layers, bottom up: `error`; `ends` (the two traits and what crosses them); `stats`;
 //! `shape` (as it is, written again, or skipped); `connect`, `positions` (where a copy
 //! stands, in the target), `target_topics` and `group_offsets` (consumer groups' offsets
-//! translated to the target); the two cluster ends; `pipeline`; `mirror`.
+//! translated to the target); the two cluster ends; `pipeline`; `mirror`; `store` and
+//! `manifest` (a backup's location and its index), `backup_sink`, `backup`.
 
 //!
 //! # Public surface
@@ -62,18 +75,22 @@
 //!
 //! - The mirror: [`MirrorConfig`], [`Mirror`] (a [`Pipeline`] of a [`ClusterSource`] and a
 //!   [`ClusterSink`]), [`PipelineSettings`], [`CopyStats`] and its [`CopySnapshot`], [`Error`].
+//! - The backup: [`BackupConfig`], [`Backup`] (a [`Pipeline`] of a [`ClusterSource`] and a
+//!   [`BackupSink`]).
 //! - The ends, for other sources and sinks: [`BatchSource`], [`BatchSink`], [`SourceTopic`],
 //!   [`SourceRun`], [`SourceBatch`], [`Positions`], [`Ownership`].
 
 #![deny(missing_docs)]
 
+mod backup;
+mod backup_sink;
 mod cluster_sink;
 mod cluster_source;
 mod connect;
 mod ends;
 mod error;
 mod group_offsets;
-#[allow(dead_code)] // Until the backup ends use them.
+#[allow(dead_code)] // Until the restore reads it.
 mod manifest;
 mod mirror;
 mod pipeline;
@@ -84,6 +101,8 @@ mod stats;
 mod store;
 mod target_topics;
 
+pub use backup::{Backup, BackupConfig};
+pub use backup_sink::BackupSink;
 pub use cluster_sink::ClusterSink;
 pub use cluster_source::ClusterSource;
 pub use ends::{BatchSink, BatchSource, Ownership, Positions, SourceBatch, SourceRun, SourceTopic};
