@@ -2,8 +2,9 @@
 //! aborted transaction, backed up into a directory, read back by `krec decode` and by Kafka's
 //! DumpLogSegments and compared with the source record by record; the manifest's offsets,
 //! timestamps, topic id and consumer groups; a backup run again (incremental) and one that
-//! finds records deleted under it; a compacted topic kept as the broker stored it; a backup
-//! into S3 (moto's server).
+//! finds records deleted under it; one killed (SIGKILL) before its commit and run again; one
+//! following its source until SIGTERM; a compacted topic kept as the broker stored it; a
+//! backup into S3 (moto's server).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -558,4 +559,49 @@ fn a_following_backup_runs_until_sigterm_and_commits_what_it_read() {
             .collect();
         assert_same(&got, &want, &format!("{topic}-{partition}"));
     }
+}
+
+#[test]
+fn a_backup_killed_mid_run_leaves_its_manifest_whole_and_runs_again() {
+    let broker = broker();
+    let dir = tempfile::tempdir().expect("a directory");
+    let topic = unique_topic("backup-killed");
+    broker.create_topic(&topic, 1, 1);
+    let produce = |from: usize| {
+        broker.produce_python(&ProducePlan {
+            topic: topic.clone(),
+            compression: "gzip".to_owned(),
+            steps: vec![(None, simple_records(from, 30, 1))],
+            ..ProducePlan::default()
+        })
+    };
+    produce(0);
+    backup(&broker, &topic, dir.path(), 0);
+    let before = std::fs::read(dir.path().join("manifest.json")).expect("the manifest");
+    produce(30);
+    // Killed (SIGKILL) after reading and staging the new records, before its commit.
+    let location = dir.path().to_str().expect("UTF-8 path");
+    let mut running = backup_command(&broker, &topic, location)
+        .arg("--follow")
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run krec backup --follow");
+    std::thread::sleep(Duration::from_secs(2));
+    running.kill().expect("SIGKILL");
+    let _ = running.wait();
+    let after = std::fs::read(dir.path().join("manifest.json")).expect("the manifest");
+    assert!(after == before, "the manifest changed without a commit");
+    // Run again: it continues from the manifest, the staged leftovers written again.
+    backup(&broker, &topic, dir.path(), 0);
+    assert!(!dir.path().join(".krec-staging").exists());
+    let kept = manifest(dir.path());
+    let partition = &kept["topics"][&topic]["partition"]["0"];
+    assert_eq!(partition["next_offset"], 60);
+    let bases: Vec<i64> = (partition["segments"].as_array().unwrap().iter())
+        .map(|s| s["base_offset"].as_i64().unwrap())
+        .collect();
+    assert_eq!(bases, [0, 30]);
+    let files = segment_files(dir.path(), &topic);
+    assert_eq!(files.len(), 2, "{files:?}");
+    assert_same(&decoded(&files), &committed(&broker, &topic), &topic);
 }
