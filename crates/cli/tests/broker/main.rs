@@ -14,6 +14,7 @@
 mod support;
 
 mod backup;
+mod backup_runs;
 mod compat;
 mod consume;
 mod count;
