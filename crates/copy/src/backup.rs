@@ -22,6 +22,22 @@ use crate::Error;
 pub type Backup = Pipeline<ClusterSource, BackupSink>;
 
 /// What a backup reads, and where it keeps it.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), krec_copy::Error> {
+/// use krec_consumer::{ConsumerConfig, TopicSubscription};
+/// use krec_copy::BackupConfig;
+///
+/// let source = ConsumerConfig::from_properties([("bootstrap.servers", "source:9092")])?;
+/// let topics = TopicSubscription::parse(["orders", "^logs-"])?;
+/// let backup = BackupConfig::new(source, topics, "s3://bucket/kafka".to_owned())
+///     .connect()
+///     .await?;
+/// let done = backup.run(std::future::pending()).await?;
+/// println!("{} records backed up, {} lost", done.records, done.lost_records);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct BackupConfig {
     /// The source cluster (read committed whatever it says).

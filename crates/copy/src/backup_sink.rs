@@ -17,6 +17,7 @@ use bytes::Bytes;
 use krec_batch::layout::{self, magic, v2};
 use krec_batch::{BatchWalk, DecodeConfig};
 use krec_client::TopicPartition;
+use tokio::task::JoinSet;
 
 use crate::backup::{GroupOffsets, GroupOffsetsReader};
 use crate::ends::{BatchSink, Ownership, Positions, SourceTopic};
@@ -25,6 +26,9 @@ use crate::manifest::{
 };
 use crate::store::{ManifestVersion, Store};
 use crate::Error;
+
+/// Segments published at once at a commit.
+const PARALLEL_PUBLISHES: usize = 8;
 
 /// The consumer groups' offsets are read again at a commit at most this often (and always
 /// when the backup ends).
@@ -155,19 +159,38 @@ impl BackupSink {
         Ok(segments.last_mut().expect("pushed above"))
     }
 
-    /// Publishes every segment of the open transaction and enters it in the manifest.
+    /// Publishes every segment of the open transaction, several at once (an object store's
+    /// uploads each wait a round trip), then enters them in the manifest in offset order.
     async fn publish(&mut self) -> Result<(), Error> {
-        let segments = std::mem::take(&mut self.segments);
-        for (partition, staged) in segments {
+        let mut finished = Vec::new();
+        for (partition, staged) in std::mem::take(&mut self.segments) {
             for mut segment in staged {
                 segment.finish()?;
-                self.store
-                    .publish(&segment.meta.file, &segment.path)
-                    .await?;
-                self.published.fetch_add(1, Relaxed);
-                let kept = self.partition_manifest(&partition);
-                kept.segments.push(segment.meta);
+                finished.push((partition.clone(), segment.meta, segment.path));
             }
+        }
+        let mut waiting = finished.iter();
+        let mut uploads = JoinSet::new();
+        loop {
+            while uploads.len() < PARALLEL_PUBLISHES {
+                let Some((_, meta, path)) = waiting.next() else {
+                    break;
+                };
+                let (store, name, path) = (self.store.clone(), meta.file.clone(), path.clone());
+                uploads.spawn(async move { store.publish(&name, &path).await });
+            }
+            let Some(published) = uploads.join_next().await else {
+                break;
+            };
+            published.map_err(|error| Error::Backup {
+                file: self.store.location().to_owned(),
+                position: None,
+                detail: format!("publishing a segment stopped: {error}"),
+            })??;
+            self.published.fetch_add(1, Relaxed);
+        }
+        for (partition, meta, _) in finished {
+            self.partition_manifest(&partition).segments.push(meta);
         }
         for (partition, range) in std::mem::take(&mut self.lost) {
             self.partition_manifest(&partition).lost.push(range);
