@@ -98,7 +98,7 @@ impl BackupConfig {
                     .to_owned(),
             });
         }
-        let store = Store::open(&self.location).await?;
+        let store = Store::open_to_write(&self.location).await?;
         let groups = GroupOffsetsReader::new(
             self.source.bootstrap.clone(),
             self.source.connection.clone(),

@@ -38,7 +38,7 @@ fn topic(partitions: i32) -> SourceTopic {
 
 /// A sink into `dir`; its groups are read from a broker where nothing listens (a warning).
 async fn sink(dir: &std::path::Path, segment_bytes: u64) -> BackupSink {
-    let store = Store::open(dir.to_str().unwrap()).await.unwrap();
+    let store = Store::open_to_write(dir.to_str().unwrap()).await.unwrap();
     let nowhere = vec!["127.0.0.1:1".to_owned()];
     let groups = GroupOffsetsReader::new(nowhere.clone(), ConnectionSettings::default());
     BackupSink::open(store, nowhere, segment_bytes, false, groups)
