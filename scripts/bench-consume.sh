@@ -143,31 +143,6 @@ topic_end_offsets() {
         | awk -F: '{ sum += $NF } END { print sum + 0 }'
 }
 
-# Keys, values of 100-300 B made of words (so codecs have something to find), one per line.
-make_payload_file() {
-    local file="$1" count="$2"
-    [[ -f "$file" ]] && [[ "$(wc -l <"$file")" == "$count" ]] && return 0
-    python3 - "$file" "$count" <<'EOF'
-import random, sys
-path, count = sys.argv[1], int(sys.argv[2])
-rng = random.Random(20261130)
-words = ["order", "customer", "shipped", "invoice", "pending", "paid", "warehouse", "item",
-         "quantity", "price", "EUR", "USD", "berlin", "lisbon", "osaka", "status", "created",
-         "updated", "true", "false", "null", "id", "sku", "cart", "session", "region"]
-words += ["%x" % rng.getrandbits(32) for _ in range(400)]
-with open(path, "w") as out:
-    for i in range(count):
-        size = rng.randint(100, 300)
-        parts, length = [], 0
-        while length < size:
-            w = rng.choice(words)
-            parts.append(w)
-            length += len(w) + 1
-        value = " ".join(parts)[:size]
-        out.write("key-%d\t%s\n" % (rng.randrange(1 << 20), value))
-EOF
-}
-
 fill_topic() {
     local topic="$1" codec="$2" count="$3"
     local have
@@ -198,7 +173,7 @@ fill_topic() {
 }
 
 PAYLOAD="$REPO_ROOT/target/bench-consume/payload-$RECORDS.txt"
-make_payload_file "$PAYLOAD" "$RECORDS"
+bench_payload_file "$PAYLOAD" "$RECORDS"
 for codec in "${SMALL_TOPICS[@]}"; do fill_topic "bc-$RECORDS-$codec" "$codec" "$RECORDS"; done
 if ((TLS)); then
     TOPICS=()

@@ -159,34 +159,9 @@ SOURCE="$BOOTSTRAP"
 TARGET="$(bash "$KAFKA" bootstrap --name "$TARGET_NAME")"
 log "source broker '$BROKER_NAME' at $SOURCE, target broker '$TARGET_NAME' at $TARGET"
 
-# Keys and values of words (so codecs have something to find), KEY<TAB>VALUE per line, values
-# of 100-300 B: the records of scripts/bench-produce.sh.
-make_payload_file() {
-    local file="$1" count="$2"
-    [[ -f "$file" ]] && [[ "$(wc -l <"$file")" == "$count" ]] && return 0
-    log "writing $count records to $file"
-    python3 - "$file" "$count" <<'EOF'
-import random, sys
-path, count = sys.argv[1], int(sys.argv[2])
-rng = random.Random(20261130)
-words = ["order", "customer", "shipped", "invoice", "pending", "paid", "warehouse", "item",
-         "quantity", "price", "EUR", "USD", "berlin", "lisbon", "osaka", "status", "created",
-         "updated", "true", "false", "null", "id", "sku", "cart", "session", "region"]
-words += ["%x" % rng.getrandbits(32) for _ in range(400)]
-with open(path + ".tmp", "w") as out:
-    for i in range(count):
-        size = rng.randint(100, 300)
-        parts, length = [], 0
-        while length < size:
-            w = rng.choice(words)
-            parts.append(w)
-            length += len(w) + 1
-        out.write("key-%d\t%s\n" % (rng.randrange(1 << 20), " ".join(parts)[:size]))
-EOF
-    mv "$file.tmp" "$file"
-}
+# The records of scripts/bench-produce.sh (lib/bench.sh).
 PAYLOAD="$REPO_ROOT/target/bench-mirror/records-$RECORDS.txt"
-make_payload_file "$PAYLOAD" "$RECORDS"
+bench_payload_file "$PAYLOAD" "$RECORDS"
 
 # fill_topic TOPIC CODEC COUNT FILE: TOPIC on the source holds the COUNT records of FILE,
 # written by krec produce with CODEC (a topic already holding COUNT records is kept).

@@ -156,39 +156,13 @@ producer_command() {
 
 bench_broker bench-produce
 
-# Keys and values of words (so codecs have something to find), KEY<TAB>VALUE per line: values
-# of 100-300 B (small, the records of scripts/bench-consume.sh) or of 1024 B (1k).
-make_payload_file() {
-    local file="$1" count="$2" size="$3"
-    [[ -f "$file" ]] && [[ "$(wc -l <"$file")" == "$count" ]] && return 0
-    log "writing $count records of $size values to $file"
-    python3 - "$file" "$count" "$size" <<'EOF'
-import random, sys
-path, count, size_name = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-rng = random.Random(20261130)
-words = ["order", "customer", "shipped", "invoice", "pending", "paid", "warehouse", "item",
-         "quantity", "price", "EUR", "USD", "berlin", "lisbon", "osaka", "status", "created",
-         "updated", "true", "false", "null", "id", "sku", "cart", "session", "region"]
-words += ["%x" % rng.getrandbits(32) for _ in range(400)]
-with open(path + ".tmp", "w") as out:
-    for i in range(count):
-        size = rng.randint(100, 300) if size_name == "small" else 1024
-        parts, length = [], 0
-        while length < size:
-            w = rng.choice(words)
-            parts.append(w)
-            length += len(w) + 1
-        value = " ".join(parts)[:size]
-        out.write("key-%d\t%s\n" % (rng.randrange(1 << 20), value))
-EOF
-    mv "$file.tmp" "$file"
-}
-
+# Values of 100-300 B (small, the records of scripts/bench-consume.sh) or of 1024 B (1k).
 SIZES=(small 1k)
 declare -A SIZE_RECORDS=([small]="$RECORDS" [1k]=$((RECORDS / 2)))
+declare -A SIZE_VALUE_BYTES=([small]="" [1k]=1024)
 for size in "${SIZES[@]}"; do
     payload="$REPO_ROOT/target/bench-produce/records-$size-${SIZE_RECORDS[$size]}.txt"
-    make_payload_file "$payload" "${SIZE_RECORDS[$size]}" "$size"
+    bench_payload_file "$payload" "${SIZE_RECORDS[$size]}" "${SIZE_VALUE_BYTES[$size]}"
     # ProducerPerformance's values: the first values of the same file, one per line.
     head -n 10000 "$payload" | cut -f2- >"$OUT/java-values-$size.txt"
 done

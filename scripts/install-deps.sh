@@ -58,6 +58,8 @@ bash scripts/bench-mirror.sh --fetch
 # Apicurio Registry (built from Maven Central) and the venv of the Confluent Python serializers,
 # for the Schema Registry tests (broker_schema.rs) and scripts/bench-schema.sh.
 bash scripts/registry.sh fetch
+# moto's S3-compatible server (a venv), for the backup tests through object storage (scripts/s3.sh).
+bash scripts/s3.sh fetch
 # AWS's MSK IAM signer and botocore (a venv) and EC2 metadata mock (Go), for the MSK IAM tests.
 bash scripts/aws.sh fetch
 
@@ -78,6 +80,10 @@ if [[ ! -x "$TOXIPROXY_BIN" ]]; then
     rm -rf "$(dirname "$TOXIPROXY_BIN")"
     mv "$tmp" "$(dirname "$TOXIPROXY_BIN")"
 fi
+
+# osodevops/kafka-backup's engine is NOT built here: its build takes minutes of the suite's
+# twenty. A full scripts/bench-backup.sh run builds it once per version into a cache directory;
+# `--quick` uses it only when that build is there.
 
 # Ory Hydra, the OAuth 2 server of the OIDC tests (scripts/oauth.sh), built once from the Go
 # module proxy into a cache directory named after its version, like Toxiproxy.

@@ -3,10 +3,10 @@
 #
 # Order, chosen so that nothing waits that need not (2 cores):
 #   1. dependencies, rustfmt, `cargo package` of the publishable crates (no compiling);
-#   2. the Kerberos KDC (scripts/kdc.sh) and the OAuth server (scripts/oauth.sh), a second
-#      each, then the brokers in the background: a single node with Toxiproxy lanes, a secured
-#      node (TLS, SASL, GSSAPI against the KDC, OAUTHBEARER against the OAuth server, ACLs)
-#      with lanes, the Schema Registry, and a three-node cluster;
+#   2. the Kerberos KDC (scripts/kdc.sh), the S3 server (scripts/s3.sh) and the OAuth server
+#      (scripts/oauth.sh), a second or two each, then the brokers in the background: a single
+#      node with Toxiproxy lanes, a secured node (TLS, SASL, GSSAPI against the KDC, OAUTHBEARER
+#      against the OAuth server, ACLs) with lanes, the Schema Registry, and a three-node cluster;
 #   3. the ship tests built without the gssapi feature (krec version -v drops it), clippy,
 #      then one build of every target (tests, benches, examples, and the broker and
 #      cluster test binaries, which `cargo test` alone leaves out: `test = false`);
@@ -38,6 +38,10 @@
 #   KREC_TEST_PYTHON             the Python with the Confluent serializers (registry.sh python)
 #   KREC_TEST_AWS_PYTHON         the Python with AWS's MSK IAM signer and botocore, and
 #   KREC_TEST_EC2_METADATA_MOCK  AWS's EC2 metadata mock, for crates/client/tests/msk_iam (aws.sh)
+#   KREC_TEST_S3_ENDPOINT        an S3-compatible server (moto, scripts/s3.sh): its URL; clients
+#                                take the rest of `s3.sh env` (keys test/test, us-east-1,
+#                                AWS_ALLOW_HTTP=true); a bucket is made by an unsigned PUT of
+#                                ENDPOINT/BUCKET or by `s3.sh bucket`
 #   KREC_TEST_CLUSTER_BOOTSTRAP  bootstrap string of the three-node cluster
 #   KREC_TEST_CLUSTER_NAME       kafka.sh instance name of the cluster
 #   KREC_TEST_COMPAT_NAMES       kafka.sh instance names of older releases on ZooKeeper
@@ -88,6 +92,7 @@ stop_brokers() {
         bash "$OAUTH_SH" stop --name "$name" || true
     done
     oauth_servers=()
+    bash scripts/s3.sh stop --name "$INSTANCE-s3" || true
     # After the brokers, which hold no session with it but log their last words about it.
     for name in "${kdcs[@]}"; do
         bash "$KDC_SH" stop --name "$name" || true
@@ -183,6 +188,10 @@ section "start the KDC, then the brokers in the background (logs in target/test-
 bash "$KDC_SH" stop --name "$KDC_INSTANCE"
 kdcs+=("$KDC_INSTANCE")
 KDC_ENV="$(bash "$KDC_SH" start --name "$KDC_INSTANCE" --owner-pid $$)"
+# The S3-compatible server of the backup tests (moto, in memory; a fresh one): a second or two.
+bash scripts/s3.sh stop --name "$INSTANCE-s3"
+KREC_TEST_S3_ENDPOINT="$(bash scripts/s3.sh start --name "$INSTANCE-s3" --owner-pid $$)"
+export KREC_TEST_S3_ENDPOINT
 # Lanes of proxied listeners for the fault tests (one lane per fault test running at once).
 start_instance "$INSTANCE" 1 --proxies 3
 # The secured broker validates OAUTHBEARER tokens against the OAuth server: that starts first.
@@ -317,6 +326,8 @@ bench_smoke scripts/bench-metrics.sh
 bench_smoke scripts/bench-schema.sh
 # Its target broker is its own (started and stopped by it); the source is the shared one.
 bench_smoke scripts/bench-mirror.sh
+# kafka-backup's rows only if a full run built its driver before (never built here).
+bench_smoke scripts/bench-backup.sh
 stop_brokers
 
 section "all tests passed"

@@ -11,7 +11,8 @@
 //! - [`producer`]: the embeddable async producer: `send` a record, await its offset;
 //!   idempotent, batched per partition, Java's partitioning (`krec-producer`).
 //! - [`copy`]: topics copied as they are, exactly once: one pipeline from a source of
-//!   batches to a sink of batches, with a cluster at each end for `krec mirror`
+//!   batches to a sink of batches, with a cluster at each end for `krec mirror` and a
+//!   backup location (a directory or an object store) at the sink's for `krec backup`
 //!   (`krec-copy`).
 //! - [`schema`]: Schema Registry values (Avro, Protobuf, JSON Schema) to JSON text
 //!   (`krec-schema`); it depends on none of the crates above.

@@ -16,6 +16,9 @@
 #   bench_broker DEFAULT [START_OPTION...]
 #                                 BROKER_NAME, BOOTSTRAP: a kafka.sh broker, started if needed
 #   bench_on_exit COMMAND         run COMMAND (a string, eval'd) when the script exits
+#   bench_payload_file FILE COUNT [VALUE_BYTES]
+#                                 COUNT records as KEY<TAB>VALUE lines in FILE (kept if it has
+#                                 them), values of words, 100-300 B or VALUE_BYTES each
 #   measure [--pidfile F] OUT COMMAND...
 #                                 the wait4 timer (scripts/lib/timer.py): "wall_s user_s sys_s
 #                                 max_rss_kb" of COMMAND into OUT
@@ -214,6 +217,39 @@ bench_broker() {
 # bench_broker_secured NAME: exit 0 iff instance NAME was started with --secured.
 bench_broker_secured() {
     bash "$KAFKA" secure-env --name "$1" >/dev/null 2>&1
+}
+
+# --- records ----------------------------------------------------------------------------------
+
+# bench_payload_file FILE COUNT [VALUE_BYTES]
+# The records of the benchmarks that produce their own: keys key-N, values of words (so codecs
+# have something to find) of 100-300 B, or of VALUE_BYTES each; one seed everywhere, so every
+# script's file of COUNT records holds the same lines. A file already holding COUNT lines is
+# kept; a new one is written beside it and renamed into place.
+bench_payload_file() {
+    local file="$1" count="$2" value_bytes="${3:-}"
+    [[ -f "$file" ]] && [[ "$(wc -l <"$file")" == "$count" ]] && return 0
+    log "writing $count records to $file"
+    mkdir -p "$(dirname "$file")"
+    python3 - "$file" "$count" "$value_bytes" <<'PY'
+import random, sys
+path, count, value_bytes = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+rng = random.Random(20261130)
+words = ["order", "customer", "shipped", "invoice", "pending", "paid", "warehouse", "item",
+         "quantity", "price", "EUR", "USD", "berlin", "lisbon", "osaka", "status", "created",
+         "updated", "true", "false", "null", "id", "sku", "cart", "session", "region"]
+words += ["%x" % rng.getrandbits(32) for _ in range(400)]
+with open(path + ".tmp", "w") as out:
+    for i in range(count):
+        size = int(value_bytes) if value_bytes else rng.randint(100, 300)
+        parts, length = [], 0
+        while length < size:
+            w = rng.choice(words)
+            parts.append(w)
+            length += len(w) + 1
+        out.write("key-%d\t%s\n" % (rng.randrange(1 << 20), " ".join(parts)[:size]))
+PY
+    mv "$file.tmp" "$file"
 }
 
 # --- measuring --------------------------------------------------------------------------------

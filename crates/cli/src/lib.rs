@@ -48,6 +48,7 @@
 //! `docs/ARCHITECTURE.md` in the repository.
 #![deny(missing_docs)]
 
+pub mod backup;
 pub mod cluster;
 pub mod completions;
 pub mod consume;

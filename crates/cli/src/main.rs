@@ -22,6 +22,9 @@ enum Command {
     /// Copy topics to another cluster as they are (batches untouched), exactly once.
     #[command(after_help = MIRROR_EXAMPLES)]
     Mirror(Box<cli::mirror::MirrorArgs>),
+    /// Back topics up into a directory or object store, in Kafka's segment format.
+    #[command(after_help = BACKUP_EXAMPLES)]
+    Backup(Box<cli::backup::BackupArgs>),
     /// Write a backup's topics back into a cluster, exactly once (`krec backup` writes them).
     #[command(after_help = RESTORE_EXAMPLES)]
     Restore(Box<cli::restore::RestoreArgs>),
@@ -82,6 +85,12 @@ const MIRROR_EXAMPLES: &str = "Examples:
   krec mirror -b h1:9092 -t orders,'^logs-' --to h2:9092 --name dr --topic-prefix h1. --stats
   krec mirror -b h1:9092 -F source.properties -t orders --to h2:9093 --to-config target.properties --name dr -e";
 
+const BACKUP_EXAMPLES: &str = "Examples:
+  krec backup -b h1:9092 -t orders /backups/orders
+  krec backup -b h1:9092 -t orders,'^logs-' s3://bucket/kafka --stats
+  krec backup -b h1:9092 -F source.properties -t orders /backups/orders --follow
+Exit status 3: backed up, but the source had deleted records (retention) before the backup
+read them; the manifest lists the lost ranges.";
 const RESTORE_EXAMPLES: &str = "Examples:
   krec restore -b h2:9092 /backups/orders
   krec restore -b h2:9092 s3://bucket/backups/orders -t orders --until 2026-11-30T10:00:00Z --groups
@@ -93,6 +102,7 @@ fn main() -> ExitCode {
         Command::Consume(args) => cli::consume::run(*args),
         Command::Produce(args) => cli::produce::run(*args),
         Command::Mirror(args) => cli::mirror::run(*args),
+        Command::Backup(args) => cli::backup::run(*args),
         Command::Restore(args) => cli::restore::run(*args),
         Command::Metadata(args) => cli::metadata::run(args),
         Command::Offsets(args) => cli::offsets::run(args),

@@ -445,6 +445,7 @@ impl BatchSink for ClusterSink {
     }
 
     async fn close(self) -> Result<(), Error> {
+        self.group_offsets.warn_untranslated();
         self.producer.close().await?;
         if let Some(member) = self.member {
             member.close().await?;

@@ -168,7 +168,8 @@ impl<D> GroupOffsets<D> {
                 continue;
             };
             for watched in &covering.offsets {
-                let at = landed + (watched.offset - covering.source_base).max(0);
+                let into = watched.offset.saturating_sub(covering.source_base).max(0);
+                let at = landed.saturating_add(into);
                 let group = translated.entry(watched.group.clone()).or_default();
                 group.insert(covering.partition.clone(), at);
             }
@@ -193,6 +194,17 @@ impl<D> GroupOffsets<D> {
     pub(crate) fn committed(&mut self) {
         self.covering.clear();
         self.passed.clear();
+    }
+
+    /// Warns of each offset never translated: the copy did not reach it (no record at or
+    /// after it, and its partition's position never passed it).
+    pub(crate) fn warn_untranslated(&self) {
+        for (partition, waiting) in &self.waiting {
+            for watched in waiting {
+                tracing::warn!(group = %watched.group, %partition, offset = watched.offset,
+                    "group offset not translated: the copy did not reach it");
+            }
+        }
     }
 
     /// The open transaction aborted: its offsets wait again.

@@ -122,3 +122,14 @@ fn source_offsets_come_from_the_batch_header() {
     legacy[layout::MAGIC_AT] = 1;
     assert_eq!(source_offsets(&legacy), None);
 }
+
+#[test]
+fn extreme_offsets_neither_overflow_nor_land_outside_the_batch() {
+    let mut groups = watching(&[("low", i64::MIN), ("high", i64::MAX)]);
+    assert!(send(&mut groups, 100, 109, 'x'));
+    land(&mut groups, |_| 7);
+    let positions = Positions::from([(partition(), 110)]);
+    let out = groups.translate(&positions, &HashMap::from([(partition(), 17)]));
+    assert_eq!(out, translated(&[("low", 7)]));
+    assert!(groups.watches(&partition()), "i64::MAX is never reached");
+}

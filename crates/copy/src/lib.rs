@@ -49,6 +49,18 @@
 //! # }
 //! ```
 //!
+//! `krec backup` puts a backup location at the sink's end ([`BackupSink`]; [`BackupConfig`]):
+//! each source partition's batches, bytes as fetched (compressed batches stay compressed),
+//! go into Kafka's log layout, `<topic>-<partition>/<20-digit base offset>.log`, in a
+//! directory or an object store (S3, GCS, Azure). Read committed: aborted data and control
+//! batches are not kept. A commit publishes each segment whole (a rename on a disk, one PUT
+//! or a completed multipart upload in an object store), then rewrites `manifest.json`
+//! (conditionally: one backup at a time) with each topic's id, settings and partition count,
+//! each partition's segments, offsets, timestamps, the ranges the source no longer had, and
+//! where the next run resumes; the consumer groups' committed offsets on the topics too. A
+//! crash leaves at worst segments the manifest does not list; run again, a backup continues
+//! where its manifest says.
+//!
 //! `krec restore` puts a backup at the source end ([`BackupSource`], [`RestoreConfig`]): the
 //! segments its manifest lists, read in ranges with every CRC checked, go through the same
 //! transactional [`ClusterSink`], so a restore cut short and run again, or run again after a
@@ -60,8 +72,9 @@
 //! Layers, bottom up: `error`; `ends` (the two traits and what crosses them); `stats`;
 //! `shape` (as it is, written again, or skipped); `connect`, `positions` (where a copy
 //! stands, in the target), `target_topics` and `group_offsets` (consumer groups' offsets
-//! translated to the target); the two cluster ends; `store` and `manifest` (a backup's
-//! location and what it holds), `backup_source`; `pipeline`; `mirror`, `restore`.
+//! translated to the target); the two cluster ends; `pipeline`; `mirror`; `store` and
+//! `manifest` (a backup's location and its index), `backup_sink`, `backup`,
+//! `backup_source`, `restore`.
 
 //!
 //! # Public surface
@@ -71,6 +84,8 @@
 //!
 //! - The mirror: [`MirrorConfig`], [`Mirror`] (a [`Pipeline`] of a [`ClusterSource`] and a
 //!   [`ClusterSink`]), [`PipelineSettings`], [`CopyStats`] and its [`CopySnapshot`], [`Error`].
+//! - The backup: [`BackupConfig`], [`Backup`] (a [`Pipeline`] of a [`ClusterSource`] and a
+//!   [`BackupSink`]).
 //! - The restore: [`RestoreConfig`], [`Restore`] (a [`Pipeline`] of a [`BackupSource`], a
 //!   backup's segments, and a [`ClusterSink`]).
 //! - The ends, for other sources and sinks: [`BatchSource`], [`BatchSink`], [`SourceTopic`],
@@ -78,6 +93,8 @@
 
 #![deny(missing_docs)]
 
+mod backup;
+mod backup_sink;
 mod backup_source;
 mod cluster_sink;
 mod cluster_source;
@@ -85,7 +102,7 @@ mod connect;
 mod ends;
 mod error;
 mod group_offsets;
-#[allow(dead_code)] // Until the backup ends use them.
+#[allow(dead_code)] // Until the restore reads it.
 mod manifest;
 mod mirror;
 mod pipeline;
@@ -97,6 +114,8 @@ mod stats;
 mod store;
 mod target_topics;
 
+pub use backup::{Backup, BackupConfig};
+pub use backup_sink::BackupSink;
 pub use backup_source::BackupSource;
 pub use cluster_sink::ClusterSink;
 pub use cluster_source::ClusterSource;

@@ -95,6 +95,11 @@ impl<S: BatchSource + Send, K: BatchSink + Send> Pipeline<S, K> {
         self.stats.clone()
     }
 
+    /// The sink, for what it reports of itself.
+    pub fn sink(&self) -> &K {
+        &self.sink
+    }
+
     /// Copies until the source ends, the idle timeout passes or `stop` completes; the open
     /// transaction is committed before returning.
     pub async fn run(mut self, stop: impl Future<Output = ()>) -> Result<CopySnapshot, Error> {

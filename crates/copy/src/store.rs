@@ -42,7 +42,10 @@ pub(crate) struct Store {
     location: String,
     /// The directory of a local backup.
     local: Option<PathBuf>,
-    staging: PathBuf,
+    /// Where segments are written before they are published; only when opened to write.
+    staging: Option<PathBuf>,
+    /// A directory's lock, held while open to write.
+    lock: Option<Arc<Lock>>,
 }
 
 /// The version of the manifest a backup read, which its next write must still find.
@@ -50,7 +53,7 @@ pub(crate) struct Store {
 pub(crate) struct ManifestVersion(UpdateVersion);
 
 impl Store {
-    /// Opens `location`: a directory (made if missing), `file://` URL, or object store URL.
+    /// Opens `location` to read a backup: a directory, `file://` URL, or object store URL.
     pub(crate) async fn open(location: &str) -> Result<Self, Error> {
         let scheme = location.split_once("://").map(|(scheme, _)| scheme);
         match scheme {
@@ -59,14 +62,37 @@ impl Store {
         }
     }
 
-    fn open_dir(location: &str) -> Result<Self, Error> {
-        let dir = PathBuf::from(location.strip_prefix("file://").unwrap_or(location));
-        let staging = dir.join(STAGING_DIR);
+    /// Opens `location` to write a backup (a directory is made if missing) with a staging
+    /// directory of its own. A directory is locked while the store is open: a second backup
+    /// into it at the same time is refused at once.
+    pub(crate) async fn open_to_write(location: &str) -> Result<Self, Error> {
+        let local = location.split_once("://").is_none() || location.starts_with("file://");
+        if local {
+            let dir = location.strip_prefix("file://").unwrap_or(location);
+            let staging = Path::new(dir).join(STAGING_DIR);
+            std::fs::create_dir_all(&staging).map_err(|error| Error::Backup {
+                file: staging.display().to_string(),
+                position: None,
+                detail: format!("cannot make the backup's directory: {error}"),
+            })?;
+            let mut store = Self::open_dir(location)?;
+            store.lock = Some(Arc::new(lock(&staging, location)?));
+            store.staging = Some(staging);
+            return Ok(store);
+        }
+        let mut store = Self::open(location).await?;
+        let staging = std::env::temp_dir().join(format!("krec-backup-{}", staging_name()));
         std::fs::create_dir_all(&staging).map_err(|error| Error::Backup {
             file: staging.display().to_string(),
             position: None,
-            detail: format!("cannot make the backup's directory: {error}"),
+            detail: format!("cannot make a staging directory: {error}"),
         })?;
+        store.staging = Some(staging);
+        Ok(store)
+    }
+
+    fn open_dir(location: &str) -> Result<Self, Error> {
+        let dir = PathBuf::from(location.strip_prefix("file://").unwrap_or(location));
         let objects =
             LocalFileSystem::new_with_prefix(&dir).map_err(|e| store_error(location, e))?;
         Ok(Store {
@@ -74,7 +100,8 @@ impl Store {
             root: ObjectPath::default(),
             location: location.to_owned(),
             local: Some(dir),
-            staging,
+            staging: None,
+            lock: None,
         })
     }
 
@@ -102,19 +129,13 @@ impl Store {
             }
         };
         let objects = built.map_err(|e| store_error(location, e))?;
-        let root = ObjectPath::from(url.1.trim_matches('/'));
-        let staging = std::env::temp_dir().join(format!("krec-backup-{}", std::process::id()));
-        std::fs::create_dir_all(&staging).map_err(|error| Error::Backup {
-            file: staging.display().to_string(),
-            position: None,
-            detail: format!("cannot make a staging directory: {error}"),
-        })?;
         Ok(Store {
             objects,
-            root,
+            root: ObjectPath::from(url.1.trim_matches('/')),
             location: location.trim_end_matches('/').to_owned(),
             local: None,
-            staging,
+            staging: None,
+            lock: None,
         })
     }
 
@@ -130,7 +151,7 @@ impl Store {
 
     /// A directory where files are written before [`Store::publish`].
     pub(crate) fn staging_dir(&self) -> &Path {
-        &self.staging
+        (self.staging.as_deref()).expect("a backup writes only to a store opened to write")
     }
 
     fn path(&self, name: &str) -> ObjectPath {
@@ -292,6 +313,53 @@ impl Store {
                 .to_owned(),
         }
     }
+}
+
+/// Locks a local backup's staging directory (flock: released by the kernel when the process
+/// ends, however it ends), or says that another backup holds it.
+#[cfg(unix)]
+fn lock(staging: &Path, location: &str) -> Result<Lock, Error> {
+    use nix::fcntl::{Flock, FlockArg};
+    let opened = std::fs::File::open(staging);
+    let dir = opened.map_err(|error| Error::Backup {
+        file: staging.display().to_string(),
+        position: None,
+        detail: format!("cannot open the staging directory: {error}"),
+    })?;
+    match Flock::lock(dir, FlockArg::LockExclusiveNonblock) {
+        Ok(locked) => Ok(locked),
+        Err((_, nix::errno::Errno::EWOULDBLOCK)) => Err(Error::Backup {
+            file: location.to_owned(),
+            position: None,
+            detail: "another backup is writing into this directory now: one backup at a time \
+                     per location"
+                .to_owned(),
+        }),
+        Err((_, errno)) => Err(Error::Backup {
+            file: staging.display().to_string(),
+            position: None,
+            detail: format!("cannot lock the staging directory: {errno}"),
+        }),
+    }
+}
+
+/// Elsewhere a directory is not locked: one backup at a time is the user's to keep.
+#[cfg(not(unix))]
+fn lock(_staging: &Path, _location: &str) -> Result<Lock, Error> {
+    Ok(())
+}
+
+#[cfg(unix)]
+type Lock = nix::fcntl::Flock<std::fs::File>;
+#[cfg(not(unix))]
+type Lock = ();
+
+/// A remote backup's staging directory name, its own: two backups running at once (in one
+/// process or two) never write each other's staging files.
+fn staging_name() -> String {
+    static OPENED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = OPENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{}-{n}", std::process::id())
 }
 
 /// The bucket-relative prefix of an object store URL: `("bucket", "prefix/inside")`.

@@ -9,7 +9,9 @@ fn staged(store: &Store, name: &str, bytes: &[u8]) -> PathBuf {
 #[tokio::test]
 async fn a_published_segment_is_whole_and_leaves_staging() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path().to_str().unwrap()).await.unwrap();
+    let store = Store::open_to_write(dir.path().to_str().unwrap())
+        .await
+        .unwrap();
     let file = staged(&store, "a.partial", b"0123456789");
     store
         .publish("orders-0/00000000000000000000.log", &file)
@@ -27,7 +29,9 @@ async fn a_published_segment_is_whole_and_leaves_staging() {
 #[tokio::test]
 async fn the_manifest_is_written_only_over_the_version_read() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path().to_str().unwrap()).await.unwrap();
+    let store = Store::open_to_write(dir.path().to_str().unwrap())
+        .await
+        .unwrap();
     assert!(store.read_manifest().await.unwrap().is_none());
     let first = store.write_manifest(b"{1}".to_vec(), None).await.unwrap();
     // A second first write (another backup starting in the same place) is refused.
@@ -57,4 +61,20 @@ async fn the_manifest_is_written_only_over_the_version_read() {
 async fn an_unknown_scheme_is_refused_by_name() {
     let error = Store::open("ftp://host/backup").await.unwrap_err();
     assert!(error.to_string().contains("ftp://host/backup"), "{error}");
+}
+
+#[tokio::test]
+async fn a_directory_takes_one_writer_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let location = dir.path().to_str().unwrap();
+    let first = Store::open_to_write(location).await.unwrap();
+    let error = Store::open_to_write(location).await.unwrap_err();
+    assert!(
+        error.to_string().contains("another backup is writing"),
+        "{error}"
+    );
+    // Readers (a restore) are never held back by a writer.
+    Store::open(location).await.unwrap();
+    drop(first);
+    Store::open_to_write(location).await.unwrap();
 }

@@ -13,6 +13,8 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod backup;
+mod backup_runs;
 mod compat;
 mod consume;
 mod count;

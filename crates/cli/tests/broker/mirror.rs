@@ -329,13 +329,17 @@ fn metrics_count_the_copy_and_sigterm_commits_and_exits_0() {
     );
 }
 
-/// The offset `group` committed for partition 0 of `topic`, as `krec groups` reads it.
+/// The offset `group` committed for partition 0 of `topic`, as `krec groups` reads it; none
+/// for a group that does not exist.
 fn group_offset(broker: &Broker, group: &str, topic: &str) -> Option<i64> {
     let output = Command::new(env!("CARGO_BIN_EXE_krec"))
         .args(["groups", "-b", &broker.bootstrap, group, "-J"])
         .stdin(Stdio::null())
         .output()
         .expect("run krec groups");
+    if String::from_utf8_lossy(&output.stderr).contains("GROUP_ID_NOT_FOUND") {
+        return None;
+    }
     let doc: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|_| {
         panic!(
             "krec groups {group}: {}",
@@ -425,8 +429,11 @@ fn group_offsets_land_on_the_same_records_across_an_aborted_transaction() {
     ];
     let group = |case: &str| format!("{topic}-{case}");
     let source = TopicPartition::new(topic.as_str(), 0);
+    // Past anything the copy reaches: never translated.
+    let beyond = (group("beyond"), source.clone(), end + 5);
     let watched = (cases.iter())
         .map(|&(case, offset, _)| (group(case), source.clone(), offset))
+        .chain([beyond])
         .collect();
     let copied = copy_translating(&broker, &topic, watched).expect("copied");
     assert_eq!((copied.records, copied.lost_records), (10, 0), "{copied:?}");
@@ -453,6 +460,7 @@ fn group_offsets_land_on_the_same_records_across_an_aborted_transaction() {
             }
         }
     }
+    assert_eq!(group_offset(&broker, &group("beyond"), &copy), None);
 }
 
 #[test]

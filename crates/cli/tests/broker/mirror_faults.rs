@@ -23,6 +23,8 @@ const SESSION_TIMEOUT_MS: u64 = 6000;
 /// `read_committed` readers of its partitions until the coordinator aborts it.
 const TRANSACTION_TIMEOUT_MS: u64 = 10_000;
 const SCALE_PARTITIONS: i32 = 6;
+/// What a mirror logs when the source deleted records before it copied them.
+const LOST_WARNING: &str = "records deleted at the source before they were copied";
 
 /// One `krec mirror` process, its log in a file and its metrics on a port of its own.
 struct MirrorProcess {
@@ -358,6 +360,9 @@ impl Scaled {
         let copy = format!("copy-{}", self.topic);
         wait_copied(&self.broker, &copy, acknowledged, || survivor.log());
         survivor.stop();
+        // Aborts, rewinds and partitions lost and assigned again are no loss of records.
+        let log = survivor.log();
+        assert!(!log.contains(LOST_WARNING), "no records lost:\n{log}");
         let launch = Launch {
             source: &self.broker.bootstrap,
             target: &self.broker.bootstrap,
@@ -510,6 +515,7 @@ fn a_slow_throttle_keeps_transactions_short() {
     let log = mirror.log();
     assert!(status.success(), "{log}");
     assert_eq!(summary_count(&log, "aborted"), 0, "{log}");
+    assert_eq!(summary_count(&log, " lost;"), 0, "{log}");
     assert_eq!(summary_count(&log, "records, "), 4000, "{log}");
     assert_mirrored(&broker, &topic, 4000);
 }
