@@ -1,7 +1,6 @@
-//! `krec restore` against the real broker: a backup (segments and manifest in Kafka's log
-//! layout, written here from a read-committed fetch as a backup keeps them) restored into
-//! prefixed topics of the same cluster (empty, as a new cluster's would be), compared record
-//! by record with what librdkafka wrote: every codec, nulls, headers, an aborted transaction,
+//! `krec restore` against the real broker: a `krec backup` restored into prefixed topics of
+//! the same cluster (empty, as a new cluster's would be), compared record by record with what
+//! librdkafka wrote: every codec, nulls, headers, an aborted transaction,
 //! a compacted topic; a restore killed with SIGKILL and run again; a restore after a later
 //! backup; `--until` inside a batch; a corrupt and a truncated segment; `--groups`.
 
@@ -9,11 +8,9 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use krec_batch::layout::v2::MAX_TIMESTAMP_AT;
 use krec_client::admin::{create_topics, describe_topic_configs, NewTopic};
 use krec_client::connection::Connection;
-use krec_client::{ConnectionSettings, TopicPartition};
-use krec_consumer::{Consumer, ConsumerConfig, StartOffset};
+use krec_client::ConnectionSettings;
 use serde_json::{json, Value};
 
 use crate::mirror::{assert_copied, committed, summary_count};
@@ -51,109 +48,22 @@ fn runtime() -> tokio::runtime::Runtime {
     builder.build().expect("a runtime")
 }
 
-/// Backs `topics` up into `dir` as a backup keeps them: each partition's data batches, read
-/// committed and kept as fetched, in segments rolled at `segment_bytes`, then the manifest,
-/// continuing where `dir`'s manifest says (incremental).
+/// `krec backup` of `topics` into `dir`, segments rolled at `segment_bytes` (run again, it
+/// continues where the manifest says).
 fn back_up(broker: &Broker, topics: &[(&str, i32)], dir: &Path, segment_bytes: usize) {
-    let path = dir.join("manifest.json");
-    let mut manifest: Value = std::fs::read(&path)
-        .map(|bytes| serde_json::from_slice(&bytes).expect("a manifest"))
-        .unwrap_or_else(|_| {
-            json!({"format": 1, "backup_id": unique_topic("backup").replace('-', ""),
-                   "created_ms": 0, "updated_ms": 0, "topics": {}})
-        });
-    for &(topic, partitions) in topics {
-        let kept = &mut manifest["topics"][topic];
-        if kept.is_null() {
-            *kept = json!({"topic_id": null, "partitions": partitions, "configs": {},
-                           "partition": {}, "groups": {}});
-        }
-        for partition in 0..partitions {
-            let entry = &mut kept["partition"][partition.to_string()];
-            if entry.is_null() {
-                *entry = json!({"next_offset": null, "segments": [], "lost": []});
-            }
-            back_up_partition(broker, topic, partition, dir, segment_bytes, entry);
-        }
-    }
-    std::fs::write(&path, serde_json::to_vec_pretty(&manifest).expect("JSON")).expect("write");
-}
-
-fn back_up_partition(
-    broker: &Broker,
-    topic: &str,
-    partition: i32,
-    dir: &Path,
-    segment_bytes: usize,
-    entry: &mut Value,
-) {
-    let from = entry["next_offset"].as_i64();
-    let (batches, next_offset) = runtime().block_on(async {
-        let mut config = ConsumerConfig::new(vec![broker.bootstrap.clone()]);
-        config.read_committed = true;
-        let mut consumer = Consumer::connect(config).await.expect("connect");
-        let start = from.map_or(StartOffset::Beginning, StartOffset::Offset);
-        let tp = TopicPartition::new(topic, partition);
-        consumer.assign(&[tp], start).await.expect("assign");
-        consumer.stop_at_end(true);
-        let (mut batches, mut next) = (Vec::new(), from);
-        while let Some(chunk) = consumer.next_chunk().await.expect("fetch") {
-            for batch in chunk.data_batches() {
-                let batch = batch.expect("a sound batch");
-                batches.push((batch.summary, batch.bytes.to_vec()));
-            }
-            next = Some(chunk.next_offset());
-        }
-        (batches, next)
-    });
-    let mut segment: Vec<(krec_batch::BatchSummary, Vec<u8>)> = Vec::new();
-    let segments = entry["segments"].as_array_mut().expect("segments");
-    for (summary, bytes) in batches {
-        segment.push((summary, bytes));
-        if segment.iter().map(|(_, b)| b.len()).sum::<usize>() >= segment_bytes {
-            segments.push(write_segment(
-                dir,
-                topic,
-                partition,
-                &std::mem::take(&mut segment),
-            ));
-        }
-    }
-    if !segment.is_empty() {
-        segments.push(write_segment(dir, topic, partition, &segment));
-    }
-    entry["next_offset"] = json!(next_offset);
-}
-
-fn write_segment(
-    dir: &Path,
-    topic: &str,
-    partition: i32,
-    batches: &[(krec_batch::BatchSummary, Vec<u8>)],
-) -> Value {
-    let base = batches[0].0.base_offset;
-    let file = format!("{topic}-{partition}/{base:020}.log");
-    let bytes: Vec<u8> = batches.iter().flat_map(|(_, b)| b.clone()).collect();
-    std::fs::create_dir_all(dir.join(format!("{topic}-{partition}"))).expect("mkdir");
-    std::fs::write(dir.join(&file), &bytes).expect("write a segment");
-    let max_timestamp = (batches.iter())
-        .map(|(_, b)| {
-            i64::from_be_bytes(
-                b[MAX_TIMESTAMP_AT..MAX_TIMESTAMP_AT + 8]
-                    .try_into()
-                    .unwrap(),
-            )
-        })
-        .max();
-    json!({
-        "file": file,
-        "base_offset": base,
-        "last_offset": batches.last().expect("a batch").0.last_offset,
-        "bytes": bytes.len(),
-        "records": batches.iter().map(|(s, _)| u64::from(s.data_records)).sum::<u64>(),
-        "first_timestamp": -1,
-        "max_timestamp": max_timestamp,
-    })
+    let names: Vec<&str> = topics.iter().map(|(name, _)| *name).collect();
+    let output = Command::new(env!("CARGO_BIN_EXE_krec"))
+        .args(["backup", "-b", &broker.bootstrap, "-t", &names.join(",")])
+        .arg(dir)
+        .args(["--segment-bytes", &segment_bytes.to_string()])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run krec backup");
+    assert!(
+        output.status.success(),
+        "krec backup: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
 
 fn restore_command(broker: &Broker, dir: &Path, extra: &[&str]) -> Command {
@@ -216,12 +126,7 @@ fn every_codec_and_a_compacted_topic_restored_record_by_record() {
     let mut listed: Vec<(&str, i32)> = topics.iter().map(|t| (t.as_str(), 2)).collect();
     listed.push((&compacted, 1));
     back_up(&broker, &listed, dir.path(), 4096);
-    // The manifest keeps the topic's settings: the restore creates it with them.
-    let path = dir.path().join("manifest.json");
-    let mut manifest: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-    manifest["topics"][&compacted]["configs"] = json!({"cleanup.policy": "compact"});
-    std::fs::write(&path, manifest.to_string()).unwrap();
-
+    // The backup kept the compacted topic's settings: the restore creates it with them.
     let output = restore(&broker, dir.path(), &[]);
     assert_eq!(restored_count(&output), 5 * 80 + 50);
     for topic in topics.iter().chain([&compacted]) {
