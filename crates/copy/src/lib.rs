@@ -102,7 +102,6 @@ mod connect;
 mod ends;
 mod error;
 mod group_offsets;
-#[allow(dead_code)] // Until the restore reads it.
 mod manifest;
 mod mirror;
 mod pipeline;
@@ -110,7 +109,6 @@ mod positions;
 mod restore;
 mod shape;
 mod stats;
-#[allow(dead_code)]
 mod store;
 mod target_topics;
 

@@ -1,8 +1,8 @@
 //! `krec restore` against the real broker: a `krec backup` restored into prefixed topics of
 //! the same cluster (empty, as a new cluster's would be), compared record by record with what
-//! librdkafka wrote: every codec, nulls, headers, an aborted transaction,
-//! a compacted topic; a restore killed with SIGKILL and run again; a restore after a later
-//! backup; `--until` inside a batch; a corrupt and a truncated segment; `--groups`.
+//! librdkafka wrote: every codec, nulls, headers, an aborted transaction, a compacted topic; a
+//! restore killed with SIGKILL and run again; a restore after a later backup; `--until` inside
+//! a batch; a corrupt and a truncated segment; the retention warning; `--groups`.
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
