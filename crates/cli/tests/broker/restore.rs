@@ -2,7 +2,8 @@
 //! the same cluster (empty, as a new cluster's would be), compared record by record with what
 //! librdkafka wrote: every codec, nulls, headers, an aborted transaction, a compacted topic; a
 //! restore killed with SIGKILL and run again; a restore after a later backup; `--until` inside
-//! a batch; a corrupt and a truncated segment; the retention warning; `--groups`.
+//! a batch; a corrupt and a truncated segment; the retention warning; `--groups`; a backup in
+//! S3 (the suite's moto server).
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -409,4 +410,59 @@ fn group_offset(broker: &Broker, group: &str, topic: &str) -> Option<i64> {
     let partitions = doc["partitions"].as_array()?;
     let row = partitions.iter().find(|p| p["topic"] == topic)?;
     row["committed_offset"].as_i64()
+}
+
+#[test]
+fn a_backup_in_s3_is_restored_as_one_on_disk() {
+    let endpoint = std::env::var("KREC_TEST_S3_ENDPOINT")
+        .expect("KREC_TEST_S3_ENDPOINT: an S3-compatible server (scripts/s3.sh start)");
+    let broker = broker();
+    let topic = unique_topic("restore-s3");
+    create_topic(&broker, &topic, 2, &[]);
+    broker.produce_python(&ProducePlan {
+        topic: topic.clone(),
+        compression: "zstd".to_owned(),
+        steps: vec![(None, (0..80).map(|i| varied_record(i, 2)).collect())],
+        ..ProducePlan::default()
+    });
+    let bucket = unique_topic("krec-restore")
+        .to_lowercase()
+        .replace('_', "-");
+    let made = Command::new("curl")
+        .args(["-sf", "-X", "PUT", &format!("{endpoint}/{bucket}")])
+        .status()
+        .expect("run curl");
+    assert!(made.success(), "bucket {bucket} at {endpoint}");
+    let location = format!("s3://{bucket}/backups/{topic}");
+    let s3 = [
+        ("AWS_ACCESS_KEY_ID", "test"),
+        ("AWS_SECRET_ACCESS_KEY", "test"),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ENDPOINT_URL", endpoint.as_str()),
+        ("AWS_ALLOW_HTTP", "true"),
+    ];
+    let run = |args: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_krec"))
+            .args(args)
+            .envs(s3)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run krec");
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(output.status.success(), "krec {args:?}: {stderr}");
+        stderr
+    };
+    let bootstrap = broker.bootstrap.as_str();
+    run(&["backup", "-b", bootstrap, "-t", &topic, &location]);
+    let stderr = run(&[
+        "restore",
+        "-b",
+        bootstrap,
+        &location,
+        "--topic-prefix",
+        "s3-",
+    ]);
+    assert_eq!(summary_count(&stderr, "records, "), 80, "{stderr}");
+    let copy = committed(&broker, &format!("s3-{topic}"));
+    assert_copied(&committed(&broker, &topic), &copy);
 }
