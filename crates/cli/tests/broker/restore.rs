@@ -466,3 +466,55 @@ fn a_backup_in_s3_is_restored_as_one_on_disk() {
     let copy = committed(&broker, &format!("s3-{topic}"));
     assert_copied(&committed(&broker, &topic), &copy);
 }
+
+#[test]
+fn a_compacted_topic_with_offset_gaps_is_restored_record_by_record() {
+    let broker = broker();
+    let dir = tempfile::tempdir().expect("a backup dir");
+    let topic = unique_topic("restore-cleaned");
+    let configs = [
+        ("cleanup.policy", "compact"),
+        ("segment.ms", "100"),
+        ("min.cleanable.dirty.ratio", "0.01"),
+        ("delete.retention.ms", "0"),
+        ("min.compaction.lag.ms", "0"),
+    ];
+    create_topic(&broker, &topic, 1, &configs);
+    let keyed = |from: usize, count: usize| -> Vec<PlannedRecord> {
+        (from..from + count)
+            .map(|i| PlannedRecord {
+                partition: 0,
+                key: Some(format!("key-{}", i % 20).into_bytes()),
+                value: Some(format!("value-{i}").into_bytes()),
+                headers: Vec::new(),
+                timestamp: None,
+            })
+            .collect()
+    };
+    for (compression, records) in [("lz4", keyed(0, 200)), ("none", keyed(200, 1))] {
+        broker.produce_python(&ProducePlan {
+            topic: topic.clone(),
+            compression: compression.to_owned(),
+            steps: vec![(None, records)],
+            ..ProducePlan::default()
+        });
+        // A record in a new segment (segment.ms passed) makes the others cleanable.
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    while committed(&broker, &topic).len() > 21 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the cleaner never ran"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    back_up(&broker, &[(&topic, 1)], dir.path(), 1 << 20);
+    let output = restore(&broker, dir.path(), &[]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let source = committed(&broker, &topic);
+    assert_eq!(restored_count(&output), source.len() as u64, "{stderr}");
+    // The batches with offset gaps the cleaner left were written again.
+    assert!(summary_count(&stderr, "re-encoded") > 0, "{stderr}");
+    assert_copied(&source, &committed(&broker, &format!("restored-{topic}")));
+}
