@@ -123,7 +123,7 @@
 //!   [`ProducerFields`], [`PooledBuf`] (an owned finished batch); the shallow copy's seam:
 //!   [`restamp`], [`restamped_header`]; a copy's decision and re-encoding:
 //!   [`BatchSummary::copy_shape`] ([`CopyShape`], [`ReencodeReason`]), [`reencode`]
-//!   ([`ReencodedBatch`]).
+//!   ([`ReencodedBatch`]), [`reencode_range`] (up to an offset).
 //! - Errors: [`Error`] ([`Field`], [`LegacyFault`]), the writer's too.
 //! - [`layout`]: the batch header's byte offsets ([`EntryHeader`]), for header-only scans.
 //! - `encode` (feature `encode`): the test-side encoder tests and benchmarks build exact
@@ -182,7 +182,7 @@ pub use krec_lz4::PooledBuf;
 pub use layout::EntryHeader;
 pub use producer_fields::ProducerFields;
 pub use record::{Record, Records};
-pub use reencode::{reencode, CopyShape, ReencodeReason, ReencodedBatch};
+pub use reencode::{reencode, reencode_range, CopyShape, ReencodeReason, ReencodedBatch};
 pub use restamp::{restamp, restamped_header};
 pub use walk::{BatchSummary, BatchWalk, WalkEnd};
 pub use writer::{Append, BatchWriter, NO_HEADERS};

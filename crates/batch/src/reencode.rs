@@ -6,6 +6,7 @@
 //! stream one refused batch fails every batch after it.
 
 use std::cell::RefCell;
+use std::ops::Range;
 
 use crate::batch::Batch;
 use crate::batch_header::{Compression, TimestampType};
@@ -147,6 +148,36 @@ pub fn reencode<E: From<Error>>(
     decode: &DecodeConfig,
     each: impl FnMut(ReencodedBatch) -> Result<(), E>,
 ) -> Result<(), E> {
+    let offsets = from_offset..i64::MAX;
+    reencode_range(batches, offsets, max_batch_bytes, decode, each)
+}
+
+/// [`reencode`] of the records at offsets `offsets` only: those at or after `offsets.end`
+/// are left out too (a restore that stops at a time cuts the batch holding it there).
+///
+/// ```
+/// use krec_batch::encode::BatchBuilder;
+/// use krec_batch::{reencode_range, DecodeConfig};
+///
+/// let mut builder = BatchBuilder::new(10);
+/// for value in [b"a", b"b", b"c", b"d"] {
+///     builder = builder.record(None, Some(value), &[]);
+/// }
+/// let mut kept = Vec::new();
+/// reencode_range(&builder.build(), 11..13, 1 << 20, &DecodeConfig::default(), |batch| {
+///     kept.push((batch.first_offset, batch.last_offset, batch.record_count));
+///     Ok::<_, krec_batch::Error>(())
+/// })?;
+/// assert_eq!(kept, [(11, 12, 2)]);
+/// # Ok::<(), krec_batch::Error>(())
+/// ```
+pub fn reencode_range<E: From<Error>>(
+    batches: &[u8],
+    offsets: Range<i64>,
+    max_batch_bytes: usize,
+    decode: &DecodeConfig,
+    each: impl FnMut(ReencodedBatch) -> Result<(), E>,
+) -> Result<(), E> {
     let config = DecodeConfig {
         verify_crc: true,
         ..decode.clone()
@@ -164,7 +195,7 @@ pub fn reencode<E: From<Error>>(
     let result = reencode_with(
         &mut writer,
         batches,
-        from_offset,
+        offsets,
         max_batch_bytes,
         &config,
         each,
@@ -190,7 +221,7 @@ thread_local! {
 fn reencode_with<E: From<Error>>(
     writer: &mut BatchWriter,
     batches: &[u8],
-    from_offset: i64,
+    offsets: Range<i64>,
     max_batch_bytes: usize,
     config: &DecodeConfig,
     mut each: impl FnMut(ReencodedBatch) -> Result<(), E>,
@@ -201,7 +232,8 @@ fn reencode_with<E: From<Error>>(
         if !batch.is_control() {
             let copy = Split {
                 batch,
-                from_offset,
+                from_offset: offsets.start,
+                until_offset: offsets.end,
                 max_batch_bytes,
                 budget: uncompressed_budget(batch, max_batch_bytes, config),
             };
@@ -216,6 +248,8 @@ fn reencode_with<E: From<Error>>(
 struct Split<'s, 'a> {
     batch: &'s Batch<'a>,
     from_offset: i64,
+    /// Records at or after it are left out.
+    until_offset: i64,
     max_batch_bytes: usize,
     /// Bytes of records (uncompressed, header included) a batch takes before it is
     /// compressed: lowered each time a compressed batch comes out over the limit.
@@ -237,7 +271,9 @@ impl Split<'_, '_> {
         loop {
             writer.reset();
             writer.set_batch_size(self.budget);
-            let Some((first_offset, last_offset)) = fill(writer, &mut records, &mut held)? else {
+            let Some((first_offset, last_offset)) =
+                fill(writer, &mut records, &mut held, self.until_offset)?
+            else {
                 return Ok(());
             };
             let count = writer.record_count();
@@ -271,13 +307,14 @@ impl Split<'_, '_> {
     }
 }
 
-/// Appends records to `writer` until it is full or the records end, `held` (a record the last
-/// batch had no room for) first; the offsets of the first and last record it took, `None`
-/// when none was left.
+/// Appends records to `writer` until it is full or the records end (at `until_offset`), `held`
+/// (a record the last batch had no room for) first; the offsets of the first and last record it
+/// took, `None` when none was left.
 fn fill<'b>(
     writer: &mut BatchWriter,
     records: &mut crate::Records<'b>,
     held: &mut Option<Record<'b>>,
+    until_offset: i64,
 ) -> Result<Option<(i64, i64)>, Error> {
     let mut taken: Option<(i64, i64)> = None;
     loop {
@@ -288,6 +325,11 @@ fn fill<'b>(
                 None => return Ok(taken),
             },
         };
+        if record.offset() >= until_offset {
+            // Held for good: every later call stops at it too.
+            *held = Some(record);
+            return Ok(taken);
+        }
         match writer.append_record(&record)? {
             Append::Appended { .. } => {
                 let offset = record.offset();

@@ -67,6 +67,7 @@ pub mod produce;
 pub mod progress;
 pub mod properties;
 pub mod range;
+pub mod restore;
 pub mod stats;
 pub mod time;
 pub mod version;

@@ -25,6 +25,9 @@ enum Command {
     /// Back topics up into a directory or object store, in Kafka's segment format.
     #[command(after_help = BACKUP_EXAMPLES)]
     Backup(Box<cli::backup::BackupArgs>),
+    /// Write a backup's topics back into a cluster, exactly once (`krec backup` writes them).
+    #[command(after_help = RESTORE_EXAMPLES)]
+    Restore(Box<cli::restore::RestoreArgs>),
     /// Show brokers, controller and topic partitions with replicas and ISR (kcat's -L).
     #[command(
         after_help = "Examples:\n  krec metadata -b h1:9092\n  krec metadata -b h1:9092 -t orders -J"
@@ -88,6 +91,10 @@ const BACKUP_EXAMPLES: &str = "Examples:
   krec backup -b h1:9092 -F source.properties -t orders /backups/orders --follow
 Exit status 3: backed up, but the source had deleted records (retention) before the backup
 read them; the manifest lists the lost ranges.";
+const RESTORE_EXAMPLES: &str = "Examples:
+  krec restore -b h2:9092 /backups/orders
+  krec restore -b h2:9092 s3://bucket/backups/orders -t orders --until 2026-11-30T10:00:00Z --groups
+  krec restore -b h1:9092 /backups/orders --topic-prefix restored. --stats";
 
 fn main() -> ExitCode {
     match Command::parse() {
@@ -96,6 +103,7 @@ fn main() -> ExitCode {
         Command::Produce(args) => cli::produce::run(*args),
         Command::Mirror(args) => cli::mirror::run(*args),
         Command::Backup(args) => cli::backup::run(*args),
+        Command::Restore(args) => cli::restore::run(*args),
         Command::Metadata(args) => cli::metadata::run(args),
         Command::Offsets(args) => cli::offsets::run(args),
         Command::Count(args) => cli::count::run(args),

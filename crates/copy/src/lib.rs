@@ -61,11 +61,20 @@
 //! crash leaves at worst segments the manifest does not list; run again, a backup continues
 //! where its manifest says.
 //!
+//! `krec restore` puts a backup at the source end ([`BackupSource`], [`RestoreConfig`]): the
+//! segments its manifest lists, read in ranges with every CRC checked, go through the same
+//! transactional [`ClusterSink`], so a restore cut short and run again, or run again after a
+//! later backup, sends only what the target lacks (its positions: the group
+//! `krec-restore-<backup_id>` in the target). With an end time each partition stops at its
+//! first record stamped at or after it, the batch holding that record re-encoded up to it. A
+//! segment that is not what the manifest says stops the restore naming the file and byte.
+//!
 //! Layers, bottom up: `error`; `ends` (the two traits and what crosses them); `stats`;
 //! `shape` (as it is, written again, or skipped); `connect`, `positions` (where a copy
 //! stands, in the target), `target_topics` and `group_offsets` (consumer groups' offsets
 //! translated to the target); the two cluster ends; `pipeline`; `mirror`; `store` and
-//! `manifest` (a backup's location and its index), `backup_sink`, `backup`.
+//! `manifest` (a backup's location and its index), `backup_sink`, `backup`,
+//! `backup_source`, `restore`.
 
 //!
 //! # Public surface
@@ -77,6 +86,8 @@
 //!   [`ClusterSink`]), [`PipelineSettings`], [`CopyStats`] and its [`CopySnapshot`], [`Error`].
 //! - The backup: [`BackupConfig`], [`Backup`] (a [`Pipeline`] of a [`ClusterSource`] and a
 //!   [`BackupSink`]).
+//! - The restore: [`RestoreConfig`], [`Restore`] (a [`Pipeline`] of a [`BackupSource`], a
+//!   backup's segments, and a [`ClusterSink`]).
 //! - The ends, for other sources and sinks: [`BatchSource`], [`BatchSink`], [`SourceTopic`],
 //!   [`SourceRun`], [`SourceBatch`], [`Positions`], [`Ownership`].
 
@@ -84,29 +95,31 @@
 
 mod backup;
 mod backup_sink;
+mod backup_source;
 mod cluster_sink;
 mod cluster_source;
 mod connect;
 mod ends;
 mod error;
 mod group_offsets;
-#[allow(dead_code)] // Until the restore reads it.
 mod manifest;
 mod mirror;
 mod pipeline;
 mod positions;
+mod restore;
 mod shape;
 mod stats;
-#[allow(dead_code)]
 mod store;
 mod target_topics;
 
 pub use backup::{Backup, BackupConfig};
 pub use backup_sink::BackupSink;
+pub use backup_source::BackupSource;
 pub use cluster_sink::ClusterSink;
 pub use cluster_source::ClusterSource;
 pub use ends::{BatchSink, BatchSource, Ownership, Positions, SourceBatch, SourceRun, SourceTopic};
 pub use error::Error;
 pub use mirror::{Mirror, MirrorConfig};
 pub use pipeline::{Pipeline, PipelineSettings};
+pub use restore::{Restore, RestoreConfig};
 pub use stats::{CopySnapshot, CopyStats};

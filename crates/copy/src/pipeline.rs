@@ -85,6 +85,11 @@ impl<S: BatchSource + Send, K: BatchSink + Send> Pipeline<S, K> {
         }
     }
 
+    /// The source (its own counters, say), before [`Pipeline::run`].
+    pub fn source(&self) -> &S {
+        &self.source
+    }
+
     /// The counters, readable while [`Pipeline::run`] runs.
     pub fn stats(&self) -> Arc<CopyStats> {
         self.stats.clone()
@@ -128,7 +133,7 @@ impl<S: BatchSource + Send, K: BatchSink + Send> Pipeline<S, K> {
                 }
                 () = sleep_until(idle_at.unwrap_or(refresh_at)), if idle_at.is_some() => break,
                 () = sleep_until(paced.unwrap_or(refresh_at)), if paced.is_some() => {}
-                run = self.source.next_run(), if reading => match run? {
+                run = self.source.next_run(), if reading => match self.or_commit(run, &mut open).await? {
                     None => {
                         // At the end: done once the last transaction commits; after an
                         // abort the source was sent back, and copies those batches again.
@@ -152,6 +157,18 @@ impl<S: BatchSource + Send, K: BatchSink + Send> Pipeline<S, K> {
         self.stats.set_lag(self.source.lag());
         self.sink.close().await?;
         Ok(self.stats.snapshot())
+    }
+
+    /// A source that fails stops the copy, but the runs it gave before are sound: the open
+    /// transaction commits first, so the target holds everything read up to the failure (a
+    /// backup's corrupt batch, say) and a restart resumes right there.
+    async fn or_commit<T>(&mut self, read: Result<T, Error>, open: &mut Open) -> Result<T, Error> {
+        if read.is_err() && open.since.is_some() {
+            if let Err(error) = self.commit(open).await {
+                tracing::warn!(%error, "what was copied before the source failed is not committed");
+            }
+        }
+        read
     }
 
     /// Starts reading newly owned partitions where they resume; before giving partitions up,

@@ -37,6 +37,7 @@ mod produce_schema;
 mod producers;
 mod questions;
 mod ranges;
+mod restore;
 mod schema;
 mod secure;
 mod share;
