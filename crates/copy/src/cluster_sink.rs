@@ -35,8 +35,12 @@ pub struct ClusterSink {
     /// group shares the partitions among a mirror's processes.
     member: Option<GroupConsumer>,
     /// How the member joins (the group, its protocol and timeouts, this member's
-    /// `group.instance.id`).
-    member_config: ConsumerConfig,
+    /// `group.instance.id`); `None` for a sink that owns every partition alone.
+    member_config: Option<ConsumerConfig>,
+    /// Alone: the source partitions prepared and not handed to the pipeline yet, and the
+    /// partition count of each topic handed out so far.
+    unowned: Vec<TopicPartition>,
+    handed: HashMap<String, i32>,
     /// The target topics the member subscribes to: the copies of the source's names, and
     /// the source's patterns behind the prefix.
     member_topics: Vec<String>,
@@ -85,6 +89,34 @@ impl ClusterSink {
         if config.transactional_id.is_none() {
             config.transactional_id = Some(format!("krec-mirror-{group}-{instance}"));
         }
+        let topics = target_subscription(subscription, prefix);
+        Self::new(config, Some(member), topics, group, prefix).await
+    }
+
+    /// A sink that owns every partition of the topics it prepares, with no group membership:
+    /// one process at a time (a restore). Its positions are the committed offsets of `group`;
+    /// `config` must name a `transactional.id`, which fences an earlier incarnation.
+    pub async fn connect_alone(
+        config: ProducerConfig,
+        group: String,
+        prefix: &str,
+    ) -> Result<Self, Error> {
+        if config.transactional_id.is_none() {
+            return Err(Error::InvalidConfig {
+                what: "transactional.id",
+                detail: "a sink without a group is fenced through its transactional.id".to_owned(),
+            });
+        }
+        Self::new(config, None, Vec::new(), group, prefix).await
+    }
+
+    async fn new(
+        config: ProducerConfig,
+        member: Option<ConsumerConfig>,
+        member_topics: Vec<String>,
+        group: String,
+        prefix: &str,
+    ) -> Result<Self, Error> {
         let patience = config.transaction_timeout + Duration::from_secs(5);
         let bootstrap = config.bootstrap.clone();
         let connection = config.connection.clone();
@@ -94,7 +126,9 @@ impl ClusterSink {
             producer,
             member: None,
             member_config: member,
-            member_topics: target_subscription(subscription, prefix),
+            unowned: Vec::new(),
+            handed: HashMap::new(),
+            member_topics,
             group,
             prefix: prefix.to_owned(),
             bootstrap,
@@ -229,11 +263,21 @@ impl ClusterSink {
         targets.iter().filter_map(|t| self.source_of(t)).collect()
     }
 
-    /// Joins the group once the first copies exist (the member's named topics must).
-    async fn join(&mut self) -> Result<(), Error> {
+    /// Joins the group once the first copies exist (the member's named topics must); alone,
+    /// takes the partitions of `topics` not handed out yet.
+    async fn join(&mut self, topics: &[SourceTopic]) -> Result<(), Error> {
+        let Some(config) = &self.member_config else {
+            for topic in topics {
+                let handed = self.handed.entry(topic.name.clone()).or_insert(0);
+                let new = (*handed..topic.partitions).map(|p| TopicPartition::new(&*topic.name, p));
+                self.unowned.extend(new);
+                *handed = (*handed).max(topic.partitions);
+            }
+            return Ok(());
+        };
         if self.member.is_none() {
             let topics: Vec<&str> = self.member_topics.iter().map(String::as_str).collect();
-            let member = GroupConsumer::membership(self.member_config.clone(), &topics).await?;
+            let member = GroupConsumer::membership(config.clone(), &topics).await?;
             self.member = Some(member);
         }
         Ok(())
@@ -347,10 +391,13 @@ impl BatchSink for ClusterSink {
             let limit = target_topics::ensure(admin, topic, &target, timeout).await?;
             self.limits.insert(topic.name.clone(), limit);
         }
-        self.join().await
+        self.join(topics).await
     }
 
     async fn next_change(&mut self) -> Result<Option<Ownership>, Error> {
+        if !self.unowned.is_empty() {
+            return Ok(Some(Ownership::Assigned(std::mem::take(&mut self.unowned))));
+        }
         let Some(member) = self.member.as_mut() else {
             return std::future::pending().await;
         };

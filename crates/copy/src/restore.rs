@@ -1,8 +1,10 @@
 //! `krec restore`: the pipeline from a backup (its segments, [`BackupSource`]) to a cluster
 //! ([`ClusterSink`]), exactly once as the mirror is: the positions live in the target, in the
-//! group `krec-restore-<backup_id>` (a prefix or a selection of topics adds a hash of them),
-//! so a restore cut short and run again, or run again after a later backup, sends only what
-//! the target lacks.
+//! group `krec-restore-<backup_id>`, keyed by target partition, so a restore cut short and
+//! run again, or run again after a later backup (or with other topics), sends only what the
+//! target lacks. The restore owns every partition alone, without joining that group: a
+//! second restore of the backup under the same prefix fences the first through their shared
+//! `transactional.id`.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -11,7 +13,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use krec_batch::OnCorrupt;
 use krec_client::admin::describe_topic_configs;
 use krec_client::TopicPartition;
-use krec_consumer::{ConsumerConfig, GroupConfig, TopicSubscription};
+use krec_consumer::TopicSubscription;
 use krec_producer::ProducerConfig;
 
 use crate::backup_source::BackupSource;
@@ -25,9 +27,6 @@ use crate::Error;
 
 /// A copy from a backup into a cluster.
 pub type Restore = Pipeline<BackupSource, ClusterSink>;
-
-/// The restore's member name in its group (one process restores a backup).
-const MEMBER: &str = "restore";
 
 /// What a restore copies, from which backup into which cluster.
 #[derive(Clone, Debug)]
@@ -78,20 +77,12 @@ impl RestoreConfig {
                 detail: "the backup holds none of the topics asked for".to_owned(),
             });
         }
-        let group = restore_name(source.manifest(), &self.topic_prefix, source.topic_names());
+        let group = format!("krec-restore-{}", source.manifest().backup_id);
         let mut target = self.target;
-        target.transactional_id = Some(group.clone());
-        let mut member = ConsumerConfig::new(target.bootstrap.clone());
-        member.connection = target.connection.clone();
-        member.metadata_refresh = self.settings.refresh;
-        member.group = GroupConfig {
-            instance_id: Some(MEMBER.to_owned()),
-            ..GroupConfig::new(group, Vec::new())
-        };
-        let names = TopicSubscription::parse(source.topic_names())?;
+        target.transactional_id = Some(transactional_id(&group, &self.topic_prefix));
         let prefix = self.topic_prefix;
         let (bootstrap, connection) = (target.bootstrap.clone(), target.connection.clone());
-        let mut sink = ClusterSink::connect(target, member, &names, &prefix).await?;
+        let mut sink = ClusterSink::connect_alone(target, group, &prefix).await?;
         let topics = source.topics().await?;
         sink.prepare(&topics).await?;
         let old = too_old(&mut sink, &source, &topics, &prefix, now_ms()).await?;
@@ -127,22 +118,19 @@ fn group_offsets(manifest: &Manifest, topics: &[String]) -> Vec<(String, TopicPa
     offsets
 }
 
-/// The restore's group and `transactional.id`: `krec-restore-<backup_id>` for the whole backup
-/// under its own names, else followed by a hash of the prefix and the topics restored, so that
-/// each selection keeps positions of its own (the group's member, rejoining with other topics,
-/// would wait on the group).
-fn restore_name(manifest: &Manifest, prefix: &str, topics: &[String]) -> String {
-    let id = &manifest.backup_id;
-    if prefix.is_empty() && topics.len() == manifest.topics.len() {
-        return format!("krec-restore-{id}");
+/// The restore's `transactional.id`: its group's name, and for a restore under a prefix a
+/// hash of it, so that restores of one backup under different prefixes run side by side
+/// while a second restore into the same topics fences the first.
+fn transactional_id(group: &str, prefix: &str) -> String {
+    if prefix.is_empty() {
+        return group.to_owned();
     }
     // FNV-1a: stable across builds, unlike the standard library's hasher.
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    let text = std::iter::once(prefix).chain(topics.iter().map(String::as_str));
-    for byte in text.flat_map(|part| part.bytes().chain([0])) {
+    for byte in prefix.bytes() {
         hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
     }
-    format!("krec-restore-{id}-{:08x}", hash as u32)
+    format!("{group}-{:08x}", hash as u32)
 }
 
 fn now_ms() -> i64 {
@@ -298,25 +286,13 @@ mod tests {
     }
 
     #[test]
-    fn each_prefix_and_selection_of_a_backup_has_its_own_name() {
-        let mut manifest = Manifest::new(0, Vec::new());
-        manifest.backup_id = "b1".to_owned();
-        for name in ["logs", "orders"] {
-            manifest
-                .topics
-                .insert(name.to_owned(), TopicManifest::default());
-        }
-        let all = ["logs".to_owned(), "orders".to_owned()];
-        assert_eq!(restore_name(&manifest, "", &all), "krec-restore-b1");
-        let names = [
-            restore_name(&manifest, "r.", &all),
-            restore_name(&manifest, "", &all[1..]),
-            restore_name(&manifest, "r.", &all[1..]),
-        ];
-        assert!(names.iter().all(|n| n.starts_with("krec-restore-b1-")));
-        assert_ne!(names[0], names[1]);
-        assert_ne!(names[1], names[2]);
-        assert_eq!(names[0], restore_name(&manifest, "r.", &all), "stable");
+    fn each_prefix_of_a_backup_has_a_transactional_id_of_its_own() {
+        let group = "krec-restore-b1";
+        assert_eq!(transactional_id(group, ""), group);
+        let (r, s) = (transactional_id(group, "r."), transactional_id(group, "s."));
+        assert!(r.starts_with("krec-restore-b1-") && s.starts_with("krec-restore-b1-"));
+        assert_ne!(r, s);
+        assert_eq!(r, transactional_id(group, "r."), "stable");
     }
 
     #[test]
