@@ -159,9 +159,11 @@ run_tests() {
 }
 
 # A clean clone gains nothing from incremental compilation, whose caches only take disk (a CI
-# run has failed on a full disk).
+# run has failed on a full disk). Nor from our crates' full debug info (Cargo.toml keeps it for
+# debugging): line tables still give backtraces their lines, and LLVM writes, and the linker
+# copies into every test binary, a fraction of it.
 if [[ -n "${CI:-}" ]]; then
-    export CARGO_INCREMENTAL=0
+    export CARGO_INCREMENTAL=0 CARGO_PROFILE_DEV_DEBUG=line-tables-only
 fi
 mkdir -p "$LOGS"
 
