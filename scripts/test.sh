@@ -206,6 +206,21 @@ registries+=("$REGISTRY_INSTANCE")
         --tls-cert "$secure_dir/broker.pem" --tls-key "$secure_dir/broker.key"
 ) >"$LOGS/start-$REGISTRY_INSTANCE.log" 2>&1 &
 registry_pid=$!
+# Kafka's Java tools (`kafka.sh tool` and `topic`: hundreds of runs in the broker tests and the
+# benchmark scripts) map the classes of one archive (AppCDS) instead of loading them from the
+# jars: about half the CPU of each start. The archive is what one tool run loads, dumped at its
+# exit as soon as the single broker answers; older releases' tools (the compat brokers: another
+# class path) cannot use it and run as before, with the JVM's notice of that silenced.
+KAFKA_TOOL_ARCHIVE="$LOGS/kafka-tools.jsa"
+KAFKA_TOOL_JVM_OPTS="-Xmx512m -XX:TieredStopAtLevel=1"
+rm -f "$KAFKA_TOOL_ARCHIVE"
+(
+    wait_started "$INSTANCE"
+    KREC_KAFKA_TOOL_OPTS="$KAFKA_TOOL_JVM_OPTS -XX:ArchiveClassesAtExit=$KAFKA_TOOL_ARCHIVE" \
+        bash "$KAFKA_SH" tool --name "$INSTANCE" org.apache.kafka.tools.TopicCommand \
+        --bootstrap-server "{bootstrap}" --list
+) >"$LOGS/kafka-tools-archive.log" 2>&1 &
+tool_archive_pid=$!
 
 section "krec built without gssapi: the feature and its mechanism leave krec version -v"
 # The ship tests compare `krec version -v -J` with the features cargo built them with; here
@@ -236,6 +251,14 @@ wait_started "$SECURE_INSTANCE"
 for name in "${COMPAT_INSTANCES[@]}"; do wait_started "$name"; done
 export KREC_TEST_COMPAT_NAMES="${COMPAT_INSTANCES[*]}"
 wait "$registry_pid" || { cat "$LOGS/start-$REGISTRY_INSTANCE.log" >&2; exit 1; }
+if wait "$tool_archive_pid" && [[ -s "$KAFKA_TOOL_ARCHIVE" ]]; then
+    # Every tool from here on; the *Performance tools too (C1 only: short runs here).
+    KREC_KAFKA_TOOL_OPTS="$KAFKA_TOOL_JVM_OPTS -XX:SharedArchiveFile=$KAFKA_TOOL_ARCHIVE"
+    export KREC_KAFKA_TOOL_OPTS="$KREC_KAFKA_TOOL_OPTS -Xlog:cds=off -Xlog:cds+dynamic=off"
+else
+    cat "$LOGS/kafka-tools-archive.log" >&2
+    echo "test.sh: no class archive for Kafka's tools: they load their classes from the jars" >&2
+fi
 KREC_TEST_BOOTSTRAP="$(bash "$KAFKA_SH" bootstrap --name "$INSTANCE")"
 export KREC_TEST_BOOTSTRAP KREC_KAFKA_SH="$KAFKA_SH" KREC_KAFKA_NAME="$INSTANCE"
 KREC_TEST_SECURE_ENV="$(bash "$KAFKA_SH" secure-env --name "$SECURE_INSTANCE")"
