@@ -2,8 +2,9 @@
 # krec's decoder vs the Java client's decoder (kafka-clients, JMH) on the same segment files.
 #
 #   scripts/bench-decode.sh                  full run (~10 minutes on 2 cores): every shape
-#   scripts/bench-decode.sh --quick          tiny inputs, minimal iterations, debug builds (the
-#                                            ones `cargo test` made): proves the script runs
+#   scripts/bench-decode.sh --quick          tiny inputs, minimal iterations, six shapes, debug
+#                                            builds (the ones `cargo test` made): proves the
+#                                            script runs
 #   scripts/bench-decode.sh --shapes REGEX   only the shapes whose name matches (e.g. '^1x100B-.*-lz4$'),
 #                                            for re-measuring the important ones
 #
@@ -40,6 +41,9 @@ if ((QUICK)); then
     GEN_ARGS=(--target-bytes 4096 --max-records 40)
     JMH_ARGS=(-f 1 -wi 0 -i 1 -r 100ms)
     CRITERION_ARGS=(--warm-up-time 0.05 --measurement-time 0.1 --sample-size 10 --nresamples 1000)
+    # Six of the shapes unless --shapes: every codec, with and without headers, in many small
+    # batches and in one large one; the others go through the same code.
+    [[ "$SHAPES" == "." ]] && SHAPES='^(10x100B-4h|1000x100B-0h)-'
 else
     SEGMENTS="$REPO_ROOT/target/bench-segments"
     if [[ "$SHAPES" == "." ]]; then

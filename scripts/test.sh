@@ -78,16 +78,25 @@ started=()
 registries=()
 oauth_servers=()
 kdcs=()
+# stop_brokers [KEEP]: stops everything started so far but the kafka.sh instance KEEP. The
+# registries and brokers stop all at once: each stop mostly waits for a JVM to shut down.
 stop_brokers() {
-    local name
+    local keep="${1:-}" name pid stopping=() kept=()
     for name in "${registries[@]}"; do
-        bash "$REGISTRY_SH" stop --name "$name" || true
+        bash "$REGISTRY_SH" stop --name "$name" &
+        stopping+=($!)
     done
     registries=()
     for name in "${started[@]}"; do
-        bash "$KAFKA_SH" stop --name "$name" || true
+        if [[ "$name" == "$keep" ]]; then
+            kept+=("$name")
+            continue
+        fi
+        bash "$KAFKA_SH" stop --name "$name" &
+        stopping+=($!)
     done
-    started=()
+    started=("${kept[@]}")
+    for pid in "${stopping[@]}"; do wait "$pid" || true; done
     for name in "${oauth_servers[@]}"; do
         bash "$OAUTH_SH" stop --name "$name" || true
     done
@@ -164,9 +173,11 @@ run_tests() {
 }
 
 # A clean clone gains nothing from incremental compilation, whose caches only take disk (a CI
-# run has failed on a full disk).
+# run has failed on a full disk). Nor from our crates' full debug info (Cargo.toml keeps it for
+# debugging): line tables still give backtraces their lines, and LLVM writes, and the linker
+# copies into every test binary, a fraction of it.
 if [[ -n "${CI:-}" ]]; then
-    export CARGO_INCREMENTAL=0
+    export CARGO_INCREMENTAL=0 CARGO_PROFILE_DEV_DEBUG=line-tables-only
 fi
 mkdir -p "$LOGS"
 
@@ -213,6 +224,21 @@ registries+=("$REGISTRY_INSTANCE")
         --tls-cert "$secure_dir/broker.pem" --tls-key "$secure_dir/broker.key"
 ) >"$LOGS/start-$REGISTRY_INSTANCE.log" 2>&1 &
 registry_pid=$!
+# Kafka's Java tools (`kafka.sh tool` and `topic`: hundreds of runs in the broker tests and the
+# benchmark scripts) map the classes of one archive (AppCDS) instead of loading them from the
+# jars: about half the CPU of each start. The archive is what one tool run loads, dumped at its
+# exit as soon as the single broker answers; older releases' tools (the compat brokers: another
+# class path) cannot use it and run as before, with the JVM's notice of that silenced.
+KAFKA_TOOL_ARCHIVE="$LOGS/kafka-tools.jsa"
+KAFKA_TOOL_JVM_OPTS="-Xmx512m -XX:TieredStopAtLevel=1"
+rm -f "$KAFKA_TOOL_ARCHIVE"
+(
+    wait_started "$INSTANCE"
+    KREC_KAFKA_TOOL_OPTS="$KAFKA_TOOL_JVM_OPTS -XX:ArchiveClassesAtExit=$KAFKA_TOOL_ARCHIVE" \
+        bash "$KAFKA_SH" tool --name "$INSTANCE" org.apache.kafka.tools.TopicCommand \
+        --bootstrap-server "{bootstrap}" --list
+) >"$LOGS/kafka-tools-archive.log" 2>&1 &
+tool_archive_pid=$!
 
 section "krec built without gssapi: the feature and its mechanism leave krec version -v"
 # The ship tests compare `krec version -v -J` with the features cargo built them with; here
@@ -243,6 +269,14 @@ wait_started "$SECURE_INSTANCE"
 for name in "${COMPAT_INSTANCES[@]}"; do wait_started "$name"; done
 export KREC_TEST_COMPAT_NAMES="${COMPAT_INSTANCES[*]}"
 wait "$registry_pid" || { cat "$LOGS/start-$REGISTRY_INSTANCE.log" >&2; exit 1; }
+if wait "$tool_archive_pid" && [[ -s "$KAFKA_TOOL_ARCHIVE" ]]; then
+    # Every tool from here on; the *Performance tools too (C1 only: short runs here).
+    KREC_KAFKA_TOOL_OPTS="$KAFKA_TOOL_JVM_OPTS -XX:SharedArchiveFile=$KAFKA_TOOL_ARCHIVE"
+    export KREC_KAFKA_TOOL_OPTS="$KREC_KAFKA_TOOL_OPTS -Xlog:cds=off -Xlog:cds+dynamic=off"
+else
+    cat "$LOGS/kafka-tools-archive.log" >&2
+    echo "test.sh: no class archive for Kafka's tools: they load their classes from the jars" >&2
+fi
 KREC_TEST_BOOTSTRAP="$(bash "$KAFKA_SH" bootstrap --name "$INSTANCE")"
 export KREC_TEST_BOOTSTRAP KREC_KAFKA_SH="$KAFKA_SH" KREC_KAFKA_NAME="$INSTANCE"
 KREC_TEST_SECURE_ENV="$(bash "$KAFKA_SH" secure-env --name "$SECURE_INSTANCE")"
@@ -288,7 +322,8 @@ for lane in broker cluster; do
     ((status == 0)) || failed+=("$lane")
 done
 ((${#failed[@]} == 0)) || { echo "test.sh: the ${failed[*]} tests failed" >&2; exit 1; }
-stop_brokers
+# The single broker stays: bench-mirror's target (KREC_BENCH_TARGET_BROKER), not started again.
+stop_brokers "$INSTANCE"
 
 section "benchmark scripts on tiny inputs (--quick)"
 # CI proves the benchmark scripts run, not their speed: each runs its whole pipeline (Java and
@@ -298,6 +333,7 @@ section "benchmark scripts on tiny inputs (--quick)"
 # SASL sessions outlive the runs: kcat cannot re-authenticate); it starts while bench-decode,
 # which needs none, runs. bench-schema starts and stops its own registry.
 export KREC_BIN="${CARGO_TARGET_DIR:-$REPO_ROOT/target}/debug/krec" KREC_BENCH_BROKER="$INSTANCE-bench"
+export KREC_BENCH_TARGET_BROKER="$INSTANCE"
 bash "$KAFKA_SH" stop --name "$KREC_BENCH_BROKER" >/dev/null
 started+=("$KREC_BENCH_BROKER")
 registries+=("$KREC_BENCH_BROKER")
@@ -324,7 +360,8 @@ bench_smoke scripts/bench-group.sh
 bench_smoke scripts/bench-share.sh
 bench_smoke scripts/bench-metrics.sh
 bench_smoke scripts/bench-schema.sh
-# Its target broker is its own (started and stopped by it); the source is the shared one.
+# Its target broker is the broker tests' single node, kept running for it; the source is the
+# shared one.
 bench_smoke scripts/bench-mirror.sh
 # kafka-backup's rows only if a full run built its driver before (never built here).
 bench_smoke scripts/bench-backup.sh
