@@ -52,6 +52,7 @@ pub mod backup;
 pub mod cluster;
 pub mod completions;
 pub mod consume;
+mod copy_run;
 pub mod corrupt;
 pub mod count;
 pub mod decode;

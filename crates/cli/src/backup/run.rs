@@ -10,40 +10,20 @@ use std::time::{Duration, Instant};
 use krec_copy::{CopySnapshot, CopyStats};
 
 use super::BackupArgs;
-use crate::corrupt::SKIPPED_EXIT_CODE;
 use crate::Error;
 
 /// Runs `krec backup`: exit 0 when everything read is backed up and in the manifest, 3 when
 /// it is but the source had deleted records before the backup read them (lost: the manifest
 /// lists the ranges), 1 on a failure, 2 for bad arguments.
 pub fn run(args: BackupArgs) -> ExitCode {
-    crate::cluster::init_logging();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build();
-    let outcome = match runtime {
-        Ok(runtime) => runtime.block_on(backup(args)),
-        Err(source) => Err(Error::Io {
-            context: "starting the async runtime".to_owned(),
-            source,
-        }),
-    };
-    match outcome {
-        Ok(0) => ExitCode::SUCCESS,
-        Ok(_) => ExitCode::from(SKIPPED_EXIT_CODE),
-        Err(error) => {
-            eprintln!("krec backup: {error}");
-            ExitCode::from(error.exit_code())
-        }
-    }
+    crate::copy_run::run_copy("backup", backup(args), Error::to_string)
 }
 
 /// Backs up; the records lost to it.
 async fn backup(args: BackupArgs) -> Result<u64, Error> {
     let config = args.config()?;
     let started = Instant::now();
-    let terminate = terminate_signal()?;
+    let terminate = crate::copy_run::terminate_signal()?;
     let backup = config.connect().await?;
     let stats = backup.stats();
     let segments = backup.sink().segments_published();
@@ -63,21 +43,6 @@ async fn backup(args: BackupArgs) -> Result<u64, Error> {
         );
     }
     Ok(copied.lost_records)
-}
-
-/// Completes on SIGTERM or Ctrl-C.
-fn terminate_signal() -> Result<impl std::future::Future<Output = ()>, Error> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut terminate = signal(SignalKind::terminate()).map_err(|source| Error::Io {
-        context: "listening for SIGTERM".to_owned(),
-        source,
-    })?;
-    Ok(async move {
-        tokio::select! {
-            _ = terminate.recv() => {}
-            _ = tokio::signal::ctrl_c() => {}
-        }
-    })
 }
 
 async fn print_stats(

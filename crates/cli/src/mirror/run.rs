@@ -14,31 +14,14 @@ use crate::Error;
 /// Runs `krec mirror`: exit 0 when it stopped as asked (`-e`, `--idle-timeout`, SIGTERM)
 /// with everything copied committed, 1 on a failure, 2 for bad arguments.
 pub fn run(args: MirrorArgs) -> ExitCode {
-    crate::cluster::init_logging();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build();
-    let outcome = match runtime {
-        Ok(runtime) => runtime.block_on(mirror(args)),
-        Err(source) => Err(Error::Io {
-            context: "starting the async runtime".to_owned(),
-            source,
-        }),
-    };
-    match outcome {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("krec mirror: {error}");
-            ExitCode::from(error.exit_code())
-        }
-    }
+    let mirror = async { mirror(args).await.map(|()| 0) };
+    crate::copy_run::run_copy("mirror", mirror, Error::to_string)
 }
 
 async fn mirror(args: MirrorArgs) -> Result<(), Error> {
     let config = args.config()?;
     let started = Instant::now();
-    let terminate = terminate_signal()?;
+    let terminate = crate::copy_run::terminate_signal()?;
     let endpoint = match &args.metrics {
         Some(address) => Some(crate::metrics_server::bind(address).await?),
         None => None,
@@ -58,21 +41,6 @@ async fn mirror(args: MirrorArgs) -> Result<(), Error> {
     let copied = mirror.run(terminate).await?;
     eprintln!("krec mirror: {}", summary(&copied, started.elapsed()));
     Ok(())
-}
-
-/// Completes on SIGTERM or Ctrl-C.
-fn terminate_signal() -> Result<impl std::future::Future<Output = ()>, Error> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut terminate = signal(SignalKind::terminate()).map_err(|source| Error::Io {
-        context: "listening for SIGTERM".to_owned(),
-        source,
-    })?;
-    Ok(async move {
-        tokio::select! {
-            _ = terminate.recv() => {}
-            _ = tokio::signal::ctrl_c() => {}
-        }
-    })
 }
 
 async fn print_stats(stats: Arc<CopyStats>, every: Duration, started: Instant) {

@@ -9,40 +9,20 @@ use std::time::{Duration, Instant};
 use krec_copy::{CopySnapshot, CopyStats};
 
 use super::RestoreArgs;
-use crate::corrupt::SKIPPED_EXIT_CODE;
 use crate::Error;
 
 /// Runs `krec restore`: exit 0 once everything asked for is restored and committed (or it was
 /// stopped by SIGTERM), 3 when corrupt batches were skipped, 1 on a failure, 2 for bad
 /// arguments.
 pub fn run(args: RestoreArgs) -> ExitCode {
-    crate::cluster::init_logging();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build();
-    let outcome = match runtime {
-        Ok(runtime) => runtime.block_on(restore(args)),
-        Err(source) => Err(Error::Io {
-            context: "starting the async runtime".to_owned(),
-            source,
-        }),
-    };
-    match outcome {
-        Ok(0) => ExitCode::SUCCESS,
-        Ok(_) => ExitCode::from(SKIPPED_EXIT_CODE),
-        Err(error) => {
-            eprintln!("krec restore: {}", with_flags(&error));
-            ExitCode::from(error.exit_code())
-        }
-    }
+    crate::copy_run::run_copy("restore", restore(args), with_flags)
 }
 
 /// Restores; the number of corrupt batches skipped.
 async fn restore(args: RestoreArgs) -> Result<u64, Error> {
     let config = args.config()?;
     let started = Instant::now();
-    let terminate = terminate_signal()?;
+    let terminate = crate::copy_run::terminate_signal()?;
     let restore = config.connect().await?;
     let stats = restore.stats();
     let warnings = restore.source().warnings();
@@ -68,21 +48,6 @@ fn with_flags(error: &Error) -> String {
         "skip corrupt batches",
         "skip corrupt batches (--on-corrupt skip)",
     )
-}
-
-/// Completes on SIGTERM or Ctrl-C.
-fn terminate_signal() -> Result<impl std::future::Future<Output = ()>, Error> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut terminate = signal(SignalKind::terminate()).map_err(|source| Error::Io {
-        context: "listening for SIGTERM".to_owned(),
-        source,
-    })?;
-    Ok(async move {
-        tokio::select! {
-            _ = terminate.recv() => {}
-            _ = tokio::signal::ctrl_c() => {}
-        }
-    })
 }
 
 async fn print_stats(
