@@ -1,9 +1,9 @@
 //! `krec restore` against the real broker: a `krec backup` restored into prefixed topics of
 //! the same cluster (empty, as a new cluster's would be), compared record by record with what
 //! librdkafka wrote: every codec, nulls, headers, an aborted transaction, a compacted topic; a
-//! restore killed with SIGKILL and run again; a restore after a later backup; `--until` inside
-//! a batch; a corrupt and a truncated segment; the retention warning; `--groups`; a backup in
-//! S3 (the suite's moto server).
+//! restore killed with SIGKILL and run again; a restore after a later backup; one topic
+//! restored, then all; `--until` inside a batch; a corrupt and a truncated segment; the
+//! retention warning; `--groups`; a backup in S3 (the suite's moto server).
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -207,6 +207,33 @@ fn a_restore_after_a_later_backup_sends_only_the_new_records() {
     assert_eq!(restored_count(&restore(&broker, dir.path(), &[])), 300);
     let copy = format!("restored-{topic}");
     assert_copied(&committed(&broker, &topic), &committed(&broker, &copy));
+}
+
+#[test]
+fn a_restore_of_one_topic_then_of_all_sends_the_first_topic_once() {
+    let broker = broker();
+    let dir = tempfile::tempdir().expect("a backup dir");
+    let (first, second) = (unique_topic("restore-one"), unique_topic("restore-other"));
+    for (topic, from) in [(&first, 0), (&second, 1000)] {
+        create_topic(&broker, topic, 2, &[]);
+        broker.produce_python(&ProducePlan {
+            topic: topic.clone(),
+            compression: "lz4".to_owned(),
+            steps: vec![(None, simple_records(from, 200, 2))],
+            ..ProducePlan::default()
+        });
+    }
+    back_up(&broker, &[(&first, 2), (&second, 2)], dir.path(), 2048);
+    let one = restore(&broker, dir.path(), &["-t", &first]);
+    assert_eq!(restored_count(&one), 200);
+    // The positions are the backup's group's, whatever the selection: the first topic's
+    // partitions are where the first restore left them.
+    let all = restore(&broker, dir.path(), &[]);
+    assert_eq!(restored_count(&all), 200);
+    for topic in [&first, &second] {
+        let copy = committed(&broker, &format!("restored-{topic}"));
+        assert_copied(&committed(&broker, topic), &copy);
+    }
 }
 
 #[test]

@@ -22,7 +22,7 @@ use krec_client::produce::{
     produce, Acks, PartitionProduced, ProduceAnswer, ProduceErrorKind, ProduceParams,
     ProducePartition, ProduceTopic,
 };
-use krec_client::producer_id::{init_producer_id, ProducerIdentity};
+use krec_client::producer_id::{self, init_producer_id, ProducerIdentity};
 use krec_client::{Connection, ConnectionSettings, Error};
 use krec_testkit::live::{self, LiveBroker};
 use uuid::Uuid;
@@ -179,6 +179,23 @@ async fn produce_retrying(
     panic!("still retriable errors after 50 tries");
 }
 
+/// InitProducerId for an idempotent producer, asked again while the answer is passing, as
+/// the producer does: a fresh broker answers COORDINATOR_LOAD_IN_PROGRESS until its
+/// controller has handed it a block of producer ids.
+async fn init_producer_id_retrying(
+    connection: &mut Connection,
+    current: Option<ProducerIdentity>,
+) -> ProducerIdentity {
+    for _ in 0..150 {
+        match init_producer_id(connection, current).await {
+            Ok(identity) => return identity,
+            Err(error) => assert!(producer_id::is_retriable(&error), "{error}"),
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    panic!("InitProducerId kept answering a passing error");
+}
+
 fn appended_base(answer: &PartitionProduced) -> i64 {
     match &answer.result {
         Ok(appended) => appended.base_offset,
@@ -193,7 +210,7 @@ async fn idempotent_batches_land_once_in_every_partition() {
     broker.create_topic(&topic, 3);
     let id = topic_id(&broker, &topic).await;
     let mut connection = connect(&broker).await;
-    let identity = init_producer_id(&mut connection, None).await.unwrap();
+    let identity = init_producer_id_retrying(&mut connection, None).await;
     assert!(identity.producer_id >= 0 && identity.producer_epoch >= 0);
 
     // Round one: by topic id where the broker speaks v13; lz4 and none.
@@ -280,7 +297,7 @@ async fn a_new_identity_or_epoch_restarts_the_sequences() {
     let topic = live::unique_name("produce-bump");
     broker.create_topic(&topic, 1);
     let mut connection = connect(&broker).await;
-    let identity = init_producer_id(&mut connection, None).await.unwrap();
+    let identity = init_producer_id_retrying(&mut connection, None).await;
     let first = batch(&records(0, 0, 3), identity, 0, Compression::None);
     let first = one_topic(&topic, Uuid::nil(), vec![(0, first)]);
     let answer = produce_retrying(&mut connection, ALL, &first).await;
@@ -288,9 +305,7 @@ async fn a_new_identity_or_epoch_restarts_the_sequences() {
 
     // Asked with the current identity, the broker answers a fresh one for an idempotent
     // producer (it fences transactional ids only); its sequences start at 0.
-    let renewed = init_producer_id(&mut connection, Some(identity))
-        .await
-        .unwrap();
+    let renewed = init_producer_id_retrying(&mut connection, Some(identity)).await;
     assert_ne!(renewed, identity);
     let next = batch(&records(0, 3, 2), renewed, 0, Compression::Lz4);
     let next = one_topic(&topic, Uuid::nil(), vec![(0, next)]);
@@ -381,7 +396,7 @@ async fn a_batch_over_max_message_bytes_is_message_too_large() {
     let broker = live::broker();
     let topic = topic_with_config(&broker, "produce-large", "max.message.bytes=1024");
     let mut connection = connect(&broker).await;
-    let identity = init_producer_id(&mut connection, None).await.unwrap();
+    let identity = init_producer_id_retrying(&mut connection, None).await;
     let mut large = records(0, 0, 1);
     large[0].value = Some("x".repeat(4_096));
     let oversized = batch(&large, identity, 0, Compression::None);
@@ -398,7 +413,7 @@ async fn a_keyless_record_in_a_compacted_topic_is_invalid_record_with_its_index(
     let broker = live::broker();
     let topic = topic_with_config(&broker, "produce-invalid", "cleanup.policy=compact");
     let mut connection = connect(&broker).await;
-    let identity = init_producer_id(&mut connection, None).await.unwrap();
+    let identity = init_producer_id_retrying(&mut connection, None).await;
     // records(0, 0, 3): the record at index 1 has no key.
     let keyless = batch(&records(0, 0, 3), identity, 0, Compression::Lz4);
     let keyless = one_topic(&topic, Uuid::nil(), vec![(0, keyless)]);

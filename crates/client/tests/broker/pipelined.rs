@@ -40,7 +40,7 @@ async fn five_produce_requests_in_flight_are_answered_in_the_order_sent() {
     broker.create_topic(&topic, 2);
     let id = topic_id(&broker, &topic).await;
     let mut connection = connect(&broker).await;
-    let identity = init_producer_id(&mut connection, None).await.unwrap();
+    let identity = init_producer_id_retrying(&mut connection, None).await;
     // The partitions' leaders ready first (a new topic's answer retriable errors a moment).
     let (ready, mut sent) = requests(&topic, id, identity, &[0, 1], 0, 3);
     produce_retrying(&mut connection, ALL, &ready).await;
@@ -128,7 +128,7 @@ async fn answers_in_slices_raced_against_timers_are_all_read_and_matched() {
     let mut connection = Connection::connect(&proxy.address, &ConnectionSettings::default())
         .await
         .unwrap();
-    let identity = init_producer_id(&mut connection, None).await.unwrap();
+    let identity = init_producer_id_retrying(&mut connection, None).await;
     let (ready, mut sent) = requests(&topic, id, identity, &[0], 0, SIZE);
     produce_retrying(&mut connection, ALL, &ready).await;
 

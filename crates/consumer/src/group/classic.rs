@@ -20,6 +20,8 @@ use crate::Error;
 use krec_client::group::{self, group_codes, JoinRequest};
 use krec_client::wire::{JoinGroupResponse, JoinGroupResponseMember};
 
+mod stale;
+
 /// Runs the membership until it is closed or fails.
 #[tracing::instrument(name = "group", skip_all, fields(group = %session.config.group_id))]
 pub async fn run(session: Session) {
@@ -29,6 +31,7 @@ pub async fn run(session: Session) {
         protocol: None,
         owned: BTreeSet::new(),
         matched: Matched::new(),
+        stale: false,
     };
     member.refresh_subscription().await;
     if let Err(error) = member.run().await {
@@ -45,6 +48,8 @@ struct Classic {
     owned: BTreeSet<TopicPartition>,
     /// What the subscription's patterns match now, with partition ids (empty without patterns).
     matched: Matched,
+    /// The assignment just taken predates the members' subscriptions: rejoin at once.
+    stale: bool,
 }
 
 /// What ends the heartbeat phase.
@@ -72,7 +77,7 @@ impl Classic {
             };
             self.session.metrics.rebalanced();
             let rejoin = self.apply(assignment).await?;
-            if rejoin {
+            if rejoin || std::mem::take(&mut self.stale) {
                 continue;
             }
             match self.heartbeat_phase().await? {
@@ -130,7 +135,30 @@ impl Classic {
         } else {
             Vec::new()
         };
-        self.sync(&config, &protocol_name, assignments).await
+        let assignment = self.sync(&config, &protocol_name, assignments).await?;
+        if leader && response.skip_assignment && assignment.is_some() {
+            self.stale = self.assignment_is_stale(&response.members).await;
+        }
+        Ok(assignment)
+    }
+
+    /// A static leader back without a rebalance: whether the group's assignment still fits
+    /// the members' subscriptions (a failed look keeps it, as the coordinator did).
+    async fn assignment_is_stale(&mut self, members: &[JoinGroupResponseMember]) -> bool {
+        match stale::assignment_is_stale(&mut self.session, members).await {
+            Ok(true) => {
+                tracing::info!(
+                    "the group's assignment predates the members' subscriptions; \
+                    rejoining to rebalance"
+                );
+                true
+            }
+            Ok(false) => false,
+            Err(error) => {
+                tracing::warn!(%error, "checking the group's assignment failed; keeping it");
+                false
+            }
+        }
     }
 
     /// The topics this member subscribes to now: the names, then what the patterns match.

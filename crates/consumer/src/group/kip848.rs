@@ -261,15 +261,16 @@ impl Member {
                 .map(|t| (t.topic_id, t.partitions))
                 .collect();
             self.session.metrics.rebalanced();
-            self.reconcile(target).await?;
-            // Acknowledge the new ownership at once.
-            self.report_full = true;
+            // Acknowledge a new ownership at once; an unchanged one needs none (the broker
+            // answers every full heartbeat with the assignment: acknowledging that would loop).
+            self.report_full = self.reconcile(target).await?;
         }
         Ok(())
     }
 
-    /// Moves to the broker's target assignment: revoke, then take the new partitions.
-    async fn reconcile(&mut self, target: Vec<(Uuid, Vec<i32>)>) -> Result<(), Error> {
+    /// Moves to the broker's target assignment: revoke, then take the new partitions. True
+    /// when the owned partitions changed.
+    async fn reconcile(&mut self, target: Vec<(Uuid, Vec<i32>)>) -> Result<bool, Error> {
         if target
             .iter()
             .any(|(id, _)| !self.topic_names.contains_key(id))
@@ -294,6 +295,9 @@ impl Member {
         }
         let revoked: Vec<TopicPartition> = self.owned.difference(&wanted).cloned().collect();
         let added: Vec<TopicPartition> = wanted.difference(&self.owned).cloned().collect();
+        if revoked.is_empty() && added.is_empty() {
+            return Ok(false);
+        }
         tracing::info!(
             epoch = self.identity.generation,
             ?revoked,
@@ -307,7 +311,7 @@ impl Member {
             self.session.hand_over(&added).await?;
             self.owned.extend(added);
         }
-        Ok(())
+        Ok(true)
     }
 
     /// Keeps partitions of internal topics that the broker's regex matched (it matches every

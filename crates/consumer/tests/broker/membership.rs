@@ -1,8 +1,9 @@
 //! `GroupConsumer::membership` as `krec mirror` drives it, with both group protocols: members
 //! that hold partitions and read none share a 4-partition topic; when one closes or is dropped
 //! without leaving (a crash) the other takes every partition; one that releases revoked
-//! partitions slowly keeps its membership. No Fetch is sent and the group has no committed
-//! offsets, though the topic holds records a reading member would fetch.
+//! partitions slowly keeps its membership; a static member back with one more topic takes
+//! it too. No Fetch is sent and the group has no committed offsets, though the topic holds
+//! records a reading member would fetch.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -231,4 +232,52 @@ async fn classic_slow_release_keeps_the_membership() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kip848_slow_release_keeps_the_membership() {
     slow_release_keeps_the_membership(GroupProtocol::Consumer, "kc-membership848-slow").await;
+}
+
+/// A static member closed (it stays in the group) and started again with one more topic
+/// takes that topic's partitions too: the coordinator hands a returning static member its
+/// old assignment without a rebalance, so the classic leader checks it against the members'
+/// subscriptions. Then, nothing changing, the member takes no new assignment (a KIP-848
+/// member does not acknowledge an unchanged one, which the broker would answer again).
+async fn static_member_back_with_another_topic(protocol: GroupProtocol, prefix: &str) {
+    let broker = live::broker();
+    let first = topic_with_records(&broker, prefix);
+    let second = topic_with_records(&broker, &format!("{prefix}-more"));
+    let mut settings = member_config(&broker, &live::unique_name(prefix), protocol);
+    settings.group.instance_id = Some("static".to_owned());
+    let mut member = GroupConsumer::membership(settings.clone(), &[first.as_str()])
+        .await
+        .expect("a membership member");
+    take_all(&mut member).await;
+    within("close", member.close()).await.expect("close");
+    let topics = [first.as_str(), second.as_str()];
+    let mut member = GroupConsumer::membership(settings, &topics)
+        .await
+        .expect("the member back");
+    within("the member back taking both topics", async {
+        while member.assignment().len() < 2 * PARTITIONS {
+            check_event("back", member.next_event().await);
+        }
+    })
+    .await;
+    let rebalances = || member.metrics().group.expect("group metrics").rebalances;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let settled = rebalances();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        rebalances(),
+        settled,
+        "assignments taken while nothing changed"
+    );
+    within("close", member.close()).await.expect("close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn classic_static_member_back_with_another_topic() {
+    static_member_back_with_another_topic(GroupProtocol::Classic, "kc-membership-static").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kip848_static_member_back_with_another_topic() {
+    static_member_back_with_another_topic(GroupProtocol::Consumer, "kc-membership848-static").await;
 }
