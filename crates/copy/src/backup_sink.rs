@@ -441,7 +441,7 @@ pub(crate) fn batch_facts(batch: &[u8]) -> Result<BatchFacts, krec_batch::Error>
             if whole && attributes & v2::attributes::DELETE_HORIZON == 0 {
                 return Ok(BatchFacts {
                     base_offset: header.base_offset,
-                    last_offset: header.base_offset + i64::from(delta),
+                    last_offset: header.base_offset.saturating_add(i64::from(delta)),
                     first_timestamp: first,
                     max_timestamp: max,
                 });

@@ -1,4 +1,4 @@
-//! `reencode` on arbitrary bytes. Two ways in, by the first byte's top bit: the bytes as they
+//! `reencode_range` on arbitrary bytes, from an offset and at times up to an end. Two ways in, by the first byte's top bit: the bytes as they
 //! are (legacy messages, hostile headers; the CRC is always checked), or the bytes as the
 //! records section of a v2 batch whose header the next bytes pick (codec, LogAppendTime, count,
 //! last offset delta) and whose CRC is made right, compressed with the codec first, so the
@@ -8,7 +8,7 @@
 #![no_main]
 
 use krec_batch::encode::{compress, Lz4Style, SnappyStyle, ZstdStyle};
-use krec_batch::{reencode, BatchWalk, Compression, DecodeConfig, Error, Record};
+use krec_batch::{reencode_range, BatchWalk, Compression, DecodeConfig, Error, Record};
 use libfuzzer_sys::fuzz_target;
 
 /// A record's fields, owned.
@@ -39,6 +39,12 @@ fuzz_target!(|data: &[u8]| {
     };
     let max_batch_bytes = 61 + usize::from(u16::from_be_bytes([head[0], head[1]]));
     let from_offset = i64::from(head[2]);
+    // An end bound too, at times (a restore's --until cut): records from it on stay out.
+    let until = if first & 0x40 != 0 {
+        from_offset + i64::from((first >> 4) & 0x03) * 4
+    } else {
+        i64::MAX
+    };
     let input = if first & 0x80 != 0 {
         rest.to_vec()
     } else {
@@ -63,9 +69,11 @@ fuzz_target!(|data: &[u8]| {
     };
     let mut written = Vec::new();
     let mut codecs = Vec::new();
-    let result = reencode(&input, from_offset, max_batch_bytes, &config, |batch| {
+    let offsets = from_offset..until;
+    let result = reencode_range(&input, offsets, max_batch_bytes, &config, |batch| {
         assert!(batch.batch.len() <= max_batch_bytes);
         assert!(batch.first_offset >= from_offset);
+        assert!(batch.last_offset < until);
         assert!(batch.first_offset <= batch.last_offset);
         let mut walk = BatchWalk::new(&batch.batch, &config);
         let out = walk
@@ -95,7 +103,11 @@ fuzz_target!(|data: &[u8]| {
                     continue;
                 }
                 for record in batch.records().from_offset(from_offset) {
-                    read.push(fields(&record.expect("reencode decoded it")));
+                    let record = record.expect("reencode decoded it");
+                    if record.offset() >= until {
+                        break;
+                    }
+                    read.push(fields(&record));
                     read_codecs.push(batch.compression());
                 }
             }
