@@ -12,8 +12,8 @@
 //!   idempotent, batched per partition, Java's partitioning (`krec-producer`).
 //! - [`copy`]: topics copied as they are, exactly once: one pipeline from a source of
 //!   batches to a sink of batches, with a cluster at each end for `krec mirror` and a
-//!   backup location (a directory or an object store) at the sink's for `krec backup`
-//!   (`krec-copy`).
+//!   backup location (a directory or an object store) at the sink's for `krec backup`, at
+//!   the source's for `krec restore` (`krec-copy`).
 //! - [`schema`]: Schema Registry values (Avro, Protobuf, JSON Schema) to JSON text
 //!   (`krec-schema`); it depends on none of the crates above.
 //!
