@@ -15,12 +15,13 @@ use super::assignor::{Assignor, TopicPartition};
 use super::session::{within, CommitOutcome, Identity, Session, FINAL_COMMIT_RETRY};
 use super::wire;
 use super::{Command, GroupConfig, MemberEvent};
-use crate::refresh::{self, Matched};
+use crate::refresh::Matched;
 use crate::Error;
 use krec_client::group::{self, group_codes, JoinRequest};
 use krec_client::wire::{JoinGroupResponse, JoinGroupResponseMember};
 
 mod stale;
+mod subscription;
 
 /// Runs the membership until it is closed or fails.
 #[tracing::instrument(name = "group", skip_all, fields(group = %session.config.group_id))]
@@ -140,62 +141,6 @@ impl Classic {
             self.stale = self.assignment_is_stale(&response.members).await;
         }
         Ok(assignment)
-    }
-
-    /// A static leader back without a rebalance: whether the group's assignment still fits
-    /// the members' subscriptions (a failed look keeps it, as the coordinator did).
-    async fn assignment_is_stale(&mut self, members: &[JoinGroupResponseMember]) -> bool {
-        match stale::assignment_is_stale(&mut self.session, members).await {
-            Ok(true) => {
-                tracing::info!(
-                    "the group's assignment predates the members' subscriptions; \
-                    rejoining to rebalance"
-                );
-                true
-            }
-            Ok(false) => false,
-            Err(error) => {
-                tracing::warn!(%error, "checking the group's assignment failed; keeping it");
-                false
-            }
-        }
-    }
-
-    /// The topics this member subscribes to now: the names, then what the patterns match.
-    fn subscribed_topics(&self) -> Vec<String> {
-        let mut topics = self.session.subscription.names().to_vec();
-        for topic in self.matched.keys() {
-            if !topics.contains(topic) {
-                topics.push(topic.clone());
-            }
-        }
-        topics
-    }
-
-    /// With patterns: looks at the cluster's topics again; true when the patterns now match
-    /// other topics or partitions (the member must rejoin to say so). A failed look keeps the
-    /// last answer.
-    async fn refresh_subscription(&mut self) -> bool {
-        let session = &self.session;
-        if !session.subscription.has_patterns() {
-            return false;
-        }
-        let now = match refresh::look_up(&session.metadata, &session.subscription, &self.matched)
-            .await
-        {
-            Ok(now) => now,
-            Err(error) => {
-                tracing::warn!(%error, "looking up the subscribed topics failed; trying again later");
-                return false;
-            }
-        };
-        session.set_matched_topics(now.keys().map(String::as_str));
-        let changed = now != self.matched;
-        self.matched = now;
-        if changed {
-            tracing::info!(topics = ?self.subscribed_topics(), "subscribed topics changed");
-        }
-        changed
     }
 
     /// JoinGroup with this member's subscription: the response, or None to try again.

@@ -92,3 +92,27 @@ fn protocol_error(session: &Session, what: String) -> Error {
         what,
     }
 }
+
+impl super::Classic {
+    /// A static leader back without a rebalance: whether the group's assignment still fits
+    /// the members' subscriptions (a failed look keeps it, as the coordinator did).
+    pub(super) async fn assignment_is_stale(
+        &mut self,
+        members: &[JoinGroupResponseMember],
+    ) -> bool {
+        match assignment_is_stale(&mut self.session, members).await {
+            Ok(true) => {
+                tracing::info!(
+                    "the group's assignment predates the members' subscriptions; \
+                    rejoining to rebalance"
+                );
+                true
+            }
+            Ok(false) => false,
+            Err(error) => {
+                tracing::warn!(%error, "checking the group's assignment failed; keeping it");
+                false
+            }
+        }
+    }
+}
